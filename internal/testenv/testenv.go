@@ -1,0 +1,68 @@
+// Package testenv locates the control-plane binaries built by hack/build-k8s.sh and the
+// CRDs the tests install, so every test package starts envtest the same way.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+)
+
+// KubernetesVersion is the control-plane version the tests run; its minor matches the
+// k8s.io libraries in go.mod.
+const KubernetesVersion = "1.35.4"
+
+// RepoRoot returns the checkout's root directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// BinaryDir returns the directory holding etcd, kube-apiserver and
+// kube-controller-manager: KUBEBUILDER_ASSETS when set, else bin/k8s/<version>.
+// It returns an error naming the command that builds them when they are missing.
+func BinaryDir() (string, error) {
+	dir := os.Getenv("KUBEBUILDER_ASSETS")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "bin", "k8s", KubernetesVersion)
+	}
+	for _, b := range []string{"etcd", "kube-apiserver"} {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			return "", fmt.Errorf("control-plane binary %s missing in %s (run hack/build-k8s.sh or make test): %w", b, dir, err)
+		}
+	}
+	return dir, nil
+}
+
+// ModuleDir returns the module cache directory of a module at the version go.mod
+// selects, downloading it through the module proxy if needed.
+func ModuleDir(module string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err == nil && strings.TrimSpace(string(out)) != "" {
+		return strings.TrimSpace(string(out)), nil
+	}
+	return "", fmt.Errorf("locating module %s: %w", module, err)
+}
+
+// DownloadedModuleDir returns the module cache directory of module@version, a module
+// that go.mod does not require (the test only reads files it ships).
+func DownloadedModuleDir(module, version string) (string, error) {
+	cmd := exec.Command("go", "mod", "download", "-json", module+"@"+version)
+	cmd.Dir = RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading %s@%s: %w", module, version, err)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, `"Dir":`) {
+			return strings.Trim(strings.TrimSuffix(strings.TrimPrefix(line, `"Dir":`), ","), ` "`), nil
+		}
+	}
+	return "", fmt.Errorf("no Dir in go mod download output for %s@%s", module, version)
+}
