@@ -1,0 +1,202 @@
+// Package app assembles one anchorage replica: the multicluster manager, the project
+// provider and the controllers. cmd/manager parses flags into Options and calls Run; the
+// integration harness builds several replicas in one process the same way.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/shard"
+)
+
+// Options configures one replica. Zero values take the documented defaults.
+type Options struct {
+	// Hub is the REST config of the hub cluster, where project Secrets, Leases and
+	// downstream objects live.
+	Hub *rest.Config
+	// ProviderNamespace holds the projects' kubeconfig Secrets. Default "anchorage-system".
+	ProviderNamespace string
+	// LeaseNamespace holds member and project Leases. Default ProviderNamespace.
+	LeaseNamespace string
+	// Identity names this replica (the pod name in a Deployment). Required.
+	Identity string
+	// MetricsAddr serves /metrics; "0" turns it off. Default ":8080".
+	MetricsAddr string
+	// HealthAddr serves /healthz and /readyz; "0" turns it off. Default ":8081".
+	HealthAddr string
+	// Registry receives anchorage's own metrics. Default controller-runtime's global
+	// registry; tests running several replicas in one process give each its own.
+	Registry prometheus.Registerer
+	// Logger is the replica's logger. Default ctrl.Log.
+	Logger logr.Logger
+	// HubCheckTimeout bounds the start-up probe of the hub. Default 10s.
+	HubCheckTimeout time.Duration
+	// ClusterOptions are applied to every project cluster the provider builds.
+	ClusterOptions []cluster.Option
+	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig
+	// (tests wrap the transport to cut a replica off).
+	ProjectRESTOptions []func(*rest.Config) error
+	// Timings of the sharding protocol; zero fields take client-go's defaults.
+	Timings shard.Timings
+	// Weight scales this replica's share of projects. Default 1.
+	Weight float64
+	// Clock is injected into the sharding protocol. Default the real clock.
+	Clock clock.WithTicker
+	// Recorder, when set, receives a record of every admitted unit of project work.
+	Recorder shard.Recorder
+}
+
+func (o *Options) defaults() error {
+	if o.Hub == nil {
+		return errors.New("no hub configuration")
+	}
+	if o.Identity == "" {
+		return errors.New("identity must not be empty (set --identity or POD_NAME)")
+	}
+	if o.ProviderNamespace == "" {
+		o.ProviderNamespace = "anchorage-system"
+	}
+	if o.LeaseNamespace == "" {
+		o.LeaseNamespace = o.ProviderNamespace
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = ":8080"
+	}
+	if o.HealthAddr == "" {
+		o.HealthAddr = ":8081"
+	}
+	if o.Registry == nil {
+		o.Registry = ctrlmetrics.Registry
+	}
+	if o.Logger.GetSink() == nil {
+		o.Logger = ctrl.Log
+	}
+	if o.HubCheckTimeout == 0 {
+		o.HubCheckTimeout = 10 * time.Second
+	}
+	return nil
+}
+
+// Scheme returns the scheme every anchorage client uses, hub and projects alike.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha.AddToScheme, gatewayv1.Install} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("building scheme: %v", err))
+		}
+	}
+	return s
+}
+
+// Replica is one assembled anchorage replica, ready to Start.
+type Replica struct {
+	Options Options
+	Manager mcmanager.Manager
+	// Provider is the inner kubeconfig provider: it only discovers projects. Project
+	// clusters with informers exist only in Shard, for the projects this replica holds.
+	Provider *kubeconfig.Provider
+	// Shard gates every project: GetCluster, admission and hub writes.
+	Shard *shard.Shard
+}
+
+// New checks the hub is reachable and assembles a replica.
+func New(ctx context.Context, opts Options) (*Replica, error) {
+	if err := opts.defaults(); err != nil {
+		return nil, err
+	}
+	if err := checkHub(ctx, opts.Hub, opts.HubCheckTimeout); err != nil {
+		return nil, err
+	}
+	scheme := Scheme()
+	provider := kubeconfig.New(kubeconfig.Options{
+		Namespace:      opts.ProviderNamespace,
+		ClusterOptions: append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...),
+		RESTOptions:    opts.ProjectRESTOptions,
+	})
+	sh, err := shard.New(shard.Options{
+		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
+		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
+		Scheme: scheme, ClusterOptions: opts.ClusterOptions, Registry: opts.Registry,
+		Recorder: opts.Recorder, Logger: opts.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the shard: %w", err)
+	}
+	// The shard is both the manager's provider (a gate over project clusters) and its
+	// coordinator (engaging controllers only with held projects); the kubeconfig provider
+	// beneath it only discovers.
+	mgr, err := mcmanager.New(opts.Hub, sh, manager.Options{
+		Scheme:                 scheme,
+		Logger:                 opts.Logger,
+		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress: opts.HealthAddr,
+		// Controller-runtime's leader election stays off: with it on, the kubeconfig
+		// provider's Secret watcher would run only on one replica (DESIGN.md, Sharding).
+		LeaderElection: false,
+		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
+	}, mcmanager.WithCoordinator(sh))
+	if err != nil {
+		return nil, fmt.Errorf("building the multicluster manager: %w", err)
+	}
+	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+		return nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("member-validity", sh.Ready); err != nil {
+		return nil, fmt.Errorf("adding readiness check: %w", err)
+	}
+	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
+	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh}, nil
+}
+
+// Start runs the replica until ctx ends.
+func (r *Replica) Start(ctx context.Context) error {
+	return r.Manager.Start(ctx)
+}
+
+// checkHub fails fast, with a message an operator can act on, when the hub cannot be
+// reached: a replica that starts anyway would only report unready forever.
+func checkHub(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
+	c := rest.CopyConfig(cfg)
+	c.Timeout = timeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("hub %s: %w", cfg.Host, err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := dc.ServerVersion(); done <- err }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("hub %s unreachable: %w", cfg.Host, err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("hub %s: %w", cfg.Host, ctx.Err())
+	}
+}

@@ -1,0 +1,87 @@
+// Package shard splits tenant projects between anchorage replicas so that at most one
+// replica works on a project at any time, and writes down how that is achieved.
+//
+// # Why not the sharded coordinator of multicluster-runtime
+//
+// It gates only watches: GetCluster, queued and requeued requests and hub sources keep
+// running on every replica; it releases a project in a goroutine without waiting for
+// in-flight reconciles; and it judges lease expiry from the remote renew time against
+// the local clock. Two replicas on one project is the second cause of leaked anchors
+// (one finalizes a Gateway while another recreates its downstream copy), so this
+// package replaces it through mcmanager.WithCoordinator and a gating provider.
+//
+// # Objects (all in the lease namespace on the hub)
+//
+//   - member Lease "anchorage-member-<pod>": holderIdentity "<pod>/<incarnation>", renewed
+//     by its replica. The incarnation is a fresh UID per process start and per rejoin.
+//   - coordinator Lease "anchorage-coordinator": client-go leader election among
+//     incarnations.
+//   - project Lease "anchorage-project-<dns-safe name>-<hash>": holderIdentity is the
+//     owning incarnation, leaseTransitions counts hand-overs, the real project name is in
+//     an annotation and a label-safe form in a label, and the holder's claim is an
+//     annotation "<incarnation>#<engagement>". Project Leases are never renewed: their
+//     validity is their holder's.
+//
+// # Membership and validity
+//
+// A replica renews its member Lease every RetryPeriod with an update conditional on the
+// resourceVersion it last wrote. Validity runs from the moment the last successful renew
+// was sent plus RenewDeadline (never from the server's renewTime: remote clocks are not
+// compared with the local one). Every call made for a project carries a context deadline
+// at the end of validity, and project writes go through clients that refuse once
+// validity has passed. When validity ends the replica stops all project work at once,
+// voids every holding, and rejoins under a new incarnation; like client-go acquiring a
+// lock, it takes its member Lease only after seeing it unchanged for LeaseDuration. A
+// renew that conflicts means someone else (the coordinator declaring it expired) wrote
+// the Lease: that also ends validity.
+//
+// # Coordinator
+//
+// Elected with client-go leaderelection. Every replica watches member and project Leases
+// from process start and records the local time of each change it sees. A new
+// coordinator assigns nothing until its process has watched for LeaseDuration. A member
+// is declared expired only after a direct read shows its Lease unchanged (same
+// resourceVersion) for at least LeaseDuration since the last change seen; the
+// coordinator then clears that Lease's holder with an update conditional on the
+// resourceVersion it read, so a late renew by the old incarnation conflicts. A member
+// Lease whose holder changes to a new incarnation proves the old incarnation's validity
+// ended (the rejoin waited LeaseDuration > RenewDeadline), so its projects move at once.
+//
+// Assignment is weighted rendezvous hashing of projects over live members, written into
+// the project Lease with updates conditional on the resourceVersion read. Only the
+// coordinator writes holders of an expired member's projects. A project left unclaimed
+// past ClaimDeadline moves to the next member in rendezvous order (hashing again would
+// pick the same member). Two Secrets naming one project: neither is assigned, and the
+// condition is reported. A project whose Secret is gone has its Lease deleted with a
+// resourceVersion precondition once no live holder remains.
+//
+// # Claim and admission
+//
+// A replica that reads itself as holder at resourceVersion r builds the project's
+// cluster (informers, field indexes) under a context bounded by ClaimDeadline, waits for
+// its caches, engages the controllers, then writes its claim conditional on r, and opens
+// admission only after that write succeeds. Each engagement claims again. A reconcile or
+// resync step for a project runs only inside Enter: this incarnation holds and has
+// claimed the project, admission is open, validity has not ended; an in-flight count per
+// project lets a release wait for zero (a plain RWMutex would park shared workers behind
+// a waiting writer). The gating provider's Get returns multicluster.ErrClusterNotFound
+// for projects not held, which ends queued and requeued requests quietly. A holder that
+// sees its project Lease deleted or naming someone else closes admission at once.
+//
+// # Residual windows (what this does not guarantee)
+//
+// A Lease is not a fence. A write sent just before validity ends can commit after it.
+// A paused former coordinator may still send writes; they are harmless only because
+// every coordinator write is conditional on a resourceVersion. A frozen VM stops the
+// monotonic clock, so a replica resumed from a freeze may believe it is still valid
+// until its next renew conflicts. The live guard in pkg/gateway and the anchor resync
+// repair what slips through these windows.
+//
+// # Timings
+//
+// Defaults are client-go's: LeaseDuration 15s, RenewDeadline 10s, RetryPeriod 2s, with
+// RenewDeadline > 1.2 x RetryPeriod and LeaseDuration > RenewDeadline; API call timeouts
+// stay below LeaseDuration - RenewDeadline. Expected time from a crash to the new
+// owner's first reconcile: about LeaseDuration plus a retry period or two; up to about
+// 1.6 x LeaseDuration when the crashed replica was the coordinator.
+package shard

@@ -1,0 +1,75 @@
+package shard
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"math"
+	"sort"
+)
+
+// Member is a live replica incarnation eligible for projects.
+type Member struct {
+	// Holder is the incarnation's holder identity, "<pod>/<incarnation>".
+	Holder string
+	// Pod is the stable part of the identity; hashing uses it so that a rejoin under a
+	// new incarnation keeps the same projects.
+	Pod string
+	// Weight scales the member's share; values <= 0 count as 1.
+	Weight float64
+}
+
+// Rank orders members for a project by weighted rendezvous hashing, best first. The
+// first is the project's owner; the next ones are where it goes if the owner cannot
+// claim it. Adding or removing a member moves only the projects that member wins or
+// held.
+func Rank(project string, members []Member) []Member {
+	type scored struct {
+		m     Member
+		score float64
+	}
+	s := make([]scored, len(members))
+	for i, m := range members {
+		s[i] = scored{m, rendezvousScore(project, m)}
+	}
+	sort.SliceStable(s, func(i, j int) bool {
+		if s[i].score != s[j].score {
+			return s[i].score > s[j].score
+		}
+		return s[i].m.Pod < s[j].m.Pod
+	})
+	out := make([]Member, len(s))
+	for i := range s {
+		out[i] = s[i].m
+	}
+	return out
+}
+
+// NextAfter returns the member ranked after holder for project, wrapping around, or
+// ok=false when there is no other member.
+func NextAfter(project, holder string, members []Member) (Member, bool) {
+	ranked := Rank(project, members)
+	for i, m := range ranked {
+		if m.Holder == holder {
+			if len(ranked) == 1 {
+				return Member{}, false
+			}
+			return ranked[(i+1)%len(ranked)], true
+		}
+	}
+	if len(ranked) == 0 {
+		return Member{}, false
+	}
+	return ranked[0], true
+}
+
+// rendezvousScore is -w/ln(u) for u uniform in (0,1) from a hash of (pod, project):
+// the highest score wins, and a member of weight w wins a w-proportional share.
+func rendezvousScore(project string, m Member) float64 {
+	h := sha256.Sum256([]byte(m.Pod + "\x00" + project))
+	u := (float64(binary.BigEndian.Uint64(h[:8])>>11) + 0.5) / float64(1<<53)
+	w := m.Weight
+	if w <= 0 {
+		w = 1
+	}
+	return -w / math.Log(u)
+}

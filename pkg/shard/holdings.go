@@ -1,0 +1,372 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+type holdingState int
+
+const (
+	// holdingClaiming: assigned to this incarnation; the cluster is being built and
+	// engaged; admission closed (work is retried, not dropped).
+	holdingClaiming holdingState = iota
+	// holdingOpen: the claim write succeeded; admission open.
+	holdingOpen
+	// holdingClosed: lost or released; admission closed for good.
+	holdingClosed
+)
+
+// errClaimPending makes a reconcile retry with backoff while the claim completes, instead
+// of ending quietly: the request belongs to a project this replica is about to serve.
+var errClaimPending = errors.New("project claim in progress")
+
+// holding is one project held by one incarnation, for one engagement.
+type holding struct {
+	project    string
+	holder     string
+	engagement string
+	// rv is the project Lease's resourceVersion at which this incarnation read itself
+	// as holder; the claim is written conditional on it.
+	rv      string
+	cluster cluster.Cluster
+	ctx     context.Context
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	st       holdingState
+	inflight int
+	idle     chan struct{} // closed when inflight drops to zero after closing
+}
+
+func (h *holding) clusterName() multicluster.ClusterName { return multicluster.ClusterName(h.project) }
+
+func (h *holding) state() holdingState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.st
+}
+
+// close shuts admission at once; in-flight work sees its context cancelled.
+func (h *holding) close() {
+	h.mu.Lock()
+	h.st = holdingClosed
+	if h.inflight == 0 && h.idle != nil {
+		close(h.idle)
+		h.idle = nil
+	}
+	h.mu.Unlock()
+	h.cancel()
+}
+
+func (s *Shard) openHoldingsLocked() []*holding {
+	var out []*holding
+	for _, h := range s.holdings {
+		if h.state() == holdingOpen {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// Enter admits one unit of work for project: this incarnation holds and has claimed it,
+// admission is open, and validity has not ended. The returned context ends at the end
+// of validity or when the holding is lost; release must be called when the work ends.
+func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
+	s.mu.Lock()
+	h := s.holdings[project]
+	s.mu.Unlock()
+	if h == nil {
+		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
+		return nil, nil, fmt.Errorf("project %q is not held by this replica: %w", project, multicluster.ErrClusterNotFound)
+	}
+	holder, until := s.member.current()
+	h.mu.Lock()
+	switch {
+	case h.st == holdingClaiming:
+		h.mu.Unlock()
+		s.m.gateRejections.WithLabelValues(rejectClaimPending).Inc()
+		return nil, nil, fmt.Errorf("project %q: %w", project, errClaimPending)
+	case h.st != holdingOpen:
+		h.mu.Unlock()
+		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
+		return nil, nil, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
+	case holder != h.holder || !s.clock.Now().Before(until):
+		h.mu.Unlock()
+		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		return nil, nil, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
+	}
+	h.inflight++
+	h.mu.Unlock()
+
+	start := s.clock.Now()
+	// Context deadlines run on the real clock; translate the validity end.
+	wctx, cancel := context.WithDeadline(ctx, time.Now().Add(until.Sub(start)))
+	stop := context.AfterFunc(h.ctx, cancel)
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			stop()
+			cancel()
+			h.mu.Lock()
+			h.inflight--
+			if h.inflight == 0 && h.st == holdingClosed && h.idle != nil {
+				close(h.idle)
+				h.idle = nil
+			}
+			h.mu.Unlock()
+			if s.opts.Recorder != nil {
+				s.opts.Recorder.Record(Record{Holder: holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until})
+			}
+		})
+	}
+	return wctx, release, nil
+}
+
+// voidAll drops every holding: called when validity of holder ended.
+func (s *Shard) voidAll(holder string) {
+	s.mu.Lock()
+	var lost []*holding
+	for p, h := range s.holdings {
+		if h.holder == holder {
+			lost = append(lost, h)
+			delete(s.holdings, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, h := range lost {
+		h.close()
+	}
+	if len(lost) > 0 {
+		s.log.Info("Voided all holdings after validity ended", "holder", holder, "projects", len(lost))
+	}
+	s.updateGauges()
+}
+
+// runHoldings reconciles this replica's holdings with the project Leases it observes:
+// claim what names this incarnation, drop at once what no longer does.
+func (s *Shard) runHoldings(ctx context.Context) {
+	tick := s.clock.NewTicker(s.t.RetryPeriod)
+	defer tick.Stop()
+	for {
+		s.syncHoldings(ctx)
+		s.updateGauges()
+		select {
+		case <-ctx.Done():
+			s.voidAll(s.Holder())
+			return
+		case <-s.observer.notify:
+		case <-tick.C():
+		}
+	}
+}
+
+func (s *Shard) syncHoldings(ctx context.Context) {
+	holder, _ := s.member.current()
+	_, leases, synced := s.observer.snapshot()
+	if !synced {
+		return
+	}
+	projects := s.discoveredProjects()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Drop holdings whose Lease is gone, names someone else, or whose Secret is gone.
+	for p, h := range s.holdings {
+		ob, ok := leases[ProjectLeaseName(p)]
+		_, stillThere := projects[p]
+		if !ok || ob.Holder() != h.holder || h.holder != holder || !stillThere {
+			delete(s.holdings, p)
+			go h.close()
+			s.log.Info("Closing admission for a project no longer held", "project", p, "holder", h.holder, "leaseHolder", ob.Holder())
+			if ok && !stillThere && ob.Holder() == h.holder {
+				go s.releaseProject(ctx, ob.Lease)
+			}
+		}
+	}
+	if holder == "" || !s.member.valid(holder) {
+		return
+	}
+	for name, ob := range leases {
+		project := ob.Lease.Annotations[AnnotationProject]
+		if ob.Holder() != holder || project == "" || ProjectLeaseName(project) != name {
+			continue
+		}
+		if _, held := s.holdings[project]; held {
+			continue
+		}
+		d, ok := projects[project]
+		if !ok {
+			continue
+		}
+		hctx, cancel := context.WithCancel(ctx)
+		h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: ob.Lease.ResourceVersion, ctx: hctx, cancel: cancel}
+		s.holdings[project] = h
+		go s.claim(h, d, ob.Lease)
+	}
+}
+
+// claim builds and engages the project's cluster under the claim deadline, then writes
+// the claim conditional on the resourceVersion at which the holder was read, and only
+// then opens admission.
+func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
+	log := s.log.WithValues("project", h.project, "holder", h.holder, "engagement", h.engagement)
+	fail := func(err error) {
+		log.Info("Claim failed; releasing the engagement", "error", err.Error())
+		s.mu.Lock()
+		if s.holdings[h.project] == h {
+			delete(s.holdings, h.project)
+		}
+		s.mu.Unlock()
+		h.close()
+	}
+	claimCtx, cancel := context.WithTimeout(h.ctx, s.t.ClaimDeadline)
+	defer cancel()
+	opts := append([]cluster.Option{func(o *cluster.Options) {
+		if s.opts.Scheme != nil {
+			o.Scheme = s.opts.Scheme
+		}
+		inner := o.NewClient
+		o.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			if inner == nil {
+				inner = client.New
+			}
+			c, err := inner(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return s.validityGuarded(c), nil
+		}
+	}}, s.opts.ClusterOptions...)
+	cl, err := cluster.New(d.config, opts...)
+	if err != nil {
+		fail(fmt.Errorf("building cluster: %w", err))
+		return
+	}
+	h.cluster = cl
+	s.mu.Lock()
+	indexers := append([]fieldIndex(nil), s.indexers...)
+	awares := append([]multicluster.Aware(nil), s.awares...)
+	s.mu.Unlock()
+	for _, idx := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(claimCtx, idx.obj, idx.field, idx.extract); err != nil {
+			fail(fmt.Errorf("indexing %s: %w", idx.field, err))
+			return
+		}
+	}
+	go func() {
+		if err := cl.Start(h.ctx); err != nil && h.ctx.Err() == nil {
+			log.Error(err, "Project cluster stopped")
+		}
+	}()
+	for _, a := range awares {
+		if err := a.Engage(h.ctx, h.clusterName(), cl); err != nil {
+			fail(fmt.Errorf("engaging: %w", err))
+			return
+		}
+	}
+	if !cl.GetCache().WaitForCacheSync(claimCtx) {
+		fail(fmt.Errorf("caches not synced within the claim deadline %s", s.t.ClaimDeadline))
+		return
+	}
+	if !s.member.valid(h.holder) {
+		fail(ErrValidityEnded)
+		return
+	}
+	l := lease.DeepCopy()
+	l.ResourceVersion = h.rv
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationClaim] = ClaimValue(h.holder, h.engagement)
+	wctx, wcancel := context.WithTimeout(claimCtx, s.t.CallTimeout)
+	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(wctx, l, metav1.UpdateOptions{})
+	wcancel()
+	s.m.leaseWrite("project", true, err)
+	if err != nil {
+		fail(fmt.Errorf("writing claim: %w", err))
+		return
+	}
+	s.observer.record(wrote)
+	h.mu.Lock()
+	if h.st == holdingClaiming {
+		h.st = holdingOpen
+	}
+	h.mu.Unlock()
+	s.events.Eventf(wrote, "Normal", "Claimed", "Project %s claimed by %s", h.project, h.holder)
+	log.Info("Claimed project; admission open")
+	s.updateGauges()
+}
+
+// releaseProject clears our holder from a project whose Secret is gone, so the
+// coordinator can delete its Lease.
+func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease) {
+	l := lease.DeepCopy()
+	l.Spec.HolderIdentity = nil
+	delete(l.Annotations, AnnotationClaim)
+	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	defer cancel()
+	_, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+	s.m.leaseWrite("project", true, err)
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		s.log.Info("Releasing a removed project's Lease failed", "project", l.Annotations[AnnotationProject], "error", err.Error())
+	}
+}
+
+// discoveredProjects maps engageable project names to their discovery; a project named
+// by two Secrets is not engageable.
+func (s *Shard) discoveredProjects() map[string]discovered {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	count := map[string]int{}
+	for _, d := range s.found {
+		count[d.project]++
+	}
+	out := map[string]discovered{}
+	dup := 0
+	for _, d := range s.found {
+		if count[d.project] > 1 {
+			dup++
+			continue
+		}
+		out[d.project] = d
+	}
+	s.m.unengageable.Set(float64(dup))
+	return out
+}
+
+// updateGauges recomputes the ownership gauges from what this replica observes.
+func (s *Shard) updateGauges() {
+	members, leases, synced := s.observer.snapshot()
+	if !synced {
+		return
+	}
+	now := s.clock.Now()
+	live := liveHolders(members, now, s.t.LeaseDuration)
+	var unowned, unclaimed float64
+	for p := range s.discoveredProjects() {
+		ob := leases[ProjectLeaseName(p)]
+		switch st, _ := ToProjectState(ob, live, now, s.t.ClaimDeadline); st {
+		case ProjectUnassigned, ProjectOrphaned:
+			unowned++
+		case ProjectAssigned, ProjectClaimOverdue:
+			unclaimed++
+		}
+	}
+	s.m.unowned.Set(unowned)
+	s.m.unclaimed.Set(unclaimed)
+	s.mu.Lock()
+	s.m.held.Set(float64(len(s.openHoldingsLocked())))
+	s.mu.Unlock()
+}

@@ -1,0 +1,69 @@
+package shard
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are exported by every replica, coordinator or not, so that ownership never
+// goes silent when there is no coordinator.
+type metrics struct {
+	held, unowned, unclaimed, noCoordinator, unengageable, valid prometheus.Gauge
+	gateRejections                                               *prometheus.CounterVec
+	leaseWrites                                                  *prometheus.CounterVec
+	assignments                                                  *prometheus.CounterVec
+}
+
+// Gate rejection reasons.
+const (
+	rejectNotHeld      = "not_held"
+	rejectClaimPending = "claim_pending"
+	rejectInvalid      = "validity_ended"
+)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		held:          prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_projects_held", Help: "Projects this replica holds and has claimed."}),
+		unowned:       prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_projects_unowned", Help: "Projects with no valid holder, as this replica observes the Leases."}),
+		unclaimed:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_projects_unclaimed", Help: "Projects assigned to a live holder that has not claimed them."}),
+		noCoordinator: prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_no_coordinator", Help: "1 when no live coordinator is observed."}),
+		unengageable:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_secrets_unengageable", Help: "Project Secrets that cannot be engaged (two Secrets naming one project)."}),
+		valid:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_member_valid", Help: "1 while this replica's member validity has not ended."}),
+		gateRejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_gate_rejections_total",
+			Help: "Reconciles and resync steps refused by the ownership gate."}, []string{"reason"}),
+		leaseWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_lease_writes_total",
+			Help: "Lease writes sent, by Lease kind and result."}, []string{"kind", "result"}),
+		assignments: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_assignments_total",
+			Help: "Project holder writes by the coordinator, by reason."}, []string{"reason"}),
+	}
+	reg.MustRegister(m.held, m.unowned, m.unclaimed, m.noCoordinator, m.unengageable, m.valid, m.gateRejections, m.leaseWrites, m.assignments)
+	for _, r := range []string{rejectNotHeld, rejectClaimPending, rejectInvalid} {
+		m.gateRejections.WithLabelValues(r)
+	}
+	for _, k := range []string{"member", "project"} {
+		for _, r := range []string{"success", "conflict", "error"} {
+			m.leaseWrites.WithLabelValues(k, r)
+		}
+	}
+	for _, r := range []string{"new", "orphaned", "claim_overdue"} {
+		m.assignments.WithLabelValues(r)
+	}
+	m.noCoordinator.Set(1)
+	return m
+}
+
+// leaseWrite counts a Lease write that was sent (sent=false counts nothing).
+func (m *metrics) leaseWrite(kind string, sent bool, err error) {
+	if !sent && err == nil {
+		return
+	}
+	result := "success"
+	switch {
+	case apierrors.IsConflict(err):
+		result = "conflict"
+	case err != nil:
+		result = "error"
+	}
+	m.leaseWrites.WithLabelValues(kind, result).Inc()
+}

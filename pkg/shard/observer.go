@@ -1,0 +1,150 @@
+package shard
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+)
+
+// leaseObserver watches member and project Leases from process start and records the
+// local time of each change it sees. Every replica runs one, coordinator or not, so
+// the ownership gauges never go silent and a new coordinator has history to judge by.
+type leaseObserver struct {
+	clock   clock.Clock
+	started time.Time
+
+	mu       sync.RWMutex
+	members  map[string]Observed // by Lease name
+	projects map[string]Observed // by Lease name
+	synced   bool
+	notify   chan struct{}
+}
+
+func newLeaseObserver(clk clock.Clock) *leaseObserver {
+	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, notify: make(chan struct{}, 1)}
+}
+
+// run watches Leases in namespace until ctx ends.
+func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namespace string) {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = LabelRole
+			return cs.CoordinationV1().Leases(namespace).List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = LabelRole
+			return cs.CoordinationV1().Leases(namespace).Watch(ctx, opts)
+		},
+	}
+	inf := toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { o.observe(obj) },
+		UpdateFunc: func(_, obj any) { o.observe(obj) },
+		DeleteFunc: func(obj any) { o.forget(obj) },
+	})
+	go func() {
+		if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			o.mu.Lock()
+			o.synced = true
+			o.mu.Unlock()
+			o.poke()
+		}
+	}()
+	inf.RunWithContext(ctx)
+}
+
+func (o *leaseObserver) poke() {
+	select {
+	case o.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
+	switch l.Labels[LabelRole] {
+	case roleMember:
+		return o.members
+	case roleProject:
+		return o.projects
+	}
+	return nil
+}
+
+func (o *leaseObserver) observe(obj any) {
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	t := o.table(l)
+	if t != nil {
+		prev, seen := t[l.Name]
+		if !seen || prev.Lease.ResourceVersion != l.ResourceVersion {
+			t[l.Name] = Observed{Lease: l, Changed: o.clock.Now()}
+		}
+	}
+	o.mu.Unlock()
+	o.poke()
+}
+
+func (o *leaseObserver) forget(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	l, ok := obj.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	o.mu.Lock()
+	if t := o.table(l); t != nil {
+		delete(t, l.Name)
+	}
+	o.mu.Unlock()
+	o.poke()
+}
+
+// record stores a Lease this process just wrote or read directly, so its own writes
+// count as changes it has seen.
+func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l) }
+
+// snapshot copies both tables.
+func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synced bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	members = make(map[string]Observed, len(o.members))
+	for k, v := range o.members {
+		members[k] = v
+	}
+	projects = make(map[string]Observed, len(o.projects))
+	for k, v := range o.projects {
+		projects[k] = v
+	}
+	return members, projects, o.synced
+}
+
+// project returns the observed Lease of a project.
+func (o *leaseObserver) project(name string) (Observed, bool) {
+	o.mu.RLock()
+	defer o.mu.RUnlock()
+	ob, ok := o.projects[ProjectLeaseName(name)]
+	return ob, ok
+}
+
+// liveHolders returns the holders of member Leases in state Live at now.
+func liveHolders(members map[string]Observed, now time.Time, leaseDuration time.Duration) map[string]bool {
+	live := map[string]bool{}
+	for _, m := range members {
+		if s, _ := ToMemberState(m, now, leaseDuration); s == MemberLive {
+			live[m.Holder()] = true
+		}
+	}
+	return live
+}

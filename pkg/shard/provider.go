@@ -1,0 +1,194 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// AddAware implements mcmanager.Coordinator: controllers are engaged only with projects
+// this replica holds and has claimed.
+func (s *Shard) AddAware(a multicluster.Aware) {
+	s.mu.Lock()
+	s.awares = append(s.awares, a)
+	open := s.openHoldingsLocked()
+	s.mu.Unlock()
+	for _, h := range open {
+		if err := a.Engage(h.ctx, h.clusterName(), h.cluster); err != nil {
+			s.log.Error(err, "Engaging a late controller with a held project", "project", h.project)
+		}
+	}
+}
+
+// Engage implements mcmanager.Coordinator. The inner kubeconfig provider calls it for
+// every project Secret; here it only records the discovery. The project's cluster with
+// informers is built later, and only if this replica is assigned the project.
+func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	project := string(name)
+	if s.hubReader != nil {
+		var sec corev1.Secret
+		key := client.ObjectKey{Namespace: s.secretNamespace(), Name: string(name)}
+		if err := s.hubReader.Get(ctx, key, &sec); err == nil && sec.Annotations[AnnotationProject] != "" {
+			project = sec.Annotations[AnnotationProject]
+		}
+	}
+	s.mu.Lock()
+	s.found[string(name)] = discovered{project: project, config: rest.CopyConfig(cl.GetConfig()), ctx: ctx}
+	s.mu.Unlock()
+	s.log.V(1).Info("Discovered project", "project", project, "secret", name)
+	s.observer.poke()
+	go func() {
+		<-ctx.Done()
+		s.mu.Lock()
+		if d, ok := s.found[string(name)]; ok && d.ctx == ctx {
+			delete(s.found, string(name))
+		}
+		s.mu.Unlock()
+		s.observer.poke()
+	}()
+	return nil
+}
+
+func (s *Shard) secretNamespace() string { return s.opts.SecretNamespace }
+
+// Get implements multicluster.Provider: a project's cluster only while this
+// incarnation holds it, has claimed it and is valid. Anything else is
+// multicluster.ErrClusterNotFound, which ends queued and requeued requests quietly.
+func (s *Shard) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	s.mu.Lock()
+	h := s.holdings[string(name)]
+	s.mu.Unlock()
+	if h == nil || h.state() != holdingOpen || !s.member.valid(h.holder) {
+		return nil, fmt.Errorf("project %q is not held by this replica: %w", name, multicluster.ErrClusterNotFound)
+	}
+	return h.cluster, nil
+}
+
+// IndexField implements multicluster.Provider: indexes are applied to every holding's
+// cluster, current and future.
+func (s *Shard) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	s.mu.Lock()
+	s.indexers = append(s.indexers, fieldIndex{obj: obj, field: field, extract: extract})
+	var clusters []cluster.Cluster
+	for _, h := range s.holdings {
+		clusters = append(clusters, h.cluster)
+	}
+	s.mu.Unlock()
+	for _, cl := range clusters {
+		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
+			return fmt.Errorf("indexing %s on a held project: %w", field, err)
+		}
+	}
+	return nil
+}
+
+// Project returns a held project's cluster (the reconcilers' seam).
+func (s *Shard) Project(ctx context.Context, project string) (cluster.Cluster, error) {
+	return s.Get(ctx, multicluster.ClusterName(project))
+}
+
+// Hub returns the hub client for writes made on behalf of project (refused once
+// validity ended) and an uncached hub reader. It refuses projects not held.
+func (s *Shard) Hub(ctx context.Context, project string) (client.Client, client.Reader, error) {
+	if _, err := s.Get(ctx, multicluster.ClusterName(project)); err != nil {
+		return nil, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hubWriter == nil {
+		return nil, nil, fmt.Errorf("hub clients not set")
+	}
+	return s.hubWriter, s.hubReader, nil
+}
+
+// validityGuarded wraps c so that every write is refused once this replica's validity
+// has ended: a Lease is not a fence, so the writer must stop itself.
+func (s *Shard) validityGuarded(c client.Client) client.Client {
+	return guardedClient{Client: c, check: s.checkValid}
+}
+
+func (s *Shard) checkValid() error {
+	if h, until := s.member.current(); h == "" || !s.clock.Now().Before(until) {
+		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		return ErrValidityEnded
+	}
+	return nil
+}
+
+// guardedClient refuses writes when check fails; reads pass through.
+type guardedClient struct {
+	client.Client
+	check func() error
+}
+
+func (g guardedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.Create(ctx, obj, opts...)
+}
+
+func (g guardedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.Update(ctx, obj, opts...)
+}
+
+func (g guardedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (g guardedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.Delete(ctx, obj, opts...)
+}
+
+func (g guardedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (g guardedClient) Status() client.SubResourceWriter { return g.SubResource("status") }
+
+func (g guardedClient) SubResource(sub string) client.SubResourceClient {
+	return guardedSubResource{SubResourceClient: g.Client.SubResource(sub), check: g.check}
+}
+
+type guardedSubResource struct {
+	client.SubResourceClient
+	check func() error
+}
+
+func (g guardedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.SubResourceClient.Create(ctx, obj, sub, opts...)
+}
+
+func (g guardedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.SubResourceClient.Update(ctx, obj, opts...)
+}
+
+func (g guardedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}

@@ -1,0 +1,207 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// Options configures a Shard.
+type Options struct {
+	// Hub is the REST config used for Leases and Secrets on the hub.
+	Hub *rest.Config
+	// Namespace holds member and project Leases.
+	Namespace string
+	// SecretNamespace holds the projects' kubeconfig Secrets.
+	SecretNamespace string
+	// Pod is the replica's stable name (the pod name).
+	Pod string
+	// Weight scales this replica's share of projects. Default 1.
+	Weight float64
+	// Timings of the protocol; zero fields take defaults.
+	Timings Timings
+	// Clock is injected so tests can step time. Default the real clock.
+	Clock clock.WithTicker
+	// Scheme for project clusters.
+	Scheme *runtime.Scheme
+	// ClusterOptions are applied to every project cluster built for a holding.
+	ClusterOptions []cluster.Option
+	// Registry receives the shard's metrics.
+	Registry prometheus.Registerer
+	// Recorder, when set, receives one Record per admitted reconcile or resync step.
+	Recorder Recorder
+	// Logger for the shard.
+	Logger logr.Logger
+}
+
+// Shard is one replica's part of the sharding protocol (see the package doc). It is the
+// multicluster-runtime Coordinator (engaging controllers only with held projects), the
+// gating Provider, and the per-project admission.
+type Shard struct {
+	opts   Options
+	t      Timings
+	clock  clock.WithTicker
+	log    logr.Logger
+	m      *metrics
+	cs     kubernetes.Interface
+	events record.EventRecorder
+
+	observer *leaseObserver
+	member   *membership
+
+	mu        sync.Mutex
+	awares    []multicluster.Aware
+	indexers  []fieldIndex
+	found     map[string]discovered // by Secret name
+	holdings  map[string]*holding   // by project
+	hubWriter client.Client
+	hubReader client.Reader
+}
+
+type fieldIndex struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+// discovered is a project Secret the inner provider found.
+type discovered struct {
+	project string
+	config  *rest.Config
+	ctx     context.Context
+}
+
+// ErrValidityEnded is returned by project writes attempted after this replica's
+// validity ended.
+var ErrValidityEnded = errors.New("member validity ended")
+
+// New builds a Shard. Wire it with mcmanager.WithCoordinator(s) and as the manager's
+// provider (s.Provider()), and set the hub clients with SetHubClients once the manager
+// exists.
+func New(opts Options) (*Shard, error) {
+	t := opts.Timings.WithDefaults()
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Pod == "" || opts.Namespace == "" || opts.Hub == nil {
+		return nil, errors.New("shard: pod, namespace and hub config are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.Weight <= 0 {
+		opts.Weight = 1
+	}
+	cfg := rest.CopyConfig(opts.Hub)
+	cfg.Timeout = t.CallTimeout
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building hub clientset for Leases: %w", err)
+	}
+	s := &Shard{
+		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
+		observer: newLeaseObserver(opts.Clock),
+		found:    map[string]discovered{},
+		holdings: map[string]*holding{},
+	}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
+	s.member = &membership{
+		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: cs.CoordinationV1().Leases(opts.Namespace),
+		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() },
+	}
+	return s, nil
+}
+
+// SetHubClients gives the shard the manager's hub client and uncached reader; Hub hands
+// them out to reconcilers with writes refused past validity.
+func (s *Shard) SetHubClients(c client.Client, r client.Reader) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hubWriter, s.hubReader = s.validityGuarded(c), r
+}
+
+// Holder returns the current incarnation's identity ("" while not joined).
+func (s *Shard) Holder() string {
+	h, _ := s.member.current()
+	return h
+}
+
+// Ready is a healthz checker that passes while this replica's validity has not ended.
+func (s *Shard) Ready(_ *http.Request) error {
+	if h, until := s.member.current(); h == "" || !s.clock.Now().Before(until) {
+		return errors.New("member validity ended or not joined")
+	}
+	return nil
+}
+
+// Runnable runs the protocol: Lease observer, membership, holdings and the election.
+func (s *Shard) Runnable() manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		var wg sync.WaitGroup
+		for _, f := range []func(context.Context){
+			func(ctx context.Context) { s.observer.run(ctx, s.cs, s.opts.Namespace) },
+			s.member.run,
+			s.runHoldings,
+			s.runElection,
+		} {
+			wg.Add(1)
+			go func() { defer wg.Done(); f(ctx) }()
+		}
+		<-ctx.Done()
+		wg.Wait()
+		return nil
+	})
+}
+
+// Record is one admitted unit of work, for tests and benchmarks.
+type Record struct {
+	Holder, Project string
+	Start, End      time.Time
+	ValidUntil      time.Time
+}
+
+// Recorder receives Records.
+type Recorder interface{ Record(Record) }
+
+// MemoryRecorder keeps Records in memory.
+type MemoryRecorder struct {
+	mu      sync.Mutex
+	records []Record
+}
+
+// Record implements Recorder.
+func (r *MemoryRecorder) Record(rec Record) {
+	r.mu.Lock()
+	r.records = append(r.records, rec)
+	r.mu.Unlock()
+}
+
+// Records returns a copy of what was recorded.
+func (r *MemoryRecorder) Records() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Record(nil), r.records...)
+}

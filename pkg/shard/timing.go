@@ -1,0 +1,67 @@
+package shard
+
+import (
+	"fmt"
+	"time"
+)
+
+// Timings are the sharding protocol's time knobs. Validate applies client-go's rules.
+type Timings struct {
+	// LeaseDuration is how long a member Lease may go unchanged before its member may be
+	// declared expired, and how long a rejoining replica waits. Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is the validity a successful renew grants, counted from when the renew
+	// was sent. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the interval between renews and coordinator passes. Default 2s.
+	RetryPeriod time.Duration
+	// ClaimDeadline bounds an engagement: a project assigned but not claimed for this long
+	// moves to the next member. Default 30s.
+	ClaimDeadline time.Duration
+	// CallTimeout bounds each API call made for membership; it must stay below
+	// LeaseDuration - RenewDeadline. Default (LeaseDuration - RenewDeadline) / 2.
+	CallTimeout time.Duration
+}
+
+// DefaultTimings returns client-go's defaults.
+func DefaultTimings() Timings {
+	return Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// WithDefaults fills zero fields.
+func (t Timings) WithDefaults() Timings {
+	d := DefaultTimings()
+	if t.LeaseDuration == 0 {
+		t.LeaseDuration = d.LeaseDuration
+	}
+	if t.RenewDeadline == 0 {
+		t.RenewDeadline = d.RenewDeadline
+	}
+	if t.RetryPeriod == 0 {
+		t.RetryPeriod = d.RetryPeriod
+	}
+	if t.ClaimDeadline == 0 {
+		t.ClaimDeadline = 2 * t.LeaseDuration
+	}
+	if t.CallTimeout == 0 {
+		t.CallTimeout = (t.LeaseDuration - t.RenewDeadline) / 2
+	}
+	return t
+}
+
+// Validate rejects timings under which validity could outlive a takeover.
+func (t Timings) Validate() error {
+	switch {
+	case t.RetryPeriod <= 0:
+		return fmt.Errorf("retry period must be positive, got %s", t.RetryPeriod)
+	case float64(t.RenewDeadline) <= 1.2*float64(t.RetryPeriod):
+		return fmt.Errorf("renew deadline (%s) must be greater than 1.2 x retry period (%s)", t.RenewDeadline, t.RetryPeriod)
+	case t.LeaseDuration <= t.RenewDeadline:
+		return fmt.Errorf("lease duration (%s) must be greater than renew deadline (%s)", t.LeaseDuration, t.RenewDeadline)
+	case t.CallTimeout <= 0 || t.CallTimeout >= t.LeaseDuration-t.RenewDeadline:
+		return fmt.Errorf("call timeout (%s) must be positive and below lease duration - renew deadline (%s)", t.CallTimeout, t.LeaseDuration-t.RenewDeadline)
+	case t.ClaimDeadline <= 0:
+		return fmt.Errorf("claim deadline must be positive, got %s", t.ClaimDeadline)
+	}
+	return nil
+}
