@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"anchorage/internal/testenv"
+)
+
+// CertManagerVersion is the cert-manager release whose Certificate CRD the hub serves.
+// The module is only downloaded for its CRD file; go.mod does not require it.
+const CertManagerVersion = "v1.17.2"
+
+// ProjectCRDs are the CRDs a project control plane serves: HTTPProxy and the Gateway API
+// standard channel, read from the gateway-api module in the module cache.
+func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	own, err := readCRDDir(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"))
+	if err != nil {
+		return nil, err
+	}
+	gw, err := GatewayCRDs()
+	if err != nil {
+		return nil, err
+	}
+	return append(own, gw...), nil
+}
+
+// HubCRDs are the CRDs the hub serves: the Gateway API standard channel and
+// cert-manager's Certificate.
+func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	gw, err := GatewayCRDs()
+	if err != nil {
+		return nil, err
+	}
+	cert, err := CertificateCRD()
+	if err != nil {
+		return nil, err
+	}
+	return append(gw, cert), nil
+}
+
+// GatewayCRDs reads the standard-channel CRDs shipped in the gateway-api module.
+func GatewayCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := testenv.ModuleDir("sigs.k8s.io/gateway-api")
+	if err != nil {
+		return nil, err
+	}
+	return readCRDDir(filepath.Join(dir, "config", "crd", "standard"))
+}
+
+// CertificateCRD reads cert-manager's Certificate CRD. The file is a Helm template:
+// its labels and annotations hold "{{ ... }}" that an API server refuses, so they are
+// dropped; the schema is untouched.
+func CertificateCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := testenv.DownloadedModuleDir("github.com/cert-manager/cert-manager", CertManagerVersion)
+	if err != nil {
+		return nil, err
+	}
+	crds, err := readCRDFile(filepath.Join(dir, "deploy", "crds", "crd-certificates.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	if len(crds) != 1 {
+		return nil, fmt.Errorf("want one CRD in cert-manager's crd-certificates.yaml, found %d", len(crds))
+	}
+	crds[0].Labels, crds[0].Annotations = nil, nil
+	return crds[0], nil
+}
+
+func readCRDDir(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRD directory: %w", err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, e := range entries {
+		if e.IsDir() || !(strings.HasSuffix(e.Name(), ".yaml") || strings.HasSuffix(e.Name(), ".yml")) {
+			continue
+		}
+		crds, err := readCRDFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crds...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no CRDs in %s", dir)
+	}
+	return out, nil
+}
+
+// readCRDFile returns the CustomResourceDefinitions in a multi-document YAML file,
+// skipping other kinds (gateway-api ships a ValidatingAdmissionPolicy beside its CRDs).
+func readCRDFile(path string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading CRD file: %w", err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, doc := range bytes.Split(data, []byte("\n---")) {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("parsing %s: %w", path, err)
+		}
+		if meta.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := yaml.Unmarshal(doc, crd); err != nil {
+			return nil, fmt.Errorf("parsing CRD in %s: %w", path, err)
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}

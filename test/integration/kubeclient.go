@@ -1,0 +1,21 @@
+package integration
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/internal/app"
+)
+
+// clientFromKubeconfig builds an uncached client from kubeconfig bytes with a request
+// timeout, so a cut connection fails fast instead of hanging the test.
+func clientFromKubeconfig(kc []byte, timeout time.Duration) (client.Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = timeout
+	return client.New(cfg, client.Options{Scheme: app.Scheme()})
+}

@@ -1,0 +1,155 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/yaml"
+
+	"anchorage/internal/app"
+	"anchorage/internal/testenv"
+)
+
+// ErrKilled is what every API call of an abruptly stopped manager returns.
+var ErrKilled = errors.New("integration: manager killed")
+
+// ManagerOptions configures one in-process manager.
+type ManagerOptions struct {
+	// LeastPrivilege runs the manager as a user bound only to config/rbac's ClusterRole
+	// instead of system:masters.
+	LeastPrivilege bool
+	// Logger for the manager; default discards.
+	Logger logr.Logger
+	// Adjust is applied to the app options last.
+	Adjust func(*app.Options)
+}
+
+// Manager is one anchorage replica running in the test process.
+type Manager struct {
+	Name     string
+	User     string
+	Replica  *app.Replica
+	Registry *prometheus.Registry
+
+	killed atomic.Bool
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// StartManager starts a replica against e's hub as its own API user, with its own
+// metrics registry, ports off and controller-name validation skipped.
+func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions) (*Manager, error) {
+	m := &Manager{Name: name, User: "anchorage-" + name, Registry: prometheus.NewRegistry(), done: make(chan error, 1)}
+	var groups []string
+	if !opts.LeastPrivilege {
+		groups = []string{"system:masters"}
+	}
+	hubCfg, _, err := e.Hub.User(m.User, groups...)
+	if err != nil {
+		return nil, err
+	}
+	if opts.LeastPrivilege {
+		if err := e.bindManagerRole(ctx, m.User); err != nil {
+			return nil, err
+		}
+	}
+	hubCfg.Wrap(m.wrapTransport)
+	log := opts.Logger
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	o := app.Options{
+		Hub:                hubCfg,
+		ProviderNamespace:  e.ProviderNamespace,
+		Identity:           name,
+		MetricsAddr:        "0",
+		HealthAddr:         "0",
+		Registry:           m.Registry,
+		Logger:             log.WithValues("replica", name),
+		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.wrapTransport); return nil }},
+	}
+	if opts.Adjust != nil {
+		opts.Adjust(&o)
+	}
+	if m.Replica, err = app.New(ctx, o); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	m.cancel = cancel
+	go func() { m.done <- m.Replica.Start(runCtx) }()
+	return m, nil
+}
+
+// Stop stops the manager gracefully and waits for it to return.
+func (m *Manager) Stop(timeout time.Duration) error {
+	m.cancel()
+	select {
+	case err := <-m.done:
+		if errors.Is(err, context.Canceled) {
+			return nil
+		}
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("manager %s did not stop within %s", m.Name, timeout)
+	}
+}
+
+// Kill stops the manager abruptly: from this instant every API call it makes fails,
+// so nothing it does afterwards reaches any API server; then its context is cancelled.
+func (m *Manager) Kill() {
+	m.killed.Store(true)
+	m.cancel()
+}
+
+// Killed reports whether Kill was called.
+func (m *Manager) Killed() bool { return m.killed.Load() }
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func (m *Manager) wrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+		if m.killed.Load() {
+			return nil, ErrKilled
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// bindManagerRole binds user to the ClusterRole generated into config/rbac/role.yaml.
+func (e *Env) bindManagerRole(ctx context.Context, user string) error {
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
+	if err != nil {
+		return fmt.Errorf("reading generated RBAC: %w", err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := yaml.Unmarshal(data, role); err != nil {
+		return fmt.Errorf("parsing config/rbac/role.yaml: %w", err)
+	}
+	role.ResourceVersion = ""
+	if err := e.Hub.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if err := e.Hub.Client.Create(ctx, binding); err != nil {
+		return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
+	}
+	return nil
+}
