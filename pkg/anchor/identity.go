@@ -1,0 +1,281 @@
+package anchor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Label keys carried by anchors, by mapped namespaces (LabelClusterName and
+// LabelNamespace only) and by every downstream object.
+const (
+	// LabelClusterName holds ClusterNameValue of the upstream object's project.
+	LabelClusterName = "meta.datumapis.com/upstream-cluster-name"
+	// LabelGroup holds the upstream object's API group; empty for the core group.
+	LabelGroup = "meta.datumapis.com/upstream-group"
+	// LabelKind holds the upstream object's kind.
+	LabelKind = "meta.datumapis.com/upstream-kind"
+	// LabelName holds the upstream object's name.
+	LabelName = "meta.datumapis.com/upstream-name"
+	// LabelNamespace holds the upstream object's namespace.
+	LabelNamespace = "meta.datumapis.com/upstream-namespace"
+)
+
+const (
+	// NamePrefix starts every anchor's name; the rest is the upstream object's UID.
+	NamePrefix = "anchor-"
+	// NamespacePrefix starts every mapped namespace's name; the rest is the upstream
+	// Namespace's UID.
+	NamespacePrefix = "ns-"
+
+	// clusterNamePrefix starts every LabelClusterName value.
+	clusterNamePrefix = "cluster-"
+	// projectSeparator is how a "/" in a project name is written in a label value,
+	// which cannot hold "/".
+	projectSeparator = "_"
+)
+
+// Errors callers can tell apart with errors.Is. A resync counts each as "unknown" and
+// keeps the object: none of them proves anything about the upstream owner.
+var (
+	// ErrMalformed means a name or a label is not in the anchor wire format.
+	ErrMalformed = errors.New("not in the anchor format")
+	// ErrForeign means an object that has an anchor's name is not the anchor of the
+	// owner in hand (other labels, data, ownerReferences, or being deleted).
+	ErrForeign = errors.New("not the owner's anchor")
+	// ErrAmbiguous means more than one anchor of one name was found on the hub, so
+	// which one is the owner's cannot be told.
+	ErrAmbiguous = errors.New("more than one anchor of that name")
+)
+
+// Owner identifies an upstream object in a project: the object whose anchor it is.
+// Owners compare with ==.
+type Owner struct {
+	// Project is the project name, which may hold one "/".
+	Project string
+	// Group is the API group; empty for the core group.
+	Group string
+	// Kind is the object's kind.
+	Kind string
+	// Namespace is the object's namespace in the project's control plane.
+	Namespace string
+	// Name is the object's name.
+	Name string
+	// UID is the object's UID; the anchor is named after it.
+	UID types.UID
+}
+
+// OwnerOf returns the Owner that identifies obj, of kind gvk, in project. The version
+// is dropped: an anchor stands for the object, whichever version it is read at.
+func OwnerOf(project string, gvk schema.GroupVersionKind, obj metav1.Object) Owner {
+	return Owner{
+		Project:   project,
+		Group:     gvk.Group,
+		Kind:      gvk.Kind,
+		Namespace: obj.GetNamespace(),
+		Name:      obj.GetName(),
+		UID:       obj.GetUID(),
+	}
+}
+
+// String returns the owner in a form fit for logs and error messages.
+func (o Owner) String() string {
+	gk := o.Kind
+	if o.Group != "" {
+		gk = o.Kind + "." + o.Group
+	}
+	return fmt.Sprintf("%s %s/%s (uid %s) in project %q", gk, o.Namespace, o.Name, o.UID, o.Project)
+}
+
+// Labels returns the five labels every anchor and downstream object of o carries. The
+// map is new on every call, so callers may change it.
+func (o Owner) Labels() map[string]string {
+	return map[string]string{
+		LabelClusterName: ClusterNameValue(o.Project),
+		LabelGroup:       o.Group,
+		LabelKind:        o.Kind,
+		LabelName:        o.Name,
+		LabelNamespace:   o.Namespace,
+	}
+}
+
+// Validate reports whether o can be written as an anchor and read back as itself.
+// Writing an owner that does not round-trip (an empty UID, a project with a leading
+// "/", a name too long for a label) would leave an anchor nobody can identify later.
+func (o Owner) Validate() error {
+	got, err := Decode(Name(o.UID), o.Labels())
+	if err != nil {
+		return fmt.Errorf("validating owner %s: %w", o, err)
+	}
+	if got != o {
+		return fmt.Errorf("validating owner %s: it would be read back as %s: %w", o, got, ErrMalformed)
+	}
+	return nil
+}
+
+// ClusterNameValue returns the LabelClusterName value for project: "cluster-" followed
+// by the project with "/" written as "_". It does not validate the project; see
+// Owner.Validate.
+func ClusterNameValue(project string) string {
+	return clusterNamePrefix + strings.ReplaceAll(project, "/", projectSeparator)
+}
+
+// ProjectFromClusterName returns the project a LabelClusterName value names, reading
+// the legacy forms too: "cluster-_proj" is "proj" and "cluster-org_proj" is "org/proj".
+// Anything else is an error wrapping ErrMalformed, never a best guess, since the
+// project decides which shard may act on an anchor. In particular "cluster-_org_proj"
+// is refused: no project was ever named "/org/proj" (names hold at most one "/"), so
+// such a value cannot be read with confidence.
+func ProjectFromClusterName(v string) (string, error) {
+	rest, ok := strings.CutPrefix(v, clusterNamePrefix)
+	if !ok {
+		return "", fmt.Errorf("reading project from cluster name %q: no %q prefix: %w", v, clusterNamePrefix, ErrMalformed)
+	}
+	// Legacy: a project once named "/proj" was written "cluster-_proj". That slash was
+	// the only one such names had, so no other may follow.
+	maxParts := 2
+	if legacy, ok := strings.CutPrefix(rest, projectSeparator); ok {
+		rest, maxParts = legacy, 1
+	}
+	parts := strings.Split(rest, projectSeparator)
+	if len(parts) > maxParts {
+		return "", fmt.Errorf("reading project from cluster name %q: too many %q: %w", v, projectSeparator, ErrMalformed)
+	}
+	for _, p := range parts {
+		if errs := validation.IsDNS1123Subdomain(p); len(errs) > 0 {
+			return "", fmt.Errorf("reading project from cluster name %q: segment %q: %s: %w", v, p, strings.Join(errs, "; "), ErrMalformed)
+		}
+	}
+	return strings.Join(parts, "/"), nil
+}
+
+// Name returns the name of the anchor of the upstream object with uid.
+func Name(uid types.UID) string {
+	return NamePrefix + string(uid)
+}
+
+// MappedNamespace returns the name of the hub namespace that mirrors the upstream
+// Namespace with upstreamNamespaceUID. The UID, not the name, keys it so that a
+// namespace deleted and recreated upstream never shares hub objects with its
+// predecessor.
+func MappedNamespace(upstreamNamespaceUID types.UID) string {
+	return NamespacePrefix + string(upstreamNamespaceUID)
+}
+
+// Decode reads the Owner of the anchor with name and labels: the UID from the name
+// (anchor-<uuid>), the rest from the five labels (other labels are ignored). Any
+// departure from the wire format is an error wrapping ErrMalformed: a missing label,
+// another prefix, a UID that is not a lowercase canonical UUID, a project encoding
+// ProjectFromClusterName refuses, or a group, kind, namespace or name that no
+// Kubernetes object could have.
+func Decode(name string, labels map[string]string) (Owner, error) {
+	malformed := func(format string, args ...any) (Owner, error) {
+		return Owner{}, fmt.Errorf("decoding anchor %q: %s: %w", name, fmt.Sprintf(format, args...), ErrMalformed)
+	}
+
+	uid, ok := strings.CutPrefix(name, NamePrefix)
+	if !ok {
+		return malformed("name lacks the %q prefix", NamePrefix)
+	}
+	if !isUUID(uid) {
+		return malformed("%q is not a lowercase canonical UUID", uid)
+	}
+
+	values := make(map[string]string, 5)
+	for _, k := range []string{LabelClusterName, LabelGroup, LabelKind, LabelName, LabelNamespace} {
+		v, ok := labels[k]
+		if !ok {
+			return malformed("label %s missing", k)
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return malformed("label %s=%q: %s", k, v, strings.Join(errs, "; "))
+		}
+		values[k] = v
+	}
+
+	project, err := ProjectFromClusterName(values[LabelClusterName])
+	if err != nil {
+		return Owner{}, fmt.Errorf("decoding anchor %q: %w", name, err)
+	}
+	if g := values[LabelGroup]; g != "" {
+		if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 {
+			return malformed("group %q: %s", g, strings.Join(errs, "; "))
+		}
+	}
+	// The API server requires a kind's lowercase form to be a DNS-1035 label (CRD
+	// validation); built-in kinds meet the same rule.
+	kind := values[LabelKind]
+	if errs := validation.IsDNS1035Label(strings.ToLower(kind)); len(errs) > 0 {
+		return malformed("kind %q: %s", kind, strings.Join(errs, "; "))
+	}
+	ns := values[LabelNamespace]
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return malformed("namespace %q: %s", ns, strings.Join(errs, "; "))
+	}
+	objName := values[LabelName]
+	if errs := validation.IsDNS1123Subdomain(objName); len(errs) > 0 {
+		return malformed("name %q: %s", objName, strings.Join(errs, "; "))
+	}
+
+	return Owner{
+		Project:   project,
+		Group:     values[LabelGroup],
+		Kind:      kind,
+		Namespace: ns,
+		Name:      objName,
+		UID:       types.UID(uid),
+	}, nil
+}
+
+// IsAnchor reports whether obj, a ConfigMap's metadata, is an anchor: named
+// anchor-<uuid> with all five labels decodable (see Decode), without ownerReferences,
+// in a namespace named ns-<uuid>. Anything else is not an anchor and must never be
+// deleted as one. Data is not checked so that metadata-only caches can use it.
+func IsAnchor(obj metav1.Object) bool {
+	if obj == nil {
+		return false
+	}
+	if len(obj.GetOwnerReferences()) > 0 {
+		return false
+	}
+	if !IsMappedNamespaceName(obj.GetNamespace()) {
+		return false
+	}
+	_, err := Decode(obj.GetName(), obj.GetLabels())
+	return err == nil
+}
+
+// IsMappedNamespaceName reports whether name has the form of a mapped namespace,
+// ns-<uuid>. Only the name is checked, because older mapped namespaces have no labels.
+func IsMappedNamespaceName(name string) bool {
+	uid, ok := strings.CutPrefix(name, NamespacePrefix)
+	return ok && isUUID(uid)
+}
+
+// isUUID reports whether s is a UUID in the lowercase canonical 8-4-4-4-12 form the
+// API server writes into metadata.uid. Other spellings of the same UUID are refused:
+// an anchor's name must be exactly what Name would produce.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}
