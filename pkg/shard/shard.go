@@ -113,11 +113,15 @@ func New(opts Options) (*Shard, error) {
 	if opts.Weight <= 0 {
 		opts.Weight = 1
 	}
-	cfg := rest.CopyConfig(opts.Hub)
-	cfg.Timeout = t.CallTimeout
-	cs, err := kubernetes.NewForConfig(cfg)
+	// Member renews get a clientset of their own: a renew must never wait behind the
+	// coordinator's burst of project Lease writes in a shared client-side rate limiter.
+	renewCS, err := leaseClientset(opts.Hub, t.CallTimeout, 20, 40)
 	if err != nil {
-		return nil, fmt.Errorf("building hub clientset for Leases: %w", err)
+		return nil, err
+	}
+	cs, err := leaseClientset(opts.Hub, t.CallTimeout, 100, 200)
+	if err != nil {
+		return nil, err
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
@@ -129,10 +133,20 @@ func New(opts Options) (*Shard, error) {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
-		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: cs.CoordinationV1().Leases(opts.Namespace),
+		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
 		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() },
 	}
 	return s, nil
+}
+
+func leaseClientset(hub *rest.Config, timeout time.Duration, qps float32, burst int) (kubernetes.Interface, error) {
+	cfg := rest.CopyConfig(hub)
+	cfg.Timeout, cfg.QPS, cfg.Burst = timeout, qps, burst
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building hub clientset for Leases: %w", err)
+	}
+	return cs, nil
 }
 
 // SetHubClients gives the shard the manager's hub client and uncached reader; Hub hands

@@ -7,15 +7,18 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/app"
@@ -68,7 +71,7 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 	hubCfg.Wrap(m.wrapTransport)
 	log := opts.Logger
 	if log.GetSink() == nil {
-		log = logr.Discard()
+		log = testLogger()
 	}
 	o := app.Options{
 		Hub:                hubCfg,
@@ -152,4 +155,14 @@ func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 		return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
 	}
 	return nil
+}
+
+// testLogger discards logs unless ANCHORAGE_TEST_LOG is set (to a verbosity, e.g. 1).
+func testLogger() logr.Logger {
+	v := os.Getenv("ANCHORAGE_TEST_LOG")
+	if v == "" {
+		return logr.Discard()
+	}
+	level, _ := strconv.Atoi(v)
+	return zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.Level(-level)))
 }

@@ -1,0 +1,113 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/internal/app"
+	"anchorage/pkg/shard"
+)
+
+// FastTimings are the shortened protocol timings integration tests run with.
+var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 4 * time.Second}
+
+// WithTimings sets the manager's protocol timings.
+func WithTimings(t shard.Timings) func(*app.Options) {
+	return func(o *app.Options) { o.Timings = t }
+}
+
+// ProjectLeases lists the project Leases in the lease namespace, by project name.
+func (e *Env) ProjectLeases(ctx context.Context) (map[string]coordinationv1.Lease, error) {
+	var list coordinationv1.LeaseList
+	if err := e.Hub.Client.List(ctx, &list, client.InNamespace(e.ProviderNamespace), client.MatchingLabels{shard.LabelRole: "project"}); err != nil {
+		return nil, err
+	}
+	out := map[string]coordinationv1.Lease{}
+	for _, l := range list.Items {
+		out[l.Annotations[shard.AnnotationProject]] = l
+	}
+	return out, nil
+}
+
+// ClaimedHolders maps each project to its holder when the holder has claimed it, and
+// to "" otherwise.
+func (e *Env) ClaimedHolders(ctx context.Context) (map[string]string, error) {
+	leases, err := e.ProjectLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for p, l := range leases {
+		h := ""
+		if l.Spec.HolderIdentity != nil && shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], *l.Spec.HolderIdentity) {
+			h = *l.Spec.HolderIdentity
+		}
+		out[p] = h
+	}
+	return out, nil
+}
+
+// Held lists the projects m's shard admits work for right now, sorted.
+func (m *Manager) Held(projects []string) []string {
+	var out []string
+	for _, p := range projects {
+		if _, release, err := m.Replica.Shard.Enter(context.Background(), p); err == nil {
+			release()
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Gauge reads a gauge (or counter) from m's registry; label pairs select a series.
+func (m *Manager) Gauge(name string, labels ...string) (float64, error) {
+	return gatherValue(m.Registry, name, labels...)
+}
+
+func gatherValue(g prometheus.Gatherer, name string, labels ...string) (float64, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue(), nil
+			}
+			return m.GetCounter().GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("metric %s%v not found", name, labels)
+}
+
+// hubLease returns the holder of a Lease in the lease namespace.
+func (e *Env) hubLease(ctx context.Context, name string) (string, error) {
+	var l coordinationv1.Lease
+	if err := e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ProviderNamespace, Name: name}, &l); err != nil {
+		return "", err
+	}
+	if l.Spec.HolderIdentity == nil {
+		return "", nil
+	}
+	return *l.Spec.HolderIdentity, nil
+}

@@ -1,0 +1,173 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"anchorage/pkg/shard"
+)
+
+func projectNames(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s-%02d", prefix, i)
+	}
+	return out
+}
+
+func startManagers(t *testing.T, e *Env, n int, prefix string) []*Manager {
+	t.Helper()
+	var ms []*Manager
+	for i := range n {
+		m, err := e.StartManager(context.Background(), fmt.Sprintf("%s%d", prefix, i), ManagerOptions{Adjust: WithTimings(FastTimings)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+// TestShardEachProjectHasExactlyOneClaimedHolder: three managers, twenty lightweight
+// projects; every project is claimed by exactly one replica, which alone admits work
+// for it; shares stay within twice the mean; kubectl shows the same holders.
+func TestShardEachProjectHasExactlyOneClaimedHolder(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("lw", 20)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "own")
+
+	holderOf := map[string]*Manager{}
+	g.Eventually(func(g Gomega) {
+		claimed, err := e.ClaimedHolders(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed).To(HaveLen(len(projects)))
+		for _, p := range projects {
+			g.Expect(claimed[p]).NotTo(BeEmpty(), "project %s claimed", p)
+		}
+		// Exactly one replica admits work for each project, and it is the claimed holder.
+		for _, p := range projects {
+			var admitting []*Manager
+			for _, m := range ms {
+				if len(m.Held([]string{p})) == 1 {
+					admitting = append(admitting, m)
+				}
+			}
+			g.Expect(admitting).To(HaveLen(1), "project %s admitted by exactly one replica", p)
+			g.Expect(admitting[0].Replica.Shard.Holder()).To(Equal(claimed[p]))
+			holderOf[p] = admitting[0]
+		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+
+	mean := float64(len(projects)) / float64(len(ms))
+	for _, m := range ms {
+		n := len(m.Held(projects))
+		t.Logf("replica %s holds %d projects", m.Name, n)
+		g.Expect(float64(n)).To(BeNumerically("<=", 2*mean), "replica %s share", m.Name)
+		held, err := m.Gauge("anchorage_shard_projects_held")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(held).To(BeEquivalentTo(n))
+	}
+
+	// kubectl get leases tells the same story.
+	kc, err := KubeconfigVia(hub.Config, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	kcPath := filepath.Join(t.TempDir(), "hub.kubeconfig")
+	g.Expect(os.WriteFile(kcPath, kc, 0o600)).To(Succeed())
+	out, err := exec.Command("kubectl", "--kubeconfig", kcPath, "get", "leases", "-n", e.ProviderNamespace,
+		"-l", shard.LabelRole+"=project", "-o", `custom-columns=PROJECT:.metadata.annotations.anchorage\.datumapis\.com/project,HOLDER:.spec.holderIdentity`, "--no-headers").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	g.Expect(lines).To(HaveLen(len(projects)))
+	for _, line := range lines {
+		f := strings.Fields(line)
+		g.Expect(f).To(HaveLen(2))
+		g.Expect(holderOf).To(HaveKey(f[0]))
+		g.Expect(f[1]).To(Equal(holderOf[f[0]].Replica.Shard.Holder()), "kubectl shows the holder of %s", f[0])
+	}
+	out, err = exec.Command("kubectl", "--kubeconfig", kcPath, "get", "leases", "-n", e.ProviderNamespace, "-l", shard.LabelRole+"=member", "--no-headers").CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), string(out))
+	g.Expect(strings.Split(strings.TrimSpace(string(out)), "\n")).To(HaveLen(len(ms)), "one member Lease per replica")
+}
+
+// TestShardFailoverAfterAbruptStop: the holder of a project dies; a survivor holds and
+// claims it within about one lease duration plus two retry periods (plus the time the
+// new holder needs to engage), and the unowned gauge rises and returns to zero.
+func TestShardFailoverAfterAbruptStop(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("fo", 6)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "fo")
+
+	var claimed map[string]string
+	g.Eventually(func(g Gomega) {
+		var err error
+		claimed, err = e.ClaimedHolders(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(claimed).To(HaveLen(len(projects)))
+		for _, h := range claimed {
+			g.Expect(h).NotTo(BeEmpty())
+		}
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	for _, m := range ms {
+		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
+	}
+
+	// Kill a replica that is not the coordinator and holds at least one project.
+	var victim *Manager
+	var victimProjects []string
+	for _, m := range ms {
+		held := m.Held(projects)
+		if nc, _ := m.Gauge("anchorage_shard_no_coordinator"); len(held) > 0 && !isCoordinator(ctx, e, m) && nc == 0 {
+			victim, victimProjects = m, held
+			break
+		}
+	}
+	g.Expect(victim).NotTo(BeNil(), "a non-coordinator replica holding projects")
+	var survivors []*Manager
+	for _, m := range ms {
+		if m != victim {
+			survivors = append(survivors, m)
+		}
+	}
+	killed := time.Now()
+	victim.Kill()
+
+	g.Eventually(func() (float64, error) { return survivors[0].Gauge("anchorage_shard_projects_unowned") }, 10*time.Second, 50*time.Millisecond).
+		Should(BeNumerically(">=", 1), "the unowned gauge rises while the dead holder's projects wait")
+	for _, p := range victimProjects {
+		g.Eventually(func() int {
+			n := 0
+			for _, m := range survivors {
+				n += len(m.Held([]string{p}))
+			}
+			return n
+		}, 20*time.Second, 50*time.Millisecond).Should(Equal(1), "project %s served again by exactly one survivor", p)
+	}
+	took := time.Since(killed)
+	t.Logf("failure hand-over of %d projects took %s (lease duration %s, retry %s)", len(victimProjects), took, FastTimings.LeaseDuration, FastTimings.RetryPeriod)
+	g.Expect(took).To(BeNumerically("<", FastTimings.LeaseDuration+2*FastTimings.RetryPeriod+2*time.Second))
+	for _, m := range survivors {
+		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
+	}
+}
+
+func isCoordinator(ctx context.Context, e *Env, m *Manager) bool {
+	holder, err := e.hubLease(ctx, shard.CoordinatorLeaseName)
+	return err == nil && holder == m.Replica.Shard.Holder()
+}
