@@ -36,6 +36,38 @@ type membership struct {
 	holder     string
 	validUntil time.Time
 	rv         string
+	history    []Incarnation
+}
+
+// Incarnation is one joined incarnation of this replica and the validity it reached.
+type Incarnation struct {
+	Holder string
+	// Joined is when the join write that made it valid was sent.
+	Joined time.Time
+	// ValidUntil is the end of its validity: final once Ended.
+	ValidUntil time.Time
+	Ended      bool
+}
+
+// setValid records validity for holder, in the current state and the history.
+func (m *membership) setValid(holder string, sent time.Time, rv string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holder != holder && m.holder != "" {
+		return
+	}
+	if m.holder == "" {
+		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
+	}
+	m.holder, m.validUntil, m.rv = holder, sent.Add(m.t.RenewDeadline), rv
+	m.history[len(m.history)-1].ValidUntil = m.validUntil
+}
+
+// incarnations returns the history of this process's incarnations.
+func (m *membership) incarnations() []Incarnation {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return append([]Incarnation(nil), m.history...)
 }
 
 // current returns the incarnation and the end of its validity ("" when not joined).
@@ -62,6 +94,9 @@ func (m *membership) run(ctx context.Context) {
 		m.renewUntilLapse(ctx, holder)
 		m.mu.Lock()
 		m.holder, m.validUntil = "", time.Time{}
+		if n := len(m.history); n > 0 {
+			m.history[n-1].Ended = true
+		}
 		m.mu.Unlock()
 		m.m.valid.Set(0)
 		m.onLapse(holder)
@@ -137,9 +172,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		cancel()
 		m.m.leaseWrite("member", wrote != nil, err)
 		if err == nil && wrote != nil {
-			m.mu.Lock()
-			m.holder, m.validUntil, m.rv = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion
-			m.mu.Unlock()
+			m.setValid(holder, sent, wrote.ResourceVersion)
 			m.m.valid.Set(1)
 			m.log.Info("Joined as member", "holder", holder)
 			return true
@@ -204,11 +237,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time) 
 	m.m.leaseWrite("member", true, err)
 	switch {
 	case err == nil:
-		m.mu.Lock()
-		if m.holder == holder {
-			m.validUntil, m.rv = sent.Add(m.t.RenewDeadline), wrote.ResourceVersion
-		}
-		m.mu.Unlock()
+		m.setValid(holder, sent, wrote.ResourceVersion)
 		return false
 	case apierrors.IsConflict(err):
 		// Someone else wrote the Lease. Only a write that keeps this holder (a weight

@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	"anchorage/pkg/shard"
 )
 
 // DefaultProviderNamespace is the hub namespace holding project kubeconfig Secrets and
@@ -67,7 +69,7 @@ func (e *Env) AddProject(ctx context.Context, name string, plane *ControlPlane) 
 		return nil, err
 	}
 	p := &Project{Name: name, Plane: plane, Proxy: proxy}
-	if err := e.writeSecret(ctx, name, plane, proxy.Addr()); err != nil {
+	if err := e.writeSecret(ctx, name, plane, proxy.Addr(), nil); err != nil {
 		_ = proxy.Close()
 		return nil, err
 	}
@@ -81,11 +83,17 @@ func (e *Env) AddProject(ctx context.Context, name string, plane *ControlPlane) 
 // ownership tests at scale only (see the package comment).
 func (e *Env) AddLightweightProjects(ctx context.Context, plane *ControlPlane, names ...string) error {
 	for _, n := range names {
-		if err := e.writeSecret(ctx, n, plane, ""); err != nil {
+		if err := e.writeSecret(ctx, n, plane, "", nil); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// AddSecretNaming writes a project Secret called secretName whose annotation names the
+// project (for project names a Secret name cannot hold, or to test duplicates).
+func (e *Env) AddSecretNaming(ctx context.Context, secretName, project string, plane *ControlPlane) error {
+	return e.writeSecret(ctx, secretName, plane, "", map[string]string{shard.AnnotationProject: project})
 }
 
 // RemoveProject deletes the project's Secret (and closes its proxy, if any).
@@ -113,7 +121,7 @@ func (e *Env) Close() {
 	}
 }
 
-func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane, via string) error {
+func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane, via string, annotations map[string]string) error {
 	// The project's kubeconfig user is the manager's identity on that plane.
 	cfg, _, err := plane.User("anchorage-project", "system:masters")
 	if err != nil {
@@ -125,7 +133,7 @@ func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane,
 	}
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: e.ProviderNamespace,
+			Name: name, Namespace: e.ProviderNamespace, Annotations: annotations,
 			Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"},
 		},
 		Data: map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc},

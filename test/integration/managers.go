@@ -47,6 +47,7 @@ type Manager struct {
 	Registry *prometheus.Registry
 
 	killed atomic.Bool
+	fault  atomic.Pointer[Fault]
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -68,7 +69,7 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 			return nil, err
 		}
 	}
-	hubCfg.Wrap(m.wrapTransport)
+	hubCfg.Wrap(m.transport(HubTraffic))
 	log := opts.Logger
 	if log.GetSink() == nil {
 		log = testLogger()
@@ -81,7 +82,7 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		HealthAddr:         "0",
 		Registry:           m.Registry,
 		Logger:             log.WithValues("replica", name),
-		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.wrapTransport); return nil }},
+		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.transport(ProjectTraffic)); return nil }},
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)
@@ -123,13 +124,50 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func (m *Manager) wrapTransport(rt http.RoundTripper) http.RoundTripper {
-	return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-		if m.killed.Load() {
-			return nil, ErrKilled
-		}
-		return rt.RoundTrip(r)
-	})
+// Traffic says which API server a request of a manager goes to.
+type Traffic int
+
+const (
+	// HubTraffic is a request to the hub.
+	HubTraffic Traffic = iota
+	// ProjectTraffic is a request to a project plane.
+	ProjectTraffic
+)
+
+// Fault decides, per request, an error to return instead of sending it, or a delay to
+// add before the response is handed back (the request itself is sent at once).
+type Fault func(t Traffic, r *http.Request) (responseDelay time.Duration, err error)
+
+// SetFault installs f for every later request of m; nil removes it.
+func (m *Manager) SetFault(f Fault) {
+	if f == nil {
+		m.fault.Store(nil)
+		return
+	}
+	m.fault.Store(&f)
+}
+
+func (m *Manager) transport(t Traffic) func(http.RoundTripper) http.RoundTripper {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
+			if m.killed.Load() {
+				return nil, ErrKilled
+			}
+			var delay time.Duration
+			if f := m.fault.Load(); f != nil {
+				d, err := (*f)(t, r)
+				if err != nil {
+					return nil, err
+				}
+				delay = d
+			}
+			resp, err := rt.RoundTrip(r)
+			if delay > 0 {
+				time.Sleep(delay)
+			}
+			return resp, err
+		})
+	}
 }
 
 // bindManagerRole binds user to the ClusterRole generated into config/rbac/role.yaml.

@@ -1,0 +1,225 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"anchorage/pkg/shard"
+)
+
+var errInjected = errors.New("integration: injected fault")
+
+// blockMemberWrites fails every write of m to its own member Lease.
+func blockMemberWrites(m *Manager) Fault {
+	return func(t Traffic, r *http.Request) (time.Duration, error) {
+		if t == HubTraffic && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases") &&
+			(strings.HasSuffix(r.URL.Path, "/"+shard.MemberLeaseName(m.Name)) || r.Method == http.MethodPost) {
+			return 0, errInjected
+		}
+		return 0, nil
+	}
+}
+
+// delayMemberResponses hands back m's member Lease write responses late; the writes
+// themselves commit at once.
+func delayMemberResponses(m *Manager, d time.Duration) Fault {
+	return func(t Traffic, r *http.Request) (time.Duration, error) {
+		if t == HubTraffic && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+shard.MemberLeaseName(m.Name)) {
+			return d, nil
+		}
+		return 0, nil
+	}
+}
+
+// writesOutsideValidity returns m's hub writes (other than to its own member Lease and
+// the coordinator election Lease) whose arrival at the API server falls outside every
+// validity window m's incarnations had, and how many writes it checked.
+func writesOutsideValidity(g Gomega, e *Env, m *Manager) (outside []AuditEvent, checked int) {
+	events, err := e.Hub.AuditEvents()
+	g.Expect(err).NotTo(HaveOccurred())
+	incs := m.Replica.Shard.Incarnations()
+	for _, ev := range events {
+		if ev.User.Username != m.User || ev.ObjectRef.Name == shard.MemberLeaseName(m.Name) || ev.ObjectRef.Name == shard.CoordinatorLeaseName {
+			continue
+		}
+		if ev.ObjectRef.Resource == "events" {
+			continue // Events describe work; they are not project writes.
+		}
+		checked++
+		at := ev.RequestReceivedTimestamp
+		ok := false
+		for _, inc := range incs {
+			if !at.Before(inc.Joined) && !at.After(inc.ValidUntil) {
+				ok = true
+			}
+		}
+		if !ok {
+			outside = append(outside, ev)
+		}
+	}
+	return outside, checked
+}
+
+func nonCoordinatorHolder(ctx context.Context, e *Env, ms []*Manager, projects []string) (*Manager, []string) {
+	for _, m := range ms {
+		if held := m.Held(projects); len(held) > 0 && !isCoordinator(ctx, e, m) {
+			return m, held
+		}
+	}
+	return nil, nil
+}
+
+func waitAllClaimed(g Gomega, e *Env, projects []string) map[string]string {
+	var claimed map[string]string
+	g.Eventually(func(g Gomega) {
+		var err error
+		claimed, err = e.ClaimedHolders(context.Background())
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, p := range projects {
+			g.Expect(claimed[p]).NotTo(BeEmpty(), "project %s claimed", p)
+		}
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	return claimed
+}
+
+// TestShardBlockedRenewsStopWorkBeforeValidityEnds: a replica whose member-Lease writes
+// are blocked stops before its validity ends, its projects move, it rejoins as a new
+// incarnation once unblocked, and the hub's audit log shows no write of it outside
+// validity.
+func TestShardBlockedRenewsStopWorkBeforeValidityEnds(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("blk", 8)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "blk")
+	waitAllClaimed(g, e, projects)
+
+	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	oldHolder := victim.Replica.Shard.Holder()
+	victim.SetFault(blockMemberWrites(victim))
+	blocked := time.Now()
+
+	g.Eventually(func() []string { return victim.Held(projects) }, 2*FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
+	stopped := time.Since(blocked)
+	g.Eventually(func(g Gomega) {
+		claimed := waitAllClaimed(g, e, projects)
+		for _, p := range held {
+			g.Expect(shard.PodOf(claimed[p])).NotTo(Equal(victim.Name), "project %s moved off the blocked replica", p)
+		}
+	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
+	t.Logf("blocked replica stopped admitting work %s after its renews were blocked (renew deadline %s)", stopped, FastTimings.RenewDeadline)
+
+	victim.SetFault(nil)
+	g.Eventually(func() string { return victim.Replica.Shard.Holder() }, 20*time.Second, 100*time.Millisecond).
+		Should(And(Not(BeEmpty()), Not(Equal(oldHolder))), "rejoins under a new incarnation")
+
+	outside, checked := writesOutsideValidity(g, e, victim)
+	g.Expect(checked).To(BeNumerically(">", 0), "the victim's claim writes are in the audit log")
+	g.Expect(outside).To(BeEmpty(), "no write by the blocked replica outside its validity")
+}
+
+// TestShardDelayedRenewResponsesNeverActPastValidity: renews that commit but whose
+// responses come back after the renew deadline must not extend validity: validity runs
+// from when a renew was sent.
+func TestShardDelayedRenewResponsesNeverActPastValidity(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("dly", 8)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "dly")
+	waitAllClaimed(g, e, projects)
+
+	victim, _ := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	victim.SetFault(delayMemberResponses(victim, FastTimings.RenewDeadline+500*time.Millisecond))
+
+	g.Eventually(func() []string { return victim.Held(projects) }, 2*FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		claimed := waitAllClaimed(g, e, projects)
+		for p, h := range claimed {
+			g.Expect(shard.PodOf(h)).NotTo(Equal(victim.Name), "project %s served by a replica with timely renews", p)
+		}
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	g.Consistently(func() []string { return victim.Held(projects) }, 3*time.Second, 100*time.Millisecond).Should(BeEmpty())
+
+	outside, checked := writesOutsideValidity(g, e, victim)
+	g.Expect(checked).To(BeNumerically(">", 0))
+	g.Expect(outside).To(BeEmpty(), "no write by the delayed replica outside its validity")
+}
+
+// TestShardProjectUnreachableFromItsHolderMovesOn: the replica rendezvous hashing picks
+// cannot reach the project's plane; after the claim deadline the next replica in
+// rendezvous order claims it.
+func TestShardProjectUnreachableFromItsHolderMovesOn(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	p, err := e.AddProject(ctx, "unreach", planeB)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	names := []string{"ur0", "ur1", "ur2"}
+	var members []shard.Member
+	for _, n := range names {
+		members = append(members, shard.Member{Holder: n + "/x", Pod: n})
+	}
+	ranked := shard.Rank(p.Name, members)
+	var ms []*Manager
+	for _, n := range names {
+		m, err := e.StartManager(ctx, n, ManagerOptions{Adjust: WithTimings(FastTimings)})
+		g.Expect(err).NotTo(HaveOccurred())
+		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+		if n == ranked[0].Pod {
+			m.SetFault(func(t Traffic, r *http.Request) (time.Duration, error) {
+				if t == ProjectTraffic && r.URL.Host == p.Proxy.Addr() {
+					return 0, errInjected
+				}
+				return 0, nil
+			})
+		}
+		ms = append(ms, m)
+	}
+	start := time.Now()
+	g.Eventually(func() string {
+		claimed, _ := e.ClaimedHolders(ctx)
+		return shard.PodOf(claimed[p.Name])
+	}, 30*time.Second, 100*time.Millisecond).Should(Equal(ranked[1].Pod))
+	t.Logf("claimed by %s (after %s, first choice %s could not reach it; claim deadline %s)", ranked[1].Pod, time.Since(start), ranked[0].Pod, FastTimings.ClaimDeadline)
+}
+
+// TestShardDuplicateProjectSecretsAreNotEngaged: two Secrets naming one project:
+// neither is engaged, and every replica reports both.
+func TestShardDuplicateProjectSecretsAreNotEngaged(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	g.Expect(e.AddSecretNaming(ctx, "dup-one", "org/dup", planeA)).To(Succeed())
+	g.Expect(e.AddSecretNaming(ctx, "dup-two", "org/dup", planeB)).To(Succeed())
+	g.Expect(e.AddSecretNaming(ctx, "single", "org/single", planeA)).To(Succeed())
+	ms := startManagers(t, e, 2, "dup")
+
+	waitAllClaimed(g, e, []string{"org/single"})
+	for _, m := range ms {
+		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_secrets_unengageable") }, 10*time.Second).Should(BeEquivalentTo(2))
+	}
+	g.Consistently(func() map[string]string {
+		claimed, _ := e.ClaimedHolders(ctx)
+		return claimed
+	}, 2*FastTimings.LeaseDuration, 200*time.Millisecond).ShouldNot(HaveKey("org/dup"))
+	for _, m := range ms {
+		g.Expect(m.Held([]string{"org/dup"})).To(BeEmpty())
+		g.Expect(m.Held([]string{"org/single"})).To(Or(BeEmpty(), Equal([]string{"org/single"})))
+	}
+}
