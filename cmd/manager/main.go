@@ -23,6 +23,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sweep" {
+		if err := runSweep(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "manager: sweep: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		os.Exit(1)
@@ -35,6 +42,7 @@ type flags struct {
 	leaseDuration, renewDeadline, retryPeriod, hubTimeout   time.Duration
 	claimDeadline                                           time.Duration
 	weight                                                  float64
+	resync                                                  resyncFlags
 }
 
 func parseFlags(args []string, out io.Writer) (flags, error) {
@@ -55,6 +63,7 @@ func parseFlags(args []string, out io.Writer) (flags, error) {
 	fs.DurationVar(&f.claimDeadline, "claim-deadline", 0, "how long an assigned project may stay unclaimed before it moves on (default 2 x --lease-duration)")
 	fs.Float64Var(&f.weight, "weight", 1, "this replica's share of projects relative to others")
 	fs.DurationVar(&f.hubTimeout, "hub-timeout", 10*time.Second, "how long to wait for the hub at start-up")
+	f.resync.register(fs, true)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(out)
@@ -73,6 +82,9 @@ func parseFlags(args []string, out io.Writer) (flags, error) {
 	}
 	if f.weight <= 0 {
 		return f, fmt.Errorf("--weight must be positive, got %g", f.weight)
+	}
+	if err := f.resync.options().Validate(); err != nil {
+		return f, fmt.Errorf("resync: %w", err)
 	}
 	return f, nil
 }
@@ -141,6 +153,7 @@ func run(args []string, out io.Writer) error {
 		HubCheckTimeout:   f.hubTimeout,
 		Timings:           f.timings(),
 		Weight:            f.weight,
+		Resync:            f.resync.options(),
 	})
 	if err != nil {
 		return err

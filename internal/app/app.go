@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +19,8 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -29,6 +32,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -67,6 +72,14 @@ type Options struct {
 	Clock clock.WithTicker
 	// Recorder, when set, receives a record of every admitted unit of project work.
 	Recorder shard.Recorder
+	// Gateway configures the gateway data path (gateway classes, controller name,
+	// certificate issuer). Zero values take pkg/gateway's defaults.
+	Gateway gateway.Config
+	// Resync configures the anchor resync, on unless Resync.Disabled. Zero values take
+	// pkg/anchor's defaults.
+	Resync anchor.ResyncOptions
+	// ResyncRecorder, when set, receives every anchor examination of the resync.
+	ResyncRecorder anchor.ExaminationRecorder
 }
 
 func (o *Options) defaults() error {
@@ -120,6 +133,10 @@ type Replica struct {
 	Provider *kubeconfig.Provider
 	// Shard gates every project: GetCluster, admission and hub writes.
 	Shard *shard.Shard
+	// Gateway is the gateway data path; its Enqueue hook reconciles an upstream owner.
+	Gateway *gateway.Setup
+	// Resync collects orphaned anchors of the held projects; nil when disabled.
+	Resync *anchor.Resync
 }
 
 // New checks the hub is reachable and assembles a replica.
@@ -139,7 +156,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
-		Scheme: scheme, ClusterOptions: opts.ClusterOptions, Registry: opts.Registry,
+		// The resync reads owners from project caches without starting informers.
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{anchor.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Logger: opts.Logger,
 	})
 	if err != nil {
@@ -157,12 +175,33 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		// provider's Secret watcher would run only on one replica (DESIGN.md, Sharding).
 		LeaderElection: false,
 		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
+		// The hub cache holds only downstream Gateways and HTTPRoutes, for the watches
+		// that map them back to their owners.
+		Cache: cache.Options{ByObject: hubCacheByObject(opts.ProviderNamespace)},
 	}, mcmanager.WithCoordinator(sh))
 	if err != nil {
 		return nil, fmt.Errorf("building the multicluster manager: %w", err)
 	}
 	if err := provider.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
+	}
+	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{
+		Config: opts.Gateway, Clusters: sh, Admission: sh, Registry: opts.Registry,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the gateway controllers: %w", err)
+	}
+	var resync *anchor.Resync
+	if !opts.Resync.Disabled {
+		resync, err = anchor.SetupResync(ctx, mgr, anchor.ResyncConfig{
+			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue,
+			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
+			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
+			Recorder: opts.ResyncRecorder, Registry: opts.Registry, Logger: opts.Logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("setting up the anchor resync: %w", err)
+		}
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding health check: %w", err)
@@ -171,7 +210,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		return nil, fmt.Errorf("adding readiness check: %w", err)
 	}
 	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
-	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh}, nil
+	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: resync}, nil
 }
 
 // Start runs the replica until ctx ends.
@@ -199,4 +238,12 @@ func checkHub(ctx context.Context, cfg *rest.Config, timeout time.Duration) erro
 	case <-ctx.Done():
 		return fmt.Errorf("hub %s: %w", cfg.Host, ctx.Err())
 	}
+}
+
+// hubCacheByObject scopes the hub cache: Secrets only in the provider namespace (so a
+// namespaced Role suffices), downstream Gateways and HTTPRoutes only.
+func hubCacheByObject(providerNamespace string) map[client.Object]cache.ByObject {
+	byObject := gateway.HubCacheByObject()
+	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{providerNamespace: {}}}
+	return byObject
 }

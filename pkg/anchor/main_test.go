@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -18,6 +19,9 @@ import (
 // hub. It is nil when no server was started (see TestMain). It can watch so that tests
 // can wrap it with controller-runtime's interceptor.
 var hub client.WithWatch
+
+// hubConfig is the admin REST config of that API server (nil when none runs).
+var hubConfig *rest.Config
 
 // TestMain starts one API server for the whole package. Fuzzing runs the test binary
 // once per worker and needs no server, so it starts none, and the tests that need one
@@ -60,6 +64,7 @@ func runWithHub(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
 		}
 	}()
+	hubConfig = cfg
 	hub, err = client.NewWithWatch(cfg, client.Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "creating hub client: %v\n", err)

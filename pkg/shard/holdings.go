@@ -135,7 +135,8 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	return wctx, release, nil
 }
 
-// voidAll drops every holding: called when validity of holder ended.
+// voidAll drops every holding of holder at once: called when its validity ended and on
+// shutdown.
 func (s *Shard) voidAll(holder string) {
 	s.mu.Lock()
 	var lost []*holding
@@ -150,7 +151,7 @@ func (s *Shard) voidAll(holder string) {
 		h.close()
 	}
 	if len(lost) > 0 {
-		s.log.Info("Voided all holdings after validity ended", "holder", holder, "projects", len(lost))
+		s.log.Info("Closed admission for every held project", "holder", holder, "projects", len(lost))
 	}
 	s.updateGauges()
 }

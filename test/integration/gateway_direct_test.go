@@ -159,3 +159,64 @@ func TestGatewayRecreateAfterFinalizeCreatesNothing(t *testing.T) {
 	g.Expect(gone(ctx, pc, current)).To(BeTrue(), "finalizer removed, Gateway gone")
 	g.Eventually(func() bool { return gone(ctx, hub.Client, down) }, 30*time.Second, gwPoll).Should(BeTrue(), "downstream Gateway collected")
 }
+
+// TestGatewayFinalizerWorksWhenTheUpstreamNamespaceIsPurged: a terminating Gateway
+// whose upstream Namespace can no longer be read (purged: finalized while its objects
+// were left behind), mapped to a hub namespace without labels (as older ones are),
+// still gets its anchor deleted (found by name) and its downstream Gateway collected.
+// The API server refuses every write into a missing namespace, so the finalizer stays
+// (and the reconcile reports it) until a namespace of that name exists again; then it
+// is removed.
+func TestGatewayFinalizerWorksWhenTheUpstreamNamespaceIsPurged(t *testing.T) {
+	gt := newGatewayTest(t, planeB)
+	g, ctx, pc := gt.g, gt.ctx, gt.plane.Client
+	metrics, err := gateway.NewMetrics(prometheus.NewRegistry())
+	g.Expect(err).NotTo(HaveOccurred())
+	r := &gateway.GatewayReconciler{
+		Clusters:  oneProject{project: gt.project, cluster: &staleCluster{cached: pc, live: pc, events: events.NewFakeRecorder(100)}},
+		Admission: gateway.OpenAdmission{},
+		Config:    gateway.Config{GatewayClassName: gt.class}.WithDefaults(),
+		Metrics:   metrics,
+	}
+	key := client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}
+	reconcileNow := func() error {
+		_, err := r.Reconcile(ctx, mcreconcile.Request{ClusterName: multicluster.ClusterName(gt.project), Request: reconcile.Request{NamespacedName: key}})
+		return err
+	}
+	gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gt.class), Listeners: []gatewayv1.Listener{
+			{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType},
+		}}}
+	g.Expect(pc.Create(ctx, gw)).To(Succeed())
+	g.Expect(reconcileNow()).To(Succeed()) // adds the finalizer, then programs the hub
+	g.Expect(anchorsNamed(ctx, g, string(gw.UID))).To(HaveLen(1))
+	down := &gatewayv1.Gateway{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.hubNS(), Name: key.Name}, down)).To(Succeed())
+
+	// An older hub namespace: no labels.
+	hubNS := &corev1.Namespace{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Name: gt.hubNS()}, hubNS)).To(Succeed())
+	hubNS.Labels = nil
+	g.Expect(hub.Client.Update(ctx, hubNS)).To(Succeed())
+
+	// Purge the upstream namespace while the Gateway, held by our finalizer, is in it.
+	g.Expect(pc.Delete(ctx, gw)).To(Succeed())
+	g.Expect(pc.Delete(ctx, gt.ns.DeepCopy())).To(Succeed())
+	ns := &corev1.Namespace{}
+	g.Expect(pc.Get(ctx, client.ObjectKey{Name: gt.ns.Name}, ns)).To(Succeed())
+	ns.Spec.Finalizers = nil
+	g.Expect(pc.SubResource("finalize").Update(ctx, ns)).To(Succeed())
+	g.Eventually(func() bool { return gone(ctx, pc, ns) }, 10*time.Second, gwPoll).Should(BeTrue(), "upstream namespace purged")
+	g.Expect(pc.Get(ctx, key, &gatewayv1.Gateway{})).To(Succeed(), "the Gateway outlives its namespace")
+
+	err = reconcileNow()
+	g.Expect(err).To(MatchError(ContainSubstring("removing finalizer")), "the finalizer cannot be removed yet, and that is reported")
+	g.Expect(anchorsNamed(ctx, g, string(gw.UID))).To(BeEmpty(), "anchor found by name and deleted")
+	g.Eventually(func() bool { return gone(ctx, hub.Client, down) }, 30*time.Second, gwPoll).Should(BeTrue(), "downstream Gateway collected")
+
+	// A namespace of that name again (another UID): the finalizer goes, nothing else
+	// is touched.
+	g.Expect(pc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gt.ns.Name}})).To(Succeed())
+	g.Expect(reconcileNow()).To(Succeed())
+	g.Expect(gone(ctx, pc, gw.DeepCopy())).To(BeTrue(), "finalizer removed, Gateway gone")
+}

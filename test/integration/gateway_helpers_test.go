@@ -45,12 +45,13 @@ type gatewayTest struct {
 	plane   *ControlPlane
 	class   string
 	ns      *corev1.Namespace
+	stopped map[*Manager]bool
 }
 
 func newGatewayTest(t *testing.T, plane *ControlPlane) *gatewayTest {
 	t.Helper()
 	needEnvtest(t)
-	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane}
+	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane, stopped: map[*Manager]bool{}}
 	gt.project = "gw-" + rand.String(6)
 	gt.class = "anchorage-" + rand.String(6)
 	if _, err := gt.env.AddProject(gt.ctx, gt.project, plane); err != nil {
@@ -69,15 +70,34 @@ func newGatewayTest(t *testing.T, plane *ControlPlane) *gatewayTest {
 // startManager starts a replica with fast protocol timings and this test's class.
 func (gt *gatewayTest) startManager(name string) *Manager {
 	gt.t.Helper()
-	m, err := gt.env.StartManager(gt.ctx, name+"-"+rand.String(4), ManagerOptions{Adjust: func(o *app.Options) {
+	return gt.startManagerAs(name, false)
+}
+
+// startManagerAs starts a replica as startManager does; leastPrivilege runs it as a hub
+// user bound only to config/rbac's ClusterRole.
+func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *Manager {
+	gt.t.Helper()
+	m, err := gt.env.StartManager(gt.ctx, name+"-"+rand.String(4), ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
 		WithTimings(FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: gt.class}
 	}})
 	if err != nil {
 		gt.t.Fatal(err)
 	}
-	gt.t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+	gt.t.Cleanup(func() {
+		if !gt.stopped[m] {
+			_ = m.Stop(30 * time.Second)
+		}
+	})
 	return m
+}
+
+// stopManager stops m gracefully now (Manager.Stop waits for a second call's result
+// until its timeout, so the cleanup must not stop it again).
+func (gt *gatewayTest) stopManager(m *Manager) {
+	gt.t.Helper()
+	gt.stopped[m] = true
+	gt.g.Expect(m.Stop(30 * time.Second)).To(Succeed())
 }
 
 // cleanUpstream strips finalizers from, and deletes, everything this test left in its

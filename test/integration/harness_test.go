@@ -232,12 +232,18 @@ func TestLeastPrivilegeManagerDiscoversProjects(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	e := newEnv(t)
-	_, err := e.AddProject(ctx, "lp-"+rand.String(4), planeB)
+	project := "lp-" + rand.String(4)
+	_, err := e.AddProject(ctx, project, planeB)
 	g.Expect(err).NotTo(HaveOccurred())
-	m, err := e.StartManager(ctx, "least-"+rand.String(4), ManagerOptions{LeastPrivilege: true})
+	m, err := e.StartManager(ctx, "least-"+rand.String(4), ManagerOptions{LeastPrivilege: true, Adjust: WithTimings(FastTimings)})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 	g.Eventually(func() []string { return discovered(m) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))
+	// With only the generated roles it still joins, coordinates, and claims the project.
+	g.Eventually(func() map[string]string {
+		claimed, _ := e.ClaimedHolders(ctx)
+		return claimed
+	}, 30*time.Second, 100*time.Millisecond).Should(HaveKeyWithValue(project, m.Replica.Shard.Holder()))
 
 	// The same user may not do what the role does not grant.
 	err = m.Replica.Manager.GetLocalManager().GetClient().Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ProviderNamespace}})

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -46,10 +48,12 @@ type Manager struct {
 	Replica  *app.Replica
 	Registry *prometheus.Registry
 
-	killed atomic.Bool
-	fault  atomic.Pointer[Fault]
-	cancel context.CancelFunc
-	done   chan error
+	killed   atomic.Bool
+	fault    atomic.Pointer[Fault]
+	cancel   context.CancelFunc
+	done     chan error
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // StartManager starts a replica against e's hub as its own API user, with its own
@@ -96,18 +100,21 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 	return m, nil
 }
 
-// Stop stops the manager gracefully and waits for it to return.
+// Stop stops the manager gracefully and waits for it to return. It may be called more
+// than once; later calls return the first result.
 func (m *Manager) Stop(timeout time.Duration) error {
 	m.cancel()
-	select {
-	case err := <-m.done:
-		if errors.Is(err, context.Canceled) {
-			return nil
+	m.stopOnce.Do(func() {
+		select {
+		case err := <-m.done:
+			if !errors.Is(err, context.Canceled) {
+				m.stopErr = err
+			}
+		case <-time.After(timeout):
+			m.stopErr = fmt.Errorf("manager %s did not stop within %s", m.Name, timeout)
 		}
-		return err
-	case <-time.After(timeout):
-		return fmt.Errorf("manager %s did not stop within %s", m.Name, timeout)
-	}
+	})
+	return m.stopErr
 }
 
 // Kill stops the manager abruptly: from this instant every API call it makes fails,
@@ -170,27 +177,55 @@ func (m *Manager) transport(t Traffic) func(http.RoundTripper) http.RoundTripper
 	}
 }
 
-// bindManagerRole binds user to the ClusterRole generated into config/rbac/role.yaml.
+// bindManagerRole binds user to the roles generated into config/rbac/role.yaml: the
+// ClusterRole cluster-wide, and each namespaced Role in this Env's provider (and lease)
+// namespace, where the deployment's kustomization would put it.
 func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
 	if err != nil {
 		return fmt.Errorf("reading generated RBAC: %w", err)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.Unmarshal(data, role); err != nil {
-		return fmt.Errorf("parsing config/rbac/role.yaml: %w", err)
-	}
-	role.ResourceVersion = ""
-	if err := e.Hub.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
-	}
-	binding := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: user},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-	}
-	if err := e.Hub.Client.Create(ctx, binding); err != nil {
-		return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
+	subjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}}
+	for _, doc := range strings.Split(string(data), "\n---") {
+		var meta struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("parsing config/rbac/role.yaml: %w", err)
+		}
+		switch meta.Kind {
+		case "ClusterRole":
+			role := &rbacv1.ClusterRole{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return err
+			}
+			if err := e.Hub.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating ClusterRole %s: %w", role.Name, err)
+			}
+			binding := &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: user},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+				Subjects:   subjects,
+			}
+			if err := e.Hub.Client.Create(ctx, binding); err != nil {
+				return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
+			}
+		case "Role":
+			role := &rbacv1.Role{}
+			if err := yaml.Unmarshal([]byte(doc), role); err != nil {
+				return err
+			}
+			role.Namespace = e.ProviderNamespace
+			if err := e.Hub.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating Role %s: %w", role.Name, err)
+			}
+			binding := &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: user + "-" + role.Name, Namespace: e.ProviderNamespace},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+				Subjects:   subjects,
+			}
+			if err := e.Hub.Client.Create(ctx, binding); err != nil {
+				return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
+			}
+		}
 	}
 	return nil
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/go-logr/zapr"
+	"go.uber.org/zap"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
+
+	"anchorage/internal/app"
+	"anchorage/pkg/anchor"
+	"anchorage/pkg/shard"
+)
+
+// resyncFlags are the anchor resync's knobs, shared by the replica and the sweep.
+type resyncFlags struct {
+	enabled, dryRun                        bool
+	period, jitter, confirmAfter, minAge   time.Duration
+	stuckAfter, liveTimeout                time.Duration
+	maxDeletions, haltAbove, deletionBurst int
+	deletionQPS, liveQPS                   float64
+	liveBurst, workers                     int
+}
+
+// register adds the flags; the replica gets the loop's flags too.
+func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
+	d := anchor.ResyncOptions{}.WithDefaults()
+	prefix := "resync-"
+	if replica {
+		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
+		fs.DurationVar(&r.period, prefix+"period", d.Period, "time between two resync passes over one project")
+		fs.DurationVar(&r.jitter, prefix+"initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
+		fs.IntVar(&r.workers, prefix+"workers", d.Workers, "resync passes running at once")
+	} else {
+		prefix = ""
+	}
+	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, "decide and report, delete nothing")
+	fs.DurationVar(&r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
+	fs.DurationVar(&r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
+	fs.DurationVar(&r.stuckAfter, prefix+"stuck-after", d.StuckAfter, "an owner terminating with our finalizer for longer is reported unknown")
+	fs.IntVar(&r.maxDeletions, prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
+	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project qualify deletes none and raises an alert")
+	fs.Float64Var(&r.deletionQPS, prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
+	fs.IntVar(&r.deletionBurst, prefix+"deletion-burst", d.DeletionBurst, "burst of anchor deletions")
+	fs.Float64Var(&r.liveQPS, prefix+"live-qps", float64(d.LiveQPS), "live reads of one project plane per second")
+	fs.IntVar(&r.liveBurst, prefix+"live-burst", d.LiveBurst, "burst of live reads of one project plane")
+	fs.DurationVar(&r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
+}
+
+func (r resyncFlags) options() anchor.ResyncOptions {
+	return anchor.ResyncOptions{
+		Disabled: !r.enabled, DryRun: r.dryRun,
+		Period: r.period, InitialJitter: r.jitter, ConfirmAfter: r.confirmAfter, MinAge: r.minAge,
+		StuckAfter: r.stuckAfter, LiveTimeout: r.liveTimeout,
+		MaxDeletionsPerPass: r.maxDeletions, HaltAbove: r.haltAbove,
+		DeletionQPS: float32(r.deletionQPS), DeletionBurst: r.deletionBurst,
+		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
+	}
+}
+
+// runSweep is `manager sweep --once`: one resync pass over every project, without
+// sharding, printing the operator's table on out.
+func runSweep(args []string, out, errOut io.Writer) error {
+	var (
+		kubeconfigPath, providerNamespace, leaseNamespace string
+		once                                              bool
+		r                                                 resyncFlags
+	)
+	fs := flag.NewFlagSet("manager sweep", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the hub cluster (default: in-cluster or $KUBECONFIG)")
+	fs.StringVar(&providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
+	fs.StringVar(&leaseNamespace, "lease-namespace", "", "hub namespace holding the plane identity records and the deletion switch (default: --provider-namespace)")
+	fs.BoolVar(&once, "once", false, "run one pass and exit (required)")
+	r.register(fs, false)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(errOut)
+			fs.PrintDefaults()
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if !once {
+		return errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
+	}
+	opts := r.options()
+	opts.Disabled = false
+	// The sweep's confirmation waits on the real clock; only the confirmation delay
+	// must be shorter than a period it never runs.
+	opts.Period = max(opts.Period, 2*opts.ConfirmAfter)
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfigPath != "" {
+		loading.ExplicitPath = kubeconfigPath
+	}
+	hub, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("loading hub kubeconfig: %w", err)
+	}
+	zl, err := zap.NewProductionConfig().Build()
+	if err != nil {
+		return fmt.Errorf("building logger: %w", err)
+	}
+	log := zapr.NewLogger(zl).WithValues("replica", "sweep")
+	ctrl.SetLogger(log)
+	ctx := ctrl.SetupSignalHandler()
+	reports, unowned, err := anchor.Sweep(ctx, anchor.SweepOptions{
+		Hub: hub, ProviderNamespace: providerNamespace, LeaseNamespace: leaseNamespace,
+		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
+		Resync: opts, Scheme: app.Scheme(), Logger: log,
+	})
+	if werr := anchor.WriteTable(out, reports, unowned); werr != nil && err == nil {
+		err = werr
+	}
+	return err
+}

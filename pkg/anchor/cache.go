@@ -1,0 +1,280 @@
+package anchor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// AnchorSource lists the anchors a pass examines: ConfigMap metadata carrying
+// LabelClusterName. Items may include ConfigMaps that are not anchors; the pass applies
+// IsAnchor itself.
+type AnchorSource interface {
+	// ProjectAnchors returns the items whose LabelClusterName decodes to project.
+	ProjectAnchors(ctx context.Context, project string) ([]metav1.PartialObjectMetadata, error)
+	// Named returns the items named name, in any namespace and of any project.
+	Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error)
+}
+
+// Index names of the anchor cache.
+const (
+	indexProject = "anchorage.anchor.project"
+	indexName    = "anchorage.anchor.name"
+)
+
+// AnchorCache is the resync's view of the hub's anchors: a metadata-only cache of the
+// ConfigMaps that carry LabelClusterName (never all ConfigMaps), with managed fields
+// stripped, indexed by the project their label decodes to. It never starts an informer
+// for anything else. Add it to the hub manager (it is a Runnable) and wait for
+// WaitForCacheSync before reading.
+type AnchorCache struct {
+	cache cache.Cache
+}
+
+// AnchorCacheOptions configure NewAnchorCache. Zero values are built from the config.
+type AnchorCacheOptions struct {
+	HTTPClient *http.Client
+	Mapper     meta.RESTMapper
+}
+
+// NewAnchorCache builds the anchor cache of the hub at cfg.
+func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptions) (*AnchorCache, error) {
+	req, err := labels.NewRequirement(LabelClusterName, selection.Exists, nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the anchor label selector: %w", err)
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the anchor cache scheme: %w", err)
+	}
+	c, err := cache.New(cfg, cache.Options{
+		HTTPClient:                  opts.HTTPClient,
+		Mapper:                      opts.Mapper,
+		Scheme:                      scheme,
+		DefaultLabelSelector:        labels.NewSelector().Add(*req),
+		DefaultTransform:            cache.TransformStripManagedFields(),
+		ReaderFailOnMissingInformer: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("building the anchor cache: %w", err)
+	}
+	obj := anchorMetadata()
+	if err := c.IndexField(ctx, obj, indexProject, projectIndexValue); err != nil {
+		return nil, fmt.Errorf("indexing anchors by project: %w", err)
+	}
+	if err := c.IndexField(ctx, obj, indexName, func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
+		return nil, fmt.Errorf("indexing anchors by name: %w", err)
+	}
+	// Registering the informer before Start makes it start with the cache; nothing else
+	// is ever registered, and reads of anything else fail.
+	if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+		return nil, fmt.Errorf("registering the anchor informer: %w", err)
+	}
+	return &AnchorCache{cache: c}, nil
+}
+
+// Start runs the cache until ctx ends.
+func (a *AnchorCache) Start(ctx context.Context) error { return a.cache.Start(ctx) }
+
+// WaitForCacheSync waits until the cache has listed the hub's anchors once.
+func (a *AnchorCache) WaitForCacheSync(ctx context.Context) bool {
+	return a.cache.WaitForCacheSync(ctx)
+}
+
+// ProjectAnchors implements AnchorSource. Items are shared with the cache: callers must
+// not change them.
+func (a *AnchorCache) ProjectAnchors(ctx context.Context, project string) ([]metav1.PartialObjectMetadata, error) {
+	return a.list(ctx, client.MatchingFields{indexProject: project})
+}
+
+// Named implements AnchorSource.
+func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
+	return a.list(ctx, client.MatchingFields{indexName: name})
+}
+
+// All returns every cached item.
+func (a *AnchorCache) All(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
+	return a.list(ctx)
+}
+
+func (a *AnchorCache) list(ctx context.Context, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	// Passes only read; copying ten thousand items per pass would be wasted.
+	if err := a.cache.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+		return nil, fmt.Errorf("listing cached anchors: %w", err)
+	}
+	return list.Items, nil
+}
+
+func anchorMetadata() *metav1.PartialObjectMetadata {
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	return obj
+}
+
+// projectIndexValue indexes an item under the project its LabelClusterName decodes to,
+// or under "" when it does not decode.
+func projectIndexValue(o client.Object) []string {
+	p, err := ProjectFromClusterName(o.GetLabels()[LabelClusterName])
+	if err != nil {
+		return []string{""}
+	}
+	return []string{p}
+}
+
+// listedAnchors is an AnchorSource over one list of the hub, for the one-shot sweep.
+type listedAnchors struct {
+	byProject map[string][]metav1.PartialObjectMetadata
+	byName    map[string][]metav1.PartialObjectMetadata
+}
+
+// listAnchors lists, live and by pages, the metadata of every ConfigMap carrying
+// LabelClusterName.
+func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, error) {
+	out := &listedAnchors{byProject: map[string][]metav1.PartialObjectMetadata{}, byName: map[string][]metav1.PartialObjectMetadata{}}
+	calls := 0
+	cont := ""
+	for {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		calls++
+		err := hub.List(ctx, list, client.HasLabels{LabelClusterName}, client.Limit(500), client.Continue(cont))
+		if err != nil {
+			return nil, calls, fmt.Errorf("listing anchors on the hub: %w", err)
+		}
+		for _, item := range list.Items {
+			p := projectIndexValue(&item)[0]
+			out.byProject[p] = append(out.byProject[p], item)
+			out.byName[item.Name] = append(out.byName[item.Name], item)
+		}
+		if cont = list.Continue; cont == "" {
+			return out, calls, nil
+		}
+	}
+}
+
+func (l *listedAnchors) ProjectAnchors(_ context.Context, project string) ([]metav1.PartialObjectMetadata, error) {
+	return l.byProject[project], nil
+}
+
+func (l *listedAnchors) Named(_ context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
+	return l.byName[name], nil
+}
+
+// StrictCacheOption makes a project cluster's cache answer the resync in
+// controller-runtime's ReaderFailOnMissingInformer mode (see StrictReader) while every
+// other reader of the cache keeps the default behaviour of starting an informer on
+// first use. The cache is built with ReaderFailOnMissingInformer and wrapped: the
+// wrapper starts the missing informer and reads again, which is exactly what the
+// default mode does; the strict reader underneath is what the resync reads.
+func StrictCacheOption() cluster.Option {
+	return func(o *cluster.Options) {
+		inner := o.NewCache
+		if inner == nil {
+			inner = cache.New
+		}
+		o.NewCache = func(cfg *rest.Config, co cache.Options) (cache.Cache, error) {
+			co.ReaderFailOnMissingInformer = true
+			c, err := inner(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return &lazyCache{Cache: c, scheme: co.Scheme}, nil
+		}
+	}
+}
+
+// StrictReader returns the reader of c that fails with cache.ErrResourceNotCached for a
+// kind c does not already watch, if c was built with StrictCacheOption.
+func StrictReader(c cache.Cache) (client.Reader, bool) {
+	l, ok := c.(*lazyCache)
+	if !ok {
+		return nil, false
+	}
+	return l.Cache, true
+}
+
+// lazyCache is a cache built in ReaderFailOnMissingInformer mode that behaves, for its
+// readers, like one that is not: a read of a kind not yet watched starts its informer.
+type lazyCache struct {
+	cache.Cache
+	scheme *runtime.Scheme
+}
+
+func isNotCached(err error) bool {
+	var nc *cache.ErrResourceNotCached
+	return errors.As(err, &nc)
+}
+
+// Get implements client.Reader.
+func (l *lazyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := l.Cache.Get(ctx, key, obj, opts...)
+	if !isNotCached(err) {
+		return err
+	}
+	if _, err := l.Cache.GetInformer(ctx, obj); err != nil {
+		return err
+	}
+	return l.Cache.Get(ctx, key, obj, opts...)
+}
+
+// List implements client.Reader.
+func (l *lazyCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	err := l.Cache.List(ctx, list, opts...)
+	if !isNotCached(err) {
+		return err
+	}
+	item, err := l.itemOf(list)
+	if err != nil {
+		return err
+	}
+	if _, err := l.Cache.GetInformer(ctx, item); err != nil {
+		return err
+	}
+	return l.Cache.List(ctx, list, opts...)
+}
+
+// itemOf returns an empty item of list's kind, of the same flavour (typed,
+// unstructured or metadata), as the cache keys its informers by both.
+func (l *lazyCache) itemOf(list client.ObjectList) (client.Object, error) {
+	gvk, err := apiutil.GVKForObject(list, l.scheme)
+	if err != nil {
+		return nil, err
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	switch list.(type) {
+	case *unstructured.UnstructuredList:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u, nil
+	case *metav1.PartialObjectMetadataList:
+		p := &metav1.PartialObjectMetadata{}
+		p.SetGroupVersionKind(gvk)
+		return p, nil
+	}
+	obj, err := l.scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	cobj, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a client.Object", gvk)
+	}
+	return cobj, nil
+}

@@ -1,0 +1,405 @@
+package anchor
+
+import (
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Decision is what the resync concludes about one anchor in one pass. The order is the
+// order of escalation: a pass never acts on anything but Collect.
+type Decision int
+
+const (
+	// Keep: the upstream owner is known to exist with the anchor's UID (in the owner's
+	// cache or read live) and is not going away without our finalizer.
+	Keep Decision = iota
+	// Suspect: the owner may be gone, but absence is not proven yet (not yet read live,
+	// not yet confirmed after the confirmation delay, anchor below the minimum age,
+	// owner terminating without our finalizer, or a dependent waiting to be re-attached
+	// to a live owner). Suspects are kept and looked at again.
+	Suspect
+	// Collect: absence is proven, confirmed after the confirmation delay, the anchor is
+	// older than the minimum age and nothing live hangs on it alone. Only Collect is ever
+	// deleted, and only if the throttle, the switch, the exclusion and dry-run allow.
+	Collect
+	// Unknown: nothing can be concluded (read errors, a kind the plane does not serve, a
+	// changed or unverifiable plane, malformed or ambiguous anchors, a finalizer stuck for
+	// too long, a dependent that cannot be attributed). Kept, counted and reported.
+	Unknown
+)
+
+var decisionNames = [...]string{Keep: "keep", Suspect: "suspect", Collect: "collect", Unknown: "unknown"}
+
+// Decisions lists every Decision in order.
+var Decisions = []Decision{Keep, Suspect, Collect, Unknown}
+
+func (d Decision) String() string {
+	if d < 0 || int(d) >= len(decisionNames) {
+		return "invalid"
+	}
+	return decisionNames[d]
+}
+
+// Reason says why a Decision was reached. Each reason belongs to exactly one decision
+// (see ReasonsOf), so a reason alone identifies the decision in logs and metrics.
+type Reason string
+
+// Reasons for Keep.
+const (
+	// ReasonInCache: the owner's cache holds it with the anchor's UID, not terminating.
+	ReasonInCache Reason = "in-cache"
+	// ReasonLive: a live read found it with the anchor's UID, not terminating (a cache
+	// that lags, or a kind the cache does not watch).
+	ReasonLive Reason = "live"
+	// ReasonFinalizing: terminating with our finalizer, for less than the stuck
+	// threshold; the live path's finalizer deletes the anchor itself.
+	ReasonFinalizing Reason = "finalizing"
+)
+
+// Reasons for Suspect.
+const (
+	// ReasonNotInCache: the cache misses it (or does not watch the kind) and it has not
+	// been read live yet. Seen only in a pass that ended early.
+	ReasonNotInCache Reason = "not-in-cache"
+	// ReasonUIDMismatch: the cache holds an object of that name with another UID, not
+	// yet read live. Seen only in a pass that ended early.
+	ReasonUIDMismatch Reason = "uid-mismatch"
+	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer. It
+	// still exists, so nothing is proven; once gone, it is NotFound.
+	ReasonTerminatingUnfinalized Reason = "terminating-without-finalizer"
+	// ReasonAwaitingConfirmation: absence is proven once; it must be proven again after
+	// the confirmation delay.
+	ReasonAwaitingConfirmation Reason = "awaiting-confirmation"
+	// ReasonBelowMinimumAge: absence is confirmed but the anchor is younger than the
+	// minimum age.
+	ReasonBelowMinimumAge Reason = "below-minimum-age"
+	// ReasonAwaitingReattach: a dependent hangs on this anchor alone and is claimed by a
+	// live owner (same name, same hub namespace); that owner is enqueued to re-attach it,
+	// and the anchor waits until nothing hangs on it alone.
+	ReasonAwaitingReattach Reason = "awaiting-reattach"
+)
+
+// Reasons for Collect: the proof of absence.
+const (
+	// ReasonNotFound: a live GET answered NotFound with details naming the object.
+	ReasonNotFound Reason = "not-found"
+	// ReasonReplaced: a live GET found an object of that name with another UID.
+	ReasonReplaced Reason = "replaced"
+	// ReasonNamespaceRecreated: the upstream namespace exists with a UID other than the
+	// hub namespace's suffix: the namespace the anchor was made for, and everything in
+	// it, is gone.
+	ReasonNamespaceRecreated Reason = "namespace-recreated"
+	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
+	ReasonNamespaceGone Reason = "namespace-gone"
+)
+
+// Reasons for Unknown.
+const (
+	// ReasonMalformed: an anchor-named ConfigMap in a mapped namespace that is not an
+	// anchor (labels that do not decode, ownerReferences).
+	ReasonMalformed Reason = "malformed"
+	// ReasonAmbiguous: another anchor of the same name exists on the hub.
+	ReasonAmbiguous Reason = "ambiguous"
+	// ReasonKindNotServed: the plane does not serve the owner's kind (no REST mapping,
+	// or a 404 without details naming the object): nothing is proven.
+	ReasonKindNotServed Reason = "kind-not-served"
+	// ReasonReadError: a read failed (timeout, forbidden, server error, unreachable).
+	ReasonReadError Reason = "read-error"
+	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
+	// project was first claimed (a repointed Secret, a restored plane). Deletion halts.
+	ReasonPlaneChanged Reason = "plane-changed"
+	// ReasonPlaneUnverified: the plane's identity could not be read, so no read of it
+	// can prove anything.
+	ReasonPlaneUnverified Reason = "plane-unverified"
+	// ReasonFinalizerStuck: terminating with our finalizer for longer than the stuck
+	// threshold.
+	ReasonFinalizerStuck Reason = "finalizer-stuck"
+	// ReasonForeignDependent: a dependent hangs on the anchor alone but its labels do
+	// not name an owner of this project.
+	ReasonForeignDependent Reason = "foreign-dependent"
+	// ReasonDependentsError: the dependents could not be read or judged.
+	ReasonDependentsError Reason = "dependents-error"
+	// ReasonNotHeld: this replica may not work on the project (sharding), or lost it
+	// during the pass.
+	ReasonNotHeld Reason = "not-held"
+	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret. Such
+	// anchors belong to no shard and are never deleted by one.
+	ReasonNoProjectSecret Reason = "no-project-secret"
+)
+
+var reasonsByDecision = map[Decision][]Reason{
+	Keep:    {ReasonInCache, ReasonLive, ReasonFinalizing},
+	Suspect: {ReasonNotInCache, ReasonUIDMismatch, ReasonTerminatingUnfinalized, ReasonAwaitingConfirmation, ReasonBelowMinimumAge, ReasonAwaitingReattach},
+	Collect: {ReasonNotFound, ReasonReplaced, ReasonNamespaceRecreated, ReasonNamespaceGone},
+	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonPlaneChanged, ReasonPlaneUnverified,
+		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret},
+}
+
+// ReasonsOf lists the reasons that lead to d.
+func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) }
+
+// PlaneState is what a pass knows of the project plane's identity.
+type PlaneState int
+
+const (
+	// PlaneVerified: the identity read now equals the recorded one (or was just
+	// recorded).
+	PlaneVerified PlaneState = iota
+	// PlaneChanged: the identity read now differs from the recorded one.
+	PlaneChanged
+	// PlaneUnverified: the identity could not be read or compared.
+	PlaneUnverified
+)
+
+func (p PlaneState) String() string {
+	switch p {
+	case PlaneVerified:
+		return "verified"
+	case PlaneChanged:
+		return "changed"
+	default:
+		return "unverified"
+	}
+}
+
+// ObjectState is what one read said about the upstream owner.
+type ObjectState int
+
+const (
+	// NotRead: no read was made (yet).
+	NotRead ObjectState = iota
+	// Present: the object exists; see Observation's UID, deletion and finalizers.
+	Present
+	// Absent: for the cache, a miss; for a live read, a NotFound whose details name the
+	// object (the only NotFound that proves anything).
+	Absent
+	// NotWatched: the cache has no informer for the kind and was not allowed to start
+	// one (cache reads only).
+	NotWatched
+	// NotServed: the plane does not serve the kind: no REST mapping, or a 404 that does
+	// not name the object (live reads only).
+	NotServed
+	// Failed: the read failed (timeout, forbidden, server error, unreachable).
+	Failed
+)
+
+// Observation is the outcome of one read of the upstream owner.
+type Observation struct {
+	State ObjectState
+	// UID, Deleting and Finalizers describe a Present object.
+	UID        types.UID
+	Deleting   *time.Time
+	Finalizers []string
+}
+
+// NamespaceState is what a live read of the upstream namespace said, compared with the
+// hub namespace the anchor lives in.
+type NamespaceState int
+
+const (
+	// NamespaceNotRead: not read (yet).
+	NamespaceNotRead NamespaceState = iota
+	// NamespaceMatches: the upstream namespace's UID is the hub namespace's suffix.
+	NamespaceMatches
+	// NamespaceRecreated: the upstream namespace exists with another UID.
+	NamespaceRecreated
+	// NamespaceGone: NotFound, with details naming the namespace.
+	NamespaceGone
+	// NamespaceUnknown: the read failed or proved nothing; the owner is read instead.
+	NamespaceUnknown
+)
+
+// Proof is an earlier proof of absence of one anchor's owner, kept between passes.
+type Proof struct {
+	Reason Reason
+	At     time.Time
+}
+
+// DependentsSummary is what the live read of an anchor's dependents found. Only
+// dependents that hang on the anchor alone (no other existing owner) are counted in
+// the last three fields; the others outlive the anchor.
+type DependentsSummary struct {
+	// Failed: the dependents could not be read.
+	Failed bool
+	// Total dependents holding an ownerReference to the anchor's UID.
+	Total int
+	// Claimed: hang on the anchor alone and are claimed by a live owner (same name,
+	// same hub namespace) that must re-attach them first.
+	Claimed int
+	// Foreign: hang on the anchor alone and name no owner of this project, or one whose
+	// state could not be read.
+	Foreign int
+	// Unreadable: hang on the anchor alone and name an owner whose state could not be
+	// read.
+	Unreadable int
+}
+
+// Timing holds the durations a decision depends on.
+type Timing struct {
+	// MinAge: anchors younger than this are never collected.
+	MinAge time.Duration
+	// ConfirmAfter: a proof of absence must hold again this long after it was first seen.
+	ConfirmAfter time.Duration
+	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
+	StuckAfter time.Duration
+}
+
+// Facts is everything a decision about one anchor depends on. Reads not made yet are
+// NotRead (or nil); Decide says which one it needs next.
+type Facts struct {
+	Now time.Time
+	// AnchorUID is the owner UID the anchor is named after.
+	AnchorUID types.UID
+	// Created is the anchor's creation time.
+	Created time.Time
+	// Malformed: anchor-named, in a mapped namespace, but not an anchor.
+	Malformed bool
+	// Ambiguous: another anchor of the same name exists.
+	Ambiguous bool
+	Plane     PlaneState
+	// Finalizer is our finalizer for the owner's kind ("" when we have none for it).
+	Finalizer string
+	// Cache is the read of the owner's cache; Namespace and Live are live reads.
+	Cache     Observation
+	Namespace NamespaceState
+	Live      Observation
+	// Earlier is the proof of absence recorded in an earlier pass (zero if none).
+	Earlier Proof
+	// Dependents is nil until they have been read.
+	Dependents *DependentsSummary
+	Timing
+}
+
+// Need is the read Decide asks for before it can go further.
+type Need int
+
+const (
+	// NeedNothing: the verdict is final for this pass.
+	NeedNothing Need = iota
+	// NeedNamespace: read the upstream namespace live.
+	NeedNamespace
+	// NeedLive: read the owner live.
+	NeedLive
+	// NeedDependents: read the anchor's dependents on the hub (just before deleting).
+	NeedDependents
+)
+
+// Verdict is the outcome of Decide.
+type Verdict struct {
+	Decision Decision
+	Reason   Reason
+	// Proof is the proof of absence held now ("" if none); the caller records it with
+	// the time it was first seen, and forgets it when a later pass holds none.
+	Proof Reason
+	// Need is the read to make before deciding again.
+	Need Need
+}
+
+// Decide applies the resync's rules (DESIGN.md, Anchor resync) to what is known of one
+// anchor. It is pure: callers gather what Need asks for and call it again. A Collect
+// verdict that still needs the dependents is a candidate: it becomes final only once
+// the dependents are known and none hangs on the anchor alone while claimed by a live
+// owner.
+func Decide(f Facts) Verdict {
+	if f.Malformed {
+		return Verdict{Decision: Unknown, Reason: ReasonMalformed}
+	}
+	if f.Ambiguous {
+		return Verdict{Decision: Unknown, Reason: ReasonAmbiguous}
+	}
+	if f.Plane == PlaneChanged {
+		// Reads of another plane prove nothing about this project's objects.
+		return Verdict{Decision: Unknown, Reason: ReasonPlaneChanged}
+	}
+
+	suspectReason := ReasonNotInCache
+	switch f.Cache.State {
+	case Present:
+		if f.Cache.UID != f.AnchorUID {
+			suspectReason = ReasonUIDMismatch
+			break
+		}
+		if v, ok := judgeExisting(f, f.Cache, ReasonInCache); ok {
+			return v
+		}
+		suspectReason = ReasonTerminatingUnfinalized
+	case Failed:
+		// A cache that cannot answer is the same as a miss: read live.
+	}
+
+	// Nothing below may be concluded from a plane whose identity is unknown.
+	if f.Plane != PlaneVerified {
+		return Verdict{Decision: Unknown, Reason: ReasonPlaneUnverified}
+	}
+
+	proof := Reason("")
+	switch f.Namespace {
+	case NamespaceNotRead:
+		return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedNamespace}
+	case NamespaceRecreated:
+		proof = ReasonNamespaceRecreated
+	case NamespaceGone:
+		proof = ReasonNamespaceGone
+	}
+
+	if proof == "" {
+		switch f.Live.State {
+		case NotRead:
+			return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedLive}
+		case Present:
+			if f.Live.UID != f.AnchorUID {
+				proof = ReasonReplaced
+				break
+			}
+			if v, ok := judgeExisting(f, f.Live, ReasonLive); ok {
+				return v
+			}
+			return Verdict{Decision: Suspect, Reason: ReasonTerminatingUnfinalized}
+		case Absent:
+			proof = ReasonNotFound
+		case NotServed, NotWatched:
+			return Verdict{Decision: Unknown, Reason: ReasonKindNotServed}
+		default:
+			return Verdict{Decision: Unknown, Reason: ReasonReadError}
+		}
+	}
+
+	if f.Earlier.Reason != proof || f.Earlier.At.IsZero() || f.Now.Sub(f.Earlier.At) < f.ConfirmAfter {
+		return Verdict{Decision: Suspect, Reason: ReasonAwaitingConfirmation, Proof: proof}
+	}
+	if f.Now.Sub(f.Created) < f.MinAge {
+		return Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: proof}
+	}
+
+	d := f.Dependents
+	switch {
+	case d == nil:
+		return Verdict{Decision: Collect, Reason: proof, Proof: proof, Need: NeedDependents}
+	case d.Failed || d.Unreadable > 0:
+		return Verdict{Decision: Unknown, Reason: ReasonDependentsError, Proof: proof}
+	case d.Foreign > 0:
+		return Verdict{Decision: Unknown, Reason: ReasonForeignDependent, Proof: proof}
+	case d.Claimed > 0:
+		return Verdict{Decision: Suspect, Reason: ReasonAwaitingReattach, Proof: proof}
+	}
+	return Verdict{Decision: Collect, Reason: proof, Proof: proof}
+}
+
+// judgeExisting decides about an owner read with the anchor's UID: not terminating is
+// a Keep for keepReason; terminating with our finalizer is being finalized (Keep) until
+// the stuck threshold (Unknown). ok is false when it is terminating without our
+// finalizer, which proves nothing either way.
+func judgeExisting(f Facts, o Observation, keepReason Reason) (Verdict, bool) {
+	if o.Deleting == nil {
+		return Verdict{Decision: Keep, Reason: keepReason}, true
+	}
+	if f.Finalizer == "" || !slices.Contains(o.Finalizers, f.Finalizer) {
+		return Verdict{}, false
+	}
+	if f.StuckAfter > 0 && f.Now.Sub(*o.Deleting) > f.StuckAfter {
+		return Verdict{Decision: Unknown, Reason: ReasonFinalizerStuck}, true
+	}
+	return Verdict{Decision: Keep, Reason: ReasonFinalizing}, true
+}

@@ -1,0 +1,153 @@
+package anchor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Plane is how a pass reads one project's control plane.
+type Plane struct {
+	// Cache is the owner's cache read in a mode that fails for kinds it does not already
+	// watch (see StrictCacheOption); nil when there is none, and every owner is read live.
+	Cache client.Reader
+	// Scheme holds the typed kinds the cache may watch.
+	Scheme *runtime.Scheme
+	// Live reads the plane's API server (never a cache).
+	Live client.Reader
+	// Mapper maps an owner's group and kind to the resource a live read needs.
+	Mapper meta.RESTMapper
+}
+
+// readCached reads owner from the cache without ever starting an informer: each version
+// of the owner's kind the scheme knows is tried, and a kind the cache does not watch at
+// any of them is NotWatched, which sends the caller to a live read.
+func (p Plane) readCached(ctx context.Context, owner Owner) Observation {
+	if p.Cache == nil || p.Scheme == nil {
+		return Observation{State: NotWatched}
+	}
+	key := client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}
+	for _, gv := range p.Scheme.PrioritizedVersionsForGroup(owner.Group) {
+		gvk := gv.WithKind(owner.Kind)
+		if !p.Scheme.Recognizes(gvk) {
+			continue
+		}
+		obj, err := p.Scheme.New(gvk)
+		if err != nil {
+			continue
+		}
+		cobj, ok := obj.(client.Object)
+		if !ok {
+			continue
+		}
+		err = p.Cache.Get(ctx, key, cobj)
+		var notCached *cache.ErrResourceNotCached
+		switch {
+		case err == nil:
+			return observed(cobj)
+		case errors.As(err, &notCached):
+			continue
+		case apierrors.IsNotFound(err):
+			return Observation{State: Absent}
+		default:
+			return Observation{State: Failed}
+		}
+	}
+	return Observation{State: NotWatched}
+}
+
+// readLive reads owner's metadata from the plane's API server. It returns the
+// observation and the number of requests made (0 when the kind has no mapping).
+func (p Plane) readLive(ctx context.Context, owner Owner) (Observation, int, error) {
+	mapping, err := p.Mapper.RESTMapping(schema.GroupKind{Group: owner.Group, Kind: owner.Kind})
+	if meta.IsNoMatchError(err) {
+		return Observation{State: NotServed}, 0, err
+	}
+	if err != nil {
+		return Observation{State: Failed}, 0, fmt.Errorf("mapping %s: %w", owner, err)
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	err = p.Live.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
+	if err == nil {
+		return observed(obj), 1, nil
+	}
+	if apierrors.IsNotFound(err) {
+		if notFoundNames(err, mapping.Resource.GroupResource(), owner.Name) {
+			return Observation{State: Absent}, 1, nil
+		}
+		return Observation{State: NotServed}, 1, err
+	}
+	return Observation{State: Failed}, 1, fmt.Errorf("reading %s live: %w", owner, err)
+}
+
+// readNamespace reads the upstream namespace live and compares its UID with the hub
+// namespace's suffix. One request.
+func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string) (NamespaceState, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	err := p.Live.Get(ctx, client.ObjectKey{Name: upstream}, ns)
+	switch {
+	case err == nil:
+		if MappedNamespace(ns.UID) == hubNamespace {
+			return NamespaceMatches, nil
+		}
+		return NamespaceRecreated, nil
+	case apierrors.IsNotFound(err) && notFoundNames(err, corev1.Resource("namespaces"), upstream):
+		return NamespaceGone, nil
+	}
+	return NamespaceUnknown, fmt.Errorf("reading upstream namespace %s: %w", upstream, err)
+}
+
+// readPlaneIdentity returns the UID of the plane's "default" Namespace. One request.
+func (p Plane) readPlaneIdentity(ctx context.Context) (types.UID, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := p.Live.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, ns); err != nil {
+		return "", fmt.Errorf("reading the plane's default namespace: %w", err)
+	}
+	return ns.UID, nil
+}
+
+// notFoundNames reports whether err is a NotFound that proves the object is absent: the
+// API server's own answer, with details naming the object's resource and name. A 404
+// for a kind the server does not serve is NotFound too, but carries no name (or, through
+// clients that fill in what they asked for, a cause saying the response was not a
+// status): it proves nothing.
+func notFoundNames(err error, gr schema.GroupResource, name string) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) {
+		return false
+	}
+	s := status.Status()
+	if s.Reason != metav1.StatusReasonNotFound || s.Details == nil {
+		return false
+	}
+	d := s.Details
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return false
+		}
+	}
+	return d.Name == name && d.Group == gr.Group && d.Kind == gr.Resource
+}
+
+// observed turns a read object into a Present observation.
+func observed(obj client.Object) Observation {
+	o := Observation{State: Present, UID: obj.GetUID(), Finalizers: obj.GetFinalizers()}
+	if ts := obj.GetDeletionTimestamp(); ts != nil {
+		t := ts.Time
+		o.Deleting = &t
+	}
+	return o
+}

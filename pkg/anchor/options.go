@@ -1,0 +1,124 @@
+package anchor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
+)
+
+// DefaultFinalizers are our finalizers by owner kind (DESIGN.md, Wire formats): an
+// owner terminating with one is being finalized by the live path.
+var DefaultFinalizers = map[schema.GroupKind]string{
+	{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
+	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateway.networking.datumapis.com/gateway-controller",
+	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "gateway.networking.datumapis.com/gateway-controller-gc",
+}
+
+// ResyncOptions are the resync's knobs. Zero values take the defaults stated on each
+// field; Validate rejects combinations that would make the safety rules meaningless.
+// The resync is on by default.
+type ResyncOptions struct {
+	// Disabled turns the resync off entirely. Default false.
+	Disabled bool
+	// DryRun decides and reports everything and deletes nothing (and enqueues nothing).
+	DryRun bool
+	// Period between two passes over one project. Default 10m.
+	Period time.Duration
+	// InitialJitter bounds the random delay of a project's first pass after it is
+	// claimed, so a replica that gains many projects does not pass over all at once.
+	// Default 30s.
+	InitialJitter time.Duration
+	// ConfirmAfter is how long after a first proof of absence the same proof must hold
+	// again. A pass that records a proof schedules the next pass for then. Default 30s.
+	ConfirmAfter time.Duration
+	// MinAge: anchors younger than this are never collected. Default 5m.
+	MinAge time.Duration
+	// StuckAfter: an owner terminating with our finalizer for longer is reported
+	// unknown (finalizer-stuck) instead of kept silently. Default 1h.
+	StuckAfter time.Duration
+	// MaxDeletionsPerPass caps the anchors one pass over one project collects; the
+	// rest wait for the next pass. Default 50.
+	MaxDeletionsPerPass int
+	// HaltAbove is the hard ceiling: a pass in which more anchors of one project qualify
+	// for collection deletes none and raises a Warning Event and a metric. Default 500.
+	HaltAbove int
+	// DeletionQPS and DeletionBurst rate-limit deletions across all projects of a
+	// replica. Default 10 and 20.
+	DeletionQPS   float32
+	DeletionBurst int
+	// LiveQPS and LiveBurst rate-limit live reads of one project's plane. Default 50
+	// and 100.
+	LiveQPS   float32
+	LiveBurst int
+	// LiveTimeout bounds each live read of a plane. Default 5s.
+	LiveTimeout time.Duration
+	// Workers bounds the passes that run at once on a replica. Default 4.
+	Workers int
+	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
+	Finalizers map[schema.GroupKind]string
+	// Clock drives periods, ages and confirmation. Default the real clock. Rate limits
+	// and timeouts always run on the real clock.
+	Clock clock.WithTicker
+}
+
+// WithDefaults returns o with every zero field set to its default.
+func (o ResyncOptions) WithDefaults() ResyncOptions {
+	setDur := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setQPS := func(v *float32, d float32) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setDur(&o.Period, 10*time.Minute)
+	setDur(&o.InitialJitter, 30*time.Second)
+	setDur(&o.ConfirmAfter, 30*time.Second)
+	setDur(&o.MinAge, 5*time.Minute)
+	setDur(&o.StuckAfter, time.Hour)
+	setDur(&o.LiveTimeout, 5*time.Second)
+	setInt(&o.MaxDeletionsPerPass, 50)
+	setInt(&o.HaltAbove, 500)
+	setInt(&o.DeletionBurst, 20)
+	setInt(&o.LiveBurst, 100)
+	setInt(&o.Workers, 4)
+	setQPS(&o.DeletionQPS, 10)
+	setQPS(&o.LiveQPS, 50)
+	if o.Finalizers == nil {
+		o.Finalizers = DefaultFinalizers
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o
+}
+
+// Validate reports the first knob, after defaulting, that breaks a safety rule.
+func (o ResyncOptions) Validate() error {
+	o = o.WithDefaults()
+	switch {
+	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
+		return errors.New("resync durations must not be negative")
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.DeletionQPS < 0, o.LiveQPS < 0:
+		return errors.New("resync limits must not be negative")
+	case o.HaltAbove < o.MaxDeletionsPerPass:
+		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)
+	case o.ConfirmAfter >= o.Period:
+		return fmt.Errorf("the confirmation delay (%s) must be shorter than the resync period (%s)", o.ConfirmAfter, o.Period)
+	}
+	return nil
+}
+
+func (o ResyncOptions) timing() Timing {
+	return Timing{MinAge: o.MinAge, ConfirmAfter: o.ConfirmAfter, StuckAfter: o.StuckAfter}
+}

@@ -1,0 +1,19 @@
+package anchor
+
+// Hub permissions of the resync (the project planes need get on the owners' kinds and
+// on namespaces, which the gateway path already holds):
+//
+//   - ConfigMaps: list and watch for the metadata-only anchor cache, delete for
+//     collection, get and create for the plane identity records in the lease namespace.
+//   - Namespaces: get, for the deletion switch on the lease namespace.
+//   - Secrets: get and list, to find a project's kubeconfig Secret (metadata only).
+//   - Every resource: list, because an anchor's dependents are read, just before it is
+//     deleted, from metadata lists of every namespaced kind the hub serves.
+//   - Events: create and patch, for collections and halts.
+//
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups=*,resources=*,verbs=list
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

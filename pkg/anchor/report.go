@@ -1,0 +1,193 @@
+package anchor
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Action is what a pass did about an anchor beyond deciding.
+type Action string
+
+const (
+	// ActionNone: nothing (every decision but Collect, except awaiting-reattach).
+	ActionNone Action = ""
+	// ActionDeleted: the anchor was deleted (its dependents follow through the hub's
+	// garbage collector).
+	ActionDeleted Action = "deleted"
+	// ActionDryRun: would have been deleted; dry-run.
+	ActionDryRun Action = "dry-run"
+	// ActionSwitchedOff: would have been deleted; the runtime switch is off.
+	ActionSwitchedOff Action = "switched-off"
+	// ActionExcluded: would have been deleted; the project's Secret excludes it.
+	ActionExcluded Action = "excluded"
+	// ActionDeferred: over this pass's cap or out of time; a later pass deletes it.
+	ActionDeferred Action = "deferred"
+	// ActionHalted: deletions of the project halted this pass (ceiling).
+	ActionHalted Action = "halted"
+	// ActionFailed: the delete call failed (a conflict means the anchor changed).
+	ActionFailed Action = "failed"
+	// ActionOwnerEnqueued: a live owner claiming a dependent was asked to re-attach it.
+	ActionOwnerEnqueued Action = "owner-enqueued"
+)
+
+var collectActions = []Action{ActionDeleted, ActionDryRun, ActionSwitchedOff, ActionExcluded, ActionDeferred, ActionHalted, ActionFailed}
+
+// AnchorReport is one anchor's line in a pass report.
+type AnchorReport struct {
+	Namespace string
+	Name      string
+	UID       types.UID
+	// Owner is the decoded owner; zero for a malformed anchor.
+	Owner  Owner
+	Labels map[string]string
+	Age    time.Duration
+	Verdict
+	Action Action
+	// Dependents names the anchor's dependents, when they were read.
+	Dependents []string
+	// Detail adds what an operator needs to act (an error, the enqueued owner).
+	Detail string
+}
+
+// PassReport is what one pass over one project found and did.
+type PassReport struct {
+	Project string
+	Holder  string
+	Start   time.Time
+	// Duration is measured on the real clock.
+	Duration time.Duration
+	Plane    PlaneState
+	// PlaneDetail explains Plane.
+	PlaneDetail string
+	// Halt is "" or the reason deletions halted (HaltCeiling, HaltPlaneChanged).
+	Halt string
+	// DryRun, Excluded and SwitchedOff say why Collect decisions were not acted on.
+	DryRun, Excluded, SwitchedOff bool
+	// Aborted is set when the pass ended early (project lost, not admitted).
+	Aborted string
+	Anchors []AnchorReport
+	// APICalls counts the requests the pass made, hub and project.
+	APICalls int
+	// PendingConfirmation is the earliest time a proof recorded in this pass can be
+	// confirmed (zero if none).
+	PendingConfirmation time.Time
+}
+
+// Count returns how many anchors got decision d.
+func (r PassReport) Count(d Decision) int {
+	n := 0
+	for _, a := range r.Anchors {
+		if a.Decision == d {
+			n++
+		}
+	}
+	return n
+}
+
+// CountAction returns how many anchors got action a.
+func (r PassReport) CountAction(a Action) int {
+	n := 0
+	for _, x := range r.Anchors {
+		if x.Action == a {
+			n++
+		}
+	}
+	return n
+}
+
+// Find returns the report line of the anchor named name, if any.
+func (r PassReport) Find(name string) (AnchorReport, bool) {
+	for _, a := range r.Anchors {
+		if a.Name == name {
+			return a, true
+		}
+	}
+	return AnchorReport{}, false
+}
+
+// WriteTable prints reports as the operator's table: one block per project, then the
+// anchors whose project matches no Secret (reported, never touched).
+func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error {
+	sort.Slice(reports, func(i, j int) bool { return reports[i].Project < reports[j].Project })
+	var b strings.Builder
+	for _, r := range reports {
+		fmt.Fprintf(&b, "PROJECT %s\n", r.Project)
+		fmt.Fprintf(&b, "  plane %s", r.Plane)
+		if r.PlaneDetail != "" {
+			fmt.Fprintf(&b, " (%s)", r.PlaneDetail)
+		}
+		fmt.Fprintf(&b, "; %d anchors; %d API calls; %s\n", len(r.Anchors), r.APICalls, r.Duration.Round(time.Millisecond))
+		var notes []string
+		if r.Aborted != "" {
+			notes = append(notes, "aborted: "+r.Aborted)
+		}
+		if r.Halt != "" {
+			notes = append(notes, "HALTED: "+r.Halt)
+		}
+		if r.DryRun {
+			notes = append(notes, "dry-run")
+		}
+		if r.SwitchedOff {
+			notes = append(notes, "deletion switched off")
+		}
+		if r.Excluded {
+			notes = append(notes, "project excluded")
+		}
+		if len(notes) > 0 {
+			fmt.Fprintf(&b, "  %s\n", strings.Join(notes, "; "))
+		}
+		collected := r.CountAction(ActionDeleted)
+		fmt.Fprintf(&b, "  kept %d, suspect %d, collect %d (deleted %d, would delete %d), unknown %d\n",
+			r.Count(Keep), r.Count(Suspect), r.Count(Collect), collected, r.Count(Collect)-collected, r.Count(Unknown))
+		writeAnchorRows(&b, r.Anchors)
+		b.WriteString("\n")
+	}
+	if len(unowned) > 0 {
+		fmt.Fprintf(&b, "NO PROJECT SECRET (reported, never touched)\n")
+		writeAnchorRows(&b, unowned)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeAnchorRows(b *strings.Builder, rows []AnchorReport) {
+	sorted := append([]AnchorReport(nil), rows...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Decision != sorted[j].Decision {
+			return sorted[i].Decision > sorted[j].Decision
+		}
+		if sorted[i].Namespace != sorted[j].Namespace {
+			return sorted[i].Namespace < sorted[j].Namespace
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  DECISION\tREASON\tACTION\tAGE\tNAMESPACE\tANCHOR\tOWNER\tDEPENDENTS\tDETAIL")
+	for _, a := range sorted {
+		owner := "-"
+		if a.Owner.Kind != "" {
+			owner = fmt.Sprintf("%s %s/%s", a.Owner.Kind, a.Owner.Namespace, a.Owner.Name)
+		}
+		action := string(a.Action)
+		if action == "" {
+			action = "-"
+		}
+		deps := "-"
+		if a.Dependents != nil {
+			deps = fmt.Sprint(len(a.Dependents))
+		}
+		detail := a.Detail
+		if detail == "" {
+			detail = "-"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Decision, a.Reason, action, duration.HumanDuration(a.Age), a.Namespace, a.Name, owner, deps, detail)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,437 @@
+package anchor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// ResyncConfig wires a Resync into a replica.
+type ResyncConfig struct {
+	Options ResyncOptions
+	// Admission and Hub are the shard's: every step of a pass runs inside Enter, and
+	// hub writes go through the validity-guarded writer.
+	Admission Admission
+	Hub       HubAccess
+	// Holder returns this replica's current incarnation, for records and reports.
+	Holder func() string
+	// Enqueue asks the live path to reconcile an owner (pkg/gateway's Setup.Enqueue), so
+	// it re-attaches a dependent that still hangs on a stale anchor. Nil: none.
+	Enqueue func(Owner) error
+	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace holds the plane
+	// identity records and carries the deletion switch.
+	ProviderNamespace string
+	LeaseNamespace    string
+	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
+	SecretLabel string
+	// SecretProjectAnnotation, on a Secret, names its project when the Secret's name
+	// cannot (the shard's AnnotationProject).
+	SecretProjectAnnotation string
+	// Anchors is the hub anchor cache; Dependents lists the hub's objects;
+	// HubReader (uncached) serves the report of anchors no Secret claims.
+	Anchors    *AnchorCache
+	Dependents DependentLister
+	HubReader  client.Reader
+	// Events records collections and halts on the hub. Nil: none.
+	Events events.EventRecorder
+	// Recorder receives an Examination per anchor per pass. Nil: none.
+	Recorder ExaminationRecorder
+	Registry prometheus.Registerer
+	Logger   logr.Logger
+}
+
+// Resync collects orphaned anchors of the projects this replica holds (DESIGN.md,
+// Anchor resync). It is a multicluster Runnable: the shard engages it with each project
+// it has claimed, and each engagement runs one loop until the project is lost. Passes
+// run in at most Options.Workers at once.
+type Resync struct {
+	cfg     ResyncConfig
+	opts    ResyncOptions
+	m       *resyncMetrics
+	log     logr.Logger
+	deletes flowcontrol.RateLimiter
+	workers chan struct{}
+	started chan struct{}
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	loops   map[string]*projectLoop
+	history map[string][]PassReport
+	passes  map[string]int
+	halted  map[string]string
+}
+
+// projectLoop is one engagement's loop.
+type projectLoop struct {
+	cluster cluster.Cluster
+	cancel  context.CancelFunc
+}
+
+// newDeletionLimiter returns the rate limiter of a replica's deletions.
+func newDeletionLimiter(o ResyncOptions) flowcontrol.RateLimiter {
+	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, o.DeletionBurst)
+}
+
+// historyLength is how many reports per project are kept for Reports.
+const historyLength = 16
+
+// NewResync builds a Resync. Add it to the multicluster manager (mgr.Add), which also
+// registers it with the shard.
+func NewResync(cfg ResyncConfig) (*Resync, error) {
+	if err := cfg.Options.Validate(); err != nil {
+		return nil, fmt.Errorf("resync options: %w", err)
+	}
+	if cfg.Admission == nil || cfg.Hub == nil || cfg.Anchors == nil || cfg.Dependents == nil || cfg.HubReader == nil {
+		return nil, errors.New("resync: admission, hub access, anchor cache, dependents lister and hub reader are required")
+	}
+	if cfg.ProviderNamespace == "" || cfg.LeaseNamespace == "" {
+		return nil, errors.New("resync: provider and lease namespaces are required")
+	}
+	if cfg.SecretLabel == "" {
+		cfg.SecretLabel = DefaultSecretLabel
+	}
+	if cfg.Holder == nil {
+		cfg.Holder = func() string { return "" }
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Logger.GetSink() == nil {
+		cfg.Logger = logr.Discard()
+	}
+	opts := cfg.Options.WithDefaults()
+	m, err := newResyncMetrics(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering resync metrics: %w", err)
+	}
+	return &Resync{
+		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
+		deletes: newDeletionLimiter(opts),
+		workers: make(chan struct{}, opts.Workers),
+		started: make(chan struct{}),
+		loops:   map[string]*projectLoop{}, history: map[string][]PassReport{}, passes: map[string]int{}, halted: map[string]string{},
+	}, nil
+}
+
+// SetupResync builds the hub anchor cache and the Resync, and adds both to mgr. hub
+// writes and reads for projects go through cfg.Hub; the cache, the dependents lister
+// and the events use the hub manager's own connection.
+func SetupResync(ctx context.Context, mgr mcmanager.Manager, cfg ResyncConfig) (*Resync, error) {
+	local := mgr.GetLocalManager()
+	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	if err := local.Add(anchors); err != nil {
+		return nil, fmt.Errorf("adding the anchor cache: %w", err)
+	}
+	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Anchors = anchors
+	cfg.Dependents = deps
+	if cfg.HubReader == nil {
+		cfg.HubReader = local.GetAPIReader()
+	}
+	if cfg.Events == nil {
+		cfg.Events = local.GetEventRecorder("anchorage-resync")
+	}
+	r, err := NewResync(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(r); err != nil {
+		return nil, fmt.Errorf("adding the resync: %w", err)
+	}
+	return r, nil
+}
+
+// Start runs until ctx ends: it lets engaged loops run, and reports anchors whose
+// project matches no Secret every period.
+func (r *Resync) Start(ctx context.Context) error {
+	close(r.started)
+	defer func() {
+		r.mu.Lock()
+		for _, l := range r.loops {
+			l.cancel()
+		}
+		r.mu.Unlock()
+		r.wg.Wait()
+	}()
+	if !r.cfg.Anchors.WaitForCacheSync(ctx) {
+		return nil
+	}
+	for {
+		r.reportUnowned(ctx)
+		t := r.opts.Clock.NewTimer(r.opts.Period)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// Engage implements multicluster.Aware: it starts the project's loop, or restarts it
+// for a new engagement (a new cluster), and lets it run until ctx ends.
+func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if r.opts.Disabled {
+		return nil
+	}
+	project := string(name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l, ok := r.loops[project]; ok {
+		if l.cluster == cl {
+			return nil
+		}
+		l.cancel()
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	l := &projectLoop{cluster: cl, cancel: cancel}
+	r.loops[project] = l
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		r.runProject(lctx, project, cl)
+		r.mu.Lock()
+		if r.loops[project] == l {
+			delete(r.loops, project)
+			delete(r.halted, project)
+			r.m.lastSuccess.DeleteLabelValues(project)
+			r.updateHaltedLocked()
+		}
+		r.mu.Unlock()
+	}()
+	return nil
+}
+
+// runProject is one project's loop: the first pass after a jittered delay, then one
+// every period, sooner when a proof waits for confirmation.
+func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Cluster) {
+	select {
+	case <-r.started:
+	case <-ctx.Done():
+		return
+	}
+	if !r.cfg.Anchors.WaitForCacheSync(ctx) {
+		return
+	}
+	log := r.log.WithValues("project", project)
+	plane := Plane{Scheme: cl.GetScheme(), Live: cl.GetAPIReader(), Mapper: cl.GetRESTMapper()}
+	if strict, ok := StrictReader(cl.GetCache()); ok {
+		plane.Cache = strict
+	} else {
+		log.Info("The project's cache cannot be read without starting informers; every owner is read live")
+	}
+	mem := newProjectMemory(r.opts)
+	delay := time.Duration(0)
+	if r.opts.InitialJitter > 0 {
+		delay = rand.N(r.opts.InitialJitter)
+	}
+	for {
+		t := r.opts.Clock.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		select {
+		case r.workers <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		rep, err := r.newPass(project, plane, mem, log).run(ctx)
+		<-r.workers
+		if ctx.Err() != nil {
+			return
+		}
+		r.record(rep, err, log)
+		delay = r.nextDelay(rep, err)
+	}
+}
+
+// newPass builds a pass over project for this replica.
+func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
+	return &pass{
+		project: project, holder: r.cfg.Holder(), plane: plane,
+		admission: r.cfg.Admission, hub: r.cfg.Hub, anchors: r.cfg.Anchors, dependents: r.cfg.Dependents,
+		secrets:        secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation},
+		leaseNamespace: r.cfg.LeaseNamespace, events: r.cfg.Events, enqueue: r.cfg.Enqueue, recorder: r.cfg.Recorder,
+		opts: r.opts, memory: mem, deletes: r.deletes, recordIdentity: true, log: log,
+	}
+}
+
+// nextDelay is the period, shortened to the earliest pending confirmation, or a short
+// retry after a pass that could not run (the claim may still be completing).
+func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
+	if err != nil {
+		return min(r.opts.Period, 5*time.Second)
+	}
+	if !rep.PendingConfirmation.IsZero() {
+		return min(r.opts.Period, max(rep.PendingConfirmation.Sub(r.opts.Clock.Now()), time.Second))
+	}
+	return r.opts.Period
+}
+
+// record updates metrics, logs and the report history after a pass.
+func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
+	result := passSuccess
+	switch {
+	case errors.Is(err, errAborted):
+		result = passAborted
+	case err != nil:
+		result = passFailed
+	}
+	r.m.passes.WithLabelValues(result).Inc()
+	r.m.duration.Observe(rep.Duration.Seconds())
+	r.m.apiCalls.Observe(float64(rep.APICalls))
+	if result == passAborted {
+		log.V(1).Info("Resync pass did not run to its end", "reason", err.Error())
+		return
+	}
+	r.m.seen.Add(float64(len(rep.Anchors)))
+	for _, a := range rep.Anchors {
+		r.m.decisions.WithLabelValues(a.Decision.String(), string(a.Reason)).Inc()
+		if a.Decision == Collect && a.Action != ActionNone {
+			r.m.actions.WithLabelValues(string(a.Action)).Inc()
+		}
+	}
+	if rep.Halt != "" {
+		r.m.halts.WithLabelValues(rep.Halt).Inc()
+	}
+	if rep.SwitchedOff {
+		r.m.deletionOff.Set(1)
+	} else if rep.Count(Collect) > 0 {
+		r.m.deletionOff.Set(0)
+	}
+	r.mu.Lock()
+	h := append(r.history[rep.Project], rep)
+	if len(h) > historyLength {
+		h = h[len(h)-historyLength:]
+	}
+	r.history[rep.Project] = h
+	if result == passSuccess {
+		r.passes[rep.Project]++
+		r.m.lastSuccess.WithLabelValues(rep.Project).Set(float64(r.opts.Clock.Now().Unix()))
+	}
+	if rep.Halt != "" {
+		r.halted[rep.Project] = rep.Halt
+	} else {
+		delete(r.halted, rep.Project)
+	}
+	r.updateHaltedLocked()
+	r.mu.Unlock()
+
+	kv := []any{"kept", rep.Count(Keep), "suspect", rep.Count(Suspect), "collect", rep.Count(Collect),
+		"deleted", rep.CountAction(ActionDeleted), "unknown", rep.Count(Unknown), "plane", rep.Plane.String(),
+		"apiCalls", rep.APICalls, "duration", rep.Duration.String()}
+	switch {
+	case err != nil:
+		log.Error(err, "Resync pass failed", kv...)
+	case rep.Halt != "" || rep.CountAction(ActionDeleted) > 0:
+		log.Info("Resync pass finished", append(kv, "halt", rep.Halt)...)
+	default:
+		log.V(1).Info("Resync pass finished", kv...)
+	}
+}
+
+func (r *Resync) updateHaltedLocked() {
+	counts := map[string]int{}
+	for _, reason := range r.halted {
+		counts[reason]++
+	}
+	for _, reason := range haltReasons {
+		r.m.halted.WithLabelValues(reason).Set(float64(counts[reason]))
+	}
+}
+
+// reportUnowned counts the cached anchors whose project matches no kubeconfig Secret.
+// They are never touched by a shard; an operator collects them (docs/recovery.md).
+func (r *Resync) reportUnowned(ctx context.Context) {
+	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
+	all, _, err := s.list(ctx, r.cfg.HubReader)
+	if err != nil {
+		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
+		return
+	}
+	known := map[string]bool{}
+	for i := range all {
+		known[s.projectOf(&all[i])] = true
+	}
+	anchors, err := r.cfg.Anchors.All(ctx)
+	if err != nil {
+		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
+		return
+	}
+	count := 0
+	projects := map[string]int{}
+	for i := range anchors {
+		a := &anchors[i]
+		if !looksLikeAnchor(a) {
+			continue
+		}
+		p := projectIndexValue(a)[0]
+		if !known[p] {
+			count++
+			projects[p]++
+		}
+	}
+	r.m.unowned.Set(float64(count))
+	if count > 0 {
+		names := make([]string, 0, len(projects))
+		for p := range projects {
+			names = append(names, p)
+		}
+		sort.Strings(names)
+		if len(names) > 10 {
+			names = append(names[:10], "...")
+		}
+		r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted by a shard", "anchors", count, "projects", names)
+	}
+}
+
+// Passes returns how many passes over project ran to their end on this replica.
+func (r *Resync) Passes(project string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.passes[project]
+}
+
+// Reports returns the last reports of passes over project on this replica, oldest
+// first (aborted passes included).
+func (r *Resync) Reports(project string) []PassReport {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]PassReport(nil), r.history[project]...)
+}
+
+// LastReport returns the report of the last pass over project that ran to its end.
+func (r *Resync) LastReport(project string) (PassReport, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.history[project]
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Aborted == "" {
+			return h[i], true
+		}
+	}
+	return PassReport{}, false
+}

@@ -1,0 +1,196 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// Options configure SetupWithManager. Zero values take the documented defaults.
+type Options struct {
+	Config
+	// Clusters reaches projects and the hub. Default ManagerClusters(mgr).
+	Clusters Clusters
+	// Admission is entered around every reconcile. Default OpenAdmission.
+	Admission Admission
+	// Registry receives the package's metrics. Default controller-runtime's registry.
+	Registry prometheus.Registerer
+}
+
+// Setup is the gateway data path wired into a manager.
+type Setup struct {
+	// Metrics are the counters the reconcilers update.
+	Metrics *Metrics
+
+	proxies, gateways, routes *enqueuer
+}
+
+// routeParentIndex indexes HTTPRoutes by the "<namespace>/<name>" of every Gateway
+// they attach to, so a Gateway event finds its routes without a full list.
+const routeParentIndex = "anchorage.parentGateway"
+
+// SetupWithManager adds the HTTPProxy, Gateway and HTTPRoute controllers to mgr. Each
+// watches its kind on every project cluster; the Gateway and HTTPRoute controllers also
+// watch their downstream copies on the hub (mapped back through the anchor labels), and
+// each takes requests from Setup.Enqueue.
+func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) (*Setup, error) {
+	opts.Config = opts.Config.WithDefaults()
+	if err := opts.Config.Validate(); err != nil {
+		return nil, fmt.Errorf("gateway configuration: %w", err)
+	}
+	if opts.Clusters == nil {
+		opts.Clusters = ManagerClusters(mgr)
+	}
+	if opts.Admission == nil {
+		opts.Admission = OpenAdmission{}
+	}
+	if opts.Registry == nil {
+		opts.Registry = ctrlmetrics.Registry
+	}
+	metrics, err := NewMetrics(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
+
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &gatewayv1.HTTPRoute{}, routeParentIndex, routeParentKeys); err != nil {
+		return nil, fmt.Errorf("indexing HTTPRoutes by parent Gateway: %w", err)
+	}
+	hubCache := mgr.GetLocalManager().GetCache()
+
+	err = mcbuilder.ControllerManagedBy(mgr).
+		Named("httpproxy").
+		WithOptions(controllerOptions(mgr)).
+		For(&v1alpha.HTTPProxy{}).
+		Owns(&gatewayv1.Gateway{}).
+		Owns(&gatewayv1.HTTPRoute{}).
+		Owns(&corev1.Service{}).
+		WatchesRawSource(s.proxies.source()).
+		Complete(&HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
+	}
+
+	err = mcbuilder.ControllerManagedBy(mgr).
+		Named("gateway").
+		WithOptions(controllerOptions(mgr)).
+		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))).
+		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
+		WatchesRawSource(s.gateways.source()).
+		Complete(&GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
+	}
+
+	err = mcbuilder.ControllerManagedBy(mgr).
+		Named("httproute").
+		WithOptions(controllerOptions(mgr)).
+		For(&gatewayv1.HTTPRoute{}).
+		Watches(&gatewayv1.Gateway{}, routesOfGateway).
+		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
+		WatchesRawSource(s.routes.source()).
+		Complete(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
+	}
+	return s, nil
+}
+
+// HubCacheByObject restricts the hub cache's Gateways and HTTPRoutes to downstream
+// copies, which carry the cluster-name label: the hub may hold many other Gateways,
+// and the hub watches only need ours. Pass it as the hub manager's
+// cache.Options.ByObject.
+func HubCacheByObject() map[client.Object]cache.ByObject {
+	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
+	if err != nil {
+		panic(fmt.Sprintf("building the downstream label selector: %v", err))
+	}
+	downstream := labels.NewSelector().Add(*req)
+	return map[client.Object]cache.ByObject{
+		&gatewayv1.Gateway{}:   {Label: downstream},
+		&gatewayv1.HTTPRoute{}: {Label: downstream},
+	}
+}
+
+// hubSource watches downstream objects of obj's type on the hub and enqueues their
+// upstream owners of kind.
+func hubSource(hubCache cache.Cache, obj client.Object, kind string) source.TypedSource[mcreconcile.Request] {
+	return source.TypedKind[client.Object, mcreconcile.Request](hubCache, obj,
+		handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](upstreamOf(gatewayv1.GroupName, kind)))
+}
+
+// ofClassOrFinalized passes Gateways of class and Gateways carrying our finalizer (a
+// Gateway whose class changed away must still be finalized when deleted).
+func ofClassOrFinalized(class string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		gw, ok := obj.(*gatewayv1.Gateway)
+		return ok && (string(gw.Spec.GatewayClassName) == class || controllerutil.ContainsFinalizer(gw, GatewayFinalizer))
+	})
+}
+
+// routeParentKeys returns the index keys of a route: its parent Gateways.
+func routeParentKeys(obj client.Object) []string {
+	route, ok := obj.(*gatewayv1.HTTPRoute)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, p := range route.Spec.ParentRefs {
+		if isGatewayParent(p) {
+			keys = append(keys, parentNamespace(p, route.Namespace)+"/"+string(p.Name))
+		}
+	}
+	return keys
+}
+
+// routesOfGateway enqueues the routes attached to a Gateway when it changes, so a route
+// created before its Gateway (or before the Gateway became ours) is programmed.
+func routesOfGateway(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, gw client.Object) []mcreconcile.Request {
+		routes := &gatewayv1.HTTPRouteList{}
+		key := gw.GetNamespace() + "/" + gw.GetName()
+		if err := cl.GetClient().List(ctx, routes, client.MatchingFields{routeParentIndex: key}); err != nil {
+			// A provider that did not apply the index: fall back to a full list.
+			if err := cl.GetClient().List(ctx, routes); err != nil {
+				return nil
+			}
+		}
+		var out []mcreconcile.Request
+		for i := range routes.Items {
+			for _, k := range routeParentKeys(&routes.Items[i]) {
+				if k == key {
+					out = append(out, mcreconcile.Request{ClusterName: name, Request: requestOf(&routes.Items[i])})
+					break
+				}
+			}
+		}
+		return out
+	})
+}
+
+// controllerOptions carries the manager's controller settings the multicluster builder
+// does not copy on its own: several managers in one process (tests) skip name validation.
+func controllerOptions(mgr mcmanager.Manager) mccontroller.Options {
+	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation}
+}

@@ -1,0 +1,154 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+const hubNS = "ns-22222222-2222-2222-2222-222222222222"
+
+func upstreamGateway(listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
+	return &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team"},
+		Spec:       gatewayv1.GatewaySpec{GatewayClassName: "anchorage", Listeners: listeners},
+	}
+}
+
+func TestDownstreamGateway(t *testing.T) {
+	l := httpsListener("web", "https-a.example.com", "a.example.com")
+	l.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("team"))
+	other := httpsListener("web", "https-b.example.com", "b.example.com")
+	other.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("elsewhere"))
+	up := upstreamGateway(httpListener("http"), l, other)
+
+	got := downstreamGateway(up, hubNS, "edge")
+
+	if got.Name != "web" || got.Namespace != hubNS {
+		t.Errorf("got %s/%s, want %s/web", got.Namespace, got.Name, hubNS)
+	}
+	if got.Spec.GatewayClassName != "edge" {
+		t.Errorf("class %q, want the downstream class", got.Spec.GatewayClassName)
+	}
+	if ns := got.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace; ns != nil {
+		t.Errorf("a reference into the Gateway's own namespace must become local, got %q", *ns)
+	}
+	if ns := got.Spec.Listeners[2].TLS.CertificateRefs[0].Namespace; ns == nil || *ns != "elsewhere" {
+		t.Errorf("a reference into another namespace is passed through, got %v", ns)
+	}
+	if up.Spec.GatewayClassName != "anchorage" || up.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace == nil {
+		t.Error("the upstream Gateway must not be changed")
+	}
+}
+
+func TestDownstreamCertificates(t *testing.T) {
+	passthrough := httpsListener("web", "tls-pass", "p.example.com")
+	passthrough.TLS.Mode = ptr.To(gatewayv1.TLSModePassthrough)
+	noHost := httpsListener("web", "https-any", "x")
+	noHost.Hostname = nil
+	cases := []struct {
+		reason string
+		gw     *gatewayv1.Gateway
+		want   []string // name dnsName
+	}{
+		{
+			reason: "one per HTTPS listener with a hostname; HTTP, passthrough and hostless listeners get none",
+			gw:     upstreamGateway(httpListener("http"), httpsListener("web", "https-a.example.com", "a.example.com"), passthrough, noHost, httpsListener("web", "https-0", "b.example.com")),
+			want:   []string{"web-https-a.example.com a.example.com", "web-https-0 b.example.com"},
+		},
+		{
+			reason: "no HTTPS listener: no Certificate",
+			gw:     upstreamGateway(httpListener("http")),
+		},
+	}
+	issuer := IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"}
+	for _, tc := range cases {
+		t.Run(tc.reason, func(t *testing.T) {
+			certs, err := downstreamCertificates(tc.gw, hubNS, issuer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range certs {
+				if c.GroupVersionKind() != CertificateGVK || c.GetNamespace() != hubNS {
+					t.Errorf("%s: kind %v in %s", c.GetName(), c.GroupVersionKind(), c.GetNamespace())
+				}
+				dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+				secret, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
+				ref, _, _ := unstructured.NestedStringMap(c.Object, "spec", "issuerRef")
+				if secret != c.GetName() {
+					t.Errorf("%s: secretName %q, want the certificate's name", c.GetName(), secret)
+				}
+				if diff := cmp.Diff(map[string]string{"name": "le", "kind": "ClusterIssuer", "group": "cert-manager.io"}, ref); diff != "" {
+					t.Errorf("issuerRef -want +got:\n%s", diff)
+				}
+				got = append(got, c.GetName()+" "+strings.Join(dns, ","))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestDownstreamCertificatesRefusesAnInvalidName(t *testing.T) {
+	gw := upstreamGateway(httpsListener("web", gatewayv1.SectionName(strings.Repeat("l", 250)), "a.example.com"))
+	if _, err := downstreamCertificates(gw, hubNS, IssuerRef{}); err == nil {
+		t.Fatal("want an error for a certificate name longer than 253 characters")
+	}
+}
+
+func TestSetCertificateSpecKeepsFieldsItDoesNotOwn(t *testing.T) {
+	existing := newCertificate("web-https-0", hubNS, "old.example.com", IssuerRef{Name: "old", Kind: "Issuer", Group: "cert-manager.io"})
+	_ = unstructured.SetNestedField(existing.Object, "Always", "spec", "privateKey", "rotationPolicy")
+	desired := newCertificate("web-https-0", hubNS, "a.example.com", IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"})
+
+	if err := setCertificateSpec(existing, desired); err != nil {
+		t.Fatal(err)
+	}
+	dns, _, _ := unstructured.NestedStringSlice(existing.Object, "spec", "dnsNames")
+	issuer, _, _ := unstructured.NestedString(existing.Object, "spec", "issuerRef", "name")
+	policy, _, _ := unstructured.NestedString(existing.Object, "spec", "privateKey", "rotationPolicy")
+	if diff := cmp.Diff([]string{"a.example.com", "le", "Always"}, append(dns, issuer, policy)); diff != "" {
+		t.Errorf("-want +got:\n%s", diff)
+	}
+}
+
+func TestDownstreamRoute(t *testing.T) {
+	gwRef := func(ns *gatewayv1.Namespace, name string) gatewayv1.ParentReference {
+		return gatewayv1.ParentReference{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: ptr.To(gatewayv1.Kind("Gateway")), Namespace: ns, Name: gatewayv1.ObjectName(name), SectionName: ptr.To(gatewayv1.SectionName("http"))}
+	}
+	up := &gatewayv1.HTTPRoute{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "team"},
+		Spec: gatewayv1.HTTPRouteSpec{
+			CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{
+				gwRef(nil, "web"), gwRef(ptr.To(gatewayv1.Namespace("team")), "also"), gwRef(ptr.To(gatewayv1.Namespace("shared")), "edge"), gwRef(nil, "foreign"),
+			}},
+			Hostnames: []gatewayv1.Hostname{"a.example.com"},
+		},
+	}
+	ours := up.Spec.ParentRefs[:3]
+
+	got, err := downstreamRoute(up, hubNS, ours, map[string]string{"shared": "ns-shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []gatewayv1.ParentReference{gwRef(nil, "web"), gwRef(nil, "also"), gwRef(ptr.To(gatewayv1.Namespace("ns-shared")), "edge")}
+	if diff := cmp.Diff(want, got.Spec.ParentRefs); diff != "" {
+		t.Errorf("parentRefs -want +got:\n%s", diff)
+	}
+	if got.Namespace != hubNS || got.Name != "web" || len(got.Spec.Hostnames) != 1 {
+		t.Errorf("got %s/%s hostnames %v", got.Namespace, got.Name, got.Spec.Hostnames)
+	}
+	if len(up.Spec.ParentRefs) != 4 {
+		t.Error("the upstream route must not be changed")
+	}
+	if _, err := downstreamRoute(up, hubNS, ours, nil); err == nil {
+		t.Error("a parent in a namespace with no known hub namespace must be an error")
+	}
+}

@@ -1,0 +1,370 @@
+package gateway
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+)
+
+// invalidError says why a proxy cannot be programmed as written. Retrying cannot help:
+// only a change to the proxy can.
+type invalidError struct{ msg string }
+
+func (e *invalidError) Error() string { return e.msg }
+
+func invalidf(format string, args ...any) error {
+	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// proxyObjects are the upstream objects an HTTPProxy produces, all in its namespace,
+// all named after it or derived from its name, all controlled by it.
+type proxyObjects struct {
+	Gateway  *gatewayv1.Gateway
+	Route    *gatewayv1.HTTPRoute
+	Services []*corev1.Service
+}
+
+// buildProxyObjects returns what proxy produces. existing is the proxy's current
+// upstream Gateway, if any: its listener names are kept (see buildGatewaySpec). An
+// *invalidError means the proxy cannot be programmed as written.
+func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
+	gwSpec, err := buildGatewaySpec(proxy, existing, gatewayClass)
+	if err != nil {
+		return nil, err
+	}
+	routeSpec, services, err := buildRouteSpec(proxy)
+	if err != nil {
+		return nil, err
+	}
+	owner := proxyOwnerReference(proxy)
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: proxy.Namespace, OwnerReferences: []metav1.OwnerReference{owner}}
+	}
+	out := &proxyObjects{
+		Gateway: &gatewayv1.Gateway{ObjectMeta: meta(proxy.Name), Spec: gwSpec},
+		Route:   &gatewayv1.HTTPRoute{ObjectMeta: meta(proxy.Name), Spec: routeSpec},
+	}
+	for _, svc := range services {
+		svc.ObjectMeta = meta(svc.Name)
+		out.Services = append(out.Services, svc)
+	}
+	return out, nil
+}
+
+// proxyOwnerReference is the controller reference every object the proxy produces
+// carries, so the proxy reconciler can tell its objects from anyone else's.
+func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         v1alpha.GroupVersion.String(),
+		Kind:               kindHTTPProxy,
+		Name:               proxy.Name,
+		UID:                proxy.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on port 80 for every
+// hostname, and one HTTPS listener per hostname on 443 terminating TLS with the Secret
+// <gateway>-<listener> that the listener's downstream Certificate writes.
+//
+// Listener names are sticky: a listener of existing that already serves a hostname
+// the same way keeps its name, so a Gateway written by the previous manager (or by an
+// older naming rule) is taken over without renaming its Certificates and Secrets.
+func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (gatewayv1.GatewaySpec, error) {
+	used := map[gatewayv1.SectionName]bool{}
+	httpName := gatewayv1.SectionName(HTTPListenerName)
+	if l := findListener(existing, gatewayv1.HTTPProtocolType, HTTPPort, nil); l != nil {
+		httpName = l.Name
+	}
+	used[httpName] = true
+	listeners := []gatewayv1.Listener{{
+		Name:          httpName,
+		Port:          HTTPPort,
+		Protocol:      gatewayv1.HTTPProtocolType,
+		AllowedRoutes: sameNamespaceRoutes(),
+	}}
+
+	for _, host := range proxy.Spec.Hostnames {
+		name, err := pickHTTPSListenerName(proxy.Name, host, existing, used)
+		if err != nil {
+			return gatewayv1.GatewaySpec{}, err
+		}
+		used[name] = true
+		listeners = append(listeners, gatewayv1.Listener{
+			Name:     name,
+			Hostname: ptr.To(host),
+			Port:     HTTPSPort,
+			Protocol: gatewayv1.HTTPSProtocolType,
+			TLS: &gatewayv1.ListenerTLSConfig{
+				Mode: ptr.To(gatewayv1.TLSModeTerminate),
+				CertificateRefs: []gatewayv1.SecretObjectReference{{
+					Group: ptr.To(gatewayv1.Group("")),
+					Kind:  ptr.To(gatewayv1.Kind("Secret")),
+					Name:  gatewayv1.ObjectName(CertificateName(proxy.Name, name)),
+				}},
+			},
+			AllowedRoutes: sameNamespaceRoutes(),
+		})
+	}
+	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, nil
+}
+
+// pickHTTPSListenerName returns the existing listener's name for host if there is one
+// and it is free, else the derived name, else its digest form.
+func pickHTTPSListenerName(gateway string, host gatewayv1.Hostname, existing *gatewayv1.Gateway, used map[gatewayv1.SectionName]bool) (gatewayv1.SectionName, error) {
+	var candidates []gatewayv1.SectionName
+	if l := findListener(existing, gatewayv1.HTTPSProtocolType, HTTPSPort, &host); l != nil {
+		candidates = append(candidates, l.Name)
+	}
+	candidates = append(candidates, httpsListenerName(gateway, host), gatewayv1.SectionName(httpsListenerPrefix+digest(string(host), 16)))
+	for _, c := range candidates {
+		if used[c] {
+			continue
+		}
+		if errs := validation.IsDNS1123Subdomain(CertificateName(gateway, c)); len(errs) > 0 {
+			continue
+		}
+		return c, nil
+	}
+	return "", invalidf("no listener name for hostname %s gives a valid certificate name with gateway name %q (%d characters): shorten the proxy's name", host, gateway, len(gateway))
+}
+
+// findListener returns the listener of gw with protocol, port and hostname (nil: no
+// hostname), or nil.
+func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port gatewayv1.PortNumber, host *gatewayv1.Hostname) *gatewayv1.Listener {
+	if gw == nil {
+		return nil
+	}
+	for i := range gw.Spec.Listeners {
+		l := &gw.Spec.Listeners[i]
+		if l.Protocol != protocol || l.Port != port {
+			continue
+		}
+		if (host == nil) != (l.Hostname == nil) || (host != nil && *host != *l.Hostname) {
+			continue
+		}
+		return l
+	}
+	return nil
+}
+
+// sameNamespaceRoutes is the API server's default for allowedRoutes, written out so
+// that a spec read back compares equal to the one written.
+func sameNamespaceRoutes() *gatewayv1.AllowedRoutes {
+	return &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSame)}}
+}
+
+// buildRouteSpec turns the proxy's rules into HTTPRoute rules attached to the proxy's
+// Gateway, and returns the ExternalName Service each backend is reached through.
+func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev1.Service, error) {
+	spec := gatewayv1.HTTPRouteSpec{
+		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
+			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
+			Kind:  ptr.To(gatewayv1.Kind(kindGateway)),
+			Name:  gatewayv1.ObjectName(proxy.Name),
+		}}},
+		Hostnames: append([]gatewayv1.Hostname(nil), proxy.Spec.Hostnames...),
+	}
+	var services []*corev1.Service
+	for i, r := range proxy.Spec.Rules {
+		rule := gatewayv1.HTTPRouteRule{
+			Name:    r.Name,
+			Matches: withMatchDefaults(r.Matches),
+			Filters: deepCopyFilters(r.Filters),
+		}
+		for _, b := range r.Backends {
+			target, err := parseEndpoint(b.Endpoint)
+			if err != nil {
+				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
+			}
+			filters, err := backendFilters(rule, b.Filters, target)
+			if err != nil {
+				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
+			}
+			svc := backendService(backendServiceName(proxy.Name, i), target)
+			services = append(services, svc)
+			rule.BackendRefs = append(rule.BackendRefs, gatewayv1.HTTPBackendRef{
+				BackendRef: gatewayv1.BackendRef{
+					BackendObjectReference: gatewayv1.BackendObjectReference{
+						Group: ptr.To(gatewayv1.Group("")),
+						Kind:  ptr.To(gatewayv1.Kind("Service")),
+						Name:  gatewayv1.ObjectName(svc.Name),
+						Port:  ptr.To(target.Port),
+					},
+					Weight: ptr.To[int32](1),
+				},
+				Filters: filters,
+			})
+		}
+		spec.Rules = append(spec.Rules, rule)
+	}
+	return spec, services, nil
+}
+
+// backendTarget is a backend endpoint URL taken apart.
+type backendTarget struct {
+	// Scheme is http or https.
+	Scheme string
+	// Host is a lowercase DNS name.
+	Host string
+	// Port is the URL's port or the scheme's default.
+	Port gatewayv1.PortNumber
+	// Path is the URL's path without a trailing slash; empty for none or "/".
+	Path string
+}
+
+// parseEndpoint parses a backend URL and refuses what the upstream objects cannot
+// express: user information, a query or fragment, an IP address (an ExternalName
+// Service needs a DNS name), a bad port.
+func parseEndpoint(endpoint string) (backendTarget, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return backendTarget{}, fmt.Errorf("not a URL: %w", err)
+	}
+	t := backendTarget{Scheme: strings.ToLower(u.Scheme), Host: strings.ToLower(u.Hostname())}
+	switch {
+	case t.Scheme != "http" && t.Scheme != "https":
+		return t, fmt.Errorf("scheme %q: want http or https", u.Scheme)
+	case u.User != nil:
+		return t, fmt.Errorf("user information in the URL is not supported")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return t, fmt.Errorf("a query or fragment in the URL is not supported")
+	case t.Host == "":
+		return t, fmt.Errorf("no host")
+	case net.ParseIP(t.Host) != nil:
+		return t, fmt.Errorf("host %s is an IP address; the backend is reached through an ExternalName Service, which needs a DNS name", t.Host)
+	}
+	if errs := validation.IsDNS1123Subdomain(t.Host); len(errs) > 0 {
+		return t, fmt.Errorf("host %q is not a DNS name: %s", t.Host, strings.Join(errs, "; "))
+	}
+	t.Port = 80
+	if t.Scheme == "https" {
+		t.Port = 443
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return t, fmt.Errorf("port %q out of range", p)
+		}
+		t.Port = gatewayv1.PortNumber(n)
+	}
+	if path := strings.TrimRight(u.Path, "/"); path != "" {
+		t.Path = path
+	}
+	return t, nil
+}
+
+// backendFilters returns the backend's filters plus the URLRewrite that makes a
+// request look addressed to the backend: the Host header set to the backend's host and,
+// when the endpoint has a path, the matched prefix replaced by it. A URLRewrite of the
+// proxy's own (on the rule or the backend) takes precedence over the host rewrite;
+// with an endpoint path it is a conflict, as is a path with anything but exactly one
+// PathPrefix match (Gateway API allows replacePrefixMatch only then).
+func backendFilters(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilter, t backendTarget) ([]gatewayv1.HTTPRouteFilter, error) {
+	filters := deepCopyFilters(own)
+	if hasFilter(rule.Filters, gatewayv1.HTTPRouteFilterURLRewrite) || hasFilter(own, gatewayv1.HTTPRouteFilterURLRewrite) {
+		if t.Path != "" {
+			return nil, fmt.Errorf("the endpoint path %s cannot be combined with a URLRewrite filter", t.Path)
+		}
+		return filters, nil
+	}
+	rewrite := &gatewayv1.HTTPURLRewriteFilter{Hostname: ptr.To(gatewayv1.PreciseHostname(t.Host))}
+	if t.Path != "" {
+		if len(rule.Matches) != 1 || rule.Matches[0].Path == nil || ptr.Deref(rule.Matches[0].Path.Type, "") != gatewayv1.PathMatchPathPrefix {
+			return nil, fmt.Errorf("the endpoint path %s needs the rule to have exactly one PathPrefix match", t.Path)
+		}
+		rewrite.Path = &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To(t.Path)}
+	}
+	return append(filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: rewrite}), nil
+}
+
+func hasFilter(filters []gatewayv1.HTTPRouteFilter, typ gatewayv1.HTTPRouteFilterType) bool {
+	for _, f := range filters {
+		if f.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func deepCopyFilters(in []gatewayv1.HTTPRouteFilter) []gatewayv1.HTTPRouteFilter {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]gatewayv1.HTTPRouteFilter, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// withMatchDefaults returns matches with the API server's defaults written out (no
+// matches: a prefix match on "/"; a match without a path: the same; match types:
+// PathPrefix and Exact), so the rule compares equal to the one read back, and the
+// replacePrefixMatch check sees what the server will see.
+func withMatchDefaults(in []gatewayv1.HTTPRouteMatch) []gatewayv1.HTTPRouteMatch {
+	if len(in) == 0 {
+		return []gatewayv1.HTTPRouteMatch{{Path: rootPrefix()}}
+	}
+	out := make([]gatewayv1.HTTPRouteMatch, len(in))
+	for i := range in {
+		m := in[i].DeepCopy()
+		if m.Path == nil {
+			m.Path = rootPrefix()
+		}
+		if m.Path.Type == nil {
+			m.Path.Type = ptr.To(gatewayv1.PathMatchPathPrefix)
+		}
+		if m.Path.Value == nil {
+			m.Path.Value = ptr.To("/")
+		}
+		for j := range m.Headers {
+			if m.Headers[j].Type == nil {
+				m.Headers[j].Type = ptr.To(gatewayv1.HeaderMatchExact)
+			}
+		}
+		for j := range m.QueryParams {
+			if m.QueryParams[j].Type == nil {
+				m.QueryParams[j].Type = ptr.To(gatewayv1.QueryParamMatchExact)
+			}
+		}
+		out[i] = *m
+	}
+	return out
+}
+
+func rootPrefix() *gatewayv1.HTTPPathMatch {
+	return &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/")}
+}
+
+// backendService is the ExternalName Service a backend is reached through. Its port
+// carries the scheme as appProtocol, so an implementation knows to originate TLS for
+// https endpoints.
+func backendService(name string, t backendTarget) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: corev1.ServiceSpec{
+			Type:         corev1.ServiceTypeExternalName,
+			ExternalName: t.Host,
+			Ports: []corev1.ServicePort{{
+				Name:        t.Scheme,
+				Protocol:    corev1.ProtocolTCP,
+				Port:        t.Port,
+				TargetPort:  intstr.FromInt32(t.Port),
+				AppProtocol: ptr.To(t.Scheme),
+			}},
+		},
+	}
+}

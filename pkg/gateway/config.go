@@ -1,0 +1,120 @@
+package gateway
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Finalizer names are wire format: the manager this one replaces wrote the same names,
+// so objects it left behind are taken over as they are (DESIGN.md, Wire formats). The
+// HTTPProxy finalizer lives with the API type (v1alpha.HTTPProxyFinalizer).
+const (
+	// GatewayFinalizer is put on every upstream Gateway of our class. It deletes the
+	// downstream Gateway, its Certificates and the Gateway's anchor.
+	GatewayFinalizer = "gateway.networking.datumapis.com/gateway-controller"
+	// HTTPRouteFinalizer is put on every upstream HTTPRoute attached to one of our
+	// Gateways. It deletes the downstream HTTPRoute and the route's anchor.
+	HTTPRouteFinalizer = "gateway.networking.datumapis.com/gateway-controller-gc"
+)
+
+// Defaults of Config.
+const (
+	// DefaultGatewayClassName is the class of the upstream Gateways the manager programs.
+	DefaultGatewayClassName = "anchorage"
+	// DefaultDownstreamGatewayClassName is the class written into downstream Gateways.
+	DefaultDownstreamGatewayClassName = "anchorage-edge"
+	// DefaultControllerName identifies the manager in Gateway API status.
+	DefaultControllerName = "gateway.networking.datumapis.com/gateway-controller"
+	// DefaultIssuerName is the cert-manager issuer every downstream Certificate names.
+	DefaultIssuerName = "anchorage"
+	// DefaultIssuerKind is the kind of DefaultIssuerName.
+	DefaultIssuerKind = "ClusterIssuer"
+	// DefaultIssuerGroup is the API group of cert-manager's issuers.
+	DefaultIssuerGroup = "cert-manager.io"
+	// DefaultEventSource names the reporting component of every Event.
+	DefaultEventSource = "anchorage-gateway"
+)
+
+// IssuerRef names the cert-manager issuer of downstream Certificates; it is written as
+// the Certificate's spec.issuerRef.
+type IssuerRef struct {
+	// Name of the issuer. Default DefaultIssuerName.
+	Name string
+	// Kind of the issuer, Issuer or ClusterIssuer. Default DefaultIssuerKind.
+	Kind string
+	// Group of the issuer. Default DefaultIssuerGroup.
+	Group string
+}
+
+// Config is what the gateway data path is told by flags. Zero values take the
+// documented defaults; Validate reports a value the API servers would refuse, so a bad
+// flag stops the process at start instead of failing every reconcile.
+type Config struct {
+	// GatewayClassName is the class the HTTPProxy reconciler gives upstream Gateways, and
+	// the class whose Gateways the Gateway reconciler mirrors to the hub. Gateways of
+	// other classes belong to other controllers and are never touched. Default
+	// DefaultGatewayClassName.
+	GatewayClassName string
+	// DownstreamGatewayClassName is the class written into downstream Gateways on the
+	// hub. Default DefaultDownstreamGatewayClassName.
+	DownstreamGatewayClassName string
+	// ControllerName identifies this manager in HTTPRoute status.parents. Default
+	// DefaultControllerName.
+	ControllerName string
+	// CertificateIssuer is the issuer of every downstream Certificate. Default the
+	// ClusterIssuer DefaultIssuerName.
+	CertificateIssuer IssuerRef
+	// EventSource is the reporting component of Events. Default DefaultEventSource.
+	EventSource string
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(v *string, d string) {
+		if *v == "" {
+			*v = d
+		}
+	}
+	def(&c.GatewayClassName, DefaultGatewayClassName)
+	def(&c.DownstreamGatewayClassName, DefaultDownstreamGatewayClassName)
+	def(&c.ControllerName, DefaultControllerName)
+	def(&c.CertificateIssuer.Name, DefaultIssuerName)
+	def(&c.CertificateIssuer.Kind, DefaultIssuerKind)
+	def(&c.CertificateIssuer.Group, DefaultIssuerGroup)
+	def(&c.EventSource, DefaultEventSource)
+	return c
+}
+
+// Validate reports the first field, after defaulting, that the API servers would refuse.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	for _, f := range []struct{ name, value string }{
+		{"gateway class", c.GatewayClassName},
+		{"downstream gateway class", c.DownstreamGatewayClassName},
+		{"certificate issuer name", c.CertificateIssuer.Name},
+	} {
+		if errs := validation.IsDNS1123Subdomain(f.value); len(errs) > 0 {
+			return fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(errs, "; "))
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(c.CertificateIssuer.Group); len(errs) > 0 {
+		return fmt.Errorf("certificate issuer group %q: %s", c.CertificateIssuer.Group, strings.Join(errs, "; "))
+	}
+	if c.CertificateIssuer.Kind != "Issuer" && c.CertificateIssuer.Kind != "ClusterIssuer" {
+		return fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind)
+	}
+	// Gateway API: a domain-prefixed path, e.g. example.com/controller.
+	domain, path, ok := strings.Cut(c.ControllerName, "/")
+	if !ok || path == "" || len(validation.IsDNS1123Subdomain(domain)) > 0 {
+		return fmt.Errorf("controller name %q: want a domain-prefixed path such as example.com/gateway-controller", c.ControllerName)
+	}
+	return nil
+}
+
+// controllerName returns ControllerName in its Gateway API type.
+func (c Config) controllerName() gatewayv1.GatewayController {
+	return gatewayv1.GatewayController(c.ControllerName)
+}

@@ -1,0 +1,31 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigDefaultsAndValidation(t *testing.T) {
+	c := Config{}.WithDefaults()
+	if c.GatewayClassName != DefaultGatewayClassName || c.DownstreamGatewayClassName != DefaultDownstreamGatewayClassName ||
+		c.ControllerName != DefaultControllerName || c.CertificateIssuer != (IssuerRef{DefaultIssuerName, DefaultIssuerKind, DefaultIssuerGroup}) {
+		t.Errorf("defaults: %+v", c)
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("the defaults must validate: %v", err)
+	}
+	cases := []struct {
+		reason string
+		c      Config
+		want   string
+	}{
+		{"class with upper case", Config{GatewayClassName: "Bad"}, "gateway class"},
+		{"issuer kind", Config{CertificateIssuer: IssuerRef{Kind: "Vault"}}, "issuer kind"},
+		{"controller name without a path", Config{ControllerName: "example.com"}, "controller name"},
+	}
+	for _, tc := range cases {
+		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error about %s", tc.reason, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+// Package gateway is the data path: HTTPProxy -> upstream Gateway and HTTPRoute in the
+// project -> downstream copies on the hub, each hanging on its owner's anchor, and the
+// finalizers that take all of it away again (DESIGN.md, Gateway path).
+//
+// # Controllers
+//
+// Three multicluster controllers, set up by SetupWithManager (add.go), each a short
+// list of phases (see each Reconcile):
+//
+//   - HTTPProxyReconciler: proxy -> upstream Gateway, HTTPRoute and backend Services,
+//     all named after the proxy and controlled by it; status Accepted and Programmed.
+//   - GatewayReconciler: upstream Gateway of our class -> downstream Gateway and one
+//     cert-manager Certificate per HTTPS listener in ns-<namespace UID> on the hub.
+//   - HTTPRouteReconciler: upstream HTTPRoute attached to one of our Gateways ->
+//     downstream HTTPRoute whose parentRefs name the downstream Gateways.
+//
+// A reconciler reaches a project plane or the hub only through Clusters, and every
+// reconcile first enters Admission for its project (the sharding layer implements both;
+// ManagerClusters and OpenAdmission are the single-replica defaults). A refusal wrapping
+// multicluster.ErrClusterNotFound ends the request quietly. Admission is entered at the
+// top of every reconcile, queued and requeued ones included, because a delayed request
+// can run after the project was handed over.
+//
+// # Safety rules
+//
+//   - Live guard: before anything is created on the hub for an upstream Gateway or
+//     HTTPRoute, the object is read with the project's uncached reader; it must exist
+//     with the UID of the cached object, carry no deletionTimestamp and carry our
+//     finalizer. Otherwise nothing is written. This closes the recreate-after-finalize
+//     path: a reconcile on a stale cache after another replica finalized the object.
+//   - Every reconcile re-attaches the downstream objects (anchor.Attach), so an object
+//     reused by a recreated owner of the same name hangs on the current anchor.
+//   - Finalizers delete a downstream object only when it hangs on the finalized owner's
+//     anchor (one re-attached to a newer owner is left alone), with UID and
+//     resourceVersion preconditions, and then delete the anchor by name across the hub
+//     (anchor.Delete), whether or not the downstream objects or the upstream namespace
+//     still exist.
+//   - Hub decisions are made on live reads (liveClient); the hub cache serves only the
+//     watches that map downstream objects back to their owners.
+//   - Nothing is overwritten that carries another owner's labels (hub) or another
+//     controller's reference (project); such conflicts are reported, never resolved by
+//     deleting.
+//
+// # Taking over
+//
+// The finalizer names, the ns-<uid> namespaces, the anchors and the downstream names
+// are the previous manager's wire format. Objects are only created when absent and only
+// updated when different, fields this manager does not own are kept, and the HTTPS
+// listener names of an existing Gateway are kept (buildGatewaySpec), so Certificates
+// named <gateway>-<listener> by the previous manager are adopted rather than replaced.
+// Reconciling state the previous manager left creates no hub object and deletes
+// nothing live.
+//
+// # Backends
+//
+// Each proxy rule's backend URL becomes an ExternalName Service named
+// <proxy>-backend-<rule index> (controlled by the proxy) with one port: the URL's port
+// or the scheme's default, named after the scheme and with the scheme as appProtocol.
+// The HTTPRoute rule references it with a backendRef and a URLRewrite filter that sets
+// the Host header to the backend's host and, for a URL with a path, replaces the matched
+// prefix with that path. ExternalName Services are the standard Kubernetes way to name
+// an external DNS endpoint, need no controller of their own, and keep the route within
+// Gateway API's core. What cannot be expressed that way is refused with Accepted=False,
+// reason Invalid, and an Event, and nothing already programmed is touched: an IP
+// address (ExternalName needs a DNS name), user information, a query or fragment, a
+// path together with a URLRewrite filter of the proxy's own, or a path on a rule
+// without exactly one PathPrefix match. Not done: TLS origination towards https
+// backends (a BackendTLSPolicy) and copying the Services to the hub; the downstream
+// HTTPRoute's backendRefs are passed through as written.
+//
+// # The Programmed signal
+//
+// The Gateway and HTTPRoute reconcilers report in Gateway API's own status: the
+// upstream Gateway gets Accepted and Programmed conditions (Programmed=True once the
+// downstream Gateway and Certificates are written, with observedGeneration, and the
+// downstream Gateway's addresses); the HTTPRoute gets a status.parents entry with this
+// controller's name and Accepted=True once the downstream route is written. The proxy is
+// Programmed=True when both report so for their current generation; a hub refusal
+// (Programmed=False, reason HubWriteFailed) passes through to the proxy with its
+// message. Owning the Gateway and route brings the proxy back on every status change.
+//
+// # Events
+//
+// Events are written with the project cluster's recorder (events.k8s.io), beside the
+// object they are about, so `kubectl describe` in the project shows them; the hub holds
+// no object they could refer to.
+package gateway

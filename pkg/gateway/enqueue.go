@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// enqueuer feeds requests from outside the controller into its queue. Requests made
+// before the controller has started are kept and handed over when it starts; after it
+// has stopped they are dropped with the queue.
+type enqueuer struct {
+	mu      sync.Mutex
+	queue   workqueue.TypedRateLimitingInterface[mcreconcile.Request]
+	pending []mcreconcile.Request
+}
+
+// source returns the controller source that connects the enqueuer to its queue.
+func (e *enqueuer) source() source.TypedSource[mcreconcile.Request] {
+	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.queue = q
+		for _, req := range e.pending {
+			q.Add(req)
+		}
+		e.pending = nil
+		return nil
+	})
+}
+
+func (e *enqueuer) add(req mcreconcile.Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.queue == nil {
+		e.pending = append(e.pending, req)
+		return
+	}
+	e.queue.Add(req)
+}
+
+// Enqueue asks the reconciler of owner's kind (HTTPProxy, Gateway or HTTPRoute) to
+// reconcile owner in its project. The anchor resync uses it to have a live owner
+// re-attach a downstream object that still hangs on a stale anchor. The request goes
+// through the same admission as any other, so enqueuing for a project this replica does
+// not hold does nothing. Only the UID is ignored: a reconcile is always about the
+// object that has the name now.
+func (s *Setup) Enqueue(owner anchor.Owner) error {
+	e, err := s.enqueuerFor(owner.Group, owner.Kind)
+	if err != nil {
+		return fmt.Errorf("enqueuing %s: %w", owner, err)
+	}
+	e.add(requestFor(owner))
+	return nil
+}
+
+func (s *Setup) enqueuerFor(group, kind string) (*enqueuer, error) {
+	switch {
+	case group == gatewayv1.GroupName && kind == kindGateway:
+		return s.gateways, nil
+	case group == gatewayv1.GroupName && kind == kindHTTPRoute:
+		return s.routes, nil
+	case group == v1alpha.GroupVersion.Group && kind == kindHTTPProxy:
+		return s.proxies, nil
+	}
+	return nil, fmt.Errorf("no reconciler for kind %s in group %q", kind, group)
+}
+
+func requestFor(owner anchor.Owner) mcreconcile.Request {
+	return mcreconcile.Request{
+		ClusterName: multicluster.ClusterName(owner.Project),
+		Request:     reconcile.Request{NamespacedName: types.NamespacedName{Namespace: owner.Namespace, Name: owner.Name}},
+	}
+}
+
+// upstreamOf maps a downstream object on the hub to a request for its upstream owner,
+// read from the five labels it carries (as anchor.Decode reads them; the UID, which
+// the labels do not hold, from its anchor reference). Objects of another owner kind,
+// and objects whose labels do not decode, map to nothing: they are not ours to judge.
+func upstreamOf(group, kind string) func(context.Context, client.Object) []mcreconcile.Request {
+	return func(_ context.Context, obj client.Object) []mcreconcile.Request {
+		owner, ok := downstreamOwner(obj)
+		if !ok || owner.Group != group || owner.Kind != kind {
+			return nil
+		}
+		return []mcreconcile.Request{requestFor(owner)}
+	}
+}
+
+// placeholderAnchor stands in for the anchor name of a downstream object that hangs on
+// none, so its labels can still be decoded.
+var placeholderAnchor = anchor.Name("00000000-0000-0000-0000-000000000000")
+
+// downstreamOwner decodes the owner of a downstream object from its labels.
+func downstreamOwner(obj client.Object) (anchor.Owner, bool) {
+	name := placeholderAnchor
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.APIVersion == "v1" && ref.Kind == "ConfigMap" && strings.HasPrefix(ref.Name, anchor.NamePrefix) {
+			name = ref.Name
+			break
+		}
+	}
+	owner, err := anchor.Decode(name, obj.GetLabels())
+	if err != nil {
+		// A malformed anchor name must not hide the labels: decode with the placeholder.
+		if owner, err = anchor.Decode(placeholderAnchor, obj.GetLabels()); err != nil {
+			return anchor.Owner{}, false
+		}
+	}
+	return owner, true
+}
+
+func requestOf(obj client.Object) reconcile.Request {
+	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
+}

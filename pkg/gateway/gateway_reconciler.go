@@ -1,0 +1,274 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// Project plane (through the project's kubeconfig; documented here, not bound by
+// config/rbac):
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways/status,verbs=get;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Hub:
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;delete
+
+// GatewayReconciler mirrors upstream Gateways of our class to the hub: a downstream
+// Gateway and one Certificate per HTTPS listener in ns-<namespace UID>, all hanging on
+// the Gateway's anchor. Its finalizer deletes them and the anchor.
+type GatewayReconciler struct {
+	Clusters  Clusters
+	Admission Admission
+	Config    Config
+	Metrics   *Metrics
+}
+
+// gatewayScope is what one reconcile of one Gateway works on.
+type gatewayScope struct {
+	project string
+	cluster cluster.Cluster
+	hub     client.Client // live
+	gw      *gatewayv1.Gateway
+	owner   anchor.Owner
+	log     logr.Logger
+	events  events.EventRecorder
+}
+
+// Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
+func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
+	if err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	defer release()
+	ctx = admitted
+	s, err := r.load(ctx, req)
+	if s == nil || err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	for _, phase := range []func(context.Context, *gatewayScope) (bool, error){
+		r.finalize, // terminating: delete the downstream objects and the anchor
+		r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
+		r.guard,    // the live object must still be the one this reconcile is about
+		r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
+	} {
+		if done, err := phase(ctx, s); done || err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+// load reaches the project and the hub and reads the Gateway from the cache. A nil
+// scope means there is nothing to do.
+func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (*gatewayScope, error) {
+	project := string(req.ClusterName)
+	cl, err := r.Clusters.Project(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("reaching project %q: %w", project, err)
+	}
+	gw := &gatewayv1.Gateway{}
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, gw); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	hub, err := hubFor(ctx, r.Clusters, project)
+	if err != nil {
+		return nil, err
+	}
+	return &gatewayScope{
+		project: project,
+		cluster: cl,
+		hub:     hub,
+		gw:      gw,
+		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kindGateway), gw),
+		log:     logf.FromContext(ctx).WithValues("project", project, "gateway", klog.KObj(gw)),
+		events:  cl.GetEventRecorder(r.Config.EventSource),
+	}, nil
+}
+
+// finalize deletes what a terminating Gateway put on the hub: the downstream Gateway
+// and Certificates (when still there and still hanging on this Gateway's anchor), then
+// the anchor, found by name even when the upstream namespace is gone and even when the
+// downstream objects already are. Only then is the finalizer removed.
+func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
+	if s.gw.DeletionTimestamp == nil {
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(s.gw, GatewayFinalizer) {
+		return true, nil
+	}
+	s.log.V(2).Info("Finalizing Gateway", "uid", s.gw.UID)
+	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.gw.Namespace)
+	if err != nil {
+		return true, err
+	}
+	if hubNS != "" {
+		w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, hubNS)}); err != nil {
+			return true, err
+		}
+		certs, err := w.certificates(ctx)
+		if err != nil {
+			return true, err
+		}
+		for _, c := range certs {
+			if err := w.deleteIfAttached(ctx, kindCertificate, c); err != nil {
+				return true, err
+			}
+		}
+	}
+	err = anchor.Delete(ctx, s.hub, s.owner)
+	r.Metrics.anchorDelete(kindGateway, err)
+	if err != nil {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the Gateway failed: %v", err)
+		return true, fmt.Errorf("deleting the anchor of %s: %w", s.owner, err)
+	}
+	return true, removeFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer)
+}
+
+// claim ends the reconcile for a Gateway of another class, and puts our finalizer on
+// ours before anything is written for it.
+func (r *GatewayReconciler) claim(ctx context.Context, s *gatewayScope) (bool, error) {
+	if string(s.gw.Spec.GatewayClassName) != r.Config.GatewayClassName {
+		s.log.V(4).Info("Skipping Gateway of another class", "class", s.gw.Spec.GatewayClassName)
+		return true, nil
+	}
+	if err := addFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	return false, nil
+}
+
+// guard is the live guard (DESIGN.md, Gateway path): nothing is created on the hub for
+// a Gateway that the API server does not show, with this UID, live and finalized.
+func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
+	v, err := liveGuard(ctx, s.cluster.GetAPIReader(), s.gw, GatewayFinalizer)
+	if err != nil {
+		return true, err
+	}
+	if v != guardPass {
+		r.Metrics.guardRefusal(kindGateway, v)
+		s.log.V(2).Info("Writing nothing to the hub: the live Gateway is not the cached one", "uid", s.gw.UID, "verdict", string(v))
+		return true, nil
+	}
+	return false, nil
+}
+
+// program writes the hub side and reports the outcome in the Gateway's status; a hub
+// refusal is also an Event and an error, so the request is retried with backoff.
+func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool, error) {
+	addresses, err := r.writeHub(ctx, s)
+	before := s.gw.DeepCopy()
+	if err != nil {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the Gateway to the hub failed: %v", err)
+		setGatewayStatus(s.gw, false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err))
+	} else {
+		setGatewayStatus(s.gw, true, string(gatewayv1.GatewayReasonProgrammed), "The downstream Gateway and its Certificates are written to the hub")
+		s.gw.Status.Addresses = addresses
+	}
+	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.gw); statusErr != nil {
+		err = errors.Join(err, statusErr)
+	}
+	return true, err
+}
+
+// writeHub ensures the mapped namespace, then the downstream Gateway and Certificates
+// attached to the anchor, and removes Certificates of listeners that are gone. It
+// returns the downstream Gateway's addresses.
+func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope) ([]gatewayv1.GatewayStatusAddress, error) {
+	upstreamNS := &corev1.Namespace{}
+	if err := s.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: s.gw.Namespace}, upstreamNS); err != nil {
+		return nil, fmt.Errorf("reading upstream namespace %s: %w", s.gw.Namespace, err)
+	}
+	hubNS, err := anchor.EnsureMappedNamespace(ctx, s.hub, s.project, upstreamNS)
+	if err != nil {
+		return nil, err
+	}
+	w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	written, err := w.apply(ctx, kindGateway, downstreamGateway(s.gw, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
+	if err != nil {
+		return nil, err
+	}
+	certs, err := downstreamCertificates(s.gw, hubNS, r.Config.CertificateIssuer)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, c := range certs {
+		want[c.GetName()] = true
+		if _, err := w.apply(ctx, kindCertificate, c, copyCertificateSpec); err != nil {
+			return nil, err
+		}
+	}
+	stale, err := w.certificates(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range stale {
+		if !want[c.GetName()] {
+			if err := w.deleteIfAttached(ctx, kindCertificate, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return written.(*gatewayv1.Gateway).Status.Addresses, nil
+}
+
+func copyGatewaySpec(dst, src client.Object) error {
+	dst.(*gatewayv1.Gateway).Spec = *src.(*gatewayv1.Gateway).Spec.DeepCopy()
+	return nil
+}
+
+func copyCertificateSpec(dst, src client.Object) error {
+	return setCertificateSpec(dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured))
+}
+
+// patchStatus writes after's status when it differs from before's, conditional on the
+// resourceVersion read.
+func patchStatus(ctx context.Context, c client.Client, before, after client.Object) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	err := c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(after), err)
+	}
+	return nil
+}
+
+// quietIfNotHeld ends a request for a project this replica may not work on without an
+// error (DESIGN.md, gate and admission): it is not a failure, and retrying it here
+// would only spin.
+func quietIfNotHeld(ctx context.Context, err error) error {
+	if errors.Is(err, multicluster.ErrClusterNotFound) {
+		logf.FromContext(ctx).V(4).Info("Dropping request for a project this replica does not hold", "reason", err.Error())
+		return nil
+	}
+	return err
+}

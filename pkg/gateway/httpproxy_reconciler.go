@@ -1,0 +1,375 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// Project plane (documented, not bound by config/rbac):
+// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies/status,verbs=get;patch
+// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Hub (the proxy's own anchor, if a previous manager left one):
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;delete
+
+// finalizeRecheck bounds how long a terminating proxy waits before looking again at
+// the upstream objects it deleted; their deletion events normally bring it back sooner.
+const finalizeRecheck = 5 * time.Second
+
+// HTTPProxyReconciler turns an HTTPProxy into an upstream Gateway, HTTPRoute and one
+// ExternalName Service per backend in the proxy's namespace, all controlled by the
+// proxy, and reports Accepted and Programmed. Its finalizer deletes them and waits for
+// them to be gone, so deletion completes on planes without a garbage collector.
+type HTTPProxyReconciler struct {
+	Clusters  Clusters
+	Admission Admission
+	Config    Config
+	Metrics   *Metrics
+}
+
+// proxyScope is what one reconcile of one proxy works on.
+type proxyScope struct {
+	project      string
+	cluster      cluster.Cluster
+	proxy        *v1alpha.HTTPProxy
+	before       *v1alpha.HTTPProxy // as read, for the status patch
+	desired      *proxyObjects
+	gateway      *gatewayv1.Gateway   // as written
+	route        *gatewayv1.HTTPRoute // as written
+	requeueAfter time.Duration
+	log          logr.Logger
+	events       events.EventRecorder
+}
+
+// Reconcile runs the phases in order, then writes the status they decided.
+func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
+	if err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	defer release()
+	ctx = admitted
+	s, err := r.load(ctx, req)
+	if s == nil || err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	for _, phase := range []func(context.Context, *proxyScope) (bool, error){
+		r.finalize, // terminating: delete what the proxy produced, wait, drop the finalizer
+		r.claim,    // our finalizer before anything is produced
+		r.build,    // desired upstream objects; Accepted
+		r.write,    // Services, Gateway, HTTPRoute in the project
+		r.observe,  // Programmed from the Gateway's and route's status
+	} {
+		var done bool
+		if done, err = phase(ctx, s); done || err != nil {
+			break
+		}
+	}
+	if statusErr := r.writeStatus(ctx, s); statusErr != nil {
+		err = errors.Join(err, statusErr)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{RequeueAfter: s.requeueAfter}, nil
+}
+
+func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request) (*proxyScope, error) {
+	project := string(req.ClusterName)
+	cl, err := r.Clusters.Project(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("reaching project %q: %w", project, err)
+	}
+	proxy := &v1alpha.HTTPProxy{}
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, proxy); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	return &proxyScope{
+		project: project,
+		cluster: cl,
+		proxy:   proxy,
+		before:  proxy.DeepCopy(),
+		log:     logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
+		events:  cl.GetEventRecorder(r.Config.EventSource),
+	}, nil
+}
+
+// finalize deletes the proxy's Gateway, HTTPRoute and Services (only those it
+// controls, with UID preconditions) and any anchor of the proxy itself, and removes the
+// finalizer once the Gateway and route are gone, which is after their own finalizers
+// have cleaned the hub. Gone is read live, not from the cache.
+func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool, error) {
+	if s.proxy.DeletionTimestamp == nil {
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(s.proxy, v1alpha.HTTPProxyFinalizer) {
+		return true, nil
+	}
+	reader, writer := s.cluster.GetAPIReader(), s.cluster.GetClient()
+	key := client.ObjectKeyFromObject(s.proxy)
+	remaining := 0
+	for _, obj := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}} {
+		err := reader.Get(ctx, key, obj)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return true, fmt.Errorf("reading %T %s: %w", obj, key, err)
+		}
+		if !metav1.IsControlledBy(obj, s.proxy) {
+			continue
+		}
+		remaining++
+		if err := deleteExact(ctx, writer, obj); err != nil {
+			return true, err
+		}
+	}
+	services := &corev1.ServiceList{}
+	if err := reader.List(ctx, services, client.InNamespace(s.proxy.Namespace)); err != nil {
+		return true, fmt.Errorf("listing Services in %s: %w", s.proxy.Namespace, err)
+	}
+	for i := range services.Items {
+		if metav1.IsControlledBy(&services.Items[i], s.proxy) {
+			if err := deleteExact(ctx, writer, &services.Items[i]); err != nil {
+				return true, err
+			}
+		}
+	}
+	if err := r.deleteOwnAnchor(ctx, s); err != nil {
+		return true, err
+	}
+	if remaining > 0 {
+		s.log.V(4).Info("Waiting for the proxy's Gateway and HTTPRoute to be finalized", "remaining", remaining)
+		s.requeueAfter = finalizeRecheck
+		return true, nil
+	}
+	s.log.V(2).Info("Finalized HTTPProxy", "uid", s.proxy.UID)
+	return true, removeFinalizer(ctx, writer, s.proxy, v1alpha.HTTPProxyFinalizer)
+}
+
+// deleteOwnAnchor deletes an anchor named after the proxy itself. This manager hangs
+// nothing on proxies, but a previous one may have.
+func (r *HTTPProxyReconciler) deleteOwnAnchor(ctx context.Context, s *proxyScope) error {
+	hub, err := hubFor(ctx, r.Clusters, s.project)
+	if err != nil {
+		return err
+	}
+	owner := anchor.OwnerOf(s.project, v1alpha.GroupVersion.WithKind(kindHTTPProxy), s.proxy)
+	err = anchor.Delete(ctx, hub, owner)
+	r.Metrics.anchorDelete(kindHTTPProxy, err)
+	if err != nil {
+		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
+	}
+	return nil
+}
+
+// deleteExact deletes obj unless it is already being deleted, conditional on its UID.
+func deleteExact(ctx context.Context, c client.Client, obj client.Object) error {
+	if obj.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid := obj.GetUID()
+	err := c.Delete(ctx, obj, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+func (r *HTTPProxyReconciler) claim(ctx context.Context, s *proxyScope) (bool, error) {
+	if err := addFinalizer(ctx, s.cluster.GetClient(), s.proxy, v1alpha.HTTPProxyFinalizer); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	// The patch refreshed the proxy; the status patch must start from it too.
+	s.before = s.proxy.DeepCopy()
+	return false, nil
+}
+
+// build computes the upstream objects. A proxy that cannot be programmed as written is
+// Accepted=False with the reason, and nothing already in the project is touched.
+func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, error) {
+	existing := &gatewayv1.Gateway{}
+	err := s.cluster.GetClient().Get(ctx, client.ObjectKeyFromObject(s.proxy), existing)
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return true, fmt.Errorf("reading the proxy's Gateway: %w", err)
+	case !metav1.IsControlledBy(existing, s.proxy):
+		existing = nil // someone else's: write reports the conflict
+	}
+	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName)
+	if inv := (*invalidError)(nil); errors.As(err, &inv) {
+		s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonInvalid, inv.Error())
+		s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonInvalid, "The proxy is not accepted")
+		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, v1alpha.ReasonInvalid, "Programming", "The proxy cannot be programmed: %s", inv.Error())
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	s.setCondition(v1alpha.ConditionAccepted, true, v1alpha.ReasonAccepted, "The proxy is valid")
+	s.desired = desired
+	return false, nil
+}
+
+// write creates or updates the Services, the Gateway and the HTTPRoute, and deletes the
+// proxy's Services that no rule needs any more. An object of the same name that the
+// proxy does not control is a conflict: reported, never overwritten.
+func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, error) {
+	c := s.cluster.GetClient()
+	err := func() error {
+		for _, svc := range s.desired.Services {
+			if _, err := upsertControlled(ctx, c, s.proxy, svc, copyServiceSpec); err != nil {
+				return err
+			}
+		}
+		gw, err := upsertControlled(ctx, c, s.proxy, s.desired.Gateway, copyGatewaySpec)
+		if err != nil {
+			return err
+		}
+		route, err := upsertControlled(ctx, c, s.proxy, s.desired.Route, copyRouteSpec)
+		if err != nil {
+			return err
+		}
+		s.gateway, s.route = gw.(*gatewayv1.Gateway), route.(*gatewayv1.HTTPRoute)
+		return r.pruneServices(ctx, s)
+	}()
+	if err == nil {
+		return false, nil
+	}
+	reason := ReasonUpstreamWriteFailed
+	if errors.Is(err, errNotControlled) {
+		reason = ReasonConflict
+	}
+	s.setCondition(v1alpha.ConditionProgrammed, false, reason, err.Error())
+	s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, reason, "Programming", "Writing the proxy's upstream objects failed: %v", err)
+	return true, err
+}
+
+// pruneServices deletes Services the proxy controls that no rule produces any more.
+func (r *HTTPProxyReconciler) pruneServices(ctx context.Context, s *proxyScope) error {
+	want := map[string]bool{}
+	for _, svc := range s.desired.Services {
+		want[svc.Name] = true
+	}
+	services := &corev1.ServiceList{}
+	if err := s.cluster.GetClient().List(ctx, services, client.InNamespace(s.proxy.Namespace)); err != nil {
+		return fmt.Errorf("listing Services in %s: %w", s.proxy.Namespace, err)
+	}
+	for i := range services.Items {
+		svc := &services.Items[i]
+		if want[svc.Name] || !metav1.IsControlledBy(svc, s.proxy) {
+			continue
+		}
+		s.log.V(2).Info("Deleting backend Service no rule needs", "service", klog.KObj(svc))
+		if err := deleteExact(ctx, s.cluster.GetClient(), svc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observe sets Programmed from what the Gateway and HTTPRoute reconcilers reported.
+func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, error) {
+	ok, reason, message := proxyProgrammed(s.gateway, s.route, r.Config.controllerName())
+	s.setCondition(v1alpha.ConditionProgrammed, ok, reason, message)
+	if !ok {
+		return true, nil
+	}
+	s.proxy.Status.Hostnames = append([]gatewayv1.Hostname(nil), s.proxy.Spec.Hostnames...)
+	s.proxy.Status.Addresses = append([]gatewayv1.GatewayStatusAddress(nil), s.gateway.Status.Addresses...)
+	if !meta.IsStatusConditionTrue(s.before.Status.Conditions, v1alpha.ConditionProgrammed) {
+		s.events.Eventf(s.proxy, nil, corev1.EventTypeNormal, v1alpha.ReasonProgrammed, "Programming", "The proxy is programmed on the hub")
+	}
+	return true, nil
+}
+
+// writeStatus patches the status the phases decided, if it changed.
+func (r *HTTPProxyReconciler) writeStatus(ctx context.Context, s *proxyScope) error {
+	if s.proxy.DeletionTimestamp != nil || equality.Semantic.DeepEqual(s.before.Status, s.proxy.Status) {
+		return nil
+	}
+	return patchStatus(ctx, s.cluster.GetClient(), s.before, s.proxy)
+}
+
+func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {
+	meta.SetStatusCondition(&s.proxy.Status.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             conditionStatus(ok),
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: s.proxy.Generation,
+	})
+}
+
+// errNotControlled marks an upstream object that exists and is not the proxy's.
+var errNotControlled = errors.New("exists and is not controlled by the proxy")
+
+// upsertControlled creates desired in the project, or brings the existing object of its
+// name to it when proxy controls it. copyContent copies the fields the proxy owns; an
+// object already as desired is not written. It returns the object as written or read.
+func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPProxy, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
+	key := client.ObjectKeyFromObject(desired)
+	existing := newEmptyLike(desired)
+	err := c.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		obj := desired.DeepCopyObject().(client.Object)
+		if err := c.Create(ctx, obj); err != nil {
+			return nil, fmt.Errorf("creating %T %s: %w", desired, key, err)
+		}
+		return obj, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %T %s: %w", desired, key, err)
+	}
+	if !metav1.IsControlledBy(existing, proxy) {
+		return nil, fmt.Errorf("%T %s %w", desired, key, errNotControlled)
+	}
+	obj := existing.DeepCopyObject().(client.Object)
+	if err := copyContent(obj, desired); err != nil {
+		return nil, err
+	}
+	if equality.Semantic.DeepEqual(existing, obj) {
+		return existing, nil
+	}
+	if err := c.Update(ctx, obj); err != nil {
+		return nil, fmt.Errorf("updating %T %s: %w", desired, key, err)
+	}
+	return obj, nil
+}
+
+// copyServiceSpec copies the fields of a backend Service the proxy owns, leaving those
+// the API server defaults.
+func copyServiceSpec(dst, src client.Object) error {
+	d, s := dst.(*corev1.Service), src.(*corev1.Service)
+	d.Spec.Type = s.Spec.Type
+	d.Spec.ExternalName = s.Spec.ExternalName
+	d.Spec.Ports = append([]corev1.ServicePort(nil), s.Spec.Ports...)
+	return nil
+}

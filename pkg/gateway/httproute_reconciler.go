@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// Project plane (documented, not bound by config/rbac):
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes/status,verbs=get;patch
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+//
+// Hub:
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;delete
+
+// HTTPRouteReconciler mirrors upstream HTTPRoutes attached to our Gateways to the hub:
+// a downstream HTTPRoute in ns-<namespace UID>, attached to the downstream Gateways,
+// hanging on the route's anchor. Its finalizer deletes it and the anchor.
+type HTTPRouteReconciler struct {
+	Clusters  Clusters
+	Admission Admission
+	Config    Config
+	Metrics   *Metrics
+}
+
+// routeScope is what one reconcile of one HTTPRoute works on.
+type routeScope struct {
+	project string
+	cluster cluster.Cluster
+	hub     client.Client // live
+	route   *gatewayv1.HTTPRoute
+	owner   anchor.Owner
+	parents []gatewayv1.ParentReference // the route's parents that are our Gateways
+	log     logr.Logger
+	events  events.EventRecorder
+}
+
+// Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
+func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
+	if err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	defer release()
+	ctx = admitted
+	s, err := r.load(ctx, req)
+	if s == nil || err != nil {
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+	}
+	for _, phase := range []func(context.Context, *routeScope) (bool, error){
+		r.finalize, // terminating: delete the downstream route and the anchor
+		r.claim,    // attached to none of our Gateways: leave it; else finalizer
+		r.guard,    // the live object must still be the one this reconcile is about
+		r.program,  // mapped namespace, anchor, downstream HTTPRoute, status
+	} {
+		if done, err := phase(ctx, s); done || err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	return reconcile.Result{}, nil
+}
+
+func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
+	project := string(req.ClusterName)
+	cl, err := r.Clusters.Project(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("reaching project %q: %w", project, err)
+	}
+	route := &gatewayv1.HTTPRoute{}
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, route); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	hub, err := hubFor(ctx, r.Clusters, project)
+	if err != nil {
+		return nil, err
+	}
+	return &routeScope{
+		project: project,
+		cluster: cl,
+		hub:     hub,
+		route:   route,
+		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kindHTTPRoute), route),
+		log:     logf.FromContext(ctx).WithValues("project", project, "httproute", klog.KObj(route)),
+		events:  cl.GetEventRecorder(r.Config.EventSource),
+	}, nil
+}
+
+// finalize deletes the downstream route (when there and hanging on this route's
+// anchor) and then the anchor, whether or not the route's Gateways still exist.
+func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
+	if s.route.DeletionTimestamp == nil {
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(s.route, HTTPRouteFinalizer) {
+		return true, nil
+	}
+	s.log.V(2).Info("Finalizing HTTPRoute", "uid", s.route.UID)
+	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.route.Namespace)
+	if err != nil {
+		return true, err
+	}
+	if hubNS != "" {
+		w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, hubNS)}); err != nil {
+			return true, err
+		}
+	}
+	err = anchor.Delete(ctx, s.hub, s.owner)
+	r.Metrics.anchorDelete(kindHTTPRoute, err)
+	if err != nil {
+		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the HTTPRoute failed: %v", err)
+		return true, fmt.Errorf("deleting the anchor of %s: %w", s.owner, err)
+	}
+	return true, removeFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer)
+}
+
+// claim ends the reconcile for a route attached to none of our Gateways (another
+// controller's, or one whose Gateway is not there yet: the Gateway watch brings it
+// back), and puts our finalizer on ours.
+func (r *HTTPRouteReconciler) claim(ctx context.Context, s *routeScope) (bool, error) {
+	parents, err := r.ourParents(ctx, s)
+	if err != nil {
+		return true, err
+	}
+	if len(parents) == 0 {
+		s.log.V(4).Info("Skipping HTTPRoute attached to none of this manager's Gateways")
+		return true, nil
+	}
+	s.parents = parents
+	if err := addFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	return false, nil
+}
+
+// ourParents returns the route's parent references to Gateways of our class.
+func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]gatewayv1.ParentReference, error) {
+	var out []gatewayv1.ParentReference
+	for _, p := range s.route.Spec.ParentRefs {
+		if !isGatewayParent(p) {
+			continue
+		}
+		gw := &gatewayv1.Gateway{}
+		key := client.ObjectKey{Namespace: parentNamespace(p, s.route.Namespace), Name: string(p.Name)}
+		err := s.cluster.GetClient().Get(ctx, key, gw)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading parent Gateway %s: %w", key, err)
+		}
+		if string(gw.Spec.GatewayClassName) == r.Config.GatewayClassName {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// guard is the live guard; see GatewayReconciler.guard.
+func (r *HTTPRouteReconciler) guard(ctx context.Context, s *routeScope) (bool, error) {
+	v, err := liveGuard(ctx, s.cluster.GetAPIReader(), s.route, HTTPRouteFinalizer)
+	if err != nil {
+		return true, err
+	}
+	if v != guardPass {
+		r.Metrics.guardRefusal(kindHTTPRoute, v)
+		s.log.V(2).Info("Writing nothing to the hub: the live HTTPRoute is not the cached one", "uid", s.route.UID, "verdict", string(v))
+		return true, nil
+	}
+	return false, nil
+}
+
+// program writes the downstream route and reports the outcome per parent in the
+// route's status; a hub refusal is also an Event and an error (retried with backoff).
+func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
+	err := r.writeHub(ctx, s)
+	before := s.route.DeepCopy()
+	controller := r.Config.controllerName()
+	if err != nil {
+		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
+		setRouteParentStatus(s.route, s.parents, controller, false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err))
+	} else {
+		setRouteParentStatus(s.route, s.parents, controller, true, string(gatewayv1.RouteReasonAccepted), "The downstream HTTPRoute is written to the hub")
+	}
+	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.route); statusErr != nil {
+		err = errors.Join(err, statusErr)
+	}
+	return true, err
+}
+
+// writeHub ensures the mapped namespace and the downstream route, attached to the
+// anchor and to the downstream copies of the route's parents.
+func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope) error {
+	reader := s.cluster.GetAPIReader()
+	upstreamNS := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: s.route.Namespace}, upstreamNS); err != nil {
+		return fmt.Errorf("reading upstream namespace %s: %w", s.route.Namespace, err)
+	}
+	hubNS, err := anchor.EnsureMappedNamespace(ctx, s.hub, s.project, upstreamNS)
+	if err != nil {
+		return err
+	}
+	// Parents in other namespaces: their Gateways' reconcilers create those hub
+	// namespaces; the route only needs their names.
+	hubNamespaces := map[string]string{}
+	for _, p := range s.parents {
+		ns := parentNamespace(p, s.route.Namespace)
+		if ns == s.route.Namespace {
+			continue
+		}
+		mapped, err := mappedNamespaceOf(ctx, reader, ns)
+		if err != nil {
+			return err
+		}
+		if mapped == "" {
+			return fmt.Errorf("parent namespace %s is gone", ns)
+		}
+		hubNamespaces[ns] = mapped
+	}
+	down, err := downstreamRoute(s.route, hubNS, s.parents, hubNamespaces)
+	if err != nil {
+		return err
+	}
+	w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	_, err = w.apply(ctx, kindHTTPRoute, down, copyRouteSpec)
+	return err
+}
+
+func copyRouteSpec(dst, src client.Object) error {
+	dst.(*gatewayv1.HTTPRoute).Spec = *src.(*gatewayv1.HTTPRoute).Spec.DeepCopy()
+	return nil
+}

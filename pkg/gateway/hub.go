@@ -1,0 +1,237 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"anchorage/pkg/anchor"
+)
+
+// hubWriter writes and deletes the downstream objects of one upstream owner in one hub
+// namespace. hub must be a live client (liveClient): every decision here is made on
+// what the hub holds now.
+type hubWriter struct {
+	hub     client.Client
+	owner   anchor.Owner
+	ns      string
+	metrics *Metrics
+}
+
+// apply makes the hub hold desired, attached to the owner's anchor: it creates it, or
+// brings the existing object of its name to it. copyContent copies the fields this
+// manager owns from desired into the existing object; everything else on the existing
+// object (fields a previous manager or an operator set, status) is kept, and an object
+// already as desired is not written at all. That is what makes a take-over write no new
+// object. An existing object that names another owner in its labels is refused, never
+// overwritten. apply returns the object as the hub holds it afterwards.
+func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
+	key := client.ObjectKeyFromObject(desired)
+	existing := newEmptyLike(desired)
+	err := w.hub.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) {
+		obj := desired.DeepCopyObject().(client.Object)
+		if _, err := anchor.Attach(ctx, w.hub, w.owner, w.ns, obj); err != nil {
+			return nil, fmt.Errorf("attaching %s %s to its anchor: %w", kind, key, err)
+		}
+		if err := w.hub.Create(ctx, obj); err != nil {
+			w.metrics.downstreamWrite(kind, resultError)
+			return nil, fmt.Errorf("creating %s %s on the hub: %w", kind, key, err)
+		}
+		w.metrics.downstreamWrite(kind, resultCreated)
+		logf.FromContext(ctx).V(2).Info("Created downstream object", "kind", kind, "object", klog.KObj(obj), "anchor", anchor.Name(w.owner.UID))
+		return obj, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s %s on the hub: %w", kind, key, err)
+	}
+	if existing.GetDeletionTimestamp() != nil {
+		return nil, fmt.Errorf("%s %s on the hub is being deleted; it is written again once it is gone", kind, key)
+	}
+	if err := claimable(existing, w.owner); err != nil {
+		return nil, fmt.Errorf("%s %s on the hub: %w", kind, key, err)
+	}
+	obj := existing.DeepCopyObject().(client.Object)
+	if err := copyContent(obj, desired); err != nil {
+		return nil, err
+	}
+	if _, err := anchor.Attach(ctx, w.hub, w.owner, w.ns, obj); err != nil {
+		return nil, fmt.Errorf("attaching %s %s to its anchor: %w", kind, key, err)
+	}
+	if equality.Semantic.DeepEqual(existing, obj) {
+		return existing, nil
+	}
+	if err := w.hub.Update(ctx, obj); err != nil {
+		w.metrics.downstreamWrite(kind, resultError)
+		return nil, fmt.Errorf("updating %s %s on the hub: %w", kind, key, err)
+	}
+	w.metrics.downstreamWrite(kind, resultUpdated)
+	logf.FromContext(ctx).V(2).Info("Updated downstream object", "kind", kind, "object", klog.KObj(obj), "anchor", anchor.Name(w.owner.UID))
+	return obj, nil
+}
+
+// claimable returns an error wrapping anchor.ErrForeign when obj's labels name an owner
+// other than owner. An object without the labels (written before they existed, or by
+// hand) is claimable; so is one naming owner with another UID, which is how a
+// recreated owner of the same name takes over its predecessor's objects.
+func claimable(obj client.Object, owner anchor.Owner) error {
+	labels := obj.GetLabels()
+	want := owner.Labels()
+	for _, k := range []string{anchor.LabelGroup, anchor.LabelKind, anchor.LabelName, anchor.LabelNamespace} {
+		if v, ok := labels[k]; ok && v != want[k] {
+			return fmt.Errorf("label %s=%q belongs to another owner than %s: %w", k, v, owner, anchor.ErrForeign)
+		}
+	}
+	if v, ok := labels[anchor.LabelClusterName]; ok {
+		if p, err := anchor.ProjectFromClusterName(v); err != nil || p != owner.Project {
+			return fmt.Errorf("label %s=%q belongs to another project than %q: %w", anchor.LabelClusterName, v, owner.Project, anchor.ErrForeign)
+		}
+	}
+	return nil
+}
+
+// deleteAttached deletes the hub object of obj's type and key when it hangs on the
+// owner's anchor. One hanging elsewhere has been re-attached by a newer owner of the
+// same name and is left alone; one already gone is fine. The delete is conditional on
+// the UID and resourceVersion just checked.
+func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.Object) error {
+	key := client.ObjectKeyFromObject(obj)
+	existing := newEmptyLike(obj)
+	err := w.hub.Get(ctx, key, existing)
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s %s on the hub: %w", kind, key, err)
+	}
+	return w.deleteIfAttached(ctx, kind, existing)
+}
+
+func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing client.Object) error {
+	log := logf.FromContext(ctx)
+	key := client.ObjectKeyFromObject(existing)
+	if !hangsOn(existing, anchor.Name(w.owner.UID)) {
+		log.V(4).Info("Leaving downstream object that hangs on another anchor", "kind", kind, "object", klog.KObj(existing))
+		return nil
+	}
+	if existing.GetDeletionTimestamp() != nil {
+		return nil
+	}
+	uid, rv := existing.GetUID(), existing.GetResourceVersion()
+	log.Info("Deleting downstream object", "kind", kind, "object", klog.KObj(existing), "uid", uid)
+	err := w.hub.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		w.metrics.downstreamWrite(kind, resultError)
+		return fmt.Errorf("deleting %s %s on the hub: %w", kind, key, err)
+	}
+	w.metrics.downstreamWrite(kind, resultDeleted)
+	return nil
+}
+
+// certificates returns the Certificates in the writer's namespace that carry the
+// owner's labels and hang on its anchor. A hub that does not serve Certificates has
+// none.
+func (w hubWriter) certificates(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(CertificateGVK.GroupVersion().WithKind(CertificateGVK.Kind + "List"))
+	labels := w.owner.Labels()
+	delete(labels, anchor.LabelClusterName) // older objects spell it the legacy way; the namespace and anchor pin the owner
+	err := w.hub.List(ctx, list, client.InNamespace(w.ns), client.MatchingLabels(labels))
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing Certificates of %s in %s: %w", w.owner, w.ns, err)
+	}
+	var out []*unstructured.Unstructured
+	for i := range list.Items {
+		if hangsOn(&list.Items[i], anchor.Name(w.owner.UID)) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	return out, nil
+}
+
+// hangsOn reports whether obj holds an ownerReference to the anchor named anchorName.
+func hangsOn(obj client.Object, anchorName string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.APIVersion == "v1" && ref.Kind == "ConfigMap" && ref.Name == anchorName {
+			return true
+		}
+	}
+	return false
+}
+
+// mappedNamespaceOf returns the hub namespace of the upstream namespace name, read
+// live, or "" when the upstream namespace no longer exists (a purged namespace: the
+// anchor is still found by name, and the hub's garbage collector takes its dependents).
+func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) (string, error) {
+	ns := &corev1.Namespace{}
+	err := project.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading upstream namespace %s: %w", name, err)
+	}
+	return anchor.MappedNamespace(ns.UID), nil
+}
+
+// addFinalizer adds finalizer to obj with a patch conditional on the resourceVersion
+// read, so a stale view of a replaced object conflicts instead of writing.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer %s to %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// removeFinalizer removes finalizer from obj, conditional on the resourceVersion read.
+// An object already gone is fine; a NotFound about anything else (the API server
+// refuses every write into a namespace that no longer exists with a NotFound naming the
+// namespace) is an error, since the object is still there holding the finalizer.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !isNotFoundOf(err, obj) {
+		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// isNotFoundOf reports whether err is a NotFound whose details name obj itself, not
+// its namespace.
+func isNotFoundOf(err error, obj client.Object) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	if d == nil || d.Name != obj.GetName() {
+		return false
+	}
+	_, isNamespace := obj.(*corev1.Namespace)
+	return isNamespace || !(d.Group == "" && d.Kind == "namespaces")
+}

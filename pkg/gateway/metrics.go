@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Label values. Every combination is created at start, so dashboards show zeros rather
+// than gaps.
+const (
+	kindGateway     = "Gateway"
+	kindHTTPRoute   = "HTTPRoute"
+	kindHTTPProxy   = "HTTPProxy"
+	kindCertificate = "Certificate"
+
+	resultCreated = "created"
+	resultUpdated = "updated"
+	resultDeleted = "deleted"
+	resultOK      = "ok"
+	resultError   = "error"
+)
+
+// Metrics are the gateway data path's counters.
+type Metrics struct {
+	// downstreamWrites counts writes of downstream objects to the hub.
+	downstreamWrites *prometheus.CounterVec
+	// anchorDeletes counts finalizer calls that make sure an owner's anchor is gone.
+	anchorDeletes *prometheus.CounterVec
+	// guardRefusals counts live-path reconciles stopped by the live guard.
+	guardRefusals *prometheus.CounterVec
+}
+
+// NewMetrics creates the counters and registers them with reg. Registering twice with
+// one registry (two replicas in one process sharing the default registry) reuses the
+// counters already there.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		downstreamWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchorage_downstream_writes_total",
+			Help: "Writes of downstream objects (Gateway, HTTPRoute, Certificate) to the hub, by kind and result.",
+		}, []string{"kind", "result"}),
+		anchorDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchorage_anchor_deletes_total",
+			Help: "Finalizer calls that make sure an upstream object's anchor is gone from the hub, by upstream kind and result.",
+		}, []string{"kind", "result"}),
+		guardRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchorage_live_guard_refusals_total",
+			Help: "Reconciles that wrote nothing to the hub because the live upstream object was gone, replaced, terminating or unfinalized, by kind and reason.",
+		}, []string{"kind", "reason"}),
+	}
+	var err error
+	if m.downstreamWrites, err = register(reg, m.downstreamWrites); err != nil {
+		return nil, err
+	}
+	if m.anchorDeletes, err = register(reg, m.anchorDeletes); err != nil {
+		return nil, err
+	}
+	if m.guardRefusals, err = register(reg, m.guardRefusals); err != nil {
+		return nil, err
+	}
+	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate} {
+		for _, result := range []string{resultCreated, resultUpdated, resultDeleted, resultError} {
+			m.downstreamWrites.WithLabelValues(kind, result)
+		}
+	}
+	for _, kind := range []string{kindGateway, kindHTTPRoute, kindHTTPProxy} {
+		for _, result := range []string{resultOK, resultError} {
+			m.anchorDeletes.WithLabelValues(kind, result)
+		}
+	}
+	for _, kind := range []string{kindGateway, kindHTTPRoute} {
+		for _, reason := range allGuardVerdicts {
+			m.guardRefusals.WithLabelValues(kind, string(reason))
+		}
+	}
+	return m, nil
+}
+
+func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+			return existing, nil
+		}
+	}
+	return nil, fmt.Errorf("registering gateway metrics: %w", err)
+}
+
+func (m *Metrics) downstreamWrite(kind, result string) {
+	m.downstreamWrites.WithLabelValues(kind, result).Inc()
+}
+
+func (m *Metrics) anchorDelete(kind string, err error) {
+	result := resultOK
+	if err != nil {
+		result = resultError
+	}
+	m.anchorDeletes.WithLabelValues(kind, result).Inc()
+}
+
+func (m *Metrics) guardRefusal(kind string, v guardVerdict) {
+	m.guardRefusals.WithLabelValues(kind, string(v)).Inc()
+}
