@@ -21,8 +21,8 @@ import (
 // One hub (with its garbage collector) and two project planes, shared by the tests in
 // this package; each test works in its own namespaces and project names.
 var (
-	hub            *ControlPlane
-	planeA, planeB *ControlPlane
+	hub                    *ControlPlane
+	planeA, planeB, planeC *ControlPlane
 )
 
 func TestMain(m *testing.M) {
@@ -59,6 +59,11 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer planeB.Stop()
+	if planeC, err = StartControlPlane("project-c", PlaneOptions{CRDs: projectCRDs}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer planeC.Stop()
 	return m.Run()
 }
 
