@@ -72,6 +72,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Recorder, when set, receives a record of every admitted unit of project work.
 	Recorder shard.Recorder
+	// Exit ends the process when a planned hand-over's drain passes its deadline.
+	// Default os.Exit(1); in-process test replicas stop abruptly instead.
+	Exit func()
 	// Gateway configures the gateway data path (gateway classes, controller name,
 	// certificate issuer). Zero values take pkg/gateway's defaults.
 	Gateway gateway.Config
@@ -158,7 +161,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		// The resync reads owners from project caches without starting informers.
 		Scheme: scheme, ClusterOptions: append([]cluster.Option{anchor.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
-		Recorder: opts.Recorder, Logger: opts.Logger,
+		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the shard: %w", err)
@@ -174,6 +177,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		// Controller-runtime's leader election stays off: with it on, the kubeconfig
 		// provider's Secret watcher would run only on one replica (DESIGN.md, Sharding).
 		LeaderElection: false,
+		// A graceful stop hands every project over before releasing the member Lease.
+		GracefulShutdownTimeout: ptr.To(opts.Timings.WithDefaults().ShutdownDeadline + 10*time.Second),
 		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
 		// The hub cache holds only downstream Gateways and HTTPRoutes, for the watches
 		// that map them back to their owners.

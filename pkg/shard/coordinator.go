@@ -133,39 +133,58 @@ func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	}
 	members, leases, _ := s.observer.snapshot()
 	now = s.clock.Now()
-	var live []Member
-	liveSet := map[string]bool{}
+	// Live members keep their projects; only eligible ones (not draining) get new ones.
+	var eligible []Member
+	liveSet, drainingSet := map[string]bool{}, map[string]bool{}
 	for _, m := range members {
 		if st, _ := ToMemberState(m, now, s.t.LeaseDuration); st != MemberLive {
+			continue
+		}
+		liveSet[m.Holder()] = true
+		if m.Lease.Annotations[AnnotationDraining] != "" {
+			drainingSet[m.Holder()] = true
 			continue
 		}
 		w, err := ParseWeight(m.Lease.Annotations[AnnotationWeight])
 		if err != nil {
 			w = 1
 		}
-		live = append(live, Member{Holder: m.Holder(), Pod: PodOf(m.Holder()), Weight: w})
-		liveSet[m.Holder()] = true
+		eligible = append(eligible, Member{Holder: m.Holder(), Pod: PodOf(m.Holder()), Weight: w})
 	}
 	projects := s.discoveredProjects()
+	inFlight := 0
+	for _, ob := range leases {
+		if ob.Lease.Annotations[AnnotationNextHolder] != "" {
+			inFlight++
+		}
+	}
 	for project := range projects {
 		ob, exists := leases[ProjectLeaseName(project)]
 		st, _ := ToProjectState(ob, liveSet, now, s.t.ClaimDeadline)
-		var next Member
-		var ok bool
-		reason := ""
-		switch st {
-		case ProjectUnassigned, ProjectOrphaned:
-			if ranked := Rank(project, live); len(ranked) > 0 {
-				next, ok, reason = ranked[0], true, map[bool]string{true: "orphaned", false: "new"}[st == ProjectOrphaned]
-			}
-		case ProjectClaimOverdue:
-			next, ok = NextAfter(project, ob.Holder(), live)
-			reason = "claim_overdue"
-		}
-		if !ok || next.Holder == ob.Holder() {
+		ranked := Rank(project, eligible)
+		switch {
+		case len(ranked) == 0:
 			continue
+		case st == ProjectUnassigned || st == ProjectOrphaned:
+			reason := map[bool]string{true: "orphaned", false: "new"}[st == ProjectOrphaned]
+			s.assign(ctx, project, ob, exists, ranked[0].Holder, reason)
+		case st == ProjectClaimOverdue:
+			if next, ok := NextAfter(project, ob.Holder(), eligible); ok && next.Holder != ob.Holder() {
+				s.assign(ctx, project, ob, exists, next.Holder, "claim_overdue")
+			}
+		case st == ProjectAssigned && drainingSet[ob.Holder()]:
+			// Not claimed yet, so nothing runs there: move it directly.
+			s.assign(ctx, project, ob, exists, ranked[0].Holder, "draining")
+		case st == ProjectClaimed && ranked[0].Holder != ob.Holder():
+			next := ob.Lease.Annotations[AnnotationNextHolder]
+			if next == ranked[0].Holder || (next == "" && inFlight >= s.opts.MaxHandoversInFlight) {
+				continue
+			}
+			reason := map[bool]string{true: "draining", false: "rebalance"}[drainingSet[ob.Holder()]]
+			if s.requestHandOver(ctx, project, ob, ranked[0].Holder, reason) && next == "" {
+				inFlight++
+			}
 		}
-		s.assign(ctx, project, ob, exists, next.Holder, reason)
 	}
 	// Leases of projects whose Secret is gone: delete once no live holder remains.
 	for name, ob := range leases {
@@ -240,6 +259,7 @@ func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists 
 		l.Spec.AcquireTime = &now
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 		delete(l.Annotations, AnnotationClaim)
+		delete(l.Annotations, AnnotationNextHolder)
 		wrote, err = leases.Update(cctx, l, metav1.UpdateOptions{})
 	}
 	s.m.leaseWrite("project", true, err)
@@ -253,4 +273,26 @@ func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists 
 	s.m.assignments.WithLabelValues(reason).Inc()
 	s.events.Eventf(wrote, "Normal", "Assigned", "Project %s assigned to %s (%s, was %q)", project, holder, reason, ob.Holder())
 	s.log.Info("Assigned project", "project", project, "holder", holder, "reason", reason, "previous", ob.Holder())
+}
+
+// requestHandOver asks the project's holder, through the Lease, to hand the project over
+// to next; the write is conditional on the Lease as observed.
+func (s *Shard) requestHandOver(ctx context.Context, project string, ob Observed, next, reason string) bool {
+	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	defer cancel()
+	l := ob.Lease.DeepCopy()
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationNextHolder] = next
+	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+	s.m.leaseWrite("project", true, err)
+	if err != nil {
+		return false
+	}
+	s.observer.record(wrote)
+	s.m.rebalanceMoves.WithLabelValues(reason).Inc()
+	s.events.Eventf(wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
+	s.log.Info("Requested planned hand-over", "project", project, "from", ob.Holder(), "to", next, "reason", reason)
+	return true
 }

@@ -25,7 +25,10 @@ const (
 	holdingClaiming holdingState = iota
 	// holdingOpen: the claim write succeeded; admission open.
 	holdingOpen
-	// holdingClosed: lost or released; admission closed for good.
+	// holdingDraining: a planned hand-over began; admission closed for good, in-flight
+	// work finishing.
+	holdingDraining
+	// holdingClosed: lost, released or handed over; admission closed for good.
 	holdingClosed
 )
 
@@ -63,12 +66,44 @@ func (h *holding) state() holdingState {
 func (h *holding) close() {
 	h.mu.Lock()
 	h.st = holdingClosed
-	if h.inflight == 0 && h.idle != nil {
+	h.signalIdleLocked()
+	h.mu.Unlock()
+	h.cancel()
+}
+
+// drain closes admission without cancelling in-flight work, and reports whether the
+// holding was open (a hand-over starts once).
+func (h *holding) drain() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.st != holdingOpen && h.st != holdingClaiming {
+		return false
+	}
+	h.st = holdingDraining
+	h.signalIdleLocked()
+	return true
+}
+
+func (h *holding) signalIdleLocked() {
+	if h.inflight == 0 && h.st != holdingOpen && h.idle != nil {
 		close(h.idle)
 		h.idle = nil
 	}
-	h.mu.Unlock()
-	h.cancel()
+}
+
+// idleCh returns a channel closed once admission is closed and no work is in flight.
+func (h *holding) idleCh() <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inflight == 0 && h.st != holdingOpen {
+		done := make(chan struct{})
+		close(done)
+		return done
+	}
+	if h.idle == nil {
+		h.idle = make(chan struct{})
+	}
+	return h.idle
 }
 
 func (s *Shard) openHoldingsLocked() []*holding {
@@ -122,10 +157,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 			cancel()
 			h.mu.Lock()
 			h.inflight--
-			if h.inflight == 0 && h.st == holdingClosed && h.idle != nil {
-				close(h.idle)
-				h.idle = nil
-			}
+			h.signalIdleLocked()
 			h.mu.Unlock()
 			if s.opts.Recorder != nil {
 				s.opts.Recorder.Record(Record{Holder: holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until})
@@ -204,7 +236,12 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		if ob.Holder() != holder || project == "" || ProjectLeaseName(project) != name {
 			continue
 		}
-		if _, held := s.holdings[project]; held {
+		h, held := s.holdings[project]
+		if next := ob.Lease.Annotations[AnnotationNextHolder]; next != "" && next != holder {
+			s.beginHandOverLocked(ctx, project, h, ob.Lease)
+			continue
+		}
+		if held || s.draining.Load() || s.handedOffLocked(project, holder, ob.Lease) {
 			continue
 		}
 		d, ok := projects[project]
@@ -212,10 +249,45 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 			continue
 		}
 		hctx, cancel := context.WithCancel(ctx)
-		h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: ob.Lease.ResourceVersion, ctx: hctx, cancel: cancel}
+		h = &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: ob.Lease.ResourceVersion, ctx: hctx, cancel: cancel}
 		s.holdings[project] = h
 		go s.claim(h, d, ob.Lease)
 	}
+}
+
+// beginHandOverLocked starts a planned hand-over once per holding. A Lease asking for
+// a hand-over of a project this replica holds but has no holding for (a claim that
+// failed, or a restart of the loop) is handed over too, with nothing to drain.
+func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *holding, lease *coordinationv1.Lease) {
+	if h == nil {
+		hctx, cancel := context.WithCancel(ctx)
+		h = &holding{project: project, holder: *lease.Spec.HolderIdentity, ctx: hctx, cancel: cancel, st: holdingClaiming}
+		s.holdings[project] = h
+	}
+	if !h.drain() {
+		return // already draining or handed over
+	}
+	s.handedOff[project] = handOff{holder: h.holder, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
+	go s.handOver(h, lease.DeepCopy())
+}
+
+// handOff remembers that an incarnation began handing a project over at a given
+// assignment: it never reopens that assignment, only a later one.
+type handOff struct {
+	holder      string
+	transitions int32
+}
+
+func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
+	ho, ok := s.handedOff[project]
+	return ok && ho.holder == holder && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
+}
+
+func ptrDeref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
 
 // claim builds and engages the project's cluster under the claim deadline, then writes
@@ -369,5 +441,12 @@ func (s *Shard) updateGauges() {
 	s.m.unclaimed.Set(unclaimed)
 	s.mu.Lock()
 	s.m.held.Set(float64(len(s.openHoldingsLocked())))
+	var oldest time.Duration
+	for _, start := range s.drains {
+		if age := now.Sub(start); age > oldest {
+			oldest = age
+		}
+	}
 	s.mu.Unlock()
+	s.m.oldestDrain.Set(oldest.Seconds())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -31,6 +32,9 @@ type membership struct {
 	onLapse func(holder string)
 	// onJoin is called after holder became valid.
 	onJoin func(holder string)
+
+	draining atomic.Bool
+	kick     chan struct{}
 
 	mu         sync.RWMutex
 	holder     string
@@ -83,6 +87,14 @@ func (m *membership) valid(holder string) bool {
 	return holder != "" && h == holder && m.clock.Now().Before(until)
 }
 
+// renewSoon asks the renew loop to renew now (to publish the draining mark).
+func (m *membership) renewSoon() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
 // run joins, renews, lapses and rejoins until ctx ends, then releases the Lease.
 func (m *membership) run(ctx context.Context) {
 	for ctx.Err() == nil {
@@ -133,6 +145,11 @@ func (m *membership) desired(base *coordinationv1.Lease, holder string, now time
 	}
 	l.Annotations[AnnotationWeight] = strconv.FormatFloat(m.weight, 'g', -1, 64)
 	delete(l.Annotations, AnnotationExpiredBy)
+	if m.draining.Load() {
+		l.Annotations[AnnotationDraining] = "true"
+	} else {
+		delete(l.Annotations, AnnotationDraining)
+	}
 	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity != holder {
 		l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
@@ -202,6 +219,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			case <-ctx.Done():
 				return
 			case <-m.clock.After(wait):
+			case <-m.kick:
 			}
 		}
 		if !m.clock.Now().Before(until) {

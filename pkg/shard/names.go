@@ -29,6 +29,13 @@ const (
 	AnnotationWeight = "anchorage.datumapis.com/weight"
 	// AnnotationExpiredBy on a member Lease records which coordinator declared it expired.
 	AnnotationExpiredBy = "anchorage.datumapis.com/expired-by"
+	// AnnotationNextHolder on a project Lease asks its holder for a planned hand-over to
+	// the named incarnation (spec.preferredHolder is dropped by API servers without a
+	// beta feature gate).
+	AnnotationNextHolder = "anchorage.datumapis.com/next-holder"
+	// AnnotationDraining on a member Lease says its replica is shutting down: it gets no
+	// new projects and its projects are handed over.
+	AnnotationDraining = "anchorage.datumapis.com/draining"
 
 	roleMember  = "member"
 	roleProject = "project"

@@ -44,6 +44,9 @@ func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	s.observer.poke()
 	go func() {
 		<-ctx.Done()
+		if s.draining.Load() {
+			return // shutting down: the provider stops too; keep projects until handed over
+		}
 		s.mu.Lock()
 		if d, ok := s.found[string(name)]; ok && d.ctx == ctx {
 			delete(s.found, string(name))

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -50,6 +52,12 @@ type Options struct {
 	Recorder Recorder
 	// Logger for the shard.
 	Logger logr.Logger
+	// Exit ends the process when a drain passes its deadline. Default os.Exit(1);
+	// in-process test managers stop abruptly instead.
+	Exit func()
+	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs at once.
+	// Default 8.
+	MaxHandoversInFlight int
 }
 
 // Shard is one replica's part of the sharding protocol (see the package doc). It is the
@@ -74,6 +82,9 @@ type Shard struct {
 	holdings  map[string]*holding   // by project
 	hubWriter client.Client
 	hubReader client.Reader
+	drains    map[string]time.Time // planned hand-overs in progress, by project
+	handedOff map[string]handOff   // assignments this replica began handing over
+	draining  atomic.Bool          // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -113,6 +124,12 @@ func New(opts Options) (*Shard, error) {
 	if opts.Weight <= 0 {
 		opts.Weight = 1
 	}
+	if opts.Exit == nil {
+		opts.Exit = func() { os.Exit(1) }
+	}
+	if opts.MaxHandoversInFlight <= 0 {
+		opts.MaxHandoversInFlight = 8
+	}
 	// Member renews get a clientset of their own: a renew must never wait behind the
 	// coordinator's burst of project Lease writes in a shared client-side rate limiter.
 	renewCS, err := leaseClientset(opts.Hub, t.CallTimeout, 20, 40)
@@ -125,16 +142,18 @@ func New(opts Options) (*Shard, error) {
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
-		observer: newLeaseObserver(opts.Clock),
-		found:    map[string]discovered{},
-		holdings: map[string]*holding{},
+		observer:  newLeaseObserver(opts.Clock),
+		found:     map[string]discovered{},
+		holdings:  map[string]*holding{},
+		drains:    map[string]time.Time{},
+		handedOff: map[string]handOff{},
 	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
 		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
-		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() },
+		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
 	}
 	return s, nil
 }
@@ -176,19 +195,30 @@ func (s *Shard) Ready(_ *http.Request) error {
 }
 
 // Runnable runs the protocol: Lease observer, membership, holdings and the election.
+// When ctx ends it stops gracefully: it hands every project over (bounded by
+// ShutdownDeadline), then releases its member Lease, and releases the coordinator
+// Lease last so a successor coordinator is elected at once.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
-		var wg sync.WaitGroup
-		for _, f := range []func(context.Context){
-			func(ctx context.Context) { s.observer.run(ctx, s.cs, s.opts.Namespace) },
-			s.member.run,
-			s.runHoldings,
-			s.runElection,
-		} {
+		inner, stopInner := context.WithCancel(context.Background())
+		memberCtx, stopMember := context.WithCancel(inner)
+		electionCtx, stopElection := context.WithCancel(inner)
+		var wg, memberDone, electionDone sync.WaitGroup
+		run := func(wg *sync.WaitGroup, ctx context.Context, f func(context.Context)) {
 			wg.Add(1)
 			go func() { defer wg.Done(); f(ctx) }()
 		}
+		run(&wg, inner, func(ctx context.Context) { s.observer.run(ctx, s.cs, s.opts.Namespace) })
+		run(&wg, inner, s.runHoldings)
+		run(&memberDone, memberCtx, s.member.run)
+		run(&electionDone, electionCtx, s.runElection)
 		<-ctx.Done()
+		s.shutdown()
+		stopMember()
+		memberDone.Wait()
+		stopElection()
+		electionDone.Wait()
+		stopInner()
 		wg.Wait()
 		return nil
 	})

@@ -21,6 +21,13 @@ type Timings struct {
 	// CallTimeout bounds each API call made for membership; it must stay below
 	// LeaseDuration - RenewDeadline. Default (LeaseDuration - RenewDeadline) / 2.
 	CallTimeout time.Duration
+	// DrainDeadline bounds how long a planned hand-over waits for in-flight work; past it
+	// the process exits and the hand-over becomes a failure hand-over. Default 2 x
+	// RenewDeadline.
+	DrainDeadline time.Duration
+	// ShutdownDeadline bounds a graceful stop: hand every project over, then release.
+	// It must fit the Deployment's termination grace period. Default 4 x LeaseDuration.
+	ShutdownDeadline time.Duration
 }
 
 // DefaultTimings returns client-go's defaults.
@@ -46,6 +53,12 @@ func (t Timings) WithDefaults() Timings {
 	if t.CallTimeout == 0 {
 		t.CallTimeout = (t.LeaseDuration - t.RenewDeadline) / 2
 	}
+	if t.DrainDeadline == 0 {
+		t.DrainDeadline = 2 * t.RenewDeadline
+	}
+	if t.ShutdownDeadline == 0 {
+		t.ShutdownDeadline = 4 * t.LeaseDuration
+	}
 	return t
 }
 
@@ -62,6 +75,8 @@ func (t Timings) Validate() error {
 		return fmt.Errorf("call timeout (%s) must be positive and below lease duration - renew deadline (%s)", t.CallTimeout, t.LeaseDuration-t.RenewDeadline)
 	case t.ClaimDeadline <= 0:
 		return fmt.Errorf("claim deadline must be positive, got %s", t.ClaimDeadline)
+	case t.DrainDeadline <= 0 || t.ShutdownDeadline <= 0:
+		return fmt.Errorf("drain (%s) and shutdown (%s) deadlines must be positive", t.DrainDeadline, t.ShutdownDeadline)
 	}
 	return nil
 }

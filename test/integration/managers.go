@@ -87,6 +87,8 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		Registry:           m.Registry,
 		Logger:             log.WithValues("replica", name),
 		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.transport(ProjectTraffic)); return nil }},
+		// A drain past its deadline "exits the process": here, an abrupt stop.
+		Exit: m.Kill,
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)

@@ -1,0 +1,183 @@
+package shard
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Planned hand-over, the owner's side. The coordinator has annotated the project Lease
+// with the next holder (AnnotationNextHolder). The owner:
+//
+//  1. closes admission for the project (nothing new starts; it never reopens);
+//  2. waits for in-flight work to finish, up to DrainDeadline; past it the process
+//     exits (Options.Exit), which turns this into a failure hand-over: the coordinator
+//     moves the project once this member's Lease expires;
+//  3. stops the project's cluster, informers and controller engagements;
+//  4. writes the next holder into the Lease, conditional on the resourceVersion it read
+//     when the drain began. A write whose outcome is unknown (a timeout) is retried with
+//     that same precondition only; a definite answer (success, or a conflict re-read to
+//     see whether an earlier attempt committed) ends it.
+//
+// The new holder then claims as after any assignment. Work for the project is never
+// admitted on both sides at once: the old owner closed admission and waited before the
+// new holder could read itself as holder.
+
+// handOver runs a planned hand-over of h to the Lease's next holder.
+func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
+	next := lease.Annotations[AnnotationNextHolder]
+	log := s.log.WithValues("project", h.project, "holder", h.holder, "next", next)
+	start := s.clock.Now()
+	s.m.draining.Inc()
+	defer s.m.draining.Dec()
+	s.recordDrain(h.project, start)
+	defer s.recordDrain(h.project, time.Time{})
+	log.Info("Handing over project: admission closed, draining")
+
+	select {
+	case <-h.idleCh():
+	case <-s.clock.After(s.t.DrainDeadline):
+		log.Error(nil, "Drain deadline passed with work in flight; exiting so the project goes through failure hand-over", "drainDeadline", s.t.DrainDeadline)
+		s.m.handovers.WithLabelValues("drain_timeout").Inc()
+		s.opts.Exit()
+		return
+	}
+	h.close()
+
+	result := s.writeNextHolder(lease, h.holder, next)
+	s.mu.Lock()
+	if s.holdings[h.project] == h {
+		delete(s.holdings, h.project)
+	}
+	s.mu.Unlock()
+	s.m.handovers.WithLabelValues(result).Inc()
+	if result == "success" {
+		took := s.clock.Since(start)
+		s.m.handoverSeconds.Observe(took.Seconds())
+		s.events.Eventf(lease, "Normal", "HandedOver", "Project %s handed over from %s to %s in %s", h.project, h.holder, next, took.Round(time.Millisecond))
+		log.Info("Handed over project", "took", took)
+	} else {
+		log.Info("Hand-over ended without our write", "result", result)
+	}
+	s.updateGauges()
+}
+
+// writeNextHolder writes next as holder conditional on lease's resourceVersion and
+// returns "success", "lost" or "invalid".
+func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string) string {
+	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
+	l := lease.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(next)
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: time.Now()}
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	delete(l.Annotations, AnnotationClaim)
+	delete(l.Annotations, AnnotationNextHolder)
+	for {
+		if !s.member.valid(holder) {
+			return "invalid"
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
+		wrote, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		cancel()
+		s.m.leaseWrite("project", true, err)
+		switch {
+		case err == nil:
+			s.observer.record(wrote)
+			return "success"
+		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+			return s.resolveConflict(lease.Name, holder, next)
+		}
+		// Unknown outcome: the write may still commit. Retry with the same precondition
+		// only, so a second commit is impossible.
+		<-s.clock.After(s.t.RetryPeriod)
+	}
+}
+
+// resolveConflict re-reads the Lease after a definite conflict: an earlier attempt of
+// ours may have committed. If the Lease still names this incarnation (the coordinator
+// changed it meanwhile), release it so the coordinator reassigns; this incarnation never
+// reopens a project it began handing over.
+func (s *Shard) resolveConflict(name, holder, next string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
+	defer cancel()
+	cur, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "lost"
+	}
+	s.observer.record(cur)
+	if cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == next && cur.Annotations[AnnotationNextHolder] == "" {
+		return "success"
+	}
+	if cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == holder {
+		s.releaseProject(ctx, cur)
+	}
+	return "lost"
+}
+
+// recordDrain tracks drains in progress for the oldest-drain gauge; zero start ends one.
+func (s *Shard) recordDrain(project string, start time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if start.IsZero() {
+		delete(s.drains, project)
+		return
+	}
+	s.drains[project] = start
+}
+
+// shutdown hands every held project over before the replica releases its member Lease:
+// it marks the member Lease draining, so the coordinator stops assigning to it and asks
+// for each of its projects, and waits up to ShutdownDeadline.
+func (s *Shard) shutdown() {
+	holder := s.Holder()
+	s.draining.Store(true)
+	s.member.draining.Store(true)
+	s.member.renewSoon()
+	s.log.Info("Shutting down: handing projects over", "holder", holder, "deadline", s.t.ShutdownDeadline)
+	deadline := s.clock.Now().Add(s.t.ShutdownDeadline)
+	for s.clock.Now().Before(deadline) {
+		if holder == "" || !s.member.valid(holder) || s.holdsNothing(holder) {
+			s.log.Info("All projects handed over", "holder", holder)
+			return
+		}
+		if !s.othersEligible(holder) {
+			s.log.Info("No other live replica to hand projects to; releasing them with the member Lease", "holder", holder)
+			return
+		}
+		<-s.clock.After(s.t.RetryPeriod / 4)
+	}
+	s.log.Info("Shutdown deadline passed with projects still held; they go through failure hand-over", "holder", holder)
+}
+
+// holdsNothing reports whether no holding and no observed project Lease names holder.
+func (s *Shard) holdsNothing(holder string) bool {
+	s.mu.Lock()
+	n := len(s.holdings)
+	s.mu.Unlock()
+	if n > 0 {
+		return false
+	}
+	_, leases, _ := s.observer.snapshot()
+	for _, ob := range leases {
+		if ob.Holder() == holder {
+			return false
+		}
+	}
+	return true
+}
+
+// othersEligible reports whether a live, non-draining member other than holder exists.
+func (s *Shard) othersEligible(holder string) bool {
+	members, _, _ := s.observer.snapshot()
+	now := s.clock.Now()
+	for _, m := range members {
+		if st, _ := ToMemberState(m, now, s.t.LeaseDuration); st == MemberLive && m.Holder() != holder && m.Lease.Annotations[AnnotationDraining] == "" {
+			return true
+		}
+	}
+	return false
+}
