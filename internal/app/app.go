@@ -150,6 +150,12 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := checkHub(ctx, opts.Hub, opts.HubCheckTimeout); err != nil {
 		return nil, err
 	}
+	if opts.Hub.QPS == 0 {
+		// The hub serves every project's downstream objects: client-go's default of 5
+		// requests a second throttles a replica holding many projects.
+		opts.Hub = rest.CopyConfig(opts.Hub)
+		opts.Hub.QPS, opts.Hub.Burst = 50, 100
+	}
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:      opts.ProviderNamespace,
@@ -161,7 +167,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		// The resync reads owners from project caches without starting informers.
 		Scheme: scheme, ClusterOptions: append([]cluster.Option{anchor.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
-		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit,
+		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the shard: %w", err)
@@ -179,7 +185,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		LeaderElection: false,
 		// A graceful stop hands every project over before releasing the member Lease.
 		GracefulShutdownTimeout: ptr.To(opts.Timings.WithDefaults().ShutdownDeadline + 10*time.Second),
-		Controller:     config.Controller{SkipNameValidation: ptr.To(true)},
+		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		// The hub cache holds only downstream Gateways and HTTPRoutes, for the watches
 		// that map them back to their owners.
 		Cache: cache.Options{ByObject: hubCacheByObject(opts.ProviderNamespace)},

@@ -194,3 +194,9 @@ func routesOfGateway(name multicluster.ClusterName, cl cluster.Cluster) handler.
 func controllerOptions(mgr mcmanager.Manager) mccontroller.Options {
 	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation}
 }
+
+// WatchedKinds are the project kinds these controllers watch. The shard syncs their
+// informers before engaging the controllers with a project.
+func WatchedKinds() []client.Object {
+	return []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}}
+}

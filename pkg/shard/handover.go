@@ -140,8 +140,8 @@ func (s *Shard) shutdown() {
 	s.log.Info("Shutting down: handing projects over", "holder", holder, "deadline", s.t.ShutdownDeadline)
 	deadline := s.clock.Now().Add(s.t.ShutdownDeadline)
 	for s.clock.Now().Before(deadline) {
-		if holder == "" || !s.member.valid(holder) || s.holdsNothing(holder) {
-			s.log.Info("All projects handed over", "holder", holder)
+		if holder == "" || !s.member.valid(holder) || (s.holdsNothing(holder) && s.handedOverAreClaimed(holder)) {
+			s.log.Info("All projects handed over and claimed by their new holders", "holder", holder)
 			return
 		}
 		if !s.othersEligible(holder) {
@@ -180,4 +180,24 @@ func (s *Shard) othersEligible(holder string) bool {
 		}
 	}
 	return false
+}
+
+// handedOverAreClaimed reports whether every project holder handed over is claimed by
+// its new holder (or gone), so stopping now leaves no project unserved.
+func (s *Shard) handedOverAreClaimed(holder string) bool {
+	s.mu.Lock()
+	var projects []string
+	for p, ho := range s.handedOff {
+		if ho.holder == holder {
+			projects = append(projects, p)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range projects {
+		ob, ok := s.observer.project(p)
+		if ok && !ClaimedBy(ob.Lease.Annotations[AnnotationClaim], ob.Holder()) {
+			return false
+		}
+	}
+	return true
 }

@@ -219,7 +219,8 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 	for p, h := range s.holdings {
 		ob, ok := leases[ProjectLeaseName(p)]
 		_, stillThere := projects[p]
-		if !ok || ob.Holder() != h.holder || h.holder != holder || !stillThere {
+		preparing := ok && h.state() == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == h.holder
+		if !ok || (ob.Holder() != h.holder && !preparing) || h.holder != holder || !stillThere {
 			delete(s.holdings, p)
 			go h.close()
 			s.log.Info("Closing admission for a project no longer held", "project", p, "holder", h.holder, "leaseHolder", ob.Holder())
@@ -233,12 +234,24 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 	}
 	for name, ob := range leases {
 		project := ob.Lease.Annotations[AnnotationProject]
-		if ob.Holder() != holder || project == "" || ProjectLeaseName(project) != name {
+		if project == "" || ProjectLeaseName(project) != name {
+			continue
+		}
+		if ob.Holder() != holder {
+			// Named as the next holder of a planned hand-over: warm the project's caches
+			// now, so the gap between the old owner's write and our claim is short.
+			if _, held := s.holdings[project]; !held && ob.Lease.Annotations[AnnotationNextHolder] == holder && !s.draining.Load() {
+				if d, ok := projects[project]; ok {
+					s.startClaimLocked(ctx, project, holder, "", d, ob.Lease)
+				}
+			}
 			continue
 		}
 		h, held := s.holdings[project]
 		if next := ob.Lease.Annotations[AnnotationNextHolder]; next != "" && next != holder {
-			s.beginHandOverLocked(ctx, project, h, ob.Lease)
+			if h != nil || !s.handedOffLocked(project, holder, ob.Lease) {
+				s.beginHandOverLocked(ctx, project, h, ob.Lease)
+			}
 			continue
 		}
 		if held || s.draining.Load() || s.handedOffLocked(project, holder, ob.Lease) {
@@ -248,11 +261,17 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		hctx, cancel := context.WithCancel(ctx)
-		h = &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: ob.Lease.ResourceVersion, ctx: hctx, cancel: cancel}
-		s.holdings[project] = h
-		go s.claim(h, d, ob.Lease)
+		s.startClaimLocked(ctx, project, holder, ob.Lease.ResourceVersion, d, ob.Lease)
 	}
+}
+
+// startClaimLocked starts an engagement; rv is the resourceVersion at which holder was
+// read as the project's holder, or "" when it is only the announced next holder.
+func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string, d discovered, lease *coordinationv1.Lease) {
+	hctx, cancel := context.WithCancel(ctx)
+	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, ctx: hctx, cancel: cancel}
+	s.holdings[project] = h
+	go s.claim(h, d, lease.DeepCopy())
 }
 
 // beginHandOverLocked starts a planned hand-over once per holding. A Lease asking for
@@ -304,6 +323,8 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		s.mu.Unlock()
 		h.close()
 	}
+	claimStart := s.clock.Now()
+	var built, engaged, synced time.Time
 	claimCtx, cancel := context.WithTimeout(h.ctx, s.t.ClaimDeadline)
 	defer cancel()
 	opts := append([]cluster.Option{func(o *cluster.Options) {
@@ -328,6 +349,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		return
 	}
 	h.cluster = cl
+	built = s.clock.Now()
 	s.mu.Lock()
 	indexers := append([]fieldIndex(nil), s.indexers...)
 	awares := append([]multicluster.Aware(nil), s.awares...)
@@ -343,15 +365,30 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 			log.Error(err, "Project cluster stopped")
 		}
 	}()
+	if err := warmInformers(claimCtx, cl, s.opts.WarmKinds); err != nil {
+		fail(err)
+		return
+	}
 	for _, a := range awares {
 		if err := a.Engage(h.ctx, h.clusterName(), cl); err != nil {
 			fail(fmt.Errorf("engaging: %w", err))
 			return
 		}
 	}
+	engaged = s.clock.Now()
 	if !cl.GetCache().WaitForCacheSync(claimCtx) {
 		fail(fmt.Errorf("caches not synced within the claim deadline %s", s.t.ClaimDeadline))
 		return
+	}
+	synced = s.clock.Now()
+	if h.rv == "" {
+		// Prepared as the next holder of a planned hand-over: caches are warm; wait for
+		// the old owner's write to name this incarnation.
+		if lease = s.awaitHolder(claimCtx, h); lease == nil {
+			fail(fmt.Errorf("planned hand-over to this replica did not happen within the claim deadline %s", s.t.ClaimDeadline))
+			return
+		}
+		h.rv = lease.ResourceVersion
 	}
 	if !s.member.valid(h.holder) {
 		fail(ErrValidityEnded)
@@ -378,8 +415,27 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	}
 	h.mu.Unlock()
 	s.events.Eventf(wrote, "Normal", "Claimed", "Project %s claimed by %s", h.project, h.holder)
-	log.Info("Claimed project; admission open")
+	log.Info("Claimed project; admission open", "took", s.clock.Since(claimStart).String(), "built", built.Sub(claimStart).String(), "engaged", engaged.Sub(claimStart).String(), "synced", synced.Sub(claimStart).String())
 	s.updateGauges()
+}
+
+// awaitHolder waits until the observed Lease of h's project names h's incarnation and
+// returns it; nil when the hand-over was called off or ctx ended.
+func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
+	for {
+		ob, ok := s.observer.project(h.project)
+		switch {
+		case ok && ob.Holder() == h.holder:
+			return ob.Lease
+		case !ok || ob.Lease.Annotations[AnnotationNextHolder] != h.holder:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.clock.After(s.t.RetryPeriod / 8):
+		}
+	}
 }
 
 // releaseProject clears our holder from a project whose Secret is gone, so the
@@ -449,4 +505,21 @@ func (s *Shard) updateGauges() {
 	}
 	s.mu.Unlock()
 	s.m.oldestDrain.Set(oldest.Seconds())
+}
+
+// warmInformers starts the informers of kinds in parallel and waits for them to sync.
+func warmInformers(ctx context.Context, cl cluster.Cluster, kinds []client.Object) error {
+	errs := make(chan error, len(kinds))
+	for _, k := range kinds {
+		go func() {
+			_, err := cl.GetCache().GetInformer(ctx, k)
+			errs <- err
+		}()
+	}
+	for range kinds {
+		if err := <-errs; err != nil {
+			return fmt.Errorf("syncing informers: %w", err)
+		}
+	}
+	return nil
 }

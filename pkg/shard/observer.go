@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -87,7 +88,7 @@ func (o *leaseObserver) observe(obj any) {
 	t := o.table(l)
 	if t != nil {
 		prev, seen := t[l.Name]
-		if !seen || prev.Lease.ResourceVersion != l.ResourceVersion {
+		if !seen || (prev.Lease.ResourceVersion != l.ResourceVersion && !olderVersion(l.ResourceVersion, prev.Lease.ResourceVersion)) {
 			t[l.Name] = Observed{Lease: l, Changed: o.clock.Now()}
 		}
 	}
@@ -147,4 +148,14 @@ func liveHolders(members map[string]Observed, now time.Time, leaseDuration time.
 		}
 	}
 	return live
+}
+
+// olderVersion reports whether resourceVersion a is known to precede b. A late answer
+// to this process's own write must not replace a newer state the watch already
+// delivered. Resource versions are opaque; when either is not a number (they are etcd
+// revisions in practice) nothing is known and the newer arrival wins.
+func olderVersion(a, b string) bool {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	return errA == nil && errB == nil && x < y
 }

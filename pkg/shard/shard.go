@@ -55,6 +55,11 @@ type Options struct {
 	// Exit ends the process when a drain passes its deadline. Default os.Exit(1);
 	// in-process test managers stop abruptly instead.
 	Exit func()
+	// WarmKinds are the kinds the controllers watch in a project. Their informers are
+	// started and synced before controllers are engaged: a multicluster controller holds
+	// its lock while a source waits for its informer, which would otherwise serialize the
+	// engagement of many projects.
+	WarmKinds []client.Object
 	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs at once.
 	// Default 8.
 	MaxHandoversInFlight int

@@ -80,3 +80,6 @@ func (t Timings) Validate() error {
 	}
 	return nil
 }
+
+// CallTimeoutOrDefault is the call timeout these timings resolve to.
+func (t Timings) CallTimeoutOrDefault() time.Duration { return t.WithDefaults().CallTimeout }

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
@@ -31,6 +32,9 @@ func TestMain(m *testing.M) {
 
 func runSuite(m *testing.M) int {
 	flag.Parse()
+	// Managers log through their own loggers (ANCHORAGE_TEST_LOG); keep the global
+	// controller-runtime logger quiet instead of printing its "never set" stack.
+	ctrllog.SetLogger(testLogger())
 	if testing.Short() {
 		return m.Run()
 	}

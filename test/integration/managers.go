@@ -129,10 +129,6 @@ func (m *Manager) Kill() {
 // Killed reports whether Kill was called.
 func (m *Manager) Killed() bool { return m.killed.Load() }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // Traffic says which API server a request of a manager goes to.
 type Traffic int
 
@@ -157,27 +153,44 @@ func (m *Manager) SetFault(f Fault) {
 }
 
 func (m *Manager) transport(t Traffic) func(http.RoundTripper) http.RoundTripper {
-	return func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripperFunc(func(r *http.Request) (*http.Response, error) {
-			if m.killed.Load() {
-				return nil, ErrKilled
-			}
-			var delay time.Duration
-			if f := m.fault.Load(); f != nil {
-				d, err := (*f)(t, r)
-				if err != nil {
-					return nil, err
-				}
-				delay = d
-			}
-			resp, err := rt.RoundTrip(r)
-			if delay > 0 {
-				time.Sleep(delay)
-			}
-			return resp, err
-		})
-	}
+	return func(rt http.RoundTripper) http.RoundTripper { return &faultyTransport{m: m, traffic: t, next: rt} }
 }
+
+// faultyTransport applies the manager's kill switch and fault to each request.
+type faultyTransport struct {
+	m       *Manager
+	traffic Traffic
+	next    http.RoundTripper
+}
+
+func (f *faultyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.m.killed.Load() {
+		return nil, ErrKilled
+	}
+	var delay time.Duration
+	if fault := f.m.fault.Load(); fault != nil {
+		d, err := (*fault)(f.traffic, r)
+		if err != nil {
+			return nil, err
+		}
+		delay = d
+	}
+	resp, err := f.next.RoundTrip(r)
+	if delay > 0 && err == nil {
+		// The request has reached the server; its answer comes late. A caller whose
+		// context ends first sees a timeout although the request may have committed.
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			_ = resp.Body.Close()
+			return nil, r.Context().Err()
+		}
+	}
+	return resp, err
+}
+
+// WrappedRoundTripper lets client-go reach the real transport to cancel requests.
+func (f *faultyTransport) WrappedRoundTripper() http.RoundTripper { return f.next }
 
 // bindManagerRole binds user to the roles generated into config/rbac/role.yaml: the
 // ClusterRole cluster-wide, and each namespaced Role in this Env's provider (and lease)

@@ -15,7 +15,9 @@ import (
 )
 
 // FastTimings are the shortened protocol timings integration tests run with.
-var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 4 * time.Second}
+// The claim deadline leaves room for engaging a project's informers on a loaded 2-core
+// machine running three replicas.
+var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}
 
 // WithTimings sets the manager's protocol timings.
 func WithTimings(t shard.Timings) func(*app.Options) {
