@@ -40,6 +40,7 @@ type membership struct {
 	holder     string
 	validUntil time.Time
 	rv         string
+	last       *coordinationv1.Lease // as this incarnation last wrote it
 	history    []Incarnation
 }
 
@@ -54,7 +55,7 @@ type Incarnation struct {
 }
 
 // setValid records validity for holder, in the current state and the history.
-func (m *membership) setValid(holder string, sent time.Time, rv string) {
+func (m *membership) setValid(holder string, sent time.Time, wrote *coordinationv1.Lease) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.holder != holder && m.holder != "" {
@@ -63,7 +64,7 @@ func (m *membership) setValid(holder string, sent time.Time, rv string) {
 	if m.holder == "" {
 		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
 	}
-	m.holder, m.validUntil, m.rv = holder, sent.Add(m.t.RenewDeadline), rv
+	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
 	m.history[len(m.history)-1].ValidUntil = m.validUntil
 }
 
@@ -189,7 +190,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		cancel()
 		m.m.leaseWrite("member", wrote != nil, err)
 		if err == nil && wrote != nil {
-			m.setValid(holder, sent, wrote.ResourceVersion)
+			m.setValid(holder, sent, wrote)
 			m.m.valid.Set(1)
 			m.log.Info("Joined as member", "holder", holder)
 			return true
@@ -241,21 +242,18 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time) 
 	sent := m.clock.Now()
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
-	base := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "", ResourceVersion: rv}}
-	cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{ResourceVersion: "0"})
-	if err == nil {
-		base = cur
-		base.ResourceVersion = rv
-	}
-	if err == nil && (cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != holder) {
-		m.log.Info("Member Lease no longer names this incarnation", "holder", holder)
-		return true
-	}
+	// The renew is built from the Lease as this incarnation last wrote it and is
+	// conditional on that version: any other writer (the coordinator declaring it
+	// expired) makes it conflict.
+	m.mu.RLock()
+	base := m.last.DeepCopy()
+	m.mu.RUnlock()
+	base.ResourceVersion = rv
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	m.m.leaseWrite("member", true, err)
 	switch {
 	case err == nil:
-		m.setValid(holder, sent, wrote.ResourceVersion)
+		m.setValid(holder, sent, wrote)
 		return false
 	case apierrors.IsConflict(err):
 		// Someone else wrote the Lease. Only a write that keeps this holder (a weight
@@ -269,7 +267,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time) 
 			return true
 		}
 		m.mu.Lock()
-		m.rv = latest.ResourceVersion
+		m.rv, m.last = latest.ResourceVersion, latest
 		m.mu.Unlock()
 		return false
 	default:

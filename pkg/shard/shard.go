@@ -80,16 +80,17 @@ type Shard struct {
 	observer *leaseObserver
 	member   *membership
 
-	mu        sync.Mutex
-	awares    []multicluster.Aware
-	indexers  []fieldIndex
-	found     map[string]discovered // by Secret name
-	holdings  map[string]*holding   // by project
-	hubWriter client.Client
-	hubReader client.Reader
-	drains    map[string]time.Time // planned hand-overs in progress, by project
-	handedOff map[string]handOff   // assignments this replica began handing over
-	draining  atomic.Bool          // shutting down: hand everything over
+	mu         sync.Mutex
+	awares     []multicluster.Aware
+	indexers   []fieldIndex
+	found      map[string]discovered // by Secret name
+	holdings   map[string]*holding   // by project
+	hubWriter  client.Client
+	hubReader  client.Reader
+	drains     map[string]time.Time // planned hand-overs in progress, by project
+	handedOff  map[string]handOff   // assignments this replica began handing over
+	stopEvents func()
+	draining   atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -154,6 +155,7 @@ func New(opts Options) (*Shard, error) {
 		handedOff: map[string]handOff{},
 	}
 	broadcaster := record.NewBroadcaster()
+	s.stopEvents = broadcaster.Shutdown
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
@@ -225,6 +227,7 @@ func (s *Shard) Runnable() manager.Runnable {
 		electionDone.Wait()
 		stopInner()
 		wg.Wait()
+		s.stopEvents()
 		return nil
 	})
 }
