@@ -68,6 +68,21 @@
 // for projects not held, which ends queued and requeued requests quietly. A holder that
 // sees its project Lease deleted or naming someone else closes admission at once.
 //
+// # Planned hand-over, rebalancing and graceful shutdown
+//
+// When rendezvous hashing over the eligible members (live, not draining) names another
+// owner for a claimed project, the coordinator annotates the project Lease with the
+// next holder (AnnotationNextHolder), at most MaxHandoversInFlight at a time, one per
+// project. The owner closes admission, waits for in-flight work (DrainDeadline; past it
+// the process exits and the project goes through failure hand-over), stops the
+// project's cluster, and writes the next holder conditional on the resourceVersion it
+// read when the drain began (handover.go states the retry rules). The announced next
+// holder starts its informers as soon as it sees the annotation, so its claim follows
+// the write closely. A replica stopping gracefully marks its member Lease draining, so
+// the coordinator moves all its projects this way; it waits until they are claimed by
+// their new holders (ShutdownDeadline), releases its member Lease, and releases the
+// coordinator Lease last so a successor is elected at once.
+//
 // # Residual windows (what this does not guarantee)
 //
 // A Lease is not a fence. A write sent just before validity ends can commit after it.
