@@ -30,6 +30,12 @@ k8s-binaries:
 manifests:
 	hack/manifests.sh
 
+## demo: a local hub, two project planes and three manager processes, narrated end to end.
+## DEMO_KEEP=1 (or DEMO_FLAGS=--keep) leaves everything running and prints the kubeconfigs.
+demo: k8s-binaries build
+	go build -o bin/demo ./cmd/demo
+	bin/demo --manager=bin/manager $(DEMO_FLAGS)
+
 ## build: the manager binary into bin/manager.
 build:
 	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager

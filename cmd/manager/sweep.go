@@ -24,8 +24,8 @@ type resyncFlags struct {
 	period, jitter, confirmAfter, minAge   time.Duration
 	stuckAfter, liveTimeout                time.Duration
 	maxDeletions, haltAbove, deletionBurst int
-	deletionQPS, liveQPS                   float64
-	liveBurst, workers                     int
+	deletionQPS, liveQPS, dependentsQPS    float64
+	liveBurst, workers, dependentsBurst    int
 }
 
 // register adds the flags; the replica gets the loop's flags too.
@@ -51,6 +51,8 @@ func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
 	fs.Float64Var(&r.liveQPS, prefix+"live-qps", float64(d.LiveQPS), "live reads of one project plane per second")
 	fs.IntVar(&r.liveBurst, prefix+"live-burst", d.LiveBurst, "burst of live reads of one project plane")
 	fs.DurationVar(&r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
+	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents")
+	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
 }
 
 func (r resyncFlags) options() anchor.ResyncOptions {
@@ -61,6 +63,7 @@ func (r resyncFlags) options() anchor.ResyncOptions {
 		MaxDeletionsPerPass: r.maxDeletions, HaltAbove: r.haltAbove,
 		DeletionQPS: float32(r.deletionQPS), DeletionBurst: r.deletionBurst,
 		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
+		DependentsQPS: float32(r.dependentsQPS), DependentsBurst: r.dependentsBurst,
 	}
 }
 

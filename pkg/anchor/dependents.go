@@ -15,11 +15,23 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// DependentLister lists, live, the metadata of every object in one hub namespace that
-// could hang on an anchor: every namespaced kind the hub serves. calls is the number
-// of API requests it made, for the pass's accounting.
+// DependentLister lists, live, the metadata of the objects in one hub namespace that
+// could hang on an anchor: every namespaced kind the hub serves. It is called in two
+// steps so that each request of a pass can run in its own admission step: Kinds once
+// per pass, then List per kind and namespace. calls is the number of API requests made,
+// for the pass's accounting.
 type DependentLister interface {
-	ListNamespace(ctx context.Context, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
+	// Kinds returns the namespaced kinds the hub serves and can list. Partial discovery
+	// is an error: a kind that could not be discovered could hold a live dependent.
+	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
+	// List returns the metadata of every object of kind in namespace.
+	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
+}
+
+// DependentKind is a kind the hub serves, as listed for dependents.
+type DependentKind struct {
+	Resource schema.GroupVersionResource
+	Kind     string
 }
 
 // skippedDependentResources are never listed: Events are not workloads, a cascade into
@@ -44,11 +56,20 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 }
 
 // NewHubDependentLister returns a DependentLister of the hub at cfg (through hc when
-// not nil). Deprecation warnings are dropped: listing every served kind lists the
-// deprecated ones too, on every pass.
-func NewHubDependentLister(cfg *rest.Config, hc *http.Client) (DependentLister, error) {
+// not nil), with a client-side rate limit of its own (qps, burst; the defaults of
+// ResyncOptions when zero). Deprecation warnings are dropped: listing every served kind
+// lists the deprecated ones too, on every pass.
+func NewHubDependentLister(cfg *rest.Config, hc *http.Client, qps float32, burst int) (DependentLister, error) {
+	d := ResyncOptions{}.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandler = rest.NoWarnings{}
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = d.DependentsQPS, d.DependentsBurst, nil
+	if qps > 0 {
+		cfg.QPS = qps
+	}
+	if burst > 0 {
+		cfg.Burst = burst
+	}
 	if hc == nil {
 		var err error
 		if hc, err = rest.HTTPClientFor(cfg); err != nil {
@@ -66,17 +87,16 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client) (DependentLister, 
 	return NewDependentLister(disc, md), nil
 }
 
-// ListNamespace discovers the served namespaced kinds (every call: a kind installed
-// since the last pass must be seen) and lists each in namespace. Partial discovery is
-// an error: a kind that could not be discovered could hold a live dependent.
-func (h *hubDependents) ListNamespace(ctx context.Context, namespace string) ([]metav1.PartialObjectMetadata, int, error) {
+// Kinds implements DependentLister. Discovery runs on every call: a kind installed
+// since the last pass must be seen.
+func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 	// Aggregated discovery answers /api and /apis: two requests.
 	calls := 2
 	lists, err := discovery.ServerPreferredNamespacedResources(h.disc)
 	if err != nil {
 		return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 	}
-	var out []metav1.PartialObjectMetadata
+	var out []DependentKind
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
@@ -86,28 +106,34 @@ func (h *hubDependents) ListNamespace(ctx context.Context, namespace string) ([]
 			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || skippedDependentResources[gv.WithResource(r.Name).GroupResource()] {
 				continue
 			}
-			gvr := gv.WithResource(r.Name)
-			opts := metav1.ListOptions{Limit: h.pageSize}
-			for {
-				calls++
-				page, err := h.meta.Resource(gvr).Namespace(namespace).List(ctx, opts)
-				if err != nil {
-					return nil, calls, fmt.Errorf("listing %s in %s: %w", gvr.GroupResource(), namespace, err)
-				}
-				// Every object is kept, owner or not: whether a dependent has another
-				// existing owner is read from this same list.
-				for _, item := range page.Items {
-					item.TypeMeta = metav1.TypeMeta{APIVersion: gv.String(), Kind: r.Kind}
-					out = append(out, item)
-				}
-				if page.Continue == "" {
-					break
-				}
-				opts.Continue = page.Continue
-			}
+			out = append(out, DependentKind{Resource: gv.WithResource(r.Name), Kind: r.Kind})
 		}
 	}
 	return out, calls, nil
+}
+
+// List implements DependentLister, by pages.
+func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace string) ([]metav1.PartialObjectMetadata, int, error) {
+	calls := 0
+	opts := metav1.ListOptions{Limit: h.pageSize}
+	var out []metav1.PartialObjectMetadata
+	for {
+		calls++
+		page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, opts)
+		if err != nil {
+			return nil, calls, fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
+		}
+		// Every object is kept, owner or not: whether a dependent has another existing
+		// owner is read from these same lists.
+		for _, item := range page.Items {
+			item.TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
+			out = append(out, item)
+		}
+		if page.Continue == "" {
+			return out, calls, nil
+		}
+		opts.Continue = page.Continue
+	}
 }
 
 // dependentKind is the judgement of one dependent of an anchor.

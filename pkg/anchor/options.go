@@ -53,6 +53,11 @@ type ResyncOptions struct {
 	// and 100.
 	LiveQPS   float32
 	LiveBurst int
+	// DependentsQPS and DependentsBurst rate-limit the hub lists that read anchors'
+	// dependents (every namespaced kind, per namespace with candidates), across all
+	// projects of a replica. Default 50 and 100.
+	DependentsQPS   float32
+	DependentsBurst int
 	// LiveTimeout bounds each live read of a plane. Default 5s.
 	LiveTimeout time.Duration
 	// Workers bounds the passes that run at once on a replica. Default 4.
@@ -92,6 +97,8 @@ func (o ResyncOptions) WithDefaults() ResyncOptions {
 	setInt(&o.DeletionBurst, 20)
 	setInt(&o.LiveBurst, 100)
 	setInt(&o.Workers, 4)
+	setInt(&o.DependentsBurst, 100)
+	setQPS(&o.DependentsQPS, 50)
 	setQPS(&o.DeletionQPS, 10)
 	setQPS(&o.LiveQPS, 50)
 	if o.Finalizers == nil {
@@ -109,7 +116,7 @@ func (o ResyncOptions) Validate() error {
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.DeletionQPS < 0, o.LiveQPS < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)

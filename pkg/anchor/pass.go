@@ -85,6 +85,9 @@ type pass struct {
 	others      map[ownerKey]otherOwner
 	failures    int
 	unreachable bool
+	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
+	kinds    []DependentKind
+	kindsErr error
 }
 
 // item is one anchor under examination.
@@ -163,6 +166,10 @@ func (p *pass) examine(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if sec == nil {
+			// A project that matches no Secret belongs to no shard (DESIGN.md).
+			return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
+		}
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
 		p.checkPlane(ctx, w, r)
@@ -186,7 +193,9 @@ func (p *pass) examine(ctx context.Context) error {
 				Now: now, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, NamePrefix)), Created: obj.CreationTimestamp.Time,
 				Plane: p.rep.Plane, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
 			}
-			if owner, err := Decode(obj.Name, obj.Labels); err != nil || !IsAnchor(obj) {
+			// IsAnchor, without decoding twice: looksLikeAnchor checked the name and
+			// namespace, Decode the labels; an anchor has no ownerReferences.
+			if owner, err := Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
 				it.facts.Malformed = true
 			} else {
 				it.owner = owner
@@ -441,18 +450,11 @@ func (p *pass) readSwitch(ctx context.Context) error {
 // collectNamespace reads one hub namespace's objects, judges the dependents of each
 // candidate in it and acts on what is still Collect.
 func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*item, collected *int) error {
-	var idx dependentsIndex
-	var listErr error
-	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-		objs, calls, err := p.dependents.ListNamespace(ctx, ns)
-		p.rep.APICalls += calls
-		listErr = err
-		idx = indexDependents(objs)
-		return nil
-	})
+	objs, listErr, err := p.listNamespace(ctx, ns)
 	if err != nil {
 		return err
 	}
+	idx := indexDependents(objs)
 	if err := p.readSwitch(ctx); err != nil {
 		return err
 	}
@@ -488,6 +490,39 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 		}
 	}
 	return nil
+}
+
+// listNamespace reads every object of every namespaced kind in hub namespace ns, one
+// admission step per request, so a slow hub cannot outlast one validity window. The
+// kinds are discovered once per pass. listErr is a failed read (the dependents are
+// then unknown); err, an abort.
+func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
+	if p.kinds == nil {
+		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+			kinds, calls, err := p.dependents.Kinds(ctx)
+			p.rep.APICalls += calls
+			p.kinds, p.kindsErr = kinds, err
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if p.kindsErr != nil {
+		return nil, p.kindsErr, nil
+	}
+	for _, kind := range p.kinds {
+		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+			items, calls, err := p.dependents.List(ctx, kind, ns)
+			p.rep.APICalls += calls
+			objs, listErr = append(objs, items...), err
+			return nil
+		})
+		if err != nil || listErr != nil {
+			return nil, listErr, err
+		}
+	}
+	return objs, nil, nil
 }
 
 // judgeDependents completes a candidate's facts with its dependents and decides again;

@@ -89,7 +89,7 @@ func (f *passFixture) run() PassReport {
 	f.t.Helper()
 	anchors, _, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
-	deps, err := NewHubDependentLister(hubConfig, nil)
+	deps, err := NewHubDependentLister(hubConfig, nil, 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	p := &pass{
 		project: f.project, holder: "test", plane: Plane{Live: hub, Mapper: hub.RESTMapper()},

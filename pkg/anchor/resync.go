@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -138,7 +139,8 @@ func SetupResync(ctx context.Context, mgr mcmanager.Manager, cfg ResyncConfig) (
 	if err := local.Add(anchors); err != nil {
 		return nil, fmt.Errorf("adding the anchor cache: %w", err)
 	}
-	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient())
+	ro := cfg.Options.WithDefaults()
+	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), ro.DependentsQPS, ro.DependentsBurst)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +236,7 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 		return
 	}
 	log := r.log.WithValues("project", project)
-	plane := Plane{Scheme: cl.GetScheme(), Live: cl.GetAPIReader(), Mapper: cl.GetRESTMapper()}
+	plane := Plane{Scheme: cl.GetScheme(), Live: liveReader(cl, log), Mapper: cl.GetRESTMapper()}
 	if strict, ok := StrictReader(cl.GetCache()); ok {
 		plane.Cache = strict
 	} else {
@@ -266,6 +268,21 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 		r.record(rep, err, log)
 		delay = r.nextDelay(rep, err)
 	}
+}
+
+// liveReader returns an uncached reader of the project's plane for the resync's live
+// reads. It shares the cluster's connections but not its client-side rate limiter
+// (client-go's default of 5 requests per second, shared with the reconcilers): the
+// resync's own limiter (LiveQPS) paces these reads.
+func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
+	cfg := rest.CopyConfig(cl.GetConfig())
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	c, err := client.New(cfg, client.Options{Scheme: cl.GetScheme(), Mapper: cl.GetRESTMapper(), HTTPClient: cl.GetHTTPClient()})
+	if err != nil {
+		log.Info("Reading the plane through the cluster's reader", "error", err.Error())
+		return cl.GetAPIReader()
+	}
+	return c
 }
 
 // newPass builds a pass over project for this replica.
@@ -303,16 +320,20 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	r.m.passes.WithLabelValues(result).Inc()
 	r.m.duration.Observe(rep.Duration.Seconds())
 	r.m.apiCalls.Observe(float64(rep.APICalls))
+	// What was done is counted even when the pass ended early; decisions only when it
+	// ran to its end (an early end leaves them half made).
+	for _, a := range rep.Anchors {
+		if a.Decision == Collect && a.Action != ActionNone && (result != passAborted || a.Action == ActionDeleted || a.Action == ActionFailed) {
+			r.m.actions.WithLabelValues(string(a.Action)).Inc()
+		}
+	}
 	if result == passAborted {
-		log.V(1).Info("Resync pass did not run to its end", "reason", err.Error())
+		log.V(1).Info("Resync pass did not run to its end", "reason", err.Error(), "deleted", rep.CountAction(ActionDeleted))
 		return
 	}
 	r.m.seen.Add(float64(len(rep.Anchors)))
 	for _, a := range rep.Anchors {
 		r.m.decisions.WithLabelValues(a.Decision.String(), string(a.Reason)).Inc()
-		if a.Decision == Collect && a.Action != ActionNone {
-			r.m.actions.WithLabelValues(string(a.Action)).Inc()
-		}
 	}
 	if rep.Halt != "" {
 		r.m.halts.WithLabelValues(rep.Halt).Inc()

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Protocol and resync timings the replicas run with: short, so the story fits in a
+// couple of minutes. Production defaults are in docs/operations.md.
+const (
+	leaseDuration = 3 * time.Second
+	renewDeadline = 2 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+
+	resyncPeriod       = 5 * time.Second
+	resyncJitter       = time.Second
+	resyncConfirmAfter = 2 * time.Second
+	resyncMinAge       = 5 * time.Second
+)
+
+// replicaFlags are the flags every replica gets beside its identity, kubeconfig and
+// addresses.
+func replicaFlags() []string {
+	return []string{
+		"--provider-namespace=" + providerNamespace,
+		"--lease-namespace=" + providerNamespace,
+		"--lease-duration=" + leaseDuration.String(),
+		"--renew-deadline=" + renewDeadline.String(),
+		"--retry-period=" + retryPeriod.String(),
+		"--resync-period=" + resyncPeriod.String(),
+		"--resync-initial-jitter=" + resyncJitter.String(),
+		"--resync-confirm-after=" + resyncConfirmAfter.String(),
+		"--resync-min-age=" + resyncMinAge.String(),
+	}
+}
+
+// replica is one manager process.
+type replica struct {
+	name       string
+	kubeconfig string
+	logPath    string
+	metrics    string
+	health     string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	killed     bool
+}
+
+// startReplica starts the manager binary as replica name, logging to a file in dir.
+func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error) {
+	r := &replica{name: name, kubeconfig: kubeconfig, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	var err error
+	if r.metrics, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	if r.health, err = freeAddr(); err != nil {
+		return nil, err
+	}
+	logFile, err := os.Create(r.logPath)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{
+		"--kubeconfig=" + kubeconfig,
+		"--identity=" + name,
+		"--metrics-bind-address=" + r.metrics,
+		"--health-probe-bind-address=" + r.health,
+		"--log-level=" + logLevel,
+	}, replicaFlags()...)
+	r.cmd = exec.Command(bin, args...)
+	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
+	// Its own process group: an interrupt of the demo reaches the demo, which then stops
+	// the replicas itself, in order.
+	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := r.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		_ = r.cmd.Wait()
+		logFile.Close()
+		close(r.exited)
+	}()
+	return r, nil
+}
+
+// running reports whether the process has not exited.
+func (r *replica) running() bool {
+	select {
+	case <-r.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// ready reports whether the replica's readiness endpoint (its member validity) says so.
+func (r *replica) ready(ctx context.Context) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.health+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// kill sends SIGKILL: no graceful hand-over, no release of anything.
+func (r *replica) kill() error {
+	r.killed = true
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing %s: %w", r.name, err)
+	}
+	<-r.exited
+	return nil
+}
+
+// stop asks the replica to stop (SIGTERM) and kills it if it has not within grace.
+func (r *replica) stop(grace time.Duration) {
+	if !r.running() {
+		return
+	}
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(grace):
+		_ = r.cmd.Process.Signal(syscall.SIGKILL)
+		<-r.exited
+	}
+}
+
+// counter reads one series of a counter from the replica's /metrics, e.g.
+// `anchorage_resync_collections_total{action="deleted"}`.
+func (r *replica) counter(ctx context.Context, series string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.metrics+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), series+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no series %s", r.name, series)
+}
+
+// logLine is the part of a replica's JSON log line the narration reads.
+type logLine struct {
+	Msg     string `json:"msg"`
+	Replica string `json:"replica"`
+	Proof   string `json:"proof"`
+	Anchor  struct {
+		Name string `json:"name"`
+	} `json:"anchor"`
+}
+
+// anchorDeletions returns, by anchor name, the replica that logged "Deleting anchor"
+// for it and the proof it gave (empty for a finalizer's deletion).
+func anchorDeletions(replicas []*replica) map[string]logLine {
+	out := map[string]logLine{}
+	for _, r := range replicas {
+		f, err := os.Open(r.logPath)
+		if err != nil {
+			continue
+		}
+		s := bufio.NewScanner(f)
+		s.Buffer(make([]byte, 1<<20), 4<<20)
+		for s.Scan() {
+			if !strings.Contains(s.Text(), `"Deleting anchor"`) {
+				continue
+			}
+			var l logLine
+			if json.Unmarshal(s.Bytes(), &l) == nil && l.Msg == "Deleting anchor" && l.Anchor.Name != "" {
+				if l.Replica == "" {
+					l.Replica = r.name
+				}
+				out[l.Anchor.Name] = l
+			}
+		}
+		f.Close()
+	}
+	return out
+}
+
+// freeAddr returns a loopback address with a port nothing listens on right now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSweepFlags(t *testing.T) {
+	cases := []struct {
+		reason string
+		args   []string
+		want   string
+	}{
+		{"the sweep runs one pass", []string{"--dry-run"}, "--once is required"},
+		{"an unknown flag", []string{"--once", "--resync-period=1m"}, "flag provided but not defined: -resync-period"},
+		{"a cap above the ceiling", []string{"--once", "--max-deletions-per-pass=10", "--halt-above=5"}, "ceiling (5) must not be below the per-pass cap (10)"},
+	}
+	for _, tc := range cases {
+		err := runSweep(tc.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.want)
+		}
+	}
+}
+
+func TestReplicaResyncFlags(t *testing.T) {
+	f, err := parseFlags([]string{"--identity=a", "--resync-min-age=10m", "--resync-dry-run", "--resync-period=20m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := f.resync.options()
+	if o.Disabled || !o.DryRun || o.MinAge != 10*time.Minute || o.Period != 20*time.Minute {
+		t.Errorf("resync options %+v: want on, dry-run, minimum age 10m, period 20m", o)
+	}
+	if _, err := parseFlags([]string{"--identity=a", "--resync-confirm-after=20m"}, io.Discard); err == nil || !strings.Contains(err.Error(), "confirmation delay") {
+		t.Errorf("a confirmation delay beyond the period: got %v", err)
+	}
+	f, err = parseFlags([]string{"--identity=a", "--resync=false"}, io.Discard)
+	if err != nil || !f.resync.options().Disabled {
+		t.Errorf("--resync=false: got %v, disabled %t", err, f.resync.options().Disabled)
+	}
+}

@@ -1,0 +1,148 @@
+package anchor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// TestReadLiveTellsAbsenceFromUnservedKinds checks, on a real API server, the two
+// NotFounds of FACTS.md: an object missing in a served kind proves absence; a kind the
+// server does not serve, whether the mapper knows it or not, proves nothing.
+func TestReadLiveTellsAbsenceFromUnservedKinds(t *testing.T) {
+	g := NewWithT(t)
+	c, ctx := needHub(t), context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "live-" + rand.String(6)}}
+	g.Expect(c.Create(ctx, ns)).To(Succeed())
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "here", Namespace: ns.Name}}
+	g.Expect(c.Create(ctx, cm)).To(Succeed())
+
+	plane := Plane{Live: c, Mapper: c.RESTMapper()}
+	owner := Owner{Project: "p", Kind: "ConfigMap", Namespace: ns.Name, Name: "here"}
+	obs, calls, err := plane.readLive(ctx, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(obs).To(Equal(Observation{State: Present, UID: cm.UID}))
+	g.Expect(calls).To(Equal(1))
+
+	owner.Name = "missing"
+	obs, _, err = plane.readLive(ctx, owner)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(obs.State).To(Equal(Absent), "a NotFound naming the object")
+
+	widget := Owner{Project: "p", Group: "example.com", Kind: "Widget", Namespace: ns.Name, Name: "w"}
+	obs, calls, _ = plane.readLive(ctx, widget)
+	g.Expect(obs.State).To(Equal(NotServed), "no mapping for a kind never served")
+	g.Expect(calls).To(Equal(0))
+
+	// A mapper that still maps a kind the server no longer serves (a deleted CRD): the
+	// server answers 404 without naming anything.
+	stale := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Group: "example.com", Version: "v1"}})
+	stale.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
+	unservedClient, err := client.New(hubConfig, client.Options{Mapper: stale})
+	g.Expect(err).NotTo(HaveOccurred())
+	obs, calls, err = Plane{Live: unservedClient, Mapper: stale}.readLive(ctx, widget)
+	g.Expect(obs.State).To(Equal(NotServed), "a 404 that does not name the object: %v", err)
+	g.Expect(calls).To(Equal(1))
+
+	st, err := plane.readNamespace(ctx, ns.Name, MappedNamespace(ns.UID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(st).To(Equal(NamespaceMatches))
+	st, _ = plane.readNamespace(ctx, ns.Name, MappedNamespace(uuid.NewUUID()))
+	g.Expect(st).To(Equal(NamespaceRecreated))
+	st, _ = plane.readNamespace(ctx, "gone-"+rand.String(6), MappedNamespace(uuid.NewUUID()))
+	g.Expect(st).To(Equal(NamespaceGone))
+}
+
+// TestStrictCacheOption: the strict reader fails for a kind the cache does not watch
+// and never starts an informer; the cluster's own readers still start one on first use.
+func TestStrictCacheOption(t *testing.T) {
+	g := NewWithT(t)
+	needHub(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl, err := cluster.New(hubConfig, StrictCacheOption())
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = cl.Start(ctx) }()
+	g.Expect(cl.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+
+	strict, ok := StrictReader(cl.GetCache())
+	g.Expect(ok).To(BeTrue())
+	key := client.ObjectKey{Namespace: "default", Name: "kubernetes"}
+	err = strict.Get(ctx, key, &corev1.Service{})
+	var notCached *cache.ErrResourceNotCached
+	g.Expect(errors.As(err, &notCached)).To(BeTrue(), "got %v", err)
+	plane := Plane{Cache: strict, Scheme: scheme.Scheme}
+	g.Expect(plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"}).State).To(Equal(NotWatched))
+
+	// The reconcilers' path: a read through the cluster's client starts the informer.
+	svc := &corev1.Service{}
+	g.Expect(cl.GetClient().Get(ctx, key, svc)).To(Succeed())
+	list := &corev1.ServiceList{}
+	g.Expect(cl.GetClient().List(ctx, list)).To(Succeed())
+	g.Expect(cl.GetClient().List(ctx, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}})).To(Succeed())
+
+	// Now the strict reader answers from the same informer.
+	obs := plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"})
+	g.Expect(obs).To(Equal(Observation{State: Present, UID: svc.UID}))
+	g.Expect(plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "missing"}).State).To(Equal(Absent))
+}
+
+// TestAnchorCacheHoldsLabelledConfigMapsByProject: only ConfigMaps with the
+// cluster-name label are cached, indexed by the project it decodes to (legacy
+// spellings included).
+func TestAnchorCacheHoldsLabelledConfigMapsByProject(t *testing.T) {
+	g := NewWithT(t)
+	c := needHub(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := newMappedNamespace(t, nil)
+	project := "cache-" + rand.String(6)
+	current := newOwner()
+	current.Project = project
+	legacy := newOwner()
+	legacy.Project = project
+	legacyLabels := legacy.Labels()
+	legacyLabels[LabelClusterName] = "cluster-_" + project
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: Name(current.UID), Namespace: ns, Labels: current.Labels()}},
+		{ObjectMeta: metav1.ObjectMeta{Name: Name(legacy.UID), Namespace: ns, Labels: legacyLabels}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled", Namespace: ns}},
+	} {
+		g.Expect(c.Create(ctx, cm)).To(Succeed())
+	}
+	ac, err := NewAnchorCache(ctx, hubConfig, AnchorCacheOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = ac.Start(ctx) }()
+	g.Expect(ac.WaitForCacheSync(ctx)).To(BeTrue())
+	g.Eventually(func(g Gomega) {
+		items, err := ac.ProjectAnchors(ctx, project)
+		g.Expect(err).NotTo(HaveOccurred())
+		var names []string
+		for _, i := range items {
+			names = append(names, i.Name)
+			g.Expect(i.ManagedFields).To(BeEmpty(), "managed fields are stripped")
+		}
+		g.Expect(names).To(ConsistOf(Name(current.UID), Name(legacy.UID)))
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+	named, err := ac.Named(ctx, Name(legacy.UID))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(named).To(HaveLen(1))
+	all, err := ac.All(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, i := range all {
+		g.Expect(i.Labels).To(HaveKey(LabelClusterName))
+	}
+}
