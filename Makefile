@@ -3,7 +3,9 @@ K8S_VERSION ?= 1.35.4
 K8S_BIN_DIR := $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
 GO_FILES = $(shell find . -name '*.go' -not -path './bin/*' -not -path './tmp/*')
-TEST_FLAGS ?= -count=1 -timeout 40m
+# Packages run one at a time: the integration suites and the demo each start several
+# API servers, and timing-sensitive tests must not compete for 2 cores.
+TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 
 .PHONY: all test unit lint k8s-binaries manifests build demo fuzz
 

@@ -23,7 +23,8 @@ var DefaultFinalizers = map[schema.GroupKind]string{
 type ResyncOptions struct {
 	// Disabled turns the resync off entirely. Default false.
 	Disabled bool
-	// DryRun decides and reports everything and deletes nothing (and enqueues nothing).
+	// DryRun decides and reports everything and deletes nothing (and enqueues nothing;
+	// a replica still records a project's plane identity, the sweep does not).
 	DryRun bool
 	// Period between two passes over one project. Default 10m.
 	Period time.Duration

@@ -74,7 +74,9 @@ type pass struct {
 	opts           ResyncOptions
 	memory         *projectMemory
 	deletes        flowcontrol.RateLimiter
-	// recordIdentity allows recording the plane identity when none is on record.
+	// recordIdentity allows recording the plane identity when none is on record. A
+	// replica records it even in dry-run (it deletes nothing, and a record made early
+	// is what exposes a later repointing); the sweep in dry-run writes nothing.
 	recordIdentity bool
 	log            logr.Logger
 
@@ -160,7 +162,7 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 // examine reads the Secret, checks the plane identity and decides every anchor from the
 // owner's cache: live anchors end here, with no API call.
 func (p *pass) examine(ctx context.Context) error {
-	return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
+	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
 		sec, calls, err := p.secrets.find(ctx, r, p.project)
 		p.rep.APICalls += calls
 		if err != nil {
@@ -173,7 +175,13 @@ func (p *pass) examine(ctx context.Context) error {
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
 		p.checkPlane(ctx, w, r)
-
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// A step of its own: the reads above may have used up most of the first one.
+	return p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
 		objs, err := p.anchors.ProjectAnchors(ctx, p.project)
 		if err != nil {
 			return err
@@ -240,7 +248,7 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 		p.unreachable = true
 		return
 	}
-	pc, calls, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity && !p.opts.DryRun)
+	pc, calls, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
 	p.rep.APICalls += calls
 	p.rep.Plane, p.rep.PlaneDetail = pc.State, pc.Detail
 	if err != nil {

@@ -6,14 +6,16 @@ package anchor
 //   - ConfigMaps: list and watch for the metadata-only anchor cache, delete for
 //     collection, get and create for the plane identity records in the lease namespace.
 //   - Namespaces: get, for the deletion switch on the lease namespace.
-//   - Secrets: get and list, to find a project's kubeconfig Secret (metadata only).
+//   - Secrets: get and list in the provider namespace, to find a project's kubeconfig
+//     Secret (metadata only); the shard's namespaced Role already grants them.
 //   - Every resource: list, because an anchor's dependents are read, just before it is
-//     deleted, from metadata lists of every namespaced kind the hub serves.
+//     deleted, from metadata lists of every namespaced kind the hub serves (as the
+//     hub's garbage collector does). The lists are made only in ns-<uuid> namespaces
+//     and only for metadata, but RBAC cannot say so: this grants listing Secrets too.
 //   - Events: create and patch, for collections and halts.
 //
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
 // +kubebuilder:rbac:groups=*,resources=*,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

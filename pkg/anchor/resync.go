@@ -370,7 +370,8 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	case rep.Halt != "" || rep.CountAction(ActionDeleted) > 0:
 		log.Info("Resync pass finished", append(kv, "halt", rep.Halt)...)
 	default:
-		log.V(1).Info("Resync pass finished", kv...)
+		// Routine: every period, for every held project.
+		log.V(4).Info("Resync pass finished", kv...)
 	}
 }
 

@@ -106,7 +106,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		p := &pass{
 			project: project, holder: "sweep", plane: plane, admission: openAdmission{}, hub: staticHub{c: hub},
 			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
-			events: recorder, opts: ro, memory: mem, deletes: deletes, recordIdentity: true, log: log.WithValues("project", project),
+			events: recorder, opts: ro, memory: mem, deletes: deletes, recordIdentity: !ro.DryRun, log: log.WithValues("project", project),
 		}
 		return p.run(ctx)
 	}

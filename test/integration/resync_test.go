@@ -90,7 +90,9 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 	})
 	passes := m.Replica.Resync.Passes(rt.project) - before
 	t.Logf("145 stranded anchors collected in %d passes, %s", passes, time.Since(start).Round(time.Millisecond))
-	g.Expect(passes).To(BeNumerically("<=", 6), "a few passes")
+	// Typically 4: one to record the proofs, then 50, 50 and 45 at the default cap (a
+	// validity lapse under load restarts the confirmation, hence the margin).
+	g.Expect(passes).To(BeNumerically("<=", 8), "a few passes")
 	for _, s := range stranded {
 		g.Eventually(func(g Gomega) bool { return exists(ctx, g, s.downstream) }, gwGCWithin, gwPoll).Should(BeFalse(), "downstream %s collected", s.downstream.GetName())
 	}
