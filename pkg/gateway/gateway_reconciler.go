@@ -62,27 +62,12 @@ type gatewayScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
-	if err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
-	}
-	defer release()
-	ctx = admitted
-	s, err := r.load(ctx, req)
-	if s == nil || err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
-	}
-	for _, phase := range []func(context.Context, *gatewayScope) (bool, error){
+	return admitAndRun(ctx, r.Admission, req, r.load,
 		r.finalize, // terminating: delete the downstream objects and the anchor
 		r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
 		r.guard,    // the live object must still be the one this reconcile is about
 		r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
-	} {
-		if done, err := phase(ctx, s); done || err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, nil
+	)
 }
 
 // load reaches the project and the hub and reads the Gateway from the cache. A nil
@@ -143,13 +128,7 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 			}
 		}
 	}
-	err = anchor.Delete(ctx, s.hub, s.owner)
-	r.Metrics.anchorDelete(kindGateway, err)
-	if err != nil {
-		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the Gateway failed: %v", err)
-		return true, fmt.Errorf("deleting the anchor of %s: %w", s.owner, err)
-	}
-	return true, removeFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer)
+	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.gw, GatewayFinalizer, s.events)
 }
 
 // claim ends the reconcile for a Gateway of another class, and puts our finalizer on

@@ -59,27 +59,12 @@ type routeScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
-	if err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
-	}
-	defer release()
-	ctx = admitted
-	s, err := r.load(ctx, req)
-	if s == nil || err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
-	}
-	for _, phase := range []func(context.Context, *routeScope) (bool, error){
+	return admitAndRun(ctx, r.Admission, req, r.load,
 		r.finalize, // terminating: delete the downstream route and the anchor
 		r.claim,    // attached to none of our Gateways: leave it; else finalizer
 		r.guard,    // the live object must still be the one this reconcile is about
 		r.program,  // mapped namespace, anchor, downstream HTTPRoute, status
-	} {
-		if done, err := phase(ctx, s); done || err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	return reconcile.Result{}, nil
+	)
 }
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
@@ -127,13 +112,7 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 			return true, err
 		}
 	}
-	err = anchor.Delete(ctx, s.hub, s.owner)
-	r.Metrics.anchorDelete(kindHTTPRoute, err)
-	if err != nil {
-		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the HTTPRoute failed: %v", err)
-		return true, fmt.Errorf("deleting the anchor of %s: %w", s.owner, err)
-	}
-	return true, removeFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer)
+	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.route, HTTPRouteFinalizer, s.events)
 }
 
 // claim ends the reconcile for a route attached to none of our Gateways (another

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
@@ -35,6 +36,7 @@ func runSuite(m *testing.M) int {
 	// Managers log through their own loggers (ANCHORAGE_TEST_LOG); keep the global
 	// controller-runtime logger quiet instead of printing its "never set" stack.
 	ctrllog.SetLogger(testLogger())
+	klog.SetLogger(testLogger())
 	if testing.Short() {
 		return m.Run()
 	}

@@ -30,6 +30,10 @@ import (
 // ErrKilled is what every API call of an abruptly stopped manager returns.
 var ErrKilled = errors.New("integration: manager killed")
 
+// ErrStuck, returned by a Fault with a duration, blocks the call for that long whatever
+// its context says, then fails it.
+var ErrStuck = errors.New("integration: call stuck")
+
 // ManagerOptions configures one in-process manager.
 type ManagerOptions struct {
 	// LeastPrivilege runs the manager as a user bound only to config/rbac's ClusterRole
@@ -170,6 +174,11 @@ func (f *faultyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	var delay time.Duration
 	if fault := f.m.fault.Load(); fault != nil {
 		d, err := (*fault)(f.traffic, r)
+		if errors.Is(err, ErrStuck) {
+			// A call stuck where no context reaches it (a library ignoring cancellation).
+			time.Sleep(d)
+			return nil, err
+		}
 		if err != nil {
 			return nil, err
 		}

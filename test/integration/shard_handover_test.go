@@ -238,12 +238,12 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 		}
 	}
 	g.Expect(owner).NotTo(BeNil())
-	// Every write the owner sends to the project from now on hangs for a minute.
+	// Every write the owner sends to the project from now on hangs, deaf to its context.
 	var hanging atomic.Bool
 	owner.SetFault(func(tr Traffic, r *http.Request) (time.Duration, error) {
 		if tr == ProjectTraffic && r.Method != http.MethodGet {
 			hanging.Store(true)
-			return time.Minute, nil
+			return 20 * time.Second, ErrStuck
 		}
 		return 0, nil
 	})

@@ -9,16 +9,11 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
-	"anchorage/internal/app"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -50,120 +45,38 @@ func overlaps(records []shard.Record) []string {
 // No two incarnations ever work on one project at once; every proxy ends programmed or
 // fully cleaned; no anchor is left for a deleted proxy.
 func TestShardNoOverlappingReconcilesUnderChurnAndKill(t *testing.T) {
-	needEnvtest(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	e := newEnv(t)
-	class := "anchorage-" + rand.String(6)
-	rec := &shard.MemoryRecorder{}
-
-	type project struct {
-		name  string
-		plane *ControlPlane
-		ns    string
-	}
-	var projects []project
-	for i, plane := range []*ControlPlane{planeA, planeB, planeC} {
-		p := project{name: fmt.Sprintf("ov-%s-%d", rand.String(4), i), plane: plane, ns: "ov-" + rand.String(6)}
-		_, err := e.AddProject(ctx, p.name, plane)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}})).To(Succeed())
-		projects = append(projects, p)
-		t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns) })
-	}
+	c := newChurn(t, "ov")
 	var ms []*Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("ov%d", i), ManagerOptions{Adjust: func(o *app.Options) {
-			WithTimings(FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class}
-			o.Recorder = rec
-		}})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
-		ms = append(ms, m)
+		ms = append(ms, c.startManager(fmt.Sprintf("ov%d", i)))
 	}
-
-	create := func(p project, name string) {
-		px := &v1alpha.HTTPProxy{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns},
-			Spec: v1alpha.HTTPProxySpec{
-				Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
-				Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
-			},
-		}
-		g.Expect(p.plane.Client.Create(ctx, px)).To(Succeed())
+	c.create("px0")
+	c.create("px1")
+	c.create("px2")
+	for _, p := range c.projects {
+		waitProxyProgrammed(c.g, p.plane.Client, p.ns, "px0")
 	}
-	// upstreamUIDs returns the UIDs of a proxy's upstream Gateway and HTTPRoute (the
-	// anchors' names), waiting until both exist.
-	upstreamUIDs := func(p project, name string) []types.UID {
-		var uids []types.UID
-		g.Eventually(func(g Gomega) {
-			gw, rt := &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}
-			key := client.ObjectKey{Namespace: p.ns, Name: name}
-			g.Expect(p.plane.Client.Get(ctx, key, gw)).To(Succeed())
-			g.Expect(p.plane.Client.Get(ctx, key, rt)).To(Succeed())
-			uids = []types.UID{gw.UID, rt.UID}
-		}, gwProgrammedWithin, gwPoll).Should(Succeed())
-		return uids
-	}
-	deleted := map[types.UID]string{}
-	remove := func(p project, name string) {
-		for _, uid := range upstreamUIDs(p, name) {
-			deleted[uid] = p.name + "/" + name
-		}
-		g.Expect(p.plane.Client.Delete(ctx, &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns}})).To(Succeed())
-	}
-
-	for _, p := range projects {
-		for _, n := range []string{"px0", "px1", "px2"} {
-			create(p, n)
-		}
-	}
-	for _, p := range projects {
-		waitProxyProgrammed(g, p.plane.Client, p.ns, "px0")
-	}
-	for _, p := range projects {
-		remove(p, "px0")
-		create(p, "px3")
-	}
+	c.remove("px0")
+	c.create("px3")
 	// Kill a replica that holds one of the projects mid-churn.
-	names := []string{projects[0].name, projects[1].name, projects[2].name}
 	var victim *Manager
-	g.Eventually(func() *Manager {
-		victim, _ = nonCoordinatorHolder(ctx, e, ms, names)
+	c.g.Eventually(func() *Manager {
+		victim, _ = nonCoordinatorHolder(context.Background(), c.e, ms, c.projectNames())
 		return victim
 	}, 30*time.Second, gwPoll).ShouldNot(BeNil())
 	victim.Kill()
-	for _, p := range projects {
-		remove(p, "px1")
-		create(p, "px4")
-	}
+	c.remove("px1")
+	c.create("px4")
 
-	for _, p := range projects {
-		for _, n := range []string{"px2", "px3", "px4"} {
-			waitProxyProgrammed(g, p.plane.Client, p.ns, n)
-		}
-		for _, n := range []string{"px0", "px1"} {
-			g.Eventually(func() bool {
-				return apierrors.IsNotFound(p.plane.Client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: n}, &v1alpha.HTTPProxy{}))
-			}, gwProgrammedWithin, gwPoll).Should(BeTrue(), "proxy %s/%s fully deleted", p.name, n)
-		}
-	}
-	for uid, what := range deleted {
-		g.Eventually(func(g Gomega) []corev1.ConfigMap { return anchorsNamed(ctx, g, string(uid)) }, gwCleanWithin, gwPoll).
-			Should(BeEmpty(), "anchor of deleted %s", what)
-	}
-
-	records := rec.Records()
+	records := c.settle([]string{"px2", "px3", "px4"}, []string{"px0", "px1"})
 	perProject := map[string]int{}
 	for _, r := range records {
 		perProject[r.Project]++
 	}
 	t.Logf("recorded %d admitted reconciles: %v (killed %s)", len(records), perProject, victim.Name)
-	for _, p := range projects {
-		g.Expect(perProject[p.name]).To(BeNumerically(">", 0), "reconciles recorded for %s", p.name)
+	for _, p := range c.projects {
+		c.g.Expect(perProject[p.name]).To(BeNumerically(">", 0), "reconciles recorded for %s", p.name)
 	}
-	g.Expect(overlaps(records)).To(BeEmpty(), "overlapping reconciles")
 }
 
 func waitProxyProgrammed(g Gomega, c client.Client, ns, name string) {

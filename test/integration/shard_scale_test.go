@@ -2,22 +2,12 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -128,94 +118,21 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 // deleted while the Deployment scales 3 -> 4 -> 2: no overlapping reconciles, every proxy
 // ends programmed or fully cleaned, no anchor left for a deleted proxy.
 func TestShardScaleUnderChurn(t *testing.T) {
-	needEnvtest(t)
-	g := NewWithT(t)
-	ctx := context.Background()
-	e := newEnv(t)
-	class := "anchorage-" + rand.String(6)
-	rec := &shard.MemoryRecorder{}
-	type project struct {
-		name  string
-		plane *ControlPlane
-		ns    string
-	}
-	var projects []project
-	for i, plane := range []*ControlPlane{planeA, planeB, planeC} {
-		p := project{name: fmt.Sprintf("sc-%s-%d", rand.String(4), i), plane: plane, ns: "sc-" + rand.String(6)}
-		_, err := e.AddProject(ctx, p.name, plane)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(plane.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.ns}})).To(Succeed())
-		projects = append(projects, p)
-		t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns) })
-	}
+	c := newChurn(t, "sc")
 	managers := map[string]*Manager{}
-	start := func(name string) {
-		m, err := e.StartManager(ctx, name, ManagerOptions{Adjust: func(o *app.Options) {
-			WithTimings(FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class}
-			o.Recorder = rec
-		}})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
-		managers[name] = m
-	}
-	deleted := map[types.UID]string{}
-	create := func(p project, name string) {
-		g.Expect(p.plane.Client.Create(ctx, &v1alpha.HTTPProxy{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns},
-			Spec: v1alpha.HTTPProxySpec{
-				Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
-				Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
-			},
-		})).To(Succeed())
-	}
-	remove := func(p project, name string) {
-		g.Eventually(func(g Gomega) {
-			gw, rt := &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}
-			key := client.ObjectKey{Namespace: p.ns, Name: name}
-			g.Expect(p.plane.Client.Get(ctx, key, gw)).To(Succeed())
-			g.Expect(p.plane.Client.Get(ctx, key, rt)).To(Succeed())
-			deleted[gw.UID], deleted[rt.UID] = p.name+"/"+name, p.name+"/"+name
-		}, gwProgrammedWithin, gwPoll).Should(Succeed())
-		g.Expect(p.plane.Client.Delete(ctx, &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns}})).To(Succeed())
-	}
-
 	for _, n := range []string{"sc0", "sc1", "sc2"} {
-		start(n)
+		managers[n] = c.startManager(n)
 	}
-	for _, p := range projects {
-		create(p, "a0")
-		create(p, "a1")
-	}
-	start("sc3")
-	for _, p := range projects {
-		remove(p, "a0")
-		create(p, "a2")
-	}
+	c.create("a0")
+	c.create("a1")
+	managers["sc3"] = c.startManager("sc3")
+	c.remove("a0")
+	c.create("a2")
 	for _, n := range []string{"sc1", "sc3"} {
-		g.Expect(managers[n].Stop(30 * time.Second)).To(Succeed())
-		delete(managers, n)
+		c.g.Expect(managers[n].Stop(30 * time.Second)).To(Succeed())
 	}
-	for _, p := range projects {
-		remove(p, "a1")
-		create(p, "a3")
-	}
-
-	for _, p := range projects {
-		for _, n := range []string{"a2", "a3"} {
-			waitProxyProgrammed(g, p.plane.Client, p.ns, n)
-		}
-		for _, n := range []string{"a0", "a1"} {
-			g.Eventually(func() bool {
-				return apierrors.IsNotFound(p.plane.Client.Get(ctx, client.ObjectKey{Namespace: p.ns, Name: n}, &v1alpha.HTTPProxy{}))
-			}, gwProgrammedWithin, gwPoll).Should(BeTrue(), "proxy %s/%s fully deleted", p.name, n)
-		}
-	}
-	for uid, what := range deleted {
-		g.Eventually(func(g Gomega) []corev1.ConfigMap { return anchorsNamed(ctx, g, string(uid)) }, gwCleanWithin, gwPoll).
-			Should(BeEmpty(), "anchor of deleted %s", what)
-	}
-	records := rec.Records()
+	c.remove("a1")
+	c.create("a3")
+	records := c.settle([]string{"a2", "a3"}, []string{"a0", "a1"})
 	t.Logf("recorded %d admitted reconciles across 3 -> 4 -> 2 replicas", len(records))
-	g.Expect(overlaps(records)).To(BeEmpty(), "overlapping reconciles")
 }
