@@ -150,20 +150,25 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 
 	g.Eventually(func() (float64, error) { return survivors[0].Gauge("anchorage_shard_projects_unowned") }, 10*time.Second, 50*time.Millisecond).
 		Should(BeNumerically(">=", 1), "the unowned gauge rises while the dead holder's projects wait")
-	for _, p := range victimProjects {
-		g.Eventually(func() int {
-			n := 0
-			for _, m := range survivors {
-				n += len(m.Held([]string{p}))
-			}
-			return n
-		}, 20*time.Second, 50*time.Millisecond).Should(Equal(1), "project %s served again by exactly one survivor", p)
-	}
+	waitServedByOne(g, survivors, victimProjects, 20*time.Second)
 	took := time.Since(killed)
 	t.Logf("failure hand-over of %d projects took %s (lease duration %s, retry %s)", len(victimProjects), took, FastTimings.LeaseDuration, FastTimings.RetryPeriod)
 	g.Expect(took).To(BeNumerically("<", FastTimings.LeaseDuration+2*FastTimings.RetryPeriod+2*time.Second))
 	for _, m := range survivors {
 		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
+	}
+}
+
+// waitServedByOne waits until each project is admitted by exactly one of managers.
+func waitServedByOne(g Gomega, managers []*Manager, projects []string, within time.Duration) {
+	for _, p := range projects {
+		g.Eventually(func() int {
+			n := 0
+			for _, m := range managers {
+				n += len(m.Held([]string{p}))
+			}
+			return n
+		}, within, 50*time.Millisecond).Should(Equal(1), "project %s served again by exactly one replica", p)
 	}
 }
 
@@ -209,15 +214,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 	}
 	killed := time.Now()
 	victim.Kill()
-	for _, p := range held {
-		g.Eventually(func() int {
-			n := 0
-			for _, m := range survivors {
-				n += len(m.Held([]string{p}))
-			}
-			return n
-		}, 30*time.Second, 50*time.Millisecond).Should(Equal(1), "project %s served again", p)
-	}
+	waitServedByOne(g, survivors, held, 30*time.Second)
 	took := time.Since(killed)
 	t.Logf("coordinator failure hand-over of %d projects took %s = %.2f lease durations", len(held), took, float64(took)/float64(FastTimings.LeaseDuration))
 	g.Expect(took).To(BeNumerically("<", time.Duration(1.7*float64(FastTimings.LeaseDuration))+2*time.Second))
