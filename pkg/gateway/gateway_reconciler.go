@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -51,13 +47,8 @@ type GatewayReconciler struct {
 
 // gatewayScope is what one reconcile of one Gateway works on.
 type gatewayScope struct {
-	project string
-	cluster cluster.Cluster
-	hub     client.Client // live
-	gw      *gatewayv1.Gateway
-	owner   anchor.Owner
-	log     logr.Logger
-	events  events.EventRecorder
+	upstream
+	gw *gatewayv1.Gateway
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -73,28 +64,12 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 // load reaches the project and the hub and reads the Gateway from the cache. A nil
 // scope means there is nothing to do.
 func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (*gatewayScope, error) {
-	project := string(req.ClusterName)
-	cl, err := r.Clusters.Project(ctx, project)
-	if err != nil {
-		return nil, fmt.Errorf("reaching project %q: %w", project, err)
-	}
 	gw := &gatewayv1.Gateway{}
-	if err := cl.GetClient().Get(ctx, req.NamespacedName, gw); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	hub, err := hubFor(ctx, r.Clusters, project)
-	if err != nil {
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, gw, kindGateway)
+	if u == nil || err != nil {
 		return nil, err
 	}
-	return &gatewayScope{
-		project: project,
-		cluster: cl,
-		hub:     hub,
-		gw:      gw,
-		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kindGateway), gw),
-		log:     logf.FromContext(ctx).WithValues("project", project, "gateway", klog.KObj(gw)),
-		events:  cl.GetEventRecorder(r.Config.EventSource),
-	}, nil
+	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 
 // finalize deletes what a terminating Gateway put on the hub: the downstream Gateway

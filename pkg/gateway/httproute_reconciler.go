@@ -5,15 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -47,14 +42,9 @@ type HTTPRouteReconciler struct {
 
 // routeScope is what one reconcile of one HTTPRoute works on.
 type routeScope struct {
-	project string
-	cluster cluster.Cluster
-	hub     client.Client // live
+	upstream
 	route   *gatewayv1.HTTPRoute
-	owner   anchor.Owner
 	parents []gatewayv1.ParentReference // the route's parents that are our Gateways
-	log     logr.Logger
-	events  events.EventRecorder
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -68,28 +58,12 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 }
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
-	project := string(req.ClusterName)
-	cl, err := r.Clusters.Project(ctx, project)
-	if err != nil {
-		return nil, fmt.Errorf("reaching project %q: %w", project, err)
-	}
 	route := &gatewayv1.HTTPRoute{}
-	if err := cl.GetClient().Get(ctx, req.NamespacedName, route); err != nil {
-		return nil, client.IgnoreNotFound(err)
-	}
-	hub, err := hubFor(ctx, r.Clusters, project)
-	if err != nil {
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, route, kindHTTPRoute)
+	if u == nil || err != nil {
 		return nil, err
 	}
-	return &routeScope{
-		project: project,
-		cluster: cl,
-		hub:     hub,
-		route:   route,
-		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kindHTTPRoute), route),
-		log:     logf.FromContext(ctx).WithValues("project", project, "httproute", klog.KObj(route)),
-		events:  cl.GetEventRecorder(r.Config.EventSource),
-	}, nil
+	return &routeScope{upstream: *u, route: route}, nil
 }
 
 // finalize deletes the downstream route (when there and hanging on this route's
