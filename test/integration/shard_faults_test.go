@@ -75,6 +75,25 @@ func nonCoordinatorHolder(ctx context.Context, e *Env, ms []*Manager, projects [
 	return nil, nil
 }
 
+// waitAllServed waits until every project is claimed and admitted by exactly one of
+// managers, its claimed holder: a claim is written just before admission opens.
+func waitAllServed(g Gomega, e *Env, managers []*Manager, projects []string) map[string]string {
+	var claimed map[string]string
+	g.Eventually(func(g Gomega) {
+		claimed = waitAllClaimed(g, e, projects)
+		for _, p := range projects {
+			var admitting []string
+			for _, m := range managers {
+				if len(m.Held([]string{p})) == 1 {
+					admitting = append(admitting, m.Replica.Shard.Holder())
+				}
+			}
+			g.Expect(admitting).To(Equal([]string{claimed[p]}), "project %s admitted by its claimed holder alone", p)
+		}
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	return claimed
+}
+
 func waitAllClaimed(g Gomega, e *Env, projects []string) map[string]string {
 	var claimed map[string]string
 	g.Eventually(func(g Gomega) {
@@ -100,7 +119,7 @@ func TestShardBlockedRenewsStopWorkBeforeValidityEnds(t *testing.T) {
 	projects := projectNames("blk", 8)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "blk")
-	waitAllClaimed(g, e, projects)
+	waitAllServed(g, e, ms, projects)
 
 	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
 	g.Expect(victim).NotTo(BeNil())
@@ -138,7 +157,7 @@ func TestShardDelayedRenewResponsesNeverActPastValidity(t *testing.T) {
 	projects := projectNames("dly", 8)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "dly")
-	waitAllClaimed(g, e, projects)
+	waitAllServed(g, e, ms, projects)
 
 	victim, _ := nonCoordinatorHolder(ctx, e, ms, projects)
 	g.Expect(victim).NotTo(BeNil())

@@ -114,7 +114,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 		ms = append(ms, m)
 	}
-	waitAllClaimed(g, e, projects)
+	waitAllServed(g, e, ms, projects)
 	victim := ms[0]
 	for _, m := range ms {
 		if len(m.Held(projects)) > len(victim.Held(projects)) {
@@ -286,8 +286,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 	m0, err := e.StartManager(ctx, "to0", ManagerOptions{Adjust: adjust})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m0.Stop(30 * time.Second) })
-	waitAllClaimed(g, e, projects)
-	g.Expect(m0.Held(projects)).To(HaveLen(len(projects)))
+	waitAllServed(g, e, []*Manager{m0}, projects)
 
 	// From now on m0's first hand-over write to each project Lease (the write naming a
 	// holder other than m0) answers late, after m0's call timeout; it commits at once.

@@ -114,17 +114,7 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 	projects := projectNames("fo", 6)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "fo")
-
-	var claimed map[string]string
-	g.Eventually(func(g Gomega) {
-		var err error
-		claimed, err = e.ClaimedHolders(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(claimed).To(HaveLen(len(projects)))
-		for _, h := range claimed {
-			g.Expect(h).NotTo(BeEmpty())
-		}
-	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	waitAllServed(g, e, ms, projects)
 	for _, m := range ms {
 		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
 	}
@@ -187,7 +177,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 	projects := projectNames("cd", 9)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "cd")
-	waitAllClaimed(g, e, projects)
+	waitAllServed(g, e, ms, projects)
 
 	var victim *Manager
 	for _, m := range ms {
@@ -202,7 +192,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 		more := fmt.Sprintf("cd-extra-%02d", i)
 		g.Expect(e.AddLightweightProjects(ctx, planeA, more)).To(Succeed())
 		projects = append(projects, more)
-		waitAllClaimed(g, e, projects)
+		waitAllServed(g, e, ms, projects)
 	}
 	held := victim.Held(projects)
 	var survivors []*Manager
@@ -271,7 +261,7 @@ func TestShardUnownedGaugeRisesWhileTheOnlyHolderIsDead(t *testing.T) {
 	projects := projectNames("ug", 6)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "ug")
-	waitAllClaimed(g, e, projects)
+	waitAllServed(g, e, ms, projects)
 	for _, m := range ms {
 		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
 	}
