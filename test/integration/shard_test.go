@@ -130,12 +130,7 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 		}
 	}
 	g.Expect(victim).NotTo(BeNil(), "a non-coordinator replica holding projects")
-	var survivors []*Manager
-	for _, m := range ms {
-		if m != victim {
-			survivors = append(survivors, m)
-		}
-	}
+	survivors := except(ms, victim)
 	killed := time.Now()
 	victim.Kill()
 
@@ -146,6 +141,17 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 	for _, m := range survivors {
 		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
 	}
+}
+
+// except returns ms without victim.
+func except(ms []*Manager, victim *Manager) []*Manager {
+	var out []*Manager
+	for _, m := range ms {
+		if m != victim {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // waitServedByOne waits until each project is admitted by exactly one of managers.
@@ -195,12 +201,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 		waitAllServed(g, e, ms, projects)
 	}
 	held := victim.Held(projects)
-	var survivors []*Manager
-	for _, m := range ms {
-		if m != victim {
-			survivors = append(survivors, m)
-		}
-	}
+	survivors := except(ms, victim)
 	killed := time.Now()
 	victim.Kill()
 	waitServedByOne(g, survivors, held, 30*time.Second)
