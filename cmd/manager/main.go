@@ -39,6 +39,7 @@ func main() {
 type flags struct {
 	kubeconfig, providerNamespace, leaseNamespace, identity string
 	metricsAddr, healthAddr, logLevel                       string
+	recordFile                                              string
 	leaseDuration, renewDeadline, retryPeriod, hubTimeout   time.Duration
 	claimDeadline                                           time.Duration
 	weight                                                  float64
@@ -62,6 +63,7 @@ func parseFlags(args []string, out io.Writer) (flags, error) {
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "member Lease retry period")
 	fs.DurationVar(&f.claimDeadline, "claim-deadline", 0, "how long an assigned project may stay unclaimed before it moves on (default 2 x --lease-duration)")
 	fs.Float64Var(&f.weight, "weight", 1, "this replica's share of projects relative to others")
+	fs.StringVar(&f.recordFile, "record-file", "", "append a JSON line per admitted unit of project work (replica, project, start, end) to this file, for audits and bench/")
 	fs.DurationVar(&f.hubTimeout, "hub-timeout", 10*time.Second, "how long to wait for the hub at start-up")
 	f.resync.register(fs, true)
 	if err := fs.Parse(args); err != nil {
@@ -141,6 +143,16 @@ func run(args []string, out io.Writer) error {
 		return fmt.Errorf("loading hub kubeconfig: %w", err)
 	}
 
+	var recorder shard.Recorder
+	if f.recordFile != "" {
+		fr, err := shard.NewFileRecorder(f.recordFile)
+		if err != nil {
+			return err
+		}
+		defer fr.Close()
+		recorder = fr
+	}
+
 	ctx := ctrl.SetupSignalHandler()
 	replica, err := app.New(ctx, app.Options{
 		Hub:               hub,
@@ -154,6 +166,7 @@ func run(args []string, out io.Writer) error {
 		Timings:           f.timings(),
 		Weight:            f.weight,
 		Resync:            f.resync.options(),
+		Recorder:          recorder,
 	})
 	if err != nil {
 		return err

@@ -150,12 +150,22 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := checkHub(ctx, opts.Hub, opts.HubCheckTimeout); err != nil {
 		return nil, err
 	}
+	opts.Hub = rest.CopyConfig(opts.Hub)
 	if opts.Hub.QPS == 0 {
 		// The hub serves every project's downstream objects: client-go's default of 5
 		// requests a second throttles a replica holding many projects.
-		opts.Hub = rest.CopyConfig(opts.Hub)
 		opts.Hub.QPS, opts.Hub.Burst = 50, 100
 	}
+	// Every request names the replica, so the API servers' audit logs attribute writes
+	// to a replica even where replicas share a project's kubeconfig user.
+	userAgent := UserAgent(opts.Identity)
+	if opts.Hub.UserAgent == "" {
+		opts.Hub.UserAgent = userAgent
+	}
+	opts.ProjectRESTOptions = append([]func(*rest.Config) error{func(c *rest.Config) error {
+		c.UserAgent = userAgent
+		return nil
+	}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:      opts.ProviderNamespace,
@@ -223,6 +233,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
 	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: resync}, nil
 }
+
+// UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".
+func UserAgent(identity string) string { return "anchorage/" + identity }
 
 // Start runs the replica until ctx ends.
 func (r *Replica) Start(ctx context.Context) error {

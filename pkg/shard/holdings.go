@@ -138,7 +138,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 		h.mu.Unlock()
 		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
 		return nil, nil, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
-	case holder != h.holder || !s.clock.Now().Before(until):
+	case gateEnforced && (holder != h.holder || !s.clock.Now().Before(until)):
 		h.mu.Unlock()
 		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
 		return nil, nil, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
@@ -149,6 +149,9 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	start := s.clock.Now()
 	// Context deadlines run on the real clock; translate the validity end.
 	wctx, cancel := context.WithDeadline(ctx, time.Now().Add(until.Sub(start)))
+	if !gateEnforced {
+		wctx, cancel = context.WithCancel(ctx)
+	}
 	stop := context.AfterFunc(h.ctx, cancel)
 	var once sync.Once
 	release := func() {
@@ -160,7 +163,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 			h.signalIdleLocked()
 			h.mu.Unlock()
 			if s.opts.Recorder != nil {
-				s.opts.Recorder.Record(Record{Holder: holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until})
+				s.opts.Recorder.Record(Record{Holder: holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until, Claim: h.engagement})
 			}
 		})
 	}

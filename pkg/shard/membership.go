@@ -112,7 +112,9 @@ func (m *membership) run(ctx context.Context) {
 		}
 		m.mu.Unlock()
 		m.m.valid.Set(0)
-		m.onLapse(holder)
+		if gateEnforced {
+			m.onLapse(holder)
+		}
 		if ctx.Err() != nil {
 			m.release(holder)
 			return

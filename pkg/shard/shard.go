@@ -232,32 +232,3 @@ func (s *Shard) Runnable() manager.Runnable {
 	})
 }
 
-// Record is one admitted unit of work, for tests and benchmarks.
-type Record struct {
-	Holder, Project string
-	Start, End      time.Time
-	ValidUntil      time.Time
-}
-
-// Recorder receives Records.
-type Recorder interface{ Record(Record) }
-
-// MemoryRecorder keeps Records in memory.
-type MemoryRecorder struct {
-	mu      sync.Mutex
-	records []Record
-}
-
-// Record implements Recorder.
-func (r *MemoryRecorder) Record(rec Record) {
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
-}
-
-// Records returns a copy of what was recorded.
-func (r *MemoryRecorder) Records() []Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Record(nil), r.records...)
-}

@@ -1,0 +1,96 @@
+package shard
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+)
+
+// Record is one admitted unit of work, for tests, audits and benchmarks.
+type Record struct {
+	Holder, Project string
+	Start, End      time.Time
+	ValidUntil      time.Time
+	// Claim names the engagement (one claim of the project's Lease) the work ran under.
+	Claim string
+}
+
+// Recorder receives Records.
+type Recorder interface{ Record(Record) }
+
+// MemoryRecorder keeps Records in memory.
+type MemoryRecorder struct {
+	mu      sync.Mutex
+	records []Record
+}
+
+// Record implements Recorder.
+func (r *MemoryRecorder) Record(rec Record) {
+	r.mu.Lock()
+	r.records = append(r.records, rec)
+	r.mu.Unlock()
+}
+
+// Records returns a copy of what was recorded.
+func (r *MemoryRecorder) Records() []Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Record(nil), r.records...)
+}
+
+// RecordLine is the JSON form of a Record in a record file, one object per line.
+type RecordLine struct {
+	Replica    string    `json:"replica"`
+	Holder     string    `json:"holder"`
+	Project    string    `json:"project"`
+	Start      time.Time `json:"start"`
+	End        time.Time `json:"end"`
+	ValidUntil time.Time `json:"validUntil,omitzero"`
+	Claim      string    `json:"claim,omitempty"`
+}
+
+// FileRecorder appends Records to a file as JSON lines, each with one write(2) so a
+// process killed mid-run leaves whole lines. Errors are counted, not returned: a
+// record file must never stop the work it records.
+type FileRecorder struct {
+	mu     sync.Mutex
+	f      *os.File
+	failed int
+}
+
+// NewFileRecorder opens (creating or appending to) path.
+func NewFileRecorder(path string) (*FileRecorder, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening record file: %w", err)
+	}
+	return &FileRecorder{f: f}, nil
+}
+
+// Record implements Recorder.
+func (r *FileRecorder) Record(rec Record) {
+	line, err := json.Marshal(RecordLine{
+		Replica: PodOf(rec.Holder), Holder: rec.Holder, Project: rec.Project,
+		Start: rec.Start, End: rec.End, ValidUntil: rec.ValidUntil, Claim: rec.Claim,
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		_, err = r.f.Write(append(line, '\n'))
+	}
+	if err != nil {
+		r.failed++
+	}
+}
+
+// Failed returns how many records could not be written.
+func (r *FileRecorder) Failed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// Close closes the file.
+func (r *FileRecorder) Close() error { return r.f.Close() }
