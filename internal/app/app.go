@@ -198,7 +198,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		// The hub cache holds only downstream Gateways and HTTPRoutes, for the watches
 		// that map them back to their owners.
-		Cache: cache.Options{ByObject: hubCacheByObject(opts.ProviderNamespace)},
+		Cache: cache.Options{ByObject: HubCacheByObject(opts.ProviderNamespace)},
 	}, mcmanager.WithCoordinator(sh))
 	if err != nil {
 		return nil, fmt.Errorf("building the multicluster manager: %w", err)
@@ -264,9 +264,9 @@ func checkHub(ctx context.Context, cfg *rest.Config, timeout time.Duration) erro
 	}
 }
 
-// hubCacheByObject scopes the hub cache: Secrets only in the provider namespace (so a
+// HubCacheByObject scopes the hub cache: Secrets only in the provider namespace (so a
 // namespaced Role suffices), downstream Gateways and HTTPRoutes only.
-func hubCacheByObject(providerNamespace string) map[client.Object]cache.ByObject {
+func HubCacheByObject(providerNamespace string) map[client.Object]cache.ByObject {
 	byObject := gateway.HubCacheByObject()
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{providerNamespace: {}}}
 	return byObject
