@@ -231,4 +231,3 @@ func (s *Shard) Runnable() manager.Runnable {
 		return nil
 	})
 }
-

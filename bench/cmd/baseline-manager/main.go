@@ -42,8 +42,8 @@ import (
 
 type flags struct {
 	kubeconfig, identity, providerNamespace, leaseNamespace, recordFile string
-	leaseDuration, renew, probe, fenceThrottle                         time.Duration
-	resyncPeriod, resyncJitter, resyncConfirmAfter, resyncMinAge       time.Duration
+	leaseDuration, renew, probe, fenceThrottle                          time.Duration
+	resyncPeriod, resyncJitter, resyncConfirmAfter, resyncMinAge        time.Duration
 }
 
 func main() {
