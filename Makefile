@@ -7,7 +7,7 @@ GO_FILES = $(shell find . -name '*.go' -not -path './bin/*' -not -path './tmp/*'
 # API servers, and timing-sensitive tests must not compete for 2 cores.
 TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 
-.PHONY: all test unit lint k8s-binaries manifests build demo fuzz
+.PHONY: all test unit lint k8s-binaries manifests build demo fuzz bench bench-smoke bench-smoke-nogate bench-binaries
 
 all: build
 
@@ -45,3 +45,27 @@ build:
 ## fuzz: one minute of fuzzing on the anchor label decoder.
 fuzz:
 	go test -run='^$$' -fuzz=FuzzDecode -fuzztime=60s ./pkg/anchor
+
+## bench-binaries: the manager, the baseline manager (multicluster-runtime's
+## coordinator/sharded) and the harness, into bin/.
+bench-binaries: build
+	go build -o bin/baseline-manager ./bench/cmd/baseline-manager
+	go build -o bin/bench ./bench/cmd/bench
+
+## bench: the full chaos and benchmark run, both coordinators side by side; writes
+## bench/out/report.md, results.json and plots. Not part of make test (about 25 minutes).
+bench: k8s-binaries bench-binaries
+	bin/bench --out bench/out $(BENCH_FLAGS)
+
+## bench-smoke: kill and pause scenarios on anchorage only (under 3 minutes); fails on
+## a correctness violation (overlap, late write in a pause, anchor left, wrongful
+## deletion), never on a timing. Run by .ci/run.
+bench-smoke: k8s-binaries bench-binaries
+	bin/bench --smoke --out bench/out/smoke $(BENCH_FLAGS)
+
+## bench-smoke-nogate: the same smoke run against a manager built with the
+## anchorage_bench_nogate tag (validity gate off; never shipped). It is expected to
+## fail: it shows the smoke gate catches what the validity gate prevents.
+bench-smoke-nogate: k8s-binaries bench-binaries
+	go build -tags anchorage_bench_nogate -o bin/manager-nogate ./cmd/manager
+	bin/bench --smoke --coordinators anchorage-nogate --out bench/out/smoke-nogate $(BENCH_FLAGS)

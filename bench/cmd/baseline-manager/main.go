@@ -44,6 +44,7 @@ type flags struct {
 	kubeconfig, identity, providerNamespace, leaseNamespace, recordFile string
 	leaseDuration, renew, probe, fenceThrottle                          time.Duration
 	resyncPeriod, resyncJitter, resyncConfirmAfter, resyncMinAge        time.Duration
+	resync                                                              bool
 }
 
 func main() {
@@ -65,6 +66,7 @@ func parse() (flags, error) {
 	fs.DurationVar(&f.renew, "renew", time.Second, "fence Lease renew period")
 	fs.DurationVar(&f.probe, "probe", time.Second, "synchronization probe period")
 	fs.DurationVar(&f.fenceThrottle, "fence-throttle", 750*time.Millisecond, "back-off after a failed fence acquisition")
+	fs.BoolVar(&f.resync, "resync", true, "run the anchor resync")
 	fs.DurationVar(&f.resyncPeriod, "resync-period", anchor.ResyncOptions{}.WithDefaults().Period, "resync period")
 	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", anchor.ResyncOptions{}.WithDefaults().InitialJitter, "resync initial jitter")
 	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", anchor.ResyncOptions{}.WithDefaults().ConfirmAfter, "resync confirm-after")
@@ -150,14 +152,16 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ro := anchor.ResyncOptions{}.WithDefaults()
+	ro := anchor.ResyncOptions{Disabled: !f.resync}.WithDefaults()
 	ro.Period, ro.InitialJitter, ro.ConfirmAfter, ro.MinAge = f.resyncPeriod, f.resyncJitter, f.resyncConfirmAfter, f.resyncMinAge
-	if _, err := anchor.SetupResync(ctx, mgr, anchor.ResyncConfig{
-		Options: ro, Admission: adm, Hub: clusters, Holder: func() string { return f.identity }, Enqueue: gw.Enqueue,
-		ProviderNamespace: f.providerNamespace, LeaseNamespace: f.leaseNamespace,
-		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject, Logger: log,
-	}); err != nil {
-		return err
+	if f.resync {
+		if _, err := anchor.SetupResync(ctx, mgr, anchor.ResyncConfig{
+			Options: ro, Admission: adm, Hub: clusters, Holder: func() string { return f.identity }, Enqueue: gw.Enqueue,
+			ProviderNamespace: f.providerNamespace, LeaseNamespace: f.leaseNamespace,
+			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject, Logger: log,
+		}); err != nil {
+			return err
+		}
 	}
 	log.Info("Starting baseline replica (multicluster-runtime coordinator/sharded)")
 	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// LightOptions configure an ownership-only run over lightweight projects.
+type LightOptions struct {
+	Coordinator Coordinator
+	Projects    int
+	Replicas    int
+	// Window is the steady-state time over which Lease writes are counted.
+	Window time.Duration
+	// OwnedWithin bounds the wait for every project to have an owner first.
+	OwnedWithin time.Duration
+}
+
+// RunLight measures Lease writes at steady state and peak RSS: P lightweight projects
+// (P kubeconfig Secrets naming one shared project plane, Env.Planes[0], which holds no
+// HTTPProxy at that time; the resync is off) shared by R replicas.
+func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf func(string, ...any)) (LeaseLoad, Memory, error) {
+	run, err := e.NewRun(ctx, fmt.Sprintf("light-%s-p%d-r%d", o.Coordinator, o.Projects, o.Replicas))
+	if err != nil {
+		return LeaseLoad{}, Memory{}, err
+	}
+	defer run.Close(context.Background())
+	var names []string
+	for i := 0; i < o.Projects; i++ {
+		name := fmt.Sprintf("%s-l%d", run.ID, i)
+		if err := run.AddProject(ctx, name, 0); err != nil {
+			return LeaseLoad{}, Memory{}, err
+		}
+		names = append(names, name)
+	}
+	obs := NewObserver(run, o.Coordinator, names)
+	obsCtx, stopObs := context.WithCancel(ctx)
+	defer stopObs()
+	go obs.Run(obsCtx, time.Second, false)
+
+	var replicas []*Replica
+	defer func() {
+		for _, r := range replicas {
+			if r.Running() {
+				_ = r.Kill()
+			}
+		}
+	}()
+	users := map[string]string{}
+	for i := 0; i < o.Replicas; i++ {
+		r, err := run.StartReplica(bins, o.Coordinator, fmt.Sprintf("%s-%d", run.ID, i), ReplicaOptions{NoResync: true})
+		if err != nil {
+			return LeaseLoad{}, Memory{}, err
+		}
+		replicas = append(replicas, r)
+		users[r.User] = r.Name
+	}
+	began := time.Now()
+	for obs.OwnedCount() < o.Projects && time.Since(began) < o.OwnedWithin && ctx.Err() == nil {
+		time.Sleep(500 * time.Millisecond)
+	}
+	owned := obs.OwnedCount()
+	logf("  %s P=%d R=%d: %d/%d projects owned after %s", o.Coordinator, o.Projects, o.Replicas, owned, o.Projects, time.Since(began).Round(100*time.Millisecond))
+	// Let the claims' own writes pass before the window opens.
+	time.Sleep(2 * LeaseDuration)
+	cursor := markAudit(e.Hub.AuditLogPath)
+	from := time.Now()
+	time.Sleep(o.Window)
+	to := time.Now()
+	events, err := cursor.read()
+	if err != nil {
+		return LeaseLoad{}, Memory{}, err
+	}
+	writes := 0
+	for _, ev := range events {
+		if _, ok := users[ev.User.Username]; ok && ev.ObjectRef.Resource == "leases" && ev.isWrite() &&
+			!ev.RequestReceivedTimestamp.Before(from) && ev.RequestReceivedTimestamp.Before(to) {
+			writes++
+		}
+	}
+	ll := LeaseLoad{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, Window: to.Sub(from), Writes: writes,
+		PerSecond: float64(writes) / to.Sub(from).Seconds()}
+	mem := Memory{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas}
+	for _, r := range replicas {
+		mem.PeakRSS = append(mem.PeakRSS, r.PeakRSS())
+	}
+	logf("  %s P=%d R=%d: %.1f Lease writes/s, peak RSS %v MB", o.Coordinator, o.Projects, o.Replicas, ll.PerSecond, mb(mem.PeakRSS))
+	if owned < o.Projects {
+		return ll, mem, fmt.Errorf("%s P=%d R=%d: only %d projects owned", o.Coordinator, o.Projects, o.Replicas, owned)
+	}
+	return ll, mem, nil
+}
+
+func mb(bs []uint64) []int {
+	out := make([]int, len(bs))
+	for i, b := range bs {
+		out[i] = int(b >> 20)
+	}
+	return out
+}

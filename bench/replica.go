@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Timings every run uses. The anchorage member Lease and the sharded coordinator's
+// fence Lease get the same duration; the sharded coordinator's peer Lease (its
+// membership) has a fixed 30 s TTL in v0.23.3.
+const (
+	LeaseDuration  = 3 * time.Second
+	renewDeadline  = 2 * time.Second
+	retryPeriod    = 500 * time.Millisecond
+	fenceRenew     = time.Second
+	shardedProbe   = time.Second
+	shardedPeerTTL = 30 * time.Second
+)
+
+// Binaries are the replica programs of each coordinator.
+type Binaries map[Coordinator]string
+
+// Replica is one manager process.
+type Replica struct {
+	Name, User  string
+	Coordinator Coordinator
+	RecordPath  string
+	LogPath     string
+	cmd         *exec.Cmd
+	exited      chan struct{}
+	peakRSS     uint64
+}
+
+// ReplicaOptions adjust a replica's flags.
+type ReplicaOptions struct {
+	// NoResync turns the anchor resync off (ownership-only runs).
+	NoResync bool
+}
+
+// StartReplica starts the coordinator's binary as replica name in run r.
+func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaOptions) (*Replica, error) {
+	kc, user, err := r.ReplicaKubeconfig(name)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Replica{
+		Name: name, User: user, Coordinator: c,
+		RecordPath: filepath.Join(r.Dir, name+".records.jsonl"),
+		LogPath:    filepath.Join(r.Dir, name+".log"),
+		exited:     make(chan struct{}),
+	}
+	args := []string{
+		"--kubeconfig=" + kc, "--identity=" + name,
+		"--provider-namespace=" + r.Namespace, "--lease-namespace=" + r.Namespace,
+		"--lease-duration=" + LeaseDuration.String(), "--record-file=" + rep.RecordPath,
+		"--resync-period=5s", "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
+	}
+	switch c {
+	case Sharded:
+		args = append(args, "--renew="+fenceRenew.String(), "--probe="+shardedProbe.String())
+		if o.NoResync {
+			args = append(args, "--resync=false")
+		}
+	default:
+		args = append(args, "--renew-deadline="+renewDeadline.String(), "--retry-period="+retryPeriod.String(),
+			"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		if o.NoResync {
+			args = append(args, "--resync=false")
+		}
+	}
+	bin, ok := bins[c]
+	if !ok {
+		return nil, fmt.Errorf("no binary for coordinator %s", c)
+	}
+	logFile, err := os.Create(rep.LogPath)
+	if err != nil {
+		return nil, err
+	}
+	rep.cmd = exec.Command(bin, args...)
+	rep.cmd.Stdout, rep.cmd.Stderr = logFile, logFile
+	rep.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := rep.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		_ = rep.cmd.Wait()
+		logFile.Close()
+		close(rep.exited)
+	}()
+	return rep, nil
+}
+
+// Running reports whether the process has not exited.
+func (rep *Replica) Running() bool {
+	select {
+	case <-rep.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+func (rep *Replica) signal(s syscall.Signal) error {
+	if !rep.Running() {
+		return fmt.Errorf("%s has exited", rep.Name)
+	}
+	return rep.cmd.Process.Signal(s)
+}
+
+// Kill sends SIGKILL and waits for the exit.
+func (rep *Replica) Kill() error {
+	rep.samplePeak()
+	if err := rep.signal(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-rep.exited
+	return nil
+}
+
+// Pause sends SIGSTOP: the process keeps its sockets and believes, when continued,
+// that no time has passed.
+func (rep *Replica) Pause() error { return rep.signal(syscall.SIGSTOP) }
+
+// Continue sends SIGCONT.
+func (rep *Replica) Continue() error { return rep.signal(syscall.SIGCONT) }
+
+// Terminate sends SIGTERM (a graceful stop) and waits up to grace, then kills.
+func (rep *Replica) Terminate(grace time.Duration) {
+	rep.samplePeak()
+	if rep.signal(syscall.SIGTERM) != nil {
+		return
+	}
+	select {
+	case <-rep.exited:
+	case <-time.After(grace):
+		_ = rep.cmd.Process.Signal(syscall.SIGKILL)
+		<-rep.exited
+	}
+}
+
+// PeakRSS returns the process's VmHWM in bytes (the last value read if it exited).
+func (rep *Replica) PeakRSS() uint64 {
+	rep.samplePeak()
+	return rep.peakRSS
+}
+
+func (rep *Replica) samplePeak() {
+	if !rep.Running() {
+		return
+	}
+	if v, err := vmHWM(rep.cmd.Process.Pid); err == nil && v > rep.peakRSS {
+		rep.peakRSS = v
+	}
+}
+
+// vmHWM reads a process's peak resident set size from /proc.
+func vmHWM(pid int) (uint64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmHWM for pid %d", pid)
+}

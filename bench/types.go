@@ -1,0 +1,161 @@
+// Package bench measures anchorage against multicluster-runtime's sharded coordinator
+// (coordinator/sharded, v0.23.3) on the same reconcilers, load and faults: see
+// bench/README.md. Nothing here is imported by the product.
+package bench
+
+import "time"
+
+// Coordinator names what assigns projects to replicas in a run.
+type Coordinator string
+
+const (
+	// Anchorage is pkg/shard, the product (bin/manager).
+	Anchorage Coordinator = "anchorage"
+	// Sharded is multicluster-runtime's coordinator/sharded (bench/cmd/baseline-manager).
+	Sharded Coordinator = "mcr-sharded"
+	// AnchorageNoGate is pkg/shard built with the anchorage_bench_nogate tag: admission
+	// and the hub writer no longer check validity. It never ships; it shows the
+	// smoke gate can fail.
+	AnchorageNoGate Coordinator = "anchorage-nogate"
+)
+
+// Scenario names a fault schedule.
+type Scenario string
+
+const (
+	ScenarioKill    Scenario = "kill"    // SIGKILL a replica, later the coordinator (anchorage) / another replica
+	ScenarioPause   Scenario = "pause"   // SIGSTOP a replica past the member-Lease duration, then SIGCONT
+	ScenarioScale   Scenario = "scale"   // 3 -> 4 -> 2 replicas (graceful stops)
+	ScenarioRolling Scenario = "rolling" // every replica replaced one at a time (SIGTERM, new pod)
+)
+
+// Record is one reconcile (one admitted unit of work) as a replica wrote it to its
+// record file, one JSON object per line.
+type Record struct {
+	Replica string    `json:"replica"`
+	Holder  string    `json:"holder"`
+	Project string    `json:"project"`
+	Start   time.Time `json:"start"`
+	End     time.Time `json:"end"`
+	// Claim is the project Lease claim the replica worked under (anchorage only).
+	Claim string `json:"claim,omitempty"`
+}
+
+// Fault is one scheduled fault, as the runner applied it.
+type Fault struct {
+	At      time.Time `json:"at"`
+	Kind    string    `json:"kind"` // kill, stop, cont, term, start
+	Replica string    `json:"replica"`
+	// Coordinator is true when the replica was the elected coordinator (anchorage).
+	Coordinator bool `json:"coordinator,omitempty"`
+}
+
+// Overlap is two replicas' reconciles of one project that intersect in time.
+type Overlap struct {
+	Project string        `json:"project"`
+	A       string        `json:"a"`
+	B       string        `json:"b"`
+	Start   time.Time     `json:"start"`
+	Length  time.Duration `json:"length"`
+}
+
+// LateWrite is a write the API server committed after its writer's validity ended,
+// from the audit log (not from the replica's own records).
+type LateWrite struct {
+	Replica    string        `json:"replica"`
+	Project    string        `json:"project"`
+	Plane      string        `json:"plane"` // hub or the project's plane
+	Verb       string        `json:"verb"`
+	Resource   string        `json:"resource"`
+	Namespace  string        `json:"namespace"`
+	Name       string        `json:"name"`
+	At         time.Time     `json:"at"`
+	ValidUntil time.Time     `json:"validUntil"` // zero: the writer never held validity for the project
+	Late       time.Duration `json:"late"`
+}
+
+// HandOver is one project changing hands after a fault: from the fault to the first
+// reconcile by another replica.
+type HandOver struct {
+	Project  string        `json:"project"`
+	From     string        `json:"from"`
+	To       string        `json:"to"`
+	Planned  bool          `json:"planned"`
+	OfCoord  bool          `json:"ofCoordinator"` // the replica that failed was the coordinator
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Sample is the number of projects each replica owned (per the coordinator's own
+// Leases) at one instant.
+type Sample struct {
+	At    time.Time      `json:"at"`
+	Owned map[string]int `json:"owned"`
+}
+
+// ScenarioResult is one coordinator through one scenario.
+type ScenarioResult struct {
+	Coordinator   Coordinator   `json:"coordinator"`
+	Scenario      Scenario      `json:"scenario"`
+	Projects      int           `json:"projects"`
+	Replicas      int           `json:"replicas"`
+	LeaseDuration time.Duration `json:"leaseDuration"`
+	Start         time.Time     `json:"start"`
+	End           time.Time     `json:"end"`
+	Records       int           `json:"records"`
+	Faults        []Fault       `json:"faults"`
+	Overlaps      []Overlap     `json:"overlaps"`
+	LateWrites    []LateWrite   `json:"lateWrites"`
+	// Writes is how many non-Lease writes the replicas committed (the denominator).
+	Writes    int        `json:"writes"`
+	HandOvers []HandOver `json:"handOvers"`
+	// HandOversMissing counts projects whose owner failed and that no other replica
+	// reconciled before the scenario ended.
+	HandOversMissing int `json:"handOversMissing"`
+	// ProxiesDeleted is how many HTTPProxies the load deleted; AnchorsLeft how many of
+	// their anchors were still on the hub after the settle time.
+	ProxiesDeleted int `json:"proxiesDeleted"`
+	AnchorsLeft    int `json:"anchorsLeft"`
+	// WrongfulDeletions counts anchors deleted (per the hub's audit log) while their
+	// HTTPProxy still existed.
+	WrongfulDeletions int      `json:"wrongfulDeletions"`
+	Timeline          []Sample `json:"timeline"`
+	Errors            []string `json:"errors,omitempty"`
+}
+
+// LeaseLoad is the steady-state Lease write rate for P projects.
+type LeaseLoad struct {
+	Coordinator Coordinator   `json:"coordinator"`
+	Projects    int           `json:"projects"`
+	Replicas    int           `json:"replicas"`
+	Window      time.Duration `json:"window"`
+	Writes      int           `json:"writes"`
+	PerSecond   float64       `json:"perSecond"`
+}
+
+// Memory is the peak RSS of R replicas sharing P projects, and of one replica holding
+// none.
+type Memory struct {
+	Coordinator Coordinator `json:"coordinator"`
+	Projects    int         `json:"projects"`
+	Replicas    int         `json:"replicas"`
+	// PeakRSS is each replica's VmHWM in bytes.
+	PeakRSS []uint64 `json:"peakRSS"`
+	// ZeroProjectRSS is the VmHWM of a replica of the same binary holding no project.
+	ZeroProjectRSS uint64 `json:"zeroProjectRSS"`
+	// ProjectBytes is the mean over replicas of PeakRSS minus ZeroProjectRSS.
+	ProjectBytes float64 `json:"projectBytes"`
+}
+
+// Report is one run of the harness.
+type Report struct {
+	Started       time.Time        `json:"started"`
+	Finished      time.Time        `json:"finished"`
+	Smoke         bool             `json:"smoke"`
+	Machine       string           `json:"machine"`
+	LeaseDuration time.Duration    `json:"leaseDuration"`
+	Notes         []string         `json:"notes"`
+	Scenarios     []ScenarioResult `json:"scenarios"`
+	LeaseLoad     []LeaseLoad      `json:"leaseLoad"`
+	Memory        []Memory         `json:"memory"`
+}
