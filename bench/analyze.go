@@ -82,9 +82,9 @@ func (v *Validity) ValidUntil(writer, scope string, t time.Time) time.Time {
 
 // Write is one committed write from an audit log, attributed to a replica and project.
 type Write struct {
-	Replica, Project, Plane          string
+	Replica, Project, Plane         string
 	Verb, Resource, Namespace, Name string
-	At                               time.Time
+	At                              time.Time
 }
 
 // LateWrites returns the writes committed after their writer's validity ended.

@@ -30,7 +30,9 @@ type auditEvent struct {
 	StageTimestamp           time.Time `json:"stageTimestamp"`
 }
 
-func (e auditEvent) succeeded() bool { return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 }
+func (e auditEvent) succeeded() bool {
+	return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
+}
 
 func (e auditEvent) isWrite() bool {
 	switch e.Verb {

@@ -57,10 +57,10 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 		users[r.User] = r.Name
 	}
 	began := time.Now()
-	for obs.OwnedCount() < o.Projects && time.Since(began) < o.OwnedWithin && ctx.Err() == nil {
+	for obs.OwnedCount(nil) < o.Projects && time.Since(began) < o.OwnedWithin && ctx.Err() == nil {
 		time.Sleep(500 * time.Millisecond)
 	}
-	owned := obs.OwnedCount()
+	owned := obs.OwnedCount(nil)
 	logf("  %s P=%d R=%d: %d/%d projects owned after %s", o.Coordinator, o.Projects, o.Replicas, owned, o.Projects, time.Since(began).Round(100*time.Millisecond))
 	// Let the claims' own writes pass before the window opens.
 	time.Sleep(2 * LeaseDuration)

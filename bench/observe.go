@@ -172,14 +172,22 @@ func (o *Observer) Owned(replica string, t time.Time) []string {
 	return out
 }
 
-// OwnedCount returns how many projects have an owner in the latest sample.
-func (o *Observer) OwnedCount() int {
+// OwnedCount returns how many projects have an owner in the latest sample; when alive
+// is not nil, only owners in it count (a dead replica's claims stay on its Leases until
+// they are taken over).
+func (o *Observer) OwnedCount(alive map[string]bool) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.samples) == 0 {
 		return 0
 	}
-	return len(o.samples[len(o.samples)-1].owners)
+	n := 0
+	for _, r := range o.samples[len(o.samples)-1].owners {
+		if alive == nil || alive[r] {
+			n++
+		}
+	}
+	return n
 }
 
 // Timeline returns the samples as per-replica counts.

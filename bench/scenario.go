@@ -220,7 +220,11 @@ func (sr *scenarioRun) victim(coordinator bool) *Replica {
 func (sr *scenarioRun) waitAllOwned(ctx context.Context) bool {
 	deadline := time.Now().Add(sr.sched.OwnedWithin)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if sr.obs.OwnedCount() == len(sr.projects) {
+		alive := map[string]bool{}
+		for _, r := range sr.running() {
+			alive[r.Name] = true
+		}
+		if sr.obs.OwnedCount(alive) == len(sr.projects) {
 			return true
 		}
 		sr.sleep(ctx, 250*time.Millisecond)

@@ -32,6 +32,7 @@ import (
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"sigs.k8s.io/multicluster-runtime/pkg/manager/coordinator/sharded/peers"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
@@ -146,7 +147,15 @@ func run() error {
 		defer fr.Close()
 		rec = fr
 	}
-	adm := &recordingAdmission{holder: f.identity, rec: rec}
+	// The coordinator engages controllers only with the clusters whose fence it holds,
+	// but requests also come from hub watches (downstream objects mapped back to their
+	// owners): admission refuses every cluster the coordinator has not engaged here,
+	// the closest a user of coordinator/sharded gets to "do I own this project".
+	engaged := &engagedSet{names: map[multicluster.ClusterName]int{}}
+	if err := mgr.Add(engaged); err != nil {
+		return err
+	}
+	adm := &recordingAdmission{holder: f.identity, rec: rec, engaged: engaged}
 	clusters := gateway.ManagerClusters(mgr)
 	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Clusters: clusters, Admission: adm})
 	if err != nil {
@@ -170,14 +179,51 @@ func run() error {
 	return nil
 }
 
-// recordingAdmission admits everything, as the sharded coordinator has no
-// per-reconcile gate, and records each unit of work.
+// engagedSet tracks the clusters the coordinator has engaged on this replica.
+type engagedSet struct {
+	mu    sync.Mutex
+	names map[multicluster.ClusterName]int
+}
+
+// Start implements manager.Runnable; the set has no work of its own.
+func (e *engagedSet) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Engage implements multicluster.Aware: the cluster counts as engaged until ctx ends.
+func (e *engagedSet) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	e.mu.Lock()
+	e.names[name]++
+	e.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		if e.names[name]--; e.names[name] <= 0 {
+			delete(e.names, name)
+		}
+		e.mu.Unlock()
+	})
+	return nil
+}
+
+func (e *engagedSet) has(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.names[multicluster.ClusterName(name)] > 0
+}
+
+// recordingAdmission admits work for the engaged clusters (the sharded coordinator
+// has no per-reconcile gate and no validity) and records each unit of work.
 type recordingAdmission struct {
-	holder string
-	rec    shard.Recorder
+	holder  string
+	rec     shard.Recorder
+	engaged *engagedSet
 }
 
 func (a *recordingAdmission) Enter(ctx context.Context, project string) (context.Context, func(), error) {
+	if !a.engaged.has(project) {
+		return nil, nil, fmt.Errorf("cluster %q is not engaged on this replica: %w", project, multicluster.ErrClusterNotFound)
+	}
 	start := time.Now()
 	var once sync.Once
 	return ctx, func() {
