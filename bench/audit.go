@@ -1,40 +1,17 @@
 package bench
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
 	"os"
 	"strings"
-	"time"
+
+	"anchorage/test/integration"
 )
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the harness reads.
-type auditEvent struct {
-	Verb      string `json:"verb"`
-	UserAgent string `json:"userAgent"`
-	User      struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef struct {
-		Resource  string `json:"resource"`
-		Namespace string `json:"namespace"`
-		Name      string `json:"name"`
-		APIGroup  string `json:"apiGroup"`
-	} `json:"objectRef"`
-	ResponseStatus struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
-}
+type auditEvent = integration.AuditEvent
 
-func (e auditEvent) succeeded() bool {
-	return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300
-}
+func succeeded(e auditEvent) bool { return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 }
 
-func (e auditEvent) isWrite() bool {
+func isWrite(e auditEvent) bool {
 	switch e.Verb {
 	case "create", "update", "patch", "delete", "deletecollection":
 		return true
@@ -58,27 +35,7 @@ func markAudit(path string) auditCursor {
 }
 
 // read returns every event written since the mark.
-func (c auditCursor) read() ([]auditEvent, error) {
-	f, err := os.Open(c.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(c.offset, io.SeekStart); err != nil {
-		return nil, err
-	}
-	var out []auditEvent
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 16<<20)
-	for s.Scan() {
-		var e auditEvent
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s: parsing audit line: %w", c.path, err)
-		}
-		out = append(out, e)
-	}
-	return out, s.Err()
-}
+func (c auditCursor) read() ([]auditEvent, error) { return integration.ReadAuditLog(c.path, c.offset) }
 
 // writerOf attributes an event to a replica of the run: by its hub user, else by the
 // user agent every replica sets ("anchorage/<name>", the only attribution on project

@@ -74,7 +74,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	}
 	writes := 0
 	for _, ev := range events {
-		if _, ok := users[ev.User.Username]; ok && ev.ObjectRef.Resource == "leases" && ev.isWrite() &&
+		if _, ok := users[ev.User.Username]; ok && ev.ObjectRef.Resource == "leases" && isWrite(ev) &&
 			!ev.RequestReceivedTimestamp.Before(from) && ev.RequestReceivedTimestamp.Before(to) {
 			writes++
 		}

@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"anchorage/internal/proc"
 )
 
 // Timings every run uses. The anchorage member Lease and the sharded coordinator's
@@ -33,8 +34,7 @@ type Replica struct {
 	Coordinator Coordinator
 	RecordPath  string
 	LogPath     string
-	cmd         *exec.Cmd
-	exited      chan struct{}
+	proc        *proc.Process
 	peakRSS     uint64
 }
 
@@ -54,7 +54,6 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		Name: name, User: user, Coordinator: c,
 		RecordPath: filepath.Join(r.Dir, name+".records.jsonl"),
 		LogPath:    filepath.Join(r.Dir, name+".log"),
-		exited:     make(chan struct{}),
 	}
 	args := []string{
 		"--kubeconfig=" + kc, "--identity=" + name,
@@ -79,71 +78,32 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 	if !ok {
 		return nil, fmt.Errorf("no binary for coordinator %s", c)
 	}
-	logFile, err := os.Create(rep.LogPath)
-	if err != nil {
+	if rep.proc, err = proc.Start(name, bin, rep.LogPath, args...); err != nil {
 		return nil, err
 	}
-	rep.cmd = exec.Command(bin, args...)
-	rep.cmd.Stdout, rep.cmd.Stderr = logFile, logFile
-	rep.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := rep.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		_ = rep.cmd.Wait()
-		logFile.Close()
-		close(rep.exited)
-	}()
 	return rep, nil
 }
 
 // Running reports whether the process has not exited.
-func (rep *Replica) Running() bool {
-	select {
-	case <-rep.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (rep *Replica) signal(s syscall.Signal) error {
-	if !rep.Running() {
-		return fmt.Errorf("%s has exited", rep.Name)
-	}
-	return rep.cmd.Process.Signal(s)
-}
+func (rep *Replica) Running() bool { return rep.proc.Running() }
 
 // Kill sends SIGKILL and waits for the exit.
 func (rep *Replica) Kill() error {
 	rep.samplePeak()
-	if err := rep.signal(syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-rep.exited
-	return nil
+	return rep.proc.Kill()
 }
 
 // Pause sends SIGSTOP: the process keeps its sockets and believes, when continued,
 // that no time has passed.
-func (rep *Replica) Pause() error { return rep.signal(syscall.SIGSTOP) }
+func (rep *Replica) Pause() error { return rep.proc.Signal(syscall.SIGSTOP) }
 
 // Continue sends SIGCONT.
-func (rep *Replica) Continue() error { return rep.signal(syscall.SIGCONT) }
+func (rep *Replica) Continue() error { return rep.proc.Signal(syscall.SIGCONT) }
 
 // Terminate sends SIGTERM (a graceful stop) and waits up to grace, then kills.
 func (rep *Replica) Terminate(grace time.Duration) {
 	rep.samplePeak()
-	if rep.signal(syscall.SIGTERM) != nil {
-		return
-	}
-	select {
-	case <-rep.exited:
-	case <-time.After(grace):
-		_ = rep.cmd.Process.Signal(syscall.SIGKILL)
-		<-rep.exited
-	}
+	rep.proc.Terminate(grace)
 }
 
 // PeakRSS returns the process's VmHWM in bytes (the last value read if it exited).
@@ -156,7 +116,7 @@ func (rep *Replica) samplePeak() {
 	if !rep.Running() {
 		return
 	}
-	if v, err := vmHWM(rep.cmd.Process.Pid); err == nil && v > rep.peakRSS {
+	if v, err := vmHWM(rep.proc.Pid()); err == nil && v > rep.peakRSS {
 		rep.peakRSS = v
 	}
 }

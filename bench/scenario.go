@@ -408,11 +408,11 @@ func ReadRecords(path string) ([]Record, error) {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		var l shard.RecordLine
-		if err := json.Unmarshal([]byte(line), &l); err != nil {
+		var r Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		out = append(out, Record{Replica: l.Replica, Holder: l.Holder, Project: l.Project, Start: l.Start, End: l.End, Claim: l.Claim})
+		out = append(out, r)
 	}
 	return out, nil
 }
@@ -478,7 +478,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 		}
 		for _, e := range events {
 			w := writerOf(e, byUser, names)
-			if w == "" || !e.isWrite() || !e.succeeded() {
+			if w == "" || !isWrite(e) || !succeeded(e) {
 				continue
 			}
 			ref := e.ObjectRef

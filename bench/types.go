@@ -3,7 +3,11 @@
 // bench/README.md. Nothing here is imported by the product.
 package bench
 
-import "time"
+import (
+	"time"
+
+	"anchorage/pkg/shard"
+)
 
 // Coordinator names what assigns projects to replicas in a run.
 type Coordinator string
@@ -30,16 +34,8 @@ const (
 )
 
 // Record is one reconcile (one admitted unit of work) as a replica wrote it to its
-// record file, one JSON object per line.
-type Record struct {
-	Replica string    `json:"replica"`
-	Holder  string    `json:"holder"`
-	Project string    `json:"project"`
-	Start   time.Time `json:"start"`
-	End     time.Time `json:"end"`
-	// Claim is the project Lease claim the replica worked under (anchorage only).
-	Claim string `json:"claim,omitempty"`
-}
+// record file (--record-file), one JSON object per line.
+type Record = shard.RecordLine
 
 // Fault is one scheduled fault, as the runner applied it.
 type Fault struct {

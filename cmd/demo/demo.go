@@ -313,7 +313,7 @@ func (d *demo) startReplicas(ctx context.Context) error {
 			return err
 		}
 		d.replicas = append(d.replicas, r)
-		d.say("%s  pid %d, metrics http://%s/metrics, log %s", name, r.cmd.Process.Pid, r.metrics, r.logPath)
+		d.say("%s  pid %d, metrics http://%s/metrics, log %s", name, r.proc.Pid(), r.metrics, r.logPath)
 	}
 	d.res.replicas = len(d.replicas)
 	d.say("each runs: %s --kubeconfig=<hub> --identity=<name> %s", filepath.Base(d.cfg.manager), strings.Join(replicaFlags(), " "))
@@ -728,7 +728,7 @@ func (d *demo) killOwner(ctx context.Context) error {
 		return err
 	}
 	d.res.killed = victim.name
-	d.say("killed %s (pid %d), owner of %s", victim.name, victim.cmd.Process.Pid, strings.Join(held, " and "))
+	d.say("killed %s (pid %d), owner of %s", victim.name, victim.proc.Pid(), strings.Join(held, " and "))
 	moved := map[string]bool{}
 	err = poll(ctx, handoverWithin, "another replica to take over", func(ctx context.Context) (bool, error) {
 		owners, err := d.owners(ctx)

@@ -8,12 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"anchorage/internal/proc"
 )
 
 // Protocol and resync timings the replicas run with: short, so the story fits in a
@@ -52,23 +52,18 @@ type replica struct {
 	logPath    string
 	metrics    string
 	health     string
-	cmd        *exec.Cmd
-	exited     chan struct{}
+	proc       *proc.Process
 	killed     bool
 }
 
 // startReplica starts the manager binary as replica name, logging to a file in dir.
 func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error) {
-	r := &replica{name: name, kubeconfig: kubeconfig, logPath: filepath.Join(dir, name+".log"), exited: make(chan struct{})}
+	r := &replica{name: name, kubeconfig: kubeconfig, logPath: filepath.Join(dir, name+".log")}
 	var err error
 	if r.metrics, err = freeAddr(); err != nil {
 		return nil, err
 	}
 	if r.health, err = freeAddr(); err != nil {
-		return nil, err
-	}
-	logFile, err := os.Create(r.logPath)
-	if err != nil {
 		return nil, err
 	}
 	args := append([]string{
@@ -78,32 +73,14 @@ func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error)
 		"--health-probe-bind-address=" + r.health,
 		"--log-level=" + logLevel,
 	}, replicaFlags()...)
-	r.cmd = exec.Command(bin, args...)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	// Its own process group: an interrupt of the demo reaches the demo, which then stops
-	// the replicas itself, in order.
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := r.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+	if r.proc, err = proc.Start(name, bin, r.logPath, args...); err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = r.cmd.Wait()
-		logFile.Close()
-		close(r.exited)
-	}()
 	return r, nil
 }
 
 // running reports whether the process has not exited.
-func (r *replica) running() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
-}
+func (r *replica) running() bool { return r.proc.Running() }
 
 // ready reports whether the replica's readiness endpoint (its member validity) says so.
 func (r *replica) ready(ctx context.Context) bool {
@@ -122,26 +99,11 @@ func (r *replica) ready(ctx context.Context) bool {
 // kill sends SIGKILL: no graceful hand-over, no release of anything.
 func (r *replica) kill() error {
 	r.killed = true
-	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing %s: %w", r.name, err)
-	}
-	<-r.exited
-	return nil
+	return r.proc.Kill()
 }
 
 // stop asks the replica to stop (SIGTERM) and kills it if it has not within grace.
-func (r *replica) stop(grace time.Duration) {
-	if !r.running() {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(grace):
-		_ = r.cmd.Process.Signal(syscall.SIGKILL)
-		<-r.exited
-	}
-}
+func (r *replica) stop(grace time.Duration) { r.proc.Terminate(grace) }
 
 // counter reads one series of a counter from the replica's /metrics, e.g.
 // `anchorage_resync_collections_total{action="deleted"}`.

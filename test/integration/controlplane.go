@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -183,7 +184,9 @@ func (p *ControlPlane) startControllerManager(bins string) error {
 // AuditEvent is the part of an audit.k8s.io/v1 Event the tests read.
 type AuditEvent struct {
 	Verb string `json:"verb"`
-	User struct {
+	// UserAgent names the replica even where replicas share a user (app.UserAgent).
+	UserAgent string `json:"userAgent"`
+	User      struct {
 		Username string `json:"username"`
 	} `json:"user"`
 	ObjectRef struct {
@@ -201,18 +204,26 @@ type AuditEvent struct {
 
 // AuditEvents reads the audit log written so far.
 func (p *ControlPlane) AuditEvents() ([]AuditEvent, error) {
-	f, err := os.Open(p.AuditLogPath)
+	return ReadAuditLog(p.AuditLogPath, 0)
+}
+
+// ReadAuditLog reads the audit events of the log at path from byte offset on.
+func ReadAuditLog(path string, offset int64) ([]AuditEvent, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
 	var out []AuditEvent
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 16<<20)
 	for s.Scan() {
 		var e AuditEvent
 		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("parsing audit line: %w", err)
+			return nil, fmt.Errorf("%s: parsing audit line: %w", path, err)
 		}
 		out = append(out, e)
 	}

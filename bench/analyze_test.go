@@ -1,0 +1,143 @@
+package bench
+
+import (
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func rec(replica, project string, from, to int) Record {
+	return Record{Replica: replica, Project: project, Start: at(from), End: at(to)}
+}
+
+func TestOverlapsCountsOnlyDifferentReplicasOnOneProject(t *testing.T) {
+	cases := []struct {
+		name    string
+		records []Record
+		want    []Overlap
+	}{
+		{"one replica working concurrently is not an overlap",
+			[]Record{rec("a", "p", 0, 100), rec("a", "p", 50, 150)}, nil},
+		{"two replicas on different projects",
+			[]Record{rec("a", "p", 0, 100), rec("b", "q", 50, 150)}, nil},
+		{"back to back is not an overlap",
+			[]Record{rec("a", "p", 0, 100), rec("b", "p", 100, 150)}, nil},
+		{"intersection is the shorter end minus the later start",
+			[]Record{rec("a", "p", 0, 100), rec("b", "p", 40, 150)},
+			[]Overlap{{Project: "p", A: "a", B: "b", Start: at(40), Length: 60 * time.Millisecond}}},
+		{"contained interval",
+			[]Record{rec("a", "p", 0, 1000), rec("b", "p", 200, 300)},
+			[]Overlap{{Project: "p", A: "a", B: "b", Start: at(200), Length: 100 * time.Millisecond}}},
+		{"a long frozen reconcile overlaps every later one of another replica",
+			[]Record{rec("a", "p", 0, 1000), rec("b", "p", 200, 300), rec("b", "p", 400, 500), rec("c", "p", 1200, 1300)},
+			[]Overlap{
+				{Project: "p", A: "a", B: "b", Start: at(200), Length: 100 * time.Millisecond},
+				{Project: "p", A: "a", B: "b", Start: at(400), Length: 100 * time.Millisecond},
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Overlaps(c.records)
+			if len(got) != len(c.want) {
+				t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(c.want))
+			}
+			for i := range got {
+				if got[i] != c.want[i] {
+					t.Errorf("overlap %d = %+v, want %+v", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestLateWritesUseTheLastRenewBeforeTheWrite(t *testing.T) {
+	v := NewValidity(3 * time.Second)
+	v.Renewed("a", "", at(0))
+	v.Renewed("a", "", at(1000))
+	v.Renewed("b", "p", at(0))
+	writes := []Write{
+		{Replica: "a", At: at(3900)},               // valid until 4000
+		{Replica: "a", At: at(4000)},               // exactly at the end: late by 0
+		{Replica: "a", At: at(9000)},               // late by 5 s
+		{Replica: "b", Project: "p", At: at(2000)}, // valid
+		{Replica: "b", Project: "q", At: at(2000)}, // never held q
+		{Replica: "c", At: at(500)},                // never renewed at all
+	}
+	scope := func(w Write) string {
+		if w.Replica == "b" {
+			return w.Project
+		}
+		return ""
+	}
+	got := LateWrites(writes, v, scope)
+	want := []struct {
+		replica string
+		late    time.Duration
+		never   bool
+	}{{"a", 0, false}, {"a", 5 * time.Second, false}, {"b", 0, true}, {"c", 0, true}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d late writes %+v, want %d", len(got), got, len(want))
+	}
+	for i, w := range want {
+		if got[i].Replica != w.replica || got[i].Late != w.late || got[i].ValidUntil.IsZero() != w.never {
+			t.Errorf("late write %d = %+v, want replica %s late %s never-valid %v", i, got[i], w.replica, w.late, w.never)
+		}
+	}
+}
+
+func TestValidityIgnoresRenewsAfterTheWrite(t *testing.T) {
+	v := NewValidity(time.Second)
+	v.Renewed("a", "", at(5000))
+	if until := v.ValidUntil("a", "", at(4000)); !until.IsZero() {
+		t.Fatalf("a renew after the write made it valid until %s", until)
+	}
+}
+
+func TestHandOversAfterMeasureFirstReconcileByAnotherReplica(t *testing.T) {
+	f := Fault{At: at(1000), Kind: "kill", Replica: "a", Coordinator: true}
+	records := []Record{
+		rec("a", "p", 1100, 1200), // the failed replica itself (a frozen record) does not count
+		rec("b", "p", 900, 950),   // before the fault
+		rec("c", "p", 4500, 4600),
+		rec("b", "p", 4300, 4400), // the first after the fault
+		rec("b", "q", 2000, 2100),
+	}
+	got, missing := HandOversAfter(f, []string{"p", "q", "r"}, records, false)
+	if len(got) != 2 || len(missing) != 1 || missing[0] != "r" {
+		t.Fatalf("got %+v, missing %v", got, missing)
+	}
+	if got[0].Project != "p" || got[0].To != "b" || got[0].Duration != 3300*time.Millisecond || !got[0].OfCoord || got[0].Planned {
+		t.Errorf("hand-over of p = %+v", got[0])
+	}
+	if got[1].Project != "q" || got[1].Duration != time.Second {
+		t.Errorf("hand-over of q = %+v", got[1])
+	}
+}
+
+func TestWriterOfAttributesByUserThenUserAgent(t *testing.T) {
+	byUser := map[string]string{"bench:r1-0": "r1-0"}
+	names := map[string]bool{"r1-0": true, "r1-1": true}
+	mk := func(user, ua string) auditEvent {
+		var e auditEvent
+		e.User.Username, e.UserAgent = user, ua
+		return e
+	}
+	cases := []struct {
+		e    auditEvent
+		want string
+	}{
+		{mk("bench:r1-0", "anything"), "r1-0"},
+		{mk("anchorage-project", "anchorage/r1-1"), "r1-1"},
+		{mk("anchorage-project", "anchorage/r1-1 (linux/amd64)"), "r1-1"},
+		{mk("anchorage-project", "anchorage/r9-0"), ""}, // another run's replica
+		{mk("admin", "bench/v0"), ""},
+	}
+	for _, c := range cases {
+		if got := writerOf(c.e, byUser, names); got != c.want {
+			t.Errorf("writerOf(%q, %q) = %q, want %q", c.e.User.Username, c.e.UserAgent, got, c.want)
+		}
+	}
+}
