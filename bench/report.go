@@ -1074,6 +1074,18 @@ func writeFaults(b *strings.Builder, s *ScenarioResult) {
 func writeOverlaps(b *strings.Builder, s *ScenarioResult) {
 	fmt.Fprintf(b, "- overlapping reconciles: %d, total %s\n",
 		len(s.Overlaps), formatSeconds(overlapTime(s.Overlaps).Seconds()))
+	byProject := map[string][]Overlap{}
+	for _, o := range s.Overlaps {
+		byProject[o.Project] = append(byProject[o.Project], o)
+	}
+	projects := make([]string, 0, len(byProject))
+	for p := range byProject {
+		projects = append(projects, p)
+	}
+	sort.Strings(projects)
+	for _, p := range projects {
+		fmt.Fprintf(b, "  - per project %s: %d, total %s\n", p, len(byProject[p]), formatSeconds(overlapTime(byProject[p]).Seconds()))
+	}
 	ovs := sortedOverlaps(s.Overlaps)
 	for _, o := range ovs[:min(len(ovs), maxListed)] {
 		fmt.Fprintf(b, "  - project %s: %s and %s at %s for %s\n",
