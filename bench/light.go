@@ -57,16 +57,17 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 		users[r.User] = r.Name
 	}
 	began := time.Now()
-	for obs.OwnedCount(nil) < o.Projects && time.Since(began) < o.OwnedWithin && ctx.Err() == nil {
-		time.Sleep(500 * time.Millisecond)
+	for obs.OwnedCount(nil) < o.Projects && time.Since(began) < o.OwnedWithin && sleepCtx(ctx, 500*time.Millisecond) {
 	}
 	owned := obs.OwnedCount(nil)
 	logf("  %s P=%d R=%d: %d/%d projects owned after %s", o.Coordinator, o.Projects, o.Replicas, owned, o.Projects, time.Since(began).Round(100*time.Millisecond))
 	// Let the claims' own writes pass before the window opens.
-	time.Sleep(2 * LeaseDuration)
+	sleepCtx(ctx, 2*LeaseDuration)
 	cursor := markAudit(e.Hub.AuditLogPath)
 	from := time.Now()
-	time.Sleep(o.Window)
+	if !sleepCtx(ctx, o.Window) {
+		return LeaseLoad{}, Memory{}, ctx.Err()
+	}
 	to := time.Now()
 	events, err := cursor.read()
 	if err != nil {
@@ -98,4 +99,14 @@ func mb(bs []uint64) []int {
 		out[i] = int(b >> 20)
 	}
 	return out
+}
+
+// sleepCtx sleeps for d and reports whether ctx is still live.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
