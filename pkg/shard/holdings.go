@@ -163,7 +163,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 			h.signalIdleLocked()
 			h.mu.Unlock()
 			if s.opts.Recorder != nil {
-				s.opts.Recorder.Record(Record{Holder: holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until, Claim: h.engagement})
+				s.opts.Recorder.Record(Record{Holder: h.holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until, Claim: h.engagement})
 			}
 		})
 	}
