@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -25,14 +26,19 @@ import (
 type Env struct {
 	Hub    *integration.ControlPlane
 	Planes []*integration.ControlPlane
-	Dir    string
+	// Light is the plane every lightweight project names: it never carries load, so
+	// what a replica caches per lightweight project is the same in every run.
+	Light *integration.ControlPlane
+	Dir   string
 	// projectKubeconfig is one admin kubeconfig per plane, reused by every run.
 	projectKubeconfig [][]byte
+	lightKubeconfig   []byte
 	runs              int
 }
 
-// StartEnv starts the hub and n project planes.
-func StartEnv(n int, dir string) (*Env, error) {
+// StartEnv starts the hub and n project planes, and the lightweight projects' plane
+// when light.
+func StartEnv(n int, light bool, dir string) (*Env, error) {
 	hubCRDs, err := integration.HubCRDs()
 	if err != nil {
 		return nil, err
@@ -46,32 +52,47 @@ func StartEnv(n int, dir string) (*Env, error) {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		p, err := integration.StartControlPlane("bench-project-"+strconv.Itoa(i), integration.PlaneOptions{CRDs: projectCRDs})
+		p, kc, err := startProjectPlane("bench-project-"+strconv.Itoa(i), projectCRDs)
 		if err != nil {
 			e.Stop()
 			return nil, err
 		}
 		e.Planes = append(e.Planes, p)
-		cfg, _, err := p.User("anchorage-project", "system:masters")
-		if err != nil {
-			e.Stop()
-			return nil, err
-		}
-		kc, err := integration.KubeconfigVia(cfg, "")
-		if err != nil {
-			e.Stop()
-			return nil, err
-		}
 		e.projectKubeconfig = append(e.projectKubeconfig, kc)
 	}
+	if light {
+		if e.Light, e.lightKubeconfig, err = startProjectPlane("bench-light", projectCRDs); err != nil {
+			e.Stop()
+			return nil, err
+		}
+	}
 	return e, nil
+}
+
+// startProjectPlane starts a project plane and returns an admin kubeconfig for it.
+func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition) (*integration.ControlPlane, []byte, error) {
+	p, err := integration.StartControlPlane(name, integration.PlaneOptions{CRDs: crds})
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, _, err := p.User("anchorage-project", "system:masters")
+	if err != nil {
+		return p, nil, errors.Join(err, p.Stop())
+	}
+	kc, err := integration.KubeconfigVia(cfg, "")
+	if err != nil {
+		return p, nil, errors.Join(err, p.Stop())
+	}
+	return p, kc, nil
 }
 
 // Stop stops every plane.
 func (e *Env) Stop() {
 	var errs []error
-	for _, p := range e.Planes {
-		errs = append(errs, p.Stop())
+	for _, p := range append(e.Planes, e.Light) {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
 	}
 	if e.Hub != nil {
 		errs = append(errs, e.Hub.Stop())
@@ -108,12 +129,24 @@ func (e *Env) NewRun(ctx context.Context, label string) (*Run, error) {
 
 // AddProject writes the kubeconfig Secret exposing plane i as project name.
 func (r *Run) AddProject(ctx context.Context, name string, plane int) error {
+	return r.addSecret(ctx, name, r.Env.projectKubeconfig[plane])
+}
+
+// AddLightweightProject writes a kubeconfig Secret naming the shared light plane.
+func (r *Run) AddLightweightProject(ctx context.Context, name string) error {
+	if r.Env.Light == nil {
+		return errors.New("the environment has no plane for lightweight projects")
+	}
+	return r.addSecret(ctx, name, r.Env.lightKubeconfig)
+}
+
+func (r *Run) addSecret(ctx context.Context, name string, kubeconfigBytes []byte) error {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: r.Namespace,
 			Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"},
 		},
-		Data: map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: r.Env.projectKubeconfig[plane]},
+		Data: map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kubeconfigBytes},
 	}
 	if err := r.Env.Hub.Client.Create(ctx, s); err != nil {
 		return fmt.Errorf("creating project Secret %s: %w", name, err)

@@ -18,8 +18,8 @@ type LightOptions struct {
 }
 
 // RunLight measures Lease writes at steady state and peak RSS: P lightweight projects
-// (P kubeconfig Secrets naming one shared project plane, Env.Planes[0], which holds no
-// HTTPProxy at that time; the resync is off) shared by R replicas.
+// (P kubeconfig Secrets naming one shared project plane, Env.Light, which never holds
+// an HTTPProxy; the resync is off) shared by R replicas.
 func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf func(string, ...any)) (LeaseLoad, Memory, error) {
 	run, err := e.NewRun(ctx, fmt.Sprintf("light-%s-p%d-r%d", o.Coordinator, o.Projects, o.Replicas))
 	if err != nil {
@@ -29,7 +29,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	var names []string
 	for i := 0; i < o.Projects; i++ {
 		name := fmt.Sprintf("%s-l%d", run.ID, i)
-		if err := run.AddProject(ctx, name, 0); err != nil {
+		if err := run.AddLightweightProject(ctx, name); err != nil {
 			return LeaseLoad{}, Memory{}, err
 		}
 		names = append(names, name)
