@@ -23,7 +23,9 @@ type Clusters interface {
 }
 
 // Admission is entered around each reconcile for a project. It may refuse (an error
-// wrapping multicluster.ErrClusterNotFound: the request then ends quietly); otherwise
+// wrapping multicluster.ErrClusterNotFound: the request then ends quietly; an error with
+// a RetryAfter() time.Duration method: the request is retried after that delay, without
+// the controller's backoff; any other error: retried with backoff); otherwise
 // it returns a context bounded by the replica's validity and a release func that the
 // caller runs when the reconcile is over, so a hand-over can wait for in-flight work.
 type Admission interface {

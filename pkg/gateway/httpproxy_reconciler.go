@@ -70,7 +70,7 @@ type proxyScope struct {
 func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
 	if err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+		return refused(ctx, err)
 	}
 	defer release()
 	ctx = admitted

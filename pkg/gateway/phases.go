@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
@@ -32,7 +34,7 @@ func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Requ
 	load func(context.Context, mcreconcile.Request) (*S, error), phases ...phase[S]) (reconcile.Result, error) {
 	admitted, release, err := adm.Enter(ctx, string(req.ClusterName))
 	if err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
+		return refused(ctx, err)
 	}
 	defer release()
 	s, err := load(admitted, req)
@@ -45,6 +47,16 @@ func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Requ
 		}
 	}
 	return reconcile.Result{}, nil
+}
+
+// refused ends a request that admission refused: quietly for a project not held, after
+// the refusal's own delay when it gives one (a claim being written), else with backoff.
+func refused(ctx context.Context, err error) (reconcile.Result, error) {
+	var retry interface{ RetryAfter() time.Duration }
+	if errors.As(err, &retry) {
+		return reconcile.Result{RequeueAfter: retry.RetryAfter()}, nil
+	}
+	return reconcile.Result{}, quietIfNotHeld(ctx, err)
 }
 
 // releaseAnchor is the last step of every upstream finalizer: delete the owner's anchor

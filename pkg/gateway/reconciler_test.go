@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,6 +65,16 @@ type refusingAdmission struct{}
 
 func (refusingAdmission) Enter(context.Context, string) (context.Context, func(), error) {
 	return nil, nil, multicluster.ErrClusterNotFound
+}
+
+// pendingAdmission refuses with a retry delay, as a replica whose claim is being written.
+type pendingAdmission struct{ after time.Duration }
+
+func (p pendingAdmission) Error() string             { return "claim in progress" }
+func (p pendingAdmission) RetryAfter() time.Duration { return p.after }
+
+func (p pendingAdmission) Enter(context.Context, string) (context.Context, func(), error) {
+	return nil, nil, fmt.Errorf("project: %w", p)
 }
 
 // unexpectedCalls is a client that fails the test on any call.
@@ -176,6 +188,30 @@ func TestReconcilersEndQuietlyForAProjectNotHeld(t *testing.T) {
 	} {
 		if res, err := r.Reconcile(context.Background(), req); err != nil || res != (reconcile.Result{}) {
 			t.Errorf("%s: got (%+v, %v), want a quiet end", name, res, err)
+		}
+	}
+}
+
+// TestReconcilersRetryAtTheAdmissionsDelay: a refusal that says when to retry (a claim
+// being written) is retried after that delay, not with the controller's backoff, and
+// touches nothing.
+func TestReconcilersRetryAtTheAdmissionsDelay(t *testing.T) {
+	s := testScheme(t)
+	m, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := fakeClusters{cluster: &fakeCluster{cached: unexpectedCalls(t, s, "project cache"), live: unexpectedCalls(t, s, "project")}, hub: unexpectedCalls(t, s, "hub")}
+	cfg := Config{}.WithDefaults()
+	adm := pendingAdmission{after: 37 * time.Millisecond}
+	req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "web"}}}
+	for name, r := range map[string]reconcile.TypedReconciler[mcreconcile.Request]{
+		"HTTPProxy": &HTTPProxyReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
+		"Gateway":   &GatewayReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
+		"HTTPRoute": &HTTPRouteReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
+	} {
+		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 37*time.Millisecond {
+			t.Errorf("%s: got (%+v, %v), want a retry after 37ms and no error", name, res, err)
 		}
 	}
 }

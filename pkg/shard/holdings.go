@@ -32,9 +32,26 @@ const (
 	holdingClosed
 )
 
-// errClaimPending makes a reconcile retry with backoff while the claim completes, instead
-// of ending quietly: the request belongs to a project this replica is about to serve.
+// errClaimPending makes a reconcile retry while the claim completes, instead of ending
+// quietly: the request belongs to a project this replica is about to serve. It comes
+// wrapped in a retryAfter, so the retry is a short fixed delay: with the controller's
+// exponential backoff, the requests refused while the claim was written would wait up
+// to a second after admission opened (measured by bench/ as a slower hand-over).
 var errClaimPending = errors.New("project claim in progress")
+
+// claimPendingRetry is the delay before a request refused during a claim is retried.
+const claimPendingRetry = 50 * time.Millisecond
+
+// retryAfter is a refusal that says when to try again (pkg/gateway's Admission honours
+// RetryAfter).
+type retryAfter struct {
+	err   error
+	after time.Duration
+}
+
+func (r retryAfter) Error() string             { return r.err.Error() }
+func (r retryAfter) Unwrap() error             { return r.err }
+func (r retryAfter) RetryAfter() time.Duration { return r.after }
 
 // holding is one project held by one incarnation, for one engagement.
 type holding struct {
@@ -133,7 +150,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	case h.st == holdingClaiming:
 		h.mu.Unlock()
 		s.m.gateRejections.WithLabelValues(rejectClaimPending).Inc()
-		return nil, nil, fmt.Errorf("project %q: %w", project, errClaimPending)
+		return nil, nil, retryAfter{err: fmt.Errorf("project %q: %w", project, errClaimPending), after: claimPendingRetry}
 	case h.st != holdingOpen:
 		h.mu.Unlock()
 		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
