@@ -68,16 +68,27 @@ func (v *Validity) Renewed(writer, scope string, t time.Time) {
 // ValidUntil returns the end of writer's validity for scope as of t: the last renew at
 // or before t plus the duration. Zero when writer never renewed before t.
 func (v *Validity) ValidUntil(writer, scope string, t time.Time) time.Time {
-	var last time.Time
-	for _, r := range v.renews[validityKey{writer, scope}] {
-		if !r.After(t) && r.After(last) {
-			last = r
+	_, until := v.Epoch(writer, scope, t)
+	return until
+}
+
+// Epoch returns the validity period writer is in at t: from the first renew of the
+// unbroken chain (each renew before the previous one's validity ended) that reaches t,
+// to the end of validity of the last renew at or before t. A write admitted before that
+// start was admitted under a validity that has since ended, whatever came after.
+func (v *Validity) Epoch(writer, scope string, t time.Time) (start, until time.Time) {
+	renews := v.renews[validityKey{writer, scope}]
+	sort.Slice(renews, func(i, j int) bool { return renews[i].Before(renews[j]) })
+	for _, r := range renews {
+		if r.After(t) {
+			break
 		}
+		if start.IsZero() || !r.Before(until) {
+			start = r
+		}
+		until = r.Add(v.duration)
 	}
-	if last.IsZero() {
-		return time.Time{}
-	}
-	return last.Add(v.duration)
+	return start, until
 }
 
 // Write is one committed write from an audit log, attributed to a replica and project.
@@ -87,17 +98,28 @@ type Write struct {
 	At                              time.Time
 }
 
-// LateWrites returns the writes committed after their writer's validity ended.
-// scopeOf maps a write to its validity scope (see Validity).
-func LateWrites(writes []Write, v *Validity, scopeOf func(Write) string) []LateWrite {
+// LateWrites returns the writes committed after their writer's validity ended: either
+// past the end of the validity the writer was in, or, when admittedAt tells when the
+// work that made the write was admitted, by work admitted before the writer's current
+// validity began (a process frozen mid-reconcile that wakes up, renews and carries on
+// with what it read before). scopeOf maps a write to its validity scope (see Validity).
+func LateWrites(writes []Write, v *Validity, scopeOf func(Write) string, admittedAt func(Write) (time.Time, bool)) []LateWrite {
 	var out []LateWrite
 	for _, w := range writes {
-		until := v.ValidUntil(w.Replica, scopeOf(w), w.At)
-		if !until.IsZero() && w.At.Before(until) {
+		start, until := v.Epoch(w.Replica, scopeOf(w), w.At)
+		valid := !until.IsZero() && w.At.Before(until)
+		if valid && admittedAt != nil {
+			if admitted, ok := admittedAt(w); ok && admitted.Before(start) {
+				// Late with respect to the validity the work was admitted under.
+				_, until = v.Epoch(w.Replica, scopeOf(w), admitted)
+				valid = false
+			}
+		}
+		if valid {
 			continue
 		}
 		late := time.Duration(0)
-		if !until.IsZero() {
+		if !until.IsZero() && !w.At.Before(until) {
 			late = w.At.Sub(until)
 		}
 		out = append(out, LateWrite{
@@ -106,6 +128,27 @@ func LateWrites(writes []Write, v *Validity, scopeOf func(Write) string) []LateW
 		})
 	}
 	return out
+}
+
+// AdmittedAt returns, for a write, the latest start among the writer's records of the
+// write's project that were open when it was committed: the most recent admission
+// that could have made it (the benefit of the doubt goes to the writer).
+func AdmittedAt(records []Record) func(Write) (time.Time, bool) {
+	type key struct{ replica, project string }
+	by := map[key][]Record{}
+	for _, r := range records {
+		by[key{r.Replica, r.Project}] = append(by[key{r.Replica, r.Project}], r)
+	}
+	return func(w Write) (time.Time, bool) {
+		var latest time.Time
+		found := false
+		for _, r := range by[key{w.Replica, w.Project}] {
+			if !r.Start.After(w.At) && !r.End.Before(w.At) && (!found || r.Start.After(latest)) {
+				latest, found = r.Start, true
+			}
+		}
+		return latest, found
+	}
 }
 
 // HandOversAfter measures, for each project owned by the failed replica when the fault

@@ -72,7 +72,7 @@ func TestLateWritesUseTheLastRenewBeforeTheWrite(t *testing.T) {
 		}
 		return ""
 	}
-	got := LateWrites(writes, v, scope)
+	got := LateWrites(writes, v, scope, nil)
 	want := []struct {
 		replica string
 		late    time.Duration
@@ -139,5 +139,47 @@ func TestWriterOfAttributesByUserThenUserAgent(t *testing.T) {
 		if got := writerOf(c.e, byUser, names); got != c.want {
 			t.Errorf("writerOf(%q, %q) = %q, want %q", c.e.User.Username, c.e.UserAgent, got, c.want)
 		}
+	}
+}
+
+func TestEpochStartsAfterTheLastBreak(t *testing.T) {
+	v := NewValidity(3 * time.Second)
+	for _, ms := range []int{0, 1000, 2000, 9000, 10000} { // a 7 s gap after 2000
+		v.Renewed("a", "", at(ms))
+	}
+	cases := []struct {
+		t          int
+		start, end int
+	}{
+		{1500, 0, 4000},
+		{4500, 0, 5000},     // past validity, still the first epoch
+		{9500, 9000, 12000}, // a new epoch after the break
+	}
+	for _, c := range cases {
+		start, until := v.Epoch("a", "", at(c.t))
+		if !start.Equal(at(c.start)) || !until.Equal(at(c.end)) {
+			t.Errorf("Epoch at %d ms = [%s, %s], want [%d, %d] ms", c.t, start.Sub(t0), until.Sub(t0), c.start, c.end)
+		}
+	}
+}
+
+// A process frozen mid-reconcile that wakes, renews and writes what it read before the
+// freeze writes under a validity that ended, though its Lease is fresh again.
+func TestLateWritesCatchWorkAdmittedBeforeTheCurrentValidity(t *testing.T) {
+	v := NewValidity(3 * time.Second)
+	v.Renewed("a", "p", at(0))
+	v.Renewed("a", "p", at(60000)) // re-acquired after waking
+	records := []Record{
+		rec("a", "p", 500, 60500),   // frozen from 0.5 s to 60 s
+		rec("a", "p", 60100, 60300), // admitted after the re-acquisition
+	}
+	writes := []Write{
+		{Replica: "a", Project: "p", At: at(60200)}, // open records: both; the latest started at 60.1 s
+		{Replica: "a", Project: "p", At: at(60400)}, // only the frozen one was open
+		{Replica: "a", Project: "p", At: at(1000)},  // before the freeze
+	}
+	got := LateWrites(writes, v, func(w Write) string { return w.Project }, AdmittedAt(records))
+	if len(got) != 1 || !got[0].At.Equal(at(60400)) || !got[0].ValidUntil.Equal(at(3000)) || got[0].Late != 57400*time.Millisecond {
+		t.Fatalf("got %+v, want only the write at 60.4 s, late by 57.4 s after the validity it was admitted under", got)
 	}
 }

@@ -442,7 +442,7 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 			sr.note("%s of %s: project %s not reconciled by another replica before the end", f.Kind, f.Replica, p)
 		}
 	}
-	if err := sr.auditChecks(&res, cursors); err != nil {
+	if err := sr.auditChecks(&res, cursors, records); err != nil {
 		return res, err
 	}
 	ops, loadErrors := sr.load.Ops()
@@ -457,7 +457,7 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 
 // auditChecks reads the API servers' audit logs for writes after validity and
 // wrongful anchor deletions.
-func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]auditCursor) error {
+func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]auditCursor, records []Record) error {
 	byUser, names := map[string]string{}, map[string]bool{}
 	for _, r := range sr.replicas {
 		byUser[r.User], names[r.Name] = r.Name, true
@@ -523,7 +523,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	}
 	sort.Slice(writes, func(i, j int) bool { return writes[i].At.Before(writes[j].At) })
 	res.Writes = len(writes)
-	res.LateWrites = LateWrites(writes, validity, scope)
+	res.LateWrites = LateWrites(writes, validity, scope, AdmittedAt(records))
 	if unattributed > 0 {
 		sr.note("%d anchor deletions could not be tied to a proxy (anchor never observed)", unattributed)
 	}
