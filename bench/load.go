@@ -153,7 +153,15 @@ func (l *Load) delete(ctx context.Context, p ProjectLoad) error {
 	if name == "" {
 		return nil
 	}
-	return l.deleteProxy(ctx, p, name)
+	if err := l.deleteProxy(ctx, p, name); err != nil {
+		// The load's context ending mid-request among others: the proxy lives on, so
+		// it goes back to the live set for DeleteAll and is not counted as deleted.
+		l.mu.Lock()
+		l.live[p.Name] = append(l.live[p.Name], name)
+		l.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 func (l *Load) deleteProxy(ctx context.Context, p ProjectLoad, name string) error {
@@ -169,15 +177,28 @@ func (l *Load) deleteProxy(ctx context.Context, p ProjectLoad, name string) erro
 	return nil
 }
 
-// DeleteAll deletes every live proxy (the end of a run).
+// DeleteAll deletes every proxy of the run's namespaces (the end of a run), retrying
+// each a few times. It lists them rather than trusting the live set: a create the
+// load's end cancelled mid-request may still have been committed.
 func (l *Load) DeleteAll(ctx context.Context) error {
 	for _, p := range l.projects {
-		for {
-			name := l.pick(p, true)
-			if name == "" {
-				break
+		list := &v1alpha.HTTPProxyList{}
+		if err := l.client(p).List(ctx, list, client.InNamespace(p.Namespace)); err != nil {
+			return fmt.Errorf("listing the proxies of %s: %w", p.Name, err)
+		}
+		l.mu.Lock()
+		l.live[p.Name] = nil
+		l.mu.Unlock()
+		for _, px := range list.Items {
+			name := px.Name
+			var err error
+			for attempt := 0; attempt < 5; attempt++ {
+				if err = l.deleteProxy(ctx, p, name); err == nil {
+					break
+				}
+				time.Sleep(time.Second)
 			}
-			if err := l.deleteProxy(ctx, p, name); err != nil {
+			if err != nil {
 				return err
 			}
 		}

@@ -12,8 +12,11 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
@@ -364,18 +367,26 @@ func (sr *scenarioRun) stopAll() {
 	wg.Wait()
 }
 
-// cleanupUpstream strips finalizers from anything left and deletes the namespaces.
+// cleanupUpstream removes what the run leaves in the project planes, which have no
+// garbage collector and no namespace controller: without it, a later run's replicas
+// would program a leftover HTTPProxy or upstream Gateway under their own project.
 func (sr *scenarioRun) cleanupUpstream() {
 	ctx := context.Background()
 	for _, p := range sr.projects {
 		c := sr.run.Env.Planes[p.Plane].Client
-		list := &v1alpha.HTTPProxyList{}
-		if err := c.List(ctx, list, client.InNamespace(p.Namespace)); err == nil {
-			for i := range list.Items {
-				px := &list.Items[i]
-				px.Finalizers = nil
-				_ = c.Update(ctx, px)
+		for _, list := range []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}} {
+			if err := c.List(ctx, list, client.InNamespace(p.Namespace)); err != nil {
+				sr.note("cleaning up %s: %v", p.Name, err)
+				continue
 			}
+			_ = meta.EachListItem(list, func(o runtime.Object) error {
+				obj := o.(client.Object)
+				if len(obj.GetFinalizers()) > 0 {
+					obj.SetFinalizers(nil)
+					_ = c.Update(ctx, obj)
+				}
+				return client.IgnoreNotFound(c.Delete(ctx, obj))
+			})
 		}
 		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.Namespace}})
 	}
