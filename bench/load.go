@@ -171,7 +171,9 @@ func (l *Load) deleteProxy(ctx context.Context, p ProjectLoad, name string) erro
 		return fmt.Errorf("deleting %s/%s: %w", p.Name, name, err)
 	}
 	l.mu.Lock()
-	l.deleted[ProxyKey{p.Name, p.Namespace, name}] = at
+	if _, ok := l.deleted[ProxyKey{p.Name, p.Namespace, name}]; !ok {
+		l.deleted[ProxyKey{p.Name, p.Namespace, name}] = at
+	}
 	l.ops["delete"]++
 	l.mu.Unlock()
 	return nil
@@ -190,6 +192,9 @@ func (l *Load) DeleteAll(ctx context.Context) error {
 		l.live[p.Name] = nil
 		l.mu.Unlock()
 		for _, px := range list.Items {
+			if px.DeletionTimestamp != nil {
+				continue // deleted already, finalizing
+			}
 			name := px.Name
 			var err error
 			for attempt := 0; attempt < 5; attempt++ {
