@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -153,15 +154,47 @@ func (l *Load) delete(ctx context.Context, p ProjectLoad) error {
 	if name == "" {
 		return nil
 	}
+	at := time.Now()
 	if err := l.deleteProxy(ctx, p, name); err != nil {
-		// The load's context ending mid-request among others: the proxy lives on, so
-		// it goes back to the live set for DeleteAll and is not counted as deleted.
-		l.mu.Lock()
-		l.live[p.Name] = append(l.live[p.Name], name)
-		l.mu.Unlock()
+		// The load's context ending mid-request among others: the server may have
+		// committed the delete all the same. Only what a fresh read shows still alive
+		// goes back to the live set for DeleteAll.
+		if !l.confirmDeleted(p, name, at) {
+			l.mu.Lock()
+			l.live[p.Name] = append(l.live[p.Name], name)
+			l.mu.Unlock()
+		}
 		return err
 	}
 	return nil
+}
+
+// confirmDeleted reads the proxy afresh and records its deletion when it is gone or
+// being deleted (at the server's deletion time, or at when it is gone already).
+func (l *Load) confirmDeleted(p ProjectLoad, name string, at time.Time) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	px := &v1alpha.HTTPProxy{}
+	err := l.client(p).Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: name}, px)
+	switch {
+	case apierrors.IsNotFound(err):
+		l.recordDeleted(ProxyKey{p.Name, p.Namespace, name}, at)
+		return true
+	case err == nil && px.DeletionTimestamp != nil:
+		l.recordDeleted(ProxyKey{p.Name, p.Namespace, name}, px.DeletionTimestamp.Time)
+		return true
+	}
+	return false
+}
+
+// recordDeleted keeps a proxy's first deletion time.
+func (l *Load) recordDeleted(k ProxyKey, at time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.deleted[k]; !ok {
+		l.deleted[k] = at
+	}
+	l.ops["delete"]++
 }
 
 func (l *Load) deleteProxy(ctx context.Context, p ProjectLoad, name string) error {
@@ -170,12 +203,7 @@ func (l *Load) deleteProxy(ctx context.Context, p ProjectLoad, name string) erro
 	if err := client.IgnoreNotFound(l.client(p).Delete(ctx, px)); err != nil {
 		return fmt.Errorf("deleting %s/%s: %w", p.Name, name, err)
 	}
-	l.mu.Lock()
-	if _, ok := l.deleted[ProxyKey{p.Name, p.Namespace, name}]; !ok {
-		l.deleted[ProxyKey{p.Name, p.Namespace, name}] = at
-	}
-	l.ops["delete"]++
-	l.mu.Unlock()
+	l.recordDeleted(ProxyKey{p.Name, p.Namespace, name}, at)
 	return nil
 }
 
@@ -193,7 +221,9 @@ func (l *Load) DeleteAll(ctx context.Context) error {
 		l.mu.Unlock()
 		for _, px := range list.Items {
 			if px.DeletionTimestamp != nil {
-				continue // deleted already, finalizing
+				// Deleted already (a delete whose response the load's end cut off).
+				l.recordDeleted(ProxyKey{p.Name, p.Namespace, px.Name}, px.DeletionTimestamp.Time)
+				continue
 			}
 			name := px.Name
 			var err error
