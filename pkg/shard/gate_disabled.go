@@ -4,6 +4,8 @@ package shard
 
 // gateEnforced is false only under the anchorage_bench_nogate tag, which never ships:
 // admission stops checking validity, admitted work is no longer bounded by it, the hub
-// writer no longer refuses, and a lapse no longer closes the holdings. bench/ builds
-// this variant to prove its smoke gate reports the overlaps that follow.
+// writer no longer refuses, and neither a lapse nor a Lease naming another holder
+// closes a holding: a replica that wakes from a pause goes on believing it owns its
+// projects. bench/ builds this variant to prove its smoke gate reports the late writes
+// and overlaps that follow.
 const gateEnforced = false

@@ -240,7 +240,14 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		ob, ok := leases[ProjectLeaseName(p)]
 		_, stillThere := projects[p]
 		preparing := ok && h.state() == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == h.holder
-		if !ok || (ob.Holder() != h.holder && !preparing) || h.holder != holder || !stillThere {
+		lost := !ok || !stillThere
+		if gateEnforced {
+			// A holding of an incarnation that is no longer ours, or of a project the
+			// Lease gives to someone else, closes at once (without the gate, the
+			// replica would go on believing it owns the project).
+			lost = lost || (ob.Holder() != h.holder && !preparing) || h.holder != holder
+		}
+		if lost {
 			delete(s.holdings, p)
 			go h.close()
 			s.log.Info("Closing admission for a project no longer held", "project", p, "holder", h.holder, "leaseHolder", ob.Holder())
