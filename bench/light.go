@@ -26,6 +26,31 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 		return LeaseLoad{}, Memory{}, err
 	}
 	defer run.Close(context.Background())
+	var replicas []*Replica
+	defer func() {
+		for _, r := range replicas {
+			if r.Running() {
+				_ = r.Kill()
+			}
+		}
+	}()
+	users := map[string]string{}
+	joined := markAudit(e.Hub.AuditLogPath)
+	for i := 0; i < o.Replicas; i++ {
+		r, err := run.StartReplica(bins, o.Coordinator, fmt.Sprintf("%s-%d", run.ID, i), ReplicaOptions{NoResync: true})
+		if err != nil {
+			return LeaseLoad{}, Memory{}, err
+		}
+		replicas = append(replicas, r)
+		users[r.User] = r.Name
+	}
+	// The projects appear once every replica has joined: peak RSS then measures a
+	// replica's share, not a cold start in which the first replica up holds them all
+	// until the others join.
+	if err := waitJoined(ctx, joined, users); err != nil {
+		return LeaseLoad{}, Memory{}, err
+	}
+	sleepCtx(ctx, LeaseDuration)
 	var names []string
 	for i := 0; i < o.Projects; i++ {
 		name := fmt.Sprintf("%s-l%d", run.ID, i)
@@ -39,23 +64,6 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	defer stopObs()
 	go obs.Run(obsCtx, time.Second, false)
 
-	var replicas []*Replica
-	defer func() {
-		for _, r := range replicas {
-			if r.Running() {
-				_ = r.Kill()
-			}
-		}
-	}()
-	users := map[string]string{}
-	for i := 0; i < o.Replicas; i++ {
-		r, err := run.StartReplica(bins, o.Coordinator, fmt.Sprintf("%s-%d", run.ID, i), ReplicaOptions{NoResync: true})
-		if err != nil {
-			return LeaseLoad{}, Memory{}, err
-		}
-		replicas = append(replicas, r)
-		users[r.User] = r.Name
-	}
 	began := time.Now()
 	for obs.OwnedCount(nil) < o.Projects && time.Since(began) < o.OwnedWithin && sleepCtx(ctx, 500*time.Millisecond) {
 	}
@@ -80,7 +88,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 			writes++
 		}
 	}
-	ll := LeaseLoad{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, Window: to.Sub(from), Writes: writes,
+	ll := LeaseLoad{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, Unowned: o.Projects - owned, Window: to.Sub(from), Writes: writes,
 		PerSecond: float64(writes) / to.Sub(from).Seconds()}
 	mem := Memory{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas}
 	for _, r := range replicas {
@@ -91,6 +99,36 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 		return ll, mem, fmt.Errorf("%s P=%d R=%d: only %d projects owned", o.Coordinator, o.Projects, o.Replicas, owned)
 	}
 	return ll, mem, nil
+}
+
+// joinWithin bounds the wait for every replica's first Lease write.
+const joinWithin = time.Minute
+
+// waitJoined waits until every replica (by hub user) has written a Lease since the
+// mark: its member Lease (anchorage) or its peer Lease (coordinator/sharded).
+func waitJoined(ctx context.Context, since auditCursor, users map[string]string) error {
+	began := time.Now()
+	for {
+		events, err := since.read()
+		if err != nil {
+			return err
+		}
+		wrote := map[string]bool{}
+		for _, ev := range events {
+			if _, ok := users[ev.User.Username]; ok && ev.ObjectRef.Resource == "leases" && isWrite(ev) {
+				wrote[ev.User.Username] = true
+			}
+		}
+		if len(wrote) == len(users) {
+			return nil
+		}
+		if time.Since(began) > joinWithin {
+			return fmt.Errorf("only %d of %d replicas wrote a Lease within %s", len(wrote), len(users), joinWithin)
+		}
+		if !sleepCtx(ctx, 250*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
 
 func mb(bs []uint64) []int {

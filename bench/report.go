@@ -234,11 +234,12 @@ func overlapTime(ovs []Overlap) time.Duration {
 	return sum
 }
 
-// leaseRates is c's mean Lease writes/s by project count.
+// leaseRates is c's mean Lease writes/s by project count, over the loads in which
+// every project had an owner (a steady state that never came has no rate).
 func leaseRates(r *Report, c Coordinator) map[int]float64 {
 	m := meanBy{}
 	for _, l := range r.LeaseLoad {
-		if l.Coordinator == c {
+		if l.Coordinator == c && l.Unowned == 0 {
 			m.add(l.Projects, l.PerSecond)
 		}
 	}
@@ -1147,10 +1148,14 @@ func writeLeaseLoad(b *strings.Builder, r *Report, plots map[string]bool) {
 	b.WriteString("## Lease writes at steady state\n\n")
 	rows := make([][]string, len(r.LeaseLoad))
 	for i, l := range r.LeaseLoad {
-		rows[i] = []string{string(l.Coordinator), fmt.Sprint(l.Projects), fmt.Sprint(l.Replicas),
-			format2(l.Window.Seconds()), fmt.Sprint(l.Writes), format2(l.PerSecond)}
+		rate := format2(l.PerSecond)
+		if l.Unowned > 0 {
+			rate += " (not steady: no rate)"
+		}
+		rows[i] = []string{string(l.Coordinator), fmt.Sprint(l.Projects), fmt.Sprint(l.Replicas), fmt.Sprint(l.Projects - l.Unowned),
+			format2(l.Window.Seconds()), fmt.Sprint(l.Writes), rate}
 	}
-	writeTable(b, []string{"coordinator", "projects", "replicas", "window s", "writes", "writes/s"}, rows)
+	writeTable(b, []string{"coordinator", "projects", "replicas", "owned", "window s", "writes", "writes/s"}, rows)
 	writeImage(b, plots, LeaseWritesPlot, "Lease writes/s")
 }
 

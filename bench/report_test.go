@@ -104,6 +104,7 @@ func headlineReport() *Report {
 			{Coordinator: Anchorage, Projects: 1000, PerSecond: 5}, // mean with the above: 4
 			{Coordinator: Sharded, Projects: 10, PerSecond: 0},
 			{Coordinator: Sharded, Projects: 1000, PerSecond: 8},
+			{Coordinator: Sharded, Projects: 100, Unowned: 60, PerSecond: 0.5}, // never steady
 		},
 		Memory: []Memory{
 			{Coordinator: Anchorage, Replicas: 1, ProjectBytes: 40e6},
@@ -165,6 +166,9 @@ func TestComputeHeadline(t *testing.T) {
 	}
 	if _, ok := a.LeaseWritesAt(100); ok {
 		t.Error("P=100 has no data but was reported")
+	}
+	if v, ok := s.LeaseWritesAt(100); ok {
+		t.Errorf("sharded P=100 never had every project owned but got a rate of %v", v)
 	}
 	if s.FailureHandOverMedian != nil || s.LateWritesPause != nil {
 		t.Error("sharded has no hand-overs or pause scenario but got values")

@@ -121,12 +121,15 @@ type ScenarioResult struct {
 
 // LeaseLoad is the steady-state Lease write rate for P projects.
 type LeaseLoad struct {
-	Coordinator Coordinator   `json:"coordinator"`
-	Projects    int           `json:"projects"`
-	Replicas    int           `json:"replicas"`
-	Window      time.Duration `json:"window"`
-	Writes      int           `json:"writes"`
-	PerSecond   float64       `json:"perSecond"`
+	Coordinator Coordinator `json:"coordinator"`
+	Projects    int         `json:"projects"`
+	Replicas    int         `json:"replicas"`
+	// Unowned is how many projects still had no owner when the window opened; a load
+	// that did not converge is reported but gives no rate.
+	Unowned   int           `json:"unowned"`
+	Window    time.Duration `json:"window"`
+	Writes    int           `json:"writes"`
+	PerSecond float64       `json:"perSecond"`
 }
 
 // Memory is the peak RSS of R replicas sharing P projects, and of one replica holding

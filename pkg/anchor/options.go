@@ -63,6 +63,10 @@ type ResyncOptions struct {
 	LiveTimeout time.Duration
 	// Workers bounds the passes that run at once on a replica. Default 4.
 	Workers int
+	// RememberedProjects bounds the projects whose last pass reports a replica keeps
+	// (Reports, LastReport, Passes); the least recently passed is forgotten first. It
+	// should exceed the projects one replica holds. Default 4096.
+	RememberedProjects int
 	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
 	Finalizers map[schema.GroupKind]string
 	// Clock drives periods, ages and confirmation. Default the real clock. Rate limits
@@ -99,6 +103,7 @@ func (o ResyncOptions) WithDefaults() ResyncOptions {
 	setInt(&o.LiveBurst, 100)
 	setInt(&o.Workers, 4)
 	setInt(&o.DependentsBurst, 100)
+	setInt(&o.RememberedProjects, 4096)
 	setQPS(&o.DependentsQPS, 50)
 	setQPS(&o.DeletionQPS, 10)
 	setQPS(&o.LiveQPS, 50)
@@ -117,7 +122,7 @@ func (o ResyncOptions) Validate() error {
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)

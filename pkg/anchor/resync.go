@@ -70,8 +70,7 @@ type Resync struct {
 
 	mu      sync.Mutex
 	loops   map[string]*projectLoop
-	history map[string][]PassReport
-	passes  map[string]int
+	history *passHistory
 	halted  map[string]string
 }
 
@@ -85,9 +84,6 @@ type projectLoop struct {
 func newDeletionLimiter(o ResyncOptions) flowcontrol.RateLimiter {
 	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, o.DeletionBurst)
 }
-
-// historyLength is how many reports per project are kept for Reports.
-const historyLength = 16
 
 // NewResync builds a Resync. Add it to the multicluster manager (mgr.Add), which also
 // registers it with the shard.
@@ -118,12 +114,16 @@ func NewResync(cfg ResyncConfig) (*Resync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
 	}
+	history, err := newPassHistory(opts.RememberedProjects)
+	if err != nil {
+		return nil, fmt.Errorf("pass history: %w", err)
+	}
 	return &Resync{
 		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
 		deletes: newDeletionLimiter(opts),
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),
-		loops:   map[string]*projectLoop{}, history: map[string][]PassReport{}, passes: map[string]int{}, halted: map[string]string{},
+		loops:   map[string]*projectLoop{}, history: history, halted: map[string]string{},
 	}, nil
 }
 
@@ -344,13 +344,8 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 		r.m.deletionOff.Set(0)
 	}
 	r.mu.Lock()
-	h := append(r.history[rep.Project], rep)
-	if len(h) > historyLength {
-		h = h[len(h)-historyLength:]
-	}
-	r.history[rep.Project] = h
+	r.history.add(rep, result == passSuccess)
 	if result == passSuccess {
-		r.passes[rep.Project]++
 		r.m.lastSuccess.WithLabelValues(rep.Project).Set(float64(r.opts.Clock.Now().Unix()))
 	}
 	if rep.Halt != "" {
@@ -434,7 +429,7 @@ func (r *Resync) reportUnowned(ctx context.Context) {
 func (r *Resync) Passes(project string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.passes[project]
+	return r.history.of(project).completed
 }
 
 // Reports returns the last reports of passes over project on this replica, oldest
@@ -442,14 +437,14 @@ func (r *Resync) Passes(project string) int {
 func (r *Resync) Reports(project string) []PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]PassReport(nil), r.history[project]...)
+	return r.history.of(project).reports
 }
 
 // LastReport returns the report of the last pass over project that ran to its end.
 func (r *Resync) LastReport(project string) (PassReport, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	h := r.history[project]
+	h := r.history.of(project).reports
 	for i := len(h) - 1; i >= 0; i-- {
 		if h[i].Aborted == "" {
 			return h[i], true
