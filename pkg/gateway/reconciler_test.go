@@ -170,9 +170,11 @@ func TestGatewayReconcilerWritesNothingWhenTheLiveObjectIsNotTheCachedOne(t *tes
 	}
 }
 
-// TestReconcilersEndQuietlyForAProjectNotHeld: a refused admission ends every
-// reconciler's request without an error and without reaching any cluster.
-func TestReconcilersEndQuietlyForAProjectNotHeld(t *testing.T) {
+// TestReconcilersTouchNothingWithoutAdmission: a refused admission ends every
+// reconciler's request without an error and without reaching any cluster; a refusal
+// that says when to retry (a claim being written) is retried after that delay, not with
+// the controller's backoff.
+func TestReconcilersTouchNothingWithoutAdmission(t *testing.T) {
 	s := testScheme(t)
 	m, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
@@ -181,37 +183,23 @@ func TestReconcilersEndQuietlyForAProjectNotHeld(t *testing.T) {
 	clusters := fakeClusters{cluster: &fakeCluster{cached: unexpectedCalls(t, s, "project cache"), live: unexpectedCalls(t, s, "project")}, hub: unexpectedCalls(t, s, "hub")}
 	cfg := Config{}.WithDefaults()
 	req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "web"}}}
-	for name, r := range map[string]reconcile.TypedReconciler[mcreconcile.Request]{
-		"HTTPProxy": &HTTPProxyReconciler{Clusters: clusters, Admission: refusingAdmission{}, Config: cfg, Metrics: m},
-		"Gateway":   &GatewayReconciler{Clusters: clusters, Admission: refusingAdmission{}, Config: cfg, Metrics: m},
-		"HTTPRoute": &HTTPRouteReconciler{Clusters: clusters, Admission: refusingAdmission{}, Config: cfg, Metrics: m},
-	} {
-		if res, err := r.Reconcile(context.Background(), req); err != nil || res != (reconcile.Result{}) {
-			t.Errorf("%s: got (%+v, %v), want a quiet end", name, res, err)
-		}
+	cases := []struct {
+		reason    string
+		admission Admission
+		want      reconcile.Result
+	}{
+		{"a project not held ends quietly", refusingAdmission{}, reconcile.Result{}},
+		{"a claim being written is retried at the admission's delay", pendingAdmission{after: 37 * time.Millisecond}, reconcile.Result{RequeueAfter: 37 * time.Millisecond}},
 	}
-}
-
-// TestReconcilersRetryAtTheAdmissionsDelay: a refusal that says when to retry (a claim
-// being written) is retried after that delay, not with the controller's backoff, and
-// touches nothing.
-func TestReconcilersRetryAtTheAdmissionsDelay(t *testing.T) {
-	s := testScheme(t)
-	m, err := NewMetrics(prometheus.NewRegistry())
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusters := fakeClusters{cluster: &fakeCluster{cached: unexpectedCalls(t, s, "project cache"), live: unexpectedCalls(t, s, "project")}, hub: unexpectedCalls(t, s, "hub")}
-	cfg := Config{}.WithDefaults()
-	adm := pendingAdmission{after: 37 * time.Millisecond}
-	req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "web"}}}
-	for name, r := range map[string]reconcile.TypedReconciler[mcreconcile.Request]{
-		"HTTPProxy": &HTTPProxyReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
-		"Gateway":   &GatewayReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
-		"HTTPRoute": &HTTPRouteReconciler{Clusters: clusters, Admission: adm, Config: cfg, Metrics: m},
-	} {
-		if res, err := r.Reconcile(context.Background(), req); err != nil || res.RequeueAfter != 37*time.Millisecond {
-			t.Errorf("%s: got (%+v, %v), want a retry after 37ms and no error", name, res, err)
+	for _, tc := range cases {
+		for name, r := range map[string]reconcile.TypedReconciler[mcreconcile.Request]{
+			"HTTPProxy": &HTTPProxyReconciler{Clusters: clusters, Admission: tc.admission, Config: cfg, Metrics: m},
+			"Gateway":   &GatewayReconciler{Clusters: clusters, Admission: tc.admission, Config: cfg, Metrics: m},
+			"HTTPRoute": &HTTPRouteReconciler{Clusters: clusters, Admission: tc.admission, Config: cfg, Metrics: m},
+		} {
+			if res, err := r.Reconcile(context.Background(), req); err != nil || res != tc.want {
+				t.Errorf("%s: %s: got (%+v, %v), want (%+v, no error)", tc.reason, name, res, err, tc.want)
+			}
 		}
 	}
 }
