@@ -7,8 +7,8 @@ import (
 )
 
 // Overlaps returns every pair of reconciles of one project by two different replicas
-// whose intervals intersect.
-func Overlaps(records []Record) []Overlap {
+// whose intervals intersect; frozen marks the reconciles a stopped process held.
+func Overlaps(records []Record, frozen func(Record) bool) []Overlap {
 	byProject := map[string][]Record{}
 	for _, r := range records {
 		byProject[r.Project] = append(byProject[r.Project], r)
@@ -34,13 +34,38 @@ func Overlaps(records []Record) []Overlap {
 				if r.End.Before(end) {
 					end = r.End
 				}
-				out = append(out, Overlap{Project: project, A: a.Replica, B: r.Replica, Start: r.Start, Length: end.Sub(r.Start)})
+				out = append(out, Overlap{Project: project, A: a.Replica, B: r.Replica, Start: r.Start, Length: end.Sub(r.Start),
+					Frozen: frozen != nil && (frozen(a) || frozen(r))})
 			}
 			active = append(active, r)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out
+}
+
+// stopSlack is how long after a stop fault's time a record may still have begun before
+// the process actually stopped: the time is taken just before the signal is sent. A
+// stopped process begins nothing, and its wake comes seconds later.
+const stopSlack = 100 * time.Millisecond
+
+// InFlightAtStop returns whether a record was in flight when its replica was stopped
+// (a "stop" fault inside the record's interval): work frozen mid-reconcile.
+func InFlightAtStop(faults []Fault) func(Record) bool {
+	stops := map[string][]time.Time{}
+	for _, f := range faults {
+		if f.Kind == "stop" {
+			stops[f.Replica] = append(stops[f.Replica], f.At)
+		}
+	}
+	return func(r Record) bool {
+		for _, t := range stops[r.Replica] {
+			if !r.Start.After(t.Add(stopSlack)) && r.End.After(t) {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // Validity is the windows during which each writer may write: a successful renew of

@@ -40,13 +40,48 @@ func TestOverlapsCountsOnlyDifferentReplicasOnOneProject(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := Overlaps(c.records)
+			got := Overlaps(c.records, nil)
 			if len(got) != len(c.want) {
 				t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(c.want))
 			}
 			for i := range got {
 				if got[i] != c.want[i] {
 					t.Errorf("overlap %d = %+v, want %+v", i, got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+func TestOverlapsMarkWorkFrozenByAStop(t *testing.T) {
+	// Replica a is stopped at 1000 ms and continued at 10000 ms; b owns p meanwhile.
+	faults := []Fault{{At: at(1000), Kind: "stop", Replica: "a"}, {At: at(10000), Kind: "cont", Replica: "a"}}
+	frozen := InFlightAtStop(faults)
+	cases := []struct {
+		name    string
+		records []Record
+		frozen  []bool // per overlap, in order
+	}{
+		{"a reconcile in flight at the stop, ending after the wake, is frozen",
+			[]Record{rec("a", "p", 900, 10050), rec("b", "p", 4000, 4100)}, []bool{true}},
+		{"a reconcile begun just as the signal was sent is frozen",
+			[]Record{rec("a", "p", 1050, 10050), rec("b", "p", 4000, 4100)}, []bool{true}},
+		{"work admitted after the wake on a project b holds is not",
+			[]Record{rec("b", "p", 10000, 10400), rec("a", "p", 10100, 10200)}, []bool{false}},
+		{"a reconcile that ended before the stop is not",
+			[]Record{rec("a", "p", 500, 990), rec("b", "p", 600, 700)}, []bool{false}},
+		{"another replica's stop freezes nothing of b's or c's",
+			[]Record{rec("b", "p", 900, 1500), rec("c", "p", 950, 1200)}, []bool{false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Overlaps(c.records, frozen)
+			if len(got) != len(c.frozen) {
+				t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(c.frozen))
+			}
+			for i := range got {
+				if got[i].Frozen != c.frozen[i] {
+					t.Errorf("overlap %d frozen = %t, want %t", i, got[i].Frozen, c.frozen[i])
 				}
 			}
 		})

@@ -191,6 +191,7 @@ func TestHeadlineRows(t *testing.T) {
 	}{
 		{"overlapping reconciles (kill, scale, rolling)", "3", "0", "∞"},
 		{"overlap time (kill, scale, rolling)", "1.00 s", "0.00 s", "∞"},
+		{"overlapping reconciles, none frozen by the stop (pause)", "1", "n/a", "n/a"},
 		{"writes after validity (pause)", "1", "n/a", "n/a"},
 		{"writes after validity (all scenarios)", "3", "0", "∞"},
 		{"failure hand-over median (× lease)", "1.20", "n/a", "n/a"},
@@ -212,21 +213,21 @@ func TestHeadlineRows(t *testing.T) {
 			t.Errorf("row = %+v, want %+v", row, want)
 		}
 	}
-	if len(rows) != 15 {
-		t.Errorf("%d rows, want 15", len(rows))
+	if len(rows) != 16 {
+		t.Errorf("%d rows, want 16", len(rows))
 	}
 
 	// 0 ÷ 0 prints a dash.
 	zero := 0
 	zh := Headline{AnchorsLeft: &zero}
-	if got := HeadlineRows(zh, zh)[12]; got.Metric != "anchors left" || got.Ratio != "—" {
+	if got := HeadlineRows(zh, zh)[13]; got.Metric != "anchors left" || got.Ratio != "—" {
 		t.Errorf("0/0 row = %+v, want ratio —", got)
 	}
 }
 
 func TestReportAcceptanceTargets(t *testing.T) {
 	targets := AcceptanceTargets(ComputeHeadline(headlineReport(), Anchorage))
-	want := []string{"no", "no", "no", "no", "yes", "no", "yes", "yes"}
+	want := []string{"no", "no", "no", "no", "no", "yes", "no", "yes", "yes"}
 	if len(targets) != len(want) {
 		t.Fatalf("%d targets, want %d", len(targets), len(want))
 	}
@@ -243,6 +244,7 @@ func TestReportAcceptanceTargets(t *testing.T) {
 func TestReportViolations(t *testing.T) {
 	overlap := Overlap{Project: "p1", A: "a", B: "b", Start: reportAt(5), Length: reportSecs(0.31)}
 	early := Overlap{Project: "p0", A: "c", B: "d", Start: reportAt(2), Length: reportSecs(0.1)}
+	frozen := Overlap{Project: "p1", A: "a", B: "b", Start: reportAt(1), Length: reportSecs(9), Frozen: true}
 	late := LateWrite{Replica: "a", Project: "p1", Plane: "hub", Verb: "update", Resource: "anchors",
 		Namespace: "ns", Name: "x", At: reportAt(3), ValidUntil: reportAt(2.8), Late: reportSecs(0.2)}
 	tests := []struct {
@@ -250,8 +252,11 @@ func TestReportViolations(t *testing.T) {
 		s    ScenarioResult
 		want []string
 	}{
-		{"overlap in pause is not a violation",
-			ScenarioResult{Scenario: ScenarioPause, Overlaps: []Overlap{overlap}}, nil},
+		{"an overlap with work frozen by the stop is not a violation",
+			ScenarioResult{Scenario: ScenarioPause, Overlaps: []Overlap{frozen}}, nil},
+		{"an overlap in pause with no frozen work is",
+			ScenarioResult{Scenario: ScenarioPause, Overlaps: []Overlap{frozen, overlap, early}},
+			[]string{"pause: 2 overlapping reconciles not frozen by the stop (first: project p0, replicas c and d, 0.10 s)"}},
 		{"late write in pause is",
 			ScenarioResult{Scenario: ScenarioPause, LateWrites: []LateWrite{late}},
 			[]string{"pause: 1 write after validity (first: replica a, project p1, hub update anchors ns/x, late by 0.20 s)"}},

@@ -439,7 +439,7 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 		return res, err
 	}
 	res.Records = len(records)
-	res.Overlaps = Overlaps(records)
+	res.Overlaps = Overlaps(records, InFlightAtStop(sr.faults))
 	for _, f := range sr.faults {
 		if f.Kind == "start" || f.Kind == "cont" {
 			continue
@@ -457,8 +457,8 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 		return res, err
 	}
 	ops, loadErrors := sr.load.Ops()
-	sr.log("  load: %v; %d records; %d overlaps; %d late writes of %d; %d anchors left; %d wrongful deletions",
-		ops, res.Records, len(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions)
+	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions",
+		ops, res.Records, len(res.Overlaps), len(res.Overlaps)-len(gatedOverlaps(&res)), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions)
 	if len(loadErrors) > 0 {
 		sr.note("%d load operations failed, first: %s", len(loadErrors), loadErrors[0])
 	}

@@ -53,6 +53,11 @@ type Overlap struct {
 	B       string        `json:"b"`
 	Start   time.Time     `json:"start"`
 	Length  time.Duration `json:"length"`
+	// Frozen: one of the two reconciles was in flight when its replica was stopped
+	// (SIGSTOP). Nobody can stop such work; what must hold is that it writes nothing
+	// once its validity has passed (LateWrite). Overlaps of work admitted after a wake
+	// are not frozen: the gate must prevent them.
+	Frozen bool `json:"frozen,omitempty"`
 }
 
 // LateWrite is a write the API server committed after its writer's validity ended,
