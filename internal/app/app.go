@@ -239,7 +239,19 @@ func UserAgent(identity string) string { return "anchorage/" + identity }
 
 // Start runs the replica until ctx ends.
 func (r *Replica) Start(ctx context.Context) error {
-	return r.Manager.Start(ctx)
+	// The shard learns the process is stopping before any runnable does: the manager
+	// runs on its own context, cancelled only after Shard.Stopping.
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	go func() {
+		select {
+		case <-ctx.Done():
+			r.Shard.Stopping()
+			cancel()
+		case <-run.Done():
+		}
+	}()
+	return r.Manager.Start(run)
 }
 
 // checkHub fails fast, with a message an operator can act on, when the hub cannot be

@@ -44,18 +44,39 @@ func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	s.observer.poke()
 	go func() {
 		<-ctx.Done()
-		if s.draining.Load() {
-			return // shutting down: the provider stops too; keep projects until handed over
-		}
-		s.mu.Lock()
-		if d, ok := s.found[string(name)]; ok && d.ctx == ctx {
-			delete(s.found, string(name))
-		}
-		s.mu.Unlock()
-		s.observer.poke()
+		s.discoveryEnded(ctx, string(name))
 	}()
 	return nil
 }
+
+// discoveryEnded forgets a discovery whose context ended, which is how the provider
+// reports a removed (or replaced) Secret, and reports whether it did. While the
+// process is stopping (Stopping ran before any runnable was cancelled) the provider
+// ends every discovery as it stops, which is no removal: the project is kept until it
+// is handed over.
+func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
+	if s.draining.Load() {
+		return false
+	}
+	s.mu.Lock()
+	d, ok := s.found[name]
+	forget := ok && d.ctx == ctx
+	if forget {
+		delete(s.found, name)
+	}
+	s.mu.Unlock()
+	if forget {
+		s.observer.poke()
+	}
+	return forget
+}
+
+// Stopping tells the shard that the process is stopping, before the manager cancels
+// any runnable. The kubeconfig provider ends every discovery's context when it stops;
+// without this mark, a discovery that ended before the shard's own runnable saw its
+// context end would read as the project's Secret removed: the project would be
+// released, and its Lease deleted, instead of handed over. No claim starts from now on.
+func (s *Shard) Stopping() { s.draining.Store(true) }
 
 func (s *Shard) secretNamespace() string { return s.opts.SecretNamespace }
 

@@ -75,12 +75,23 @@ func nonCoordinatorHolder(ctx context.Context, e *Env, ms []*Manager, projects [
 	return nil, nil
 }
 
-// waitAllServed waits until every project is claimed and admitted by exactly one of
-// managers, its claimed holder: a claim is written just before admission opens.
+// waitAllServed waits until rebalancing has settled: every project is claimed by its
+// rendezvous owner among managers and admitted by that holder alone (a claim is written
+// just before admission opens). Waiting for the settled state, not merely for every
+// project to be claimed, keeps a test's fault from racing a rebalance still moving
+// projects after the last manager joined.
 func waitAllServed(g Gomega, e *Env, managers []*Manager, projects []string) map[string]string {
+	var pods []string
+	for _, m := range managers {
+		pods = append(pods, m.Name)
+	}
+	want := expectedOwners(projects, pods)
 	var claimed map[string]string
 	g.Eventually(func(g Gomega) {
 		claimed = waitAllClaimed(g, e, projects)
+		for _, p := range projects {
+			g.Expect(shard.PodOf(claimed[p])).To(Equal(want[p]), "project %s at its rendezvous owner", p)
+		}
 		for _, p := range projects {
 			var admitting []string
 			for _, m := range managers {
@@ -90,7 +101,7 @@ func waitAllServed(g Gomega, e *Env, managers []*Manager, projects []string) map
 			}
 			g.Expect(admitting).To(Equal([]string{claimed[p]}), "project %s admitted by its claimed holder alone", p)
 		}
-	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	}, 60*time.Second, 100*time.Millisecond).Should(Succeed())
 	return claimed
 }
 

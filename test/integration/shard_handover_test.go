@@ -147,6 +147,13 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	// the victim never writes that Lease again, and the new holder claims after it.
 	events, err := hub.AuditEvents()
 	g.Expect(err).NotTo(HaveOccurred())
+	// A stopping provider ends every discovery; that is no removal, so the stopping
+	// replica (which coordinates here) deletes no project Lease.
+	for _, ev := range events {
+		if ev.ObjectRef.Resource == "leases" && ev.ObjectRef.Namespace == e.ProviderNamespace && ev.Verb == "delete" {
+			g.Expect(ev.User.Username).NotTo(Equal(victim.User), "the stopping replica deleted Lease %s", ev.ObjectRef.Name)
+		}
+	}
 	for _, p := range held {
 		name := shard.ProjectLeaseName(p)
 		var last time.Time
