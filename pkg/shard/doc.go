@@ -81,7 +81,10 @@
 // the write closely. A replica stopping gracefully marks its member Lease draining, so
 // the coordinator moves all its projects this way; it waits until they are claimed by
 // their new holders (ShutdownDeadline), releases its member Lease, and releases the
-// coordinator Lease last so a successor is elected at once.
+// coordinator Lease last so a successor is elected at once. The process marks the shard
+// stopping (Shard.Stopping) before the manager cancels any runnable: the kubeconfig
+// provider ends every discovery as it stops, and a discovery ending is otherwise how a
+// removed project Secret is seen.
 //
 // # Residual windows (what this does not guarantee)
 //
