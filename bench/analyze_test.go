@@ -39,17 +39,19 @@ func TestOverlapsCountsOnlyDifferentReplicasOnOneProject(t *testing.T) {
 			}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := Overlaps(c.records, nil)
-			if len(got) != len(c.want) {
-				t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(c.want))
-			}
-			for i := range got {
-				if got[i] != c.want[i] {
-					t.Errorf("overlap %d = %+v, want %+v", i, got[i], c.want[i])
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { expectOverlaps(t, Overlaps(c.records, nil), c.want) })
+	}
+}
+
+func expectOverlaps(t *testing.T, got, want []Overlap) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Errorf("overlap %d = %+v, want %+v", i, got[i], want[i])
+		}
 	}
 }
 
@@ -57,34 +59,27 @@ func TestOverlapsMarkWorkFrozenByAStop(t *testing.T) {
 	// Replica a is stopped at 1000 ms and continued at 10000 ms; b owns p meanwhile.
 	faults := []Fault{{At: at(1000), Kind: "stop", Replica: "a"}, {At: at(10000), Kind: "cont", Replica: "a"}}
 	frozen := InFlightAtStop(faults)
+	ov := func(a, b string, startMs, lengthMs int, frozen bool) Overlap {
+		return Overlap{Project: "p", A: a, B: b, Start: at(startMs), Length: time.Duration(lengthMs) * time.Millisecond, Frozen: frozen}
+	}
 	cases := []struct {
 		name    string
 		records []Record
-		frozen  []bool // per overlap, in order
+		want    []Overlap
 	}{
 		{"a reconcile in flight at the stop, ending after the wake, is frozen",
-			[]Record{rec("a", "p", 900, 10050), rec("b", "p", 4000, 4100)}, []bool{true}},
+			[]Record{rec("a", "p", 900, 10050), rec("b", "p", 4000, 4100)}, []Overlap{ov("a", "b", 4000, 100, true)}},
 		{"a reconcile begun just as the signal was sent is frozen",
-			[]Record{rec("a", "p", 1050, 10050), rec("b", "p", 4000, 4100)}, []bool{true}},
+			[]Record{rec("a", "p", 1050, 10050), rec("b", "p", 4000, 4100)}, []Overlap{ov("a", "b", 4000, 100, true)}},
 		{"work admitted after the wake on a project b holds is not",
-			[]Record{rec("b", "p", 10000, 10400), rec("a", "p", 10100, 10200)}, []bool{false}},
+			[]Record{rec("b", "p", 10000, 10400), rec("a", "p", 10100, 10200)}, []Overlap{ov("b", "a", 10100, 100, false)}},
 		{"a reconcile that ended before the stop is not",
-			[]Record{rec("a", "p", 500, 990), rec("b", "p", 600, 700)}, []bool{false}},
+			[]Record{rec("a", "p", 500, 990), rec("b", "p", 600, 700)}, []Overlap{ov("a", "b", 600, 100, false)}},
 		{"another replica's stop freezes nothing of b's or c's",
-			[]Record{rec("b", "p", 900, 1500), rec("c", "p", 950, 1200)}, []bool{false}},
+			[]Record{rec("b", "p", 900, 1500), rec("c", "p", 950, 1200)}, []Overlap{ov("b", "c", 950, 250, false)}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got := Overlaps(c.records, frozen)
-			if len(got) != len(c.frozen) {
-				t.Fatalf("got %d overlaps %+v, want %d", len(got), got, len(c.frozen))
-			}
-			for i := range got {
-				if got[i].Frozen != c.frozen[i] {
-					t.Errorf("overlap %d frozen = %t, want %t", i, got[i].Frozen, c.frozen[i])
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { expectOverlaps(t, Overlaps(c.records, frozen), c.want) })
 	}
 }
 

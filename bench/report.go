@@ -217,6 +217,17 @@ func gatedOverlaps(s *ScenarioResult) []Overlap {
 	return out
 }
 
+// countFrozen counts the overlaps in which a reconcile was frozen by a stop.
+func countFrozen(ovs []Overlap) int {
+	n := 0
+	for _, o := range ovs {
+		if o.Frozen {
+			n++
+		}
+	}
+	return n
+}
+
 // leaseOf is the lease duration hand-overs of s are measured against.
 func leaseOf(r *Report, s *ScenarioResult) time.Duration {
 	if s.LeaseDuration > 0 {
@@ -1100,7 +1111,7 @@ func writeFaults(b *strings.Builder, s *ScenarioResult) {
 func writeOverlaps(b *strings.Builder, s *ScenarioResult) {
 	fmt.Fprintf(b, "- overlapping reconciles: %d, total %s\n",
 		len(s.Overlaps), formatSeconds(overlapTime(s.Overlaps).Seconds()))
-	if frozen := len(s.Overlaps) - len(gatedOverlaps(s)); frozen > 0 {
+	if frozen := countFrozen(s.Overlaps); frozen > 0 {
 		fmt.Fprintf(b, "  - of which %d with a reconcile frozen by the stop\n", frozen)
 	}
 	byProject := map[string][]Overlap{}

@@ -458,7 +458,7 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 	}
 	ops, loadErrors := sr.load.Ops()
 	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions",
-		ops, res.Records, len(res.Overlaps), len(res.Overlaps)-len(gatedOverlaps(&res)), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions)
+		ops, res.Records, len(res.Overlaps), countFrozen(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions)
 	if len(loadErrors) > 0 {
 		sr.note("%d load operations failed, first: %s", len(loadErrors), loadErrors[0])
 	}
