@@ -104,8 +104,8 @@ func TestNotFoundNames(t *testing.T) {
 		{"not an API error", errNotAPI{}, false},
 	}
 	for _, tc := range cases {
-		if got := notFoundNames(tc.err, gateways, "edge"); got != tc.want {
-			t.Errorf("%s: notFoundNames() = %t, want %t", tc.reason, got, tc.want)
+		if got := NotFoundProvesAbsence(tc.err, gateways, "edge"); got != tc.want {
+			t.Errorf("%s: NotFoundProvesAbsence() = %t, want %t", tc.reason, got, tc.want)
 		}
 	}
 }

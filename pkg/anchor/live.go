@@ -83,7 +83,7 @@ func (p Plane) readLive(ctx context.Context, owner Owner) (Observation, int, err
 		return observed(obj), 1, nil
 	}
 	if apierrors.IsNotFound(err) {
-		if notFoundNames(err, mapping.Resource.GroupResource(), owner.Name) {
+		if NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name) {
 			return Observation{State: Absent}, 1, nil
 		}
 		return Observation{State: NotServed}, 1, err
@@ -103,7 +103,7 @@ func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string)
 			return NamespaceMatches, nil
 		}
 		return NamespaceRecreated, nil
-	case apierrors.IsNotFound(err) && notFoundNames(err, corev1.Resource("namespaces"), upstream):
+	case apierrors.IsNotFound(err) && NotFoundProvesAbsence(err, corev1.Resource("namespaces"), upstream):
 		return NamespaceGone, nil
 	}
 	return NamespaceUnknown, fmt.Errorf("reading upstream namespace %s: %w", upstream, err)
@@ -117,29 +117,6 @@ func (p Plane) readPlaneIdentity(ctx context.Context) (types.UID, error) {
 		return "", fmt.Errorf("reading the plane's default namespace: %w", err)
 	}
 	return ns.UID, nil
-}
-
-// notFoundNames reports whether err is a NotFound that proves the object is absent: the
-// API server's own answer, with details naming the object's resource and name. A 404
-// for a kind the server does not serve is NotFound too, but carries no name (or, through
-// clients that fill in what they asked for, a cause saying the response was not a
-// status): it proves nothing.
-func notFoundNames(err error, gr schema.GroupResource, name string) bool {
-	var status apierrors.APIStatus
-	if !errors.As(err, &status) {
-		return false
-	}
-	s := status.Status()
-	if s.Reason != metav1.StatusReasonNotFound || s.Details == nil {
-		return false
-	}
-	d := s.Details
-	for _, c := range d.Causes {
-		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return false
-		}
-	}
-	return d.Name == name && d.Group == gr.Group && d.Kind == gr.Resource
 }
 
 // observed turns a read object into a Present observation.

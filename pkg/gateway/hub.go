@@ -215,23 +215,26 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, fi
 	orig := obj.DeepCopyObject().(client.Object)
 	controllerutil.RemoveFinalizer(obj, finalizer)
 	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if err != nil && !isNotFoundOf(err, obj) {
+	if err != nil && !isNotFoundOf(c, err, obj) {
 		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }
 
-// isNotFoundOf reports whether err is a NotFound whose details name obj itself, not
-// its namespace.
-func isNotFoundOf(err error, obj client.Object) bool {
-	var status apierrors.APIStatus
-	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+// isNotFoundOf reports whether err is a NotFound that proves obj itself is absent (not
+// its namespace, not its kind): anchor.NotFoundProvesAbsence for obj's resource. When
+// obj's resource cannot be resolved nothing is proven.
+func isNotFoundOf(c client.Client, err error, obj client.Object) bool {
+	if !apierrors.IsNotFound(err) {
 		return false
 	}
-	d := status.Status().Details
-	if d == nil || d.Name != obj.GetName() {
+	gvk, gvkErr := c.GroupVersionKindFor(obj)
+	if gvkErr != nil {
 		return false
 	}
-	_, isNamespace := obj.(*corev1.Namespace)
-	return isNamespace || !(d.Group == "" && d.Kind == "namespaces")
+	mapping, mapErr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if mapErr != nil {
+		return false
+	}
+	return anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), obj.GetName())
 }
