@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
-	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/shard"
 )
 
@@ -30,7 +30,7 @@ type resyncFlags struct {
 
 // register adds the flags; the replica gets the loop's flags too.
 func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
-	d := anchor.ResyncOptions{}.WithDefaults()
+	d := resync.Options{}.WithDefaults()
 	prefix := "resync-"
 	if replica {
 		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
@@ -55,8 +55,8 @@ func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
 	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
 }
 
-func (r resyncFlags) options() anchor.ResyncOptions {
-	return anchor.ResyncOptions{
+func (r resyncFlags) options() resync.Options {
+	return resync.Options{
 		Disabled: !r.enabled, DryRun: r.dryRun,
 		Period: r.period, InitialJitter: r.jitter, ConfirmAfter: r.confirmAfter, MinAge: r.minAge,
 		StuckAfter: r.stuckAfter, LiveTimeout: r.liveTimeout,
@@ -119,12 +119,12 @@ func runSweep(args []string, out, errOut io.Writer) error {
 	log := zapr.NewLogger(zl).WithValues("replica", "sweep")
 	ctrl.SetLogger(log)
 	ctx := ctrl.SetupSignalHandler()
-	reports, unowned, err := anchor.Sweep(ctx, anchor.SweepOptions{
+	reports, unowned, err := resync.Sweep(ctx, resync.SweepOptions{
 		Hub: hub, ProviderNamespace: providerNamespace, LeaseNamespace: leaseNamespace,
 		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
 		Resync: opts, Scheme: app.Scheme(), Logger: log,
 	})
-	if werr := anchor.WriteTable(out, reports, unowned); werr != nil && err == nil {
+	if werr := resync.WriteTable(out, reports, unowned); werr != nil && err == nil {
 		err = werr
 	}
 	return err

@@ -32,7 +32,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/api/v1alpha"
-	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -80,9 +80,9 @@ type Options struct {
 	Gateway gateway.Config
 	// Resync configures the anchor resync, on unless Resync.Disabled. Zero values take
 	// pkg/anchor's defaults.
-	Resync anchor.ResyncOptions
+	Resync resync.Options
 	// ResyncRecorder, when set, receives every anchor examination of the resync.
-	ResyncRecorder anchor.ExaminationRecorder
+	ResyncRecorder resync.ExaminationRecorder
 }
 
 func (o *Options) defaults() error {
@@ -139,7 +139,7 @@ type Replica struct {
 	// Gateway is the gateway data path; its Enqueue hook reconciles an upstream owner.
 	Gateway *gateway.Setup
 	// Resync collects orphaned anchors of the held projects; nil when disabled.
-	Resync *anchor.Resync
+	Resync *resync.Resync
 }
 
 // New checks the hub is reachable and assembles a replica.
@@ -176,7 +176,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		// The resync reads owners from project caches without starting informers.
-		Scheme: scheme, ClusterOptions: append([]cluster.Option{anchor.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
@@ -212,9 +212,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the gateway controllers: %w", err)
 	}
-	var resync *anchor.Resync
+	var rs *resync.Resync
 	if !opts.Resync.Disabled {
-		resync, err = anchor.SetupResync(ctx, mgr, anchor.ResyncConfig{
+		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue,
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
@@ -231,7 +231,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		return nil, fmt.Errorf("adding readiness check: %w", err)
 	}
 	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
-	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: resync}, nil
+	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: rs}, nil
 }
 
 // UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 // KubernetesVersion is the control-plane version the tests run; its minor matches the
@@ -65,4 +68,32 @@ func DownloadedModuleDir(module, version string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no Dir in go mod download output for %s@%s", module, version)
+}
+
+// RunWithHub starts one envtest API server for a test package, hands its admin config
+// to use (which keeps it for the package's tests), runs the tests and stops the server.
+// It returns the exit code for os.Exit; a server that cannot start fails the package
+// (exit 1) with the reason on stderr, never a silent skip.
+func RunWithHub(m interface{ Run() int }, use func(*rest.Config) error) int {
+	dir, err := BinaryDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	cfg, err := env.Start()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		return 1
+	}
+	defer func() {
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+		}
+	}()
+	if err := use(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }

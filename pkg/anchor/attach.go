@@ -224,7 +224,7 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 	out := make([]metav1.OwnerReference, 0, len(refs)+1)
 	placed := false
 	for _, ref := range refs {
-		if !isAnchorReference(ref) {
+		if !IsAnchorReference(ref) {
 			out = append(out, ref)
 			continue
 		}
@@ -239,8 +239,18 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 	return out
 }
 
-// isAnchorReference reports whether ref points at an anchor-named core ConfigMap. Any
+// IsAnchorReference reports whether ref points at an anchor-named core ConfigMap. Any
 // such reference is the manager's: no one else hangs objects on ConfigMaps of that name.
-func isAnchorReference(ref metav1.OwnerReference) bool {
+func IsAnchorReference(ref metav1.OwnerReference) bool {
 	return ref.APIVersion == "v1" && ref.Kind == "ConfigMap" && strings.HasPrefix(ref.Name, NamePrefix)
+}
+
+// HangsOn reports whether obj holds an ownerReference to the anchor named anchorName.
+func HangsOn(obj metav1.Object, anchorName string) bool {
+	for _, ref := range obj.GetOwnerReferences() {
+		if IsAnchorReference(ref) && ref.Name == anchorName {
+			return true
+		}
+	}
+	return false
 }

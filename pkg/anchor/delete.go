@@ -91,21 +91,36 @@ func deleteAnchor(ctx context.Context, hub client.Client, uid types.UID, match f
 	}
 
 	log.FromContext(ctx).Info("Deleting anchor", "anchor", klog.KRef(key.Namespace, key.Name), "uid", cm.UID, "project", got.Project, "labels", cm.Labels)
+	if _, err := DeleteAsChecked(ctx, hub, cm); err != nil {
+		return fmt.Errorf("deleting anchor %s (uid %s): %w", key, cm.UID, err)
+	}
+	return nil
+}
+
+// DeleteAsChecked deletes the anchor cm exactly as it was checked: conditional on the
+// UID and resourceVersion in cm, so an anchor replaced or changed since is never
+// deleted (the API server answers with a conflict, returned as an error wrapping it),
+// with background propagation, so the hub's garbage collector takes its dependents.
+// An anchor already gone is no error: gone reports it. Every anchor deletion, by a
+// finalizer or by the resync, goes through here.
+func DeleteAsChecked(ctx context.Context, hub client.Writer, cm metav1.Object) (gone bool, err error) {
 	// Items of a metadata list carry no reliable kind, so delete through the typed
-	// object; the preconditions pin it to exactly what was checked above.
-	uid, rv := cm.UID, cm.ResourceVersion
-	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+	// object; the preconditions pin it to exactly what was checked.
+	uid, rv := cm.GetUID(), cm.GetResourceVersion()
+	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.GetNamespace(), Name: cm.GetName()}}
 	err = hub.Delete(ctx, target,
 		client.Preconditions{UID: &uid, ResourceVersion: &rv},
 		client.PropagationPolicy(metav1.DeletePropagationBackground),
 	)
 	switch {
-	case err == nil, apierrors.IsNotFound(err):
-		return nil
+	case err == nil:
+		return false, nil
+	case apierrors.IsNotFound(err):
+		return true, nil
 	case apierrors.IsConflict(err):
-		return fmt.Errorf("deleting anchor %s (uid %s): it was replaced or changed since it was checked: %w", key, cm.UID, err)
+		return false, fmt.Errorf("it was replaced or changed since it was checked: %w", err)
 	default:
-		return fmt.Errorf("deleting anchor %s (uid %s): %w", key, cm.UID, err)
+		return false, err
 	}
 }
 

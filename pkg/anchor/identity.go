@@ -159,6 +159,16 @@ func Name(uid types.UID) string {
 	return NamePrefix + string(uid)
 }
 
+// UIDOfName returns the upstream UID an anchor's name carries, and whether name has an
+// anchor's form at all (anchor-<canonical UUID>).
+func UIDOfName(name string) (types.UID, bool) {
+	uid, ok := strings.CutPrefix(name, NamePrefix)
+	if !ok || !isUUID(uid) {
+		return "", false
+	}
+	return types.UID(uid), true
+}
+
 // MappedNamespace returns the name of the hub namespace that mirrors the upstream
 // Namespace with upstreamNamespaceUID. The UID, not the name, keys it so that a
 // namespace deleted and recreated upstream never shares hub objects with its

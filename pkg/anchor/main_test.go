@@ -9,7 +9,6 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"anchorage/internal/testenv"
@@ -48,29 +47,15 @@ func fuzzing() bool {
 }
 
 func runWithHub(m *testing.M) int {
-	dir, err := testenv.BinaryDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := env.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+	return testenv.RunWithHub(m, func(cfg *rest.Config) error {
+		hubConfig = cfg
+		c, err := client.NewWithWatch(cfg, client.Options{})
+		if err != nil {
+			return fmt.Errorf("creating hub client: %w", err)
 		}
-	}()
-	hubConfig = cfg
-	hub, err = client.NewWithWatch(cfg, client.Options{})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating hub client: %v\n", err)
-		return 1
-	}
-	return m.Run()
+		hub = c
+		return nil
+	})
 }
 
 // needHub returns the hub client, skipping the test when no API server runs.

@@ -36,7 +36,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
-	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -68,10 +68,10 @@ func parse() (flags, error) {
 	fs.DurationVar(&f.probe, "probe", time.Second, "synchronization probe period")
 	fs.DurationVar(&f.fenceThrottle, "fence-throttle", 750*time.Millisecond, "back-off after a failed fence acquisition")
 	fs.BoolVar(&f.resync, "resync", true, "run the anchor resync")
-	fs.DurationVar(&f.resyncPeriod, "resync-period", anchor.ResyncOptions{}.WithDefaults().Period, "resync period")
-	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", anchor.ResyncOptions{}.WithDefaults().InitialJitter, "resync initial jitter")
-	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", anchor.ResyncOptions{}.WithDefaults().ConfirmAfter, "resync confirm-after")
-	fs.DurationVar(&f.resyncMinAge, "resync-min-age", anchor.ResyncOptions{}.WithDefaults().MinAge, "resync min age")
+	fs.DurationVar(&f.resyncPeriod, "resync-period", resync.Options{}.WithDefaults().Period, "resync period")
+	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", resync.Options{}.WithDefaults().InitialJitter, "resync initial jitter")
+	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", resync.Options{}.WithDefaults().ConfirmAfter, "resync confirm-after")
+	fs.DurationVar(&f.resyncMinAge, "resync-min-age", resync.Options{}.WithDefaults().MinAge, "resync min age")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return f, err
 	}
@@ -166,10 +166,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	ro := anchor.ResyncOptions{Disabled: !f.resync}.WithDefaults()
+	ro := resync.Options{Disabled: !f.resync}.WithDefaults()
 	ro.Period, ro.InitialJitter, ro.ConfirmAfter, ro.MinAge = f.resyncPeriod, f.resyncJitter, f.resyncConfirmAfter, f.resyncMinAge
 	if f.resync {
-		if _, err := anchor.SetupResync(ctx, mgr, anchor.ResyncConfig{
+		if _, err := resync.Setup(ctx, mgr, resync.Config{
 			Options: ro, Admission: adm, Hub: clusters, Holder: func() string { return f.identity }, Enqueue: gw.Enqueue,
 			ProviderNamespace: f.providerNamespace, LeaseNamespace: f.leaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject, Logger: log,

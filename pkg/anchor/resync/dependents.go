@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"anchorage/pkg/anchor"
 )
 
 // DependentLister lists, live, the metadata of the objects in one hub namespace that
@@ -57,10 +59,10 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 
 // NewHubDependentLister returns a DependentLister of the hub at cfg (through hc when
 // not nil), with a client-side rate limit of its own (qps, burst; the defaults of
-// ResyncOptions when zero). Deprecation warnings are dropped: listing every served kind
+// Options when zero). Deprecation warnings are dropped: listing every served kind
 // lists the deprecated ones too, on every pass.
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, qps float32, burst int) (DependentLister, error) {
-	d := ResyncOptions{}.WithDefaults()
+	d := Options{}.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
 	cfg.WarningHandler = rest.NoWarnings{}
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = d.DependentsQPS, d.DependentsBurst, nil
@@ -160,12 +162,12 @@ const (
 // ownerKey is an owner without its UID: what labels of a downstream object name.
 type ownerKey struct{ Project, Group, Kind, Namespace, Name string }
 
-func keyOf(o Owner) ownerKey {
+func keyOf(o anchor.Owner) ownerKey {
 	return ownerKey{Project: o.Project, Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
 }
 
-func (k ownerKey) owner(uid types.UID) Owner {
-	return Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
+func (k ownerKey) owner(uid types.UID) anchor.Owner {
+	return anchor.Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
 }
 
 // otherOwner is what a live read said about an owner a dependent's labels name, when
@@ -181,7 +183,7 @@ type otherOwner struct {
 // dependentOwnerKey decodes the owner a dependent's labels name. ok is false for labels
 // that do not decode.
 func dependentOwnerKey(labels map[string]string) (ownerKey, bool) {
-	o, err := Decode(placeholderName, labels)
+	o, err := anchor.Decode(placeholderName, labels)
 	if err != nil {
 		return ownerKey{}, false
 	}
@@ -189,7 +191,7 @@ func dependentOwnerKey(labels map[string]string) (ownerKey, bool) {
 }
 
 // placeholderName stands in for an anchor name when only labels are decoded.
-var placeholderName = Name("00000000-0000-0000-0000-000000000000")
+var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
 // hangsAlone reports whether dep depends on the anchor with anchorUID alone: it holds a
 // reference to it and no reference to another object known to exist. References to
@@ -213,7 +215,7 @@ func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing
 // own UID is anchorUID) of anchorOwner, whose absence was proven by proof. other holds
 // live reads of owners that dependents' labels name when it is not anchorOwner (the
 // caller reads those named by otherOwnersToRead).
-func judgeDependent(dep *metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) dependentKind {
+func judgeDependent(dep *metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) dependentKind {
 	if dep.DeletionTimestamp != nil {
 		return dependentShared
 	}
@@ -255,7 +257,7 @@ func judgeDependent(dep *metav1.PartialObjectMetadata, anchorUID types.UID, anch
 // otherOwnersToRead returns the owners, other than anchorOwner, that dependents hanging
 // on the anchor (whose own UID is anchorUID) alone name in their labels: judgeDependent
 // needs their live state.
-func otherOwnersToRead(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner Owner, existing map[types.UID]bool) []ownerKey {
+func otherOwnersToRead(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, existing map[types.UID]bool) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
 		if dep.DeletionTimestamp != nil {
@@ -275,9 +277,9 @@ func otherOwnersToRead(deps []*metav1.PartialObjectMetadata, anchorUID types.UID
 
 // summarizeDependents judges every dependent of the anchor and returns the summary
 // Decide reads, with the live owners that claim dependents (to be enqueued).
-func summarizeDependents(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) (DependentsSummary, []Owner) {
+func summarizeDependents(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) (DependentsSummary, []anchor.Owner) {
 	s := DependentsSummary{Total: len(deps)}
-	var claimers []Owner
+	var claimers []anchor.Owner
 	for _, dep := range deps {
 		switch judgeDependent(dep, anchorUID, anchorOwner, proof, existing, other) {
 		case dependentClaimed:

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 // Hub permissions of the resync (the project planes need get on the owners' kinds and
 // on namespaces, which the gateway path already holds):

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"testing"
@@ -9,10 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+
+	"anchorage/pkg/anchor"
 )
 
 func TestJudgeDependent(t *testing.T) {
-	owner := Owner{Project: "proj", Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "web", Name: "edge", UID: anchorUID}
+	owner := anchor.Owner{Project: "proj", Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "web", Name: "edge", UID: anchorUID}
 	sibling := owner
 	sibling.Kind, sibling.Name = "HTTPRoute", "edge-route"
 	foreignProject := owner
@@ -20,7 +22,7 @@ func TestJudgeDependent(t *testing.T) {
 	const liveOwnerUID = types.UID("11111111-2222-4333-8444-555555555555")
 	// The anchor ConfigMap's own UID, unrelated to the owner UID in its name.
 	const anchorObjUID = types.UID("99999999-8888-4777-8666-555555555555")
-	anchorRef := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: Name(anchorUID), UID: anchorObjUID}
+	anchorRef := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: anchor.Name(anchorUID), UID: anchorObjUID}
 	dep := func(labels map[string]string, refs ...metav1.OwnerReference) *metav1.PartialObjectMetadata {
 		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "edge", Namespace: "ns-x", Labels: labels, OwnerReferences: append([]metav1.OwnerReference{anchorRef}, refs...)}}
 	}
@@ -68,9 +70,9 @@ func TestJudgeDependent(t *testing.T) {
 }
 
 func TestSummarizeDependentsEnqueuesClaimers(t *testing.T) {
-	owner := Owner{Project: "proj", Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "web", Name: "edge", UID: anchorUID}
+	owner := anchor.Owner{Project: "proj", Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "web", Name: "edge", UID: anchorUID}
 	const anchorObjUID = types.UID("99999999-8888-4777-8666-555555555555")
-	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: Name(anchorUID), UID: anchorObjUID}
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: anchor.Name(anchorUID), UID: anchorObjUID}
 	deps := []*metav1.PartialObjectMetadata{
 		{ObjectMeta: metav1.ObjectMeta{Name: "edge", Labels: owner.Labels(), OwnerReferences: []metav1.OwnerReference{ref}}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "edge-https", Labels: owner.Labels(), OwnerReferences: []metav1.OwnerReference{ref}}},
@@ -81,7 +83,7 @@ func TestSummarizeDependentsEnqueuesClaimers(t *testing.T) {
 	}
 	want := owner
 	want.UID = ""
-	if diff := cmp.Diff([]Owner{want}, claimers); diff != "" {
+	if diff := cmp.Diff([]anchor.Owner{want}, claimers); diff != "" {
 		t.Errorf("claimers, one per owner: -want +got:\n%s", diff)
 	}
 }
@@ -104,8 +106,8 @@ func TestNotFoundNames(t *testing.T) {
 		{"not an API error", errNotAPI{}, false},
 	}
 	for _, tc := range cases {
-		if got := NotFoundProvesAbsence(tc.err, gateways, "edge"); got != tc.want {
-			t.Errorf("%s: NotFoundProvesAbsence() = %t, want %t", tc.reason, got, tc.want)
+		if got := anchor.NotFoundProvesAbsence(tc.err, gateways, "edge"); got != tc.want {
+			t.Errorf("%s: anchor.NotFoundProvesAbsence() = %t, want %t", tc.reason, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
 )
 
 // passFixture runs passes against the package's API server, which plays both the hub
@@ -33,10 +35,10 @@ type passFixture struct {
 	upstream *corev1.Namespace
 	hubNS    string
 	clock    *clocktesting.FakeClock
-	opts     ResyncOptions
+	opts     Options
 	memory   *projectMemory
 	events   *events.FakeRecorder
-	enqueued []Owner
+	enqueued []anchor.Owner
 	secret   *corev1.Secret
 }
 
@@ -45,7 +47,7 @@ func newPassFixture(t *testing.T) *passFixture {
 	c := needHub(t)
 	f := &passFixture{t: t, g: NewWithT(t), ctx: context.Background(), project: "p-" + rand.String(6), events: events.NewFakeRecorder(100)}
 	f.clock = clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	f.opts = ResyncOptions{Clock: f.clock}.WithDefaults()
+	f.opts = Options{Clock: f.clock}.WithDefaults()
 	f.memory = newProjectMemory(f.opts)
 	f.provider = "prov-" + rand.String(6)
 	for _, name := range []string{f.provider, "up-" + rand.String(6)} {
@@ -53,7 +55,7 @@ func newPassFixture(t *testing.T) *passFixture {
 		f.g.Expect(c.Create(f.ctx, ns)).To(Succeed())
 		f.upstream = ns
 	}
-	f.hubNS = MappedNamespace(f.upstream.UID)
+	f.hubNS = anchor.MappedNamespace(f.upstream.UID)
 	f.g.Expect(c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.hubNS}})).To(Succeed())
 	f.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: f.project, Namespace: f.provider, Labels: map[string]string{DefaultSecretLabel: "true"}}}
 	f.g.Expect(c.Create(f.ctx, f.secret)).To(Succeed())
@@ -61,12 +63,12 @@ func newPassFixture(t *testing.T) *passFixture {
 }
 
 // owner returns a ConfigMap owner in the upstream namespace.
-func (f *passFixture) owner(name string, uid types.UID) Owner {
-	return Owner{Project: f.project, Kind: "ConfigMap", Namespace: f.upstream.Name, Name: name, UID: uid}
+func (f *passFixture) owner(name string, uid types.UID) anchor.Owner {
+	return anchor.Owner{Project: f.project, Kind: "ConfigMap", Namespace: f.upstream.Name, Name: name, UID: uid}
 }
 
 // liveOwner creates an upstream ConfigMap and returns its owner.
-func (f *passFixture) liveOwner(name string) Owner {
+func (f *passFixture) liveOwner(name string) anchor.Owner {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: f.upstream.Name}}
 	f.g.Expect(hub.Create(f.ctx, cm)).To(Succeed())
 	return f.owner(name, cm.UID)
@@ -74,8 +76,8 @@ func (f *passFixture) liveOwner(name string) Owner {
 
 // plant creates owner's anchor in the hub namespace and one dependent hanging on it,
 // and returns the anchor.
-func (f *passFixture) plant(owner Owner) *corev1.ConfigMap {
-	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(owner.UID), Namespace: f.hubNS, Labels: owner.Labels()}}
+func (f *passFixture) plant(owner anchor.Owner) *corev1.ConfigMap {
+	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(owner.UID), Namespace: f.hubNS, Labels: owner.Labels()}}
 	f.g.Expect(hub.Create(f.ctx, a)).To(Succeed())
 	dep := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		Name: owner.Name + "-" + rand.String(4), Namespace: f.hubNS, Labels: owner.Labels(),
@@ -91,14 +93,13 @@ func (f *passFixture) run() PassReport {
 	f.g.Expect(err).NotTo(HaveOccurred())
 	deps, err := NewHubDependentLister(hubConfig, nil, 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())
-	p := &pass{
-		project: f.project, holder: "test", plane: Plane{Live: hub, Mapper: hub.RESTMapper()},
-		admission: openAdmission{}, hub: staticHub{c: hub}, anchors: anchors, dependents: deps,
+	p := newPass(passDeps{
+		holder: "test", admission: openAdmission{}, hub: staticHub{c: hub}, anchors: anchors, dependents: deps,
 		secrets: secrets{namespace: f.provider, label: DefaultSecretLabel}, leaseNamespace: f.provider,
-		events: f.events, enqueue: func(o Owner) error { f.enqueued = append(f.enqueued, o); return nil },
-		opts: f.opts, memory: f.memory, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
-		log: testr.New(f.t),
-	}
+		events: f.events, enqueue: func(o anchor.Owner) error { f.enqueued = append(f.enqueued, o); return nil },
+		opts: f.opts, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
+	}, f.project, Plane{Live: hub, Mapper: hub.RESTMapper()}, f.memory, testr.New(f.t))
+
 	rep, err := p.run(f.ctx)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	return rep
@@ -149,7 +150,7 @@ func TestPassCollectsOnlyConfirmedOrphans(t *testing.T) {
 	unserved := f.plant(widget)
 	// Anchor-named, but with an ownerReference: not an anchor.
 	malformed := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		Name: Name(uuid.NewUUID()), Namespace: f.hubNS, Labels: f.owner("m", "").Labels(),
+		Name: anchor.Name(uuid.NewUUID()), Namespace: f.hubNS, Labels: f.owner("m", "").Labels(),
 		OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: live.Name, UID: live.UID}},
 	}}
 	g.Expect(hub.Create(f.ctx, malformed)).To(Succeed())
@@ -172,7 +173,7 @@ func TestPassCollectsOnlyConfirmedOrphans(t *testing.T) {
 	}
 	evs := f.drainEvents()
 	g.Expect(evs).To(HaveLen(1))
-	g.Expect(evs[0]).To(And(ContainSubstring("AnchorCollected"), ContainSubstring(string(orphan.UID)), ContainSubstring(LabelName+"=gone")))
+	g.Expect(evs[0]).To(And(ContainSubstring("AnchorCollected"), ContainSubstring(string(orphan.UID)), ContainSubstring(anchor.LabelName+"=gone")))
 	t.Logf("second pass: %d API calls for %d anchors", second.APICalls, len(second.Anchors))
 }
 
@@ -280,12 +281,12 @@ func TestPassWaitsForReattachment(t *testing.T) {
 	// The live owner re-attaches the dependent to its own anchor.
 	deps := &corev1.ConfigMapList{}
 	g.Expect(hub.List(f.ctx, deps, client.InNamespace(f.hubNS))).To(Succeed())
-	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(current.UID), Namespace: f.hubNS, Labels: current.Labels()}}
+	own := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(current.UID), Namespace: f.hubNS, Labels: current.Labels()}}
 	g.Expect(hub.Create(f.ctx, own)).To(Succeed())
 	for i := range deps.Items {
 		d := &deps.Items[i]
 		if len(d.OwnerReferences) == 1 && d.OwnerReferences[0].UID == stale.UID {
-			d.OwnerReferences = withAnchorReference(d.OwnerReferences, own)
+			d.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: own.Name, UID: own.UID}}
 			g.Expect(hub.Update(f.ctx, d)).To(Succeed())
 		}
 	}

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
 )
 
 // Plane is how a pass reads one project's control plane.
@@ -32,7 +34,7 @@ type Plane struct {
 // readCached reads owner from the cache without ever starting an informer: each version
 // of the owner's kind the scheme knows is tried, and a kind the cache does not watch at
 // any of them is NotWatched, which sends the caller to a live read.
-func (p Plane) readCached(ctx context.Context, owner Owner) Observation {
+func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
 	if p.Cache == nil || p.Scheme == nil {
 		return Observation{State: NotWatched}
 	}
@@ -68,7 +70,7 @@ func (p Plane) readCached(ctx context.Context, owner Owner) Observation {
 
 // readLive reads owner's metadata from the plane's API server. It returns the
 // observation and the number of requests made (0 when the kind has no mapping).
-func (p Plane) readLive(ctx context.Context, owner Owner) (Observation, int, error) {
+func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, int, error) {
 	mapping, err := p.Mapper.RESTMapping(schema.GroupKind{Group: owner.Group, Kind: owner.Kind})
 	if meta.IsNoMatchError(err) {
 		return Observation{State: NotServed}, 0, err
@@ -83,7 +85,7 @@ func (p Plane) readLive(ctx context.Context, owner Owner) (Observation, int, err
 		return observed(obj), 1, nil
 	}
 	if apierrors.IsNotFound(err) {
-		if NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name) {
+		if anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name) {
 			return Observation{State: Absent}, 1, nil
 		}
 		return Observation{State: NotServed}, 1, err
@@ -99,11 +101,11 @@ func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string)
 	err := p.Live.Get(ctx, client.ObjectKey{Name: upstream}, ns)
 	switch {
 	case err == nil:
-		if MappedNamespace(ns.UID) == hubNamespace {
+		if anchor.MappedNamespace(ns.UID) == hubNamespace {
 			return NamespaceMatches, nil
 		}
 		return NamespaceRecreated, nil
-	case apierrors.IsNotFound(err) && NotFoundProvesAbsence(err, corev1.Resource("namespaces"), upstream):
+	case apierrors.IsNotFound(err) && anchor.NotFoundProvesAbsence(err, corev1.Resource("namespaces"), upstream):
 		return NamespaceGone, nil
 	}
 	return NamespaceUnknown, fmt.Errorf("reading upstream namespace %s: %w", upstream, err)

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	lru "github.com/hashicorp/golang-lru/v2"

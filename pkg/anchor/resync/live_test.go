@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"anchorage/pkg/anchor"
 )
 
 // TestReadLiveTellsAbsenceFromUnservedKinds checks, on a real API server, the two
@@ -31,7 +33,7 @@ func TestReadLiveTellsAbsenceFromUnservedKinds(t *testing.T) {
 	g.Expect(c.Create(ctx, cm)).To(Succeed())
 
 	plane := Plane{Live: c, Mapper: c.RESTMapper()}
-	owner := Owner{Project: "p", Kind: "ConfigMap", Namespace: ns.Name, Name: "here"}
+	owner := anchor.Owner{Project: "p", Kind: "ConfigMap", Namespace: ns.Name, Name: "here"}
 	obs, calls, err := plane.readLive(ctx, owner)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(obs).To(Equal(Observation{State: Present, UID: cm.UID}))
@@ -42,7 +44,7 @@ func TestReadLiveTellsAbsenceFromUnservedKinds(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(obs.State).To(Equal(Absent), "a NotFound naming the object")
 
-	widget := Owner{Project: "p", Group: "example.com", Kind: "Widget", Namespace: ns.Name, Name: "w"}
+	widget := anchor.Owner{Project: "p", Group: "example.com", Kind: "Widget", Namespace: ns.Name, Name: "w"}
 	obs, calls, _ = plane.readLive(ctx, widget)
 	g.Expect(obs.State).To(Equal(NotServed), "no mapping for a kind never served")
 	g.Expect(calls).To(Equal(0))
@@ -57,12 +59,12 @@ func TestReadLiveTellsAbsenceFromUnservedKinds(t *testing.T) {
 	g.Expect(obs.State).To(Equal(NotServed), "a 404 that does not name the object: %v", err)
 	g.Expect(calls).To(Equal(1))
 
-	st, err := plane.readNamespace(ctx, ns.Name, MappedNamespace(ns.UID))
+	st, err := plane.readNamespace(ctx, ns.Name, anchor.MappedNamespace(ns.UID))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(st).To(Equal(NamespaceMatches))
-	st, _ = plane.readNamespace(ctx, ns.Name, MappedNamespace(uuid.NewUUID()))
+	st, _ = plane.readNamespace(ctx, ns.Name, anchor.MappedNamespace(uuid.NewUUID()))
 	g.Expect(st).To(Equal(NamespaceRecreated))
-	st, _ = plane.readNamespace(ctx, "gone-"+rand.String(6), MappedNamespace(uuid.NewUUID()))
+	st, _ = plane.readNamespace(ctx, "gone-"+rand.String(6), anchor.MappedNamespace(uuid.NewUUID()))
 	g.Expect(st).To(Equal(NamespaceGone))
 }
 
@@ -85,7 +87,7 @@ func TestStrictCacheOption(t *testing.T) {
 	var notCached *cache.ErrResourceNotCached
 	g.Expect(errors.As(err, &notCached)).To(BeTrue(), "got %v", err)
 	plane := Plane{Cache: strict, Scheme: scheme.Scheme}
-	g.Expect(plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"}).State).To(Equal(NotWatched))
+	g.Expect(plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"}).State).To(Equal(NotWatched))
 
 	// The reconcilers' path: a read through the cluster's client starts the informer.
 	svc := &corev1.Service{}
@@ -95,9 +97,9 @@ func TestStrictCacheOption(t *testing.T) {
 	g.Expect(cl.GetClient().List(ctx, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}})).To(Succeed())
 
 	// Now the strict reader answers from the same informer.
-	obs := plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"})
+	obs := plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"})
 	g.Expect(obs).To(Equal(Observation{State: Present, UID: svc.UID}))
-	g.Expect(plane.readCached(ctx, Owner{Kind: "Service", Namespace: "default", Name: "missing"}).State).To(Equal(Absent))
+	g.Expect(plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "missing"}).State).To(Equal(Absent))
 }
 
 // TestAnchorCacheHoldsLabelledConfigMapsByProject: only ConfigMaps with the
@@ -108,17 +110,17 @@ func TestAnchorCacheHoldsLabelledConfigMapsByProject(t *testing.T) {
 	c := needHub(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := newMappedNamespace(t, nil)
+	ns := anchor.MappedNamespace(uuid.NewUUID())
+	g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	project := "cache-" + rand.String(6)
-	current := newOwner()
-	current.Project = project
-	legacy := newOwner()
-	legacy.Project = project
+	current := anchor.Owner{Project: project, Group: "gateway.networking.k8s.io", Kind: "Gateway", Namespace: "default", Name: "web", UID: uuid.NewUUID()}
+	legacy := current
+	legacy.UID = uuid.NewUUID()
 	legacyLabels := legacy.Labels()
-	legacyLabels[LabelClusterName] = "cluster-_" + project
+	legacyLabels[anchor.LabelClusterName] = "cluster-_" + project
 	for _, cm := range []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Name: Name(current.UID), Namespace: ns, Labels: current.Labels()}},
-		{ObjectMeta: metav1.ObjectMeta{Name: Name(legacy.UID), Namespace: ns, Labels: legacyLabels}},
+		{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(current.UID), Namespace: ns, Labels: current.Labels()}},
+		{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(legacy.UID), Namespace: ns, Labels: legacyLabels}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "unlabelled", Namespace: ns}},
 	} {
 		g.Expect(c.Create(ctx, cm)).To(Succeed())
@@ -135,14 +137,14 @@ func TestAnchorCacheHoldsLabelledConfigMapsByProject(t *testing.T) {
 			names = append(names, i.Name)
 			g.Expect(i.ManagedFields).To(BeEmpty(), "managed fields are stripped")
 		}
-		g.Expect(names).To(ConsistOf(Name(current.UID), Name(legacy.UID)))
+		g.Expect(names).To(ConsistOf(anchor.Name(current.UID), anchor.Name(legacy.UID)))
 	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
-	named, err := ac.Named(ctx, Name(legacy.UID))
+	named, err := ac.Named(ctx, anchor.Name(legacy.UID))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(named).To(HaveLen(1))
 	all, err := ac.All(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, i := range all {
-		g.Expect(i.Labels).To(HaveKey(LabelClusterName))
+		g.Expect(i.Labels).To(HaveKey(anchor.LabelClusterName))
 	}
 }

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

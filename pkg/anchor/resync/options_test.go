@@ -1,4 +1,4 @@
-package anchor_test
+package resync_test
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
-	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 )
 
@@ -21,11 +21,11 @@ func TestDefaultFinalizersAreTheLivePaths(t *testing.T) {
 		{Group: gatewayv1.GroupName, Kind: "Gateway"}:          gateway.GatewayFinalizer,
 		{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}:        gateway.HTTPRouteFinalizer,
 	}
-	if len(anchor.DefaultFinalizers) != len(want) {
-		t.Fatalf("DefaultFinalizers has %d entries, want %d", len(anchor.DefaultFinalizers), len(want))
+	if len(resync.DefaultFinalizers) != len(want) {
+		t.Fatalf("DefaultFinalizers has %d entries, want %d", len(resync.DefaultFinalizers), len(want))
 	}
 	for gk, f := range want {
-		if got := anchor.DefaultFinalizers[gk]; got != f {
+		if got := resync.DefaultFinalizers[gk]; got != f {
 			t.Errorf("finalizer of %s: got %q, want %q", gk, got, f)
 		}
 	}
@@ -34,14 +34,14 @@ func TestDefaultFinalizersAreTheLivePaths(t *testing.T) {
 func TestResyncOptionsValidate(t *testing.T) {
 	cases := []struct {
 		reason string
-		opts   anchor.ResyncOptions
+		opts   resync.Options
 		want   string
 	}{
-		{"the defaults are valid", anchor.ResyncOptions{}, ""},
-		{"a cap above the ceiling could never be reached", anchor.ResyncOptions{MaxDeletionsPerPass: 600}, "ceiling (500) must not be below the per-pass cap (600)"},
-		{"confirmation must come before the next pass", anchor.ResyncOptions{Period: time.Minute, ConfirmAfter: time.Minute}, "confirmation delay"},
-		{"negative durations", anchor.ResyncOptions{MinAge: -time.Second}, "must not be negative"},
-		{"negative limits", anchor.ResyncOptions{LiveQPS: -1}, "must not be negative"},
+		{"the defaults are valid", resync.Options{}, ""},
+		{"a cap above the ceiling could never be reached", resync.Options{MaxDeletionsPerPass: 600}, "ceiling (500) must not be below the per-pass cap (600)"},
+		{"confirmation must come before the next pass", resync.Options{Period: time.Minute, ConfirmAfter: time.Minute}, "confirmation delay"},
+		{"negative durations", resync.Options{MinAge: -time.Second}, "must not be negative"},
+		{"negative limits", resync.Options{LiveQPS: -1}, "must not be negative"},
 	}
 	for _, tc := range cases {
 		err := tc.opts.Validate()
@@ -52,7 +52,7 @@ func TestResyncOptionsValidate(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.want)
 		}
 	}
-	d := anchor.ResyncOptions{}.WithDefaults()
+	d := resync.Options{}.WithDefaults()
 	if d.MinAge != 5*time.Minute || d.Disabled || d.DryRun {
 		t.Errorf("defaults: minimum age %s, disabled %t, dry-run %t; want 5m, on, deleting", d.MinAge, d.Disabled, d.DryRun)
 	}

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"anchorage/pkg/anchor"
 )
 
 // AnchorSource lists the anchors a pass examines: ConfigMap metadata carrying
@@ -54,7 +56,7 @@ type AnchorCacheOptions struct {
 
 // NewAnchorCache builds the anchor cache of the hub at cfg.
 func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptions) (*AnchorCache, error) {
-	req, err := labels.NewRequirement(LabelClusterName, selection.Exists, nil)
+	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor label selector: %w", err)
 	}
@@ -131,7 +133,7 @@ func anchorMetadata() *metav1.PartialObjectMetadata {
 // projectIndexValue indexes an item under the project its LabelClusterName decodes to,
 // or under "" when it does not decode.
 func projectIndexValue(o client.Object) []string {
-	p, err := ProjectFromClusterName(o.GetLabels()[LabelClusterName])
+	p, err := anchor.ProjectFromClusterName(o.GetLabels()[anchor.LabelClusterName])
 	if err != nil {
 		return []string{""}
 	}
@@ -154,7 +156,7 @@ func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, e
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
 		calls++
-		err := hub.List(ctx, list, client.HasLabels{LabelClusterName}, client.Limit(500), client.Continue(cont))
+		err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont))
 		if err != nil {
 			return nil, calls, fmt.Errorf("listing anchors on the hub: %w", err)
 		}

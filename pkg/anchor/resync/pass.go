@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
 )
 
 // Admission admits one step of work for a project: the shard's Enter. The returned
@@ -52,16 +53,14 @@ type projectMemory struct {
 	live   flowcontrol.RateLimiter
 }
 
-func newProjectMemory(o ResyncOptions) *projectMemory {
+func newProjectMemory(o Options) *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, live: flowcontrol.NewTokenBucketRateLimiter(o.LiveQPS, o.LiveBurst)}
 }
 
-// pass is one resync pass over one project: a short list of phases, each step of which
-// runs inside the project's admission.
-type pass struct {
-	project        string
+// passDeps is what every pass of one runner shares: the replica's Resync, the sweep
+// and the tests each build it once, and newPass adds what belongs to one pass.
+type passDeps struct {
 	holder         string
-	plane          Plane
 	admission      Admission
 	hub            HubAccess
 	anchors        AnchorSource
@@ -69,16 +68,33 @@ type pass struct {
 	secrets        secrets
 	leaseNamespace string
 	events         events.EventRecorder
-	enqueue        func(Owner) error
+	enqueue        func(anchor.Owner) error
 	recorder       ExaminationRecorder
-	opts           ResyncOptions
-	memory         *projectMemory
+	opts           Options
 	deletes        flowcontrol.RateLimiter
 	// recordIdentity allows recording the plane identity when none is on record. A
 	// replica records it even in dry-run (it deletes nothing, and a record made early
 	// is what exposes a later repointing); the sweep in dry-run writes nothing.
 	recordIdentity bool
-	log            logr.Logger
+}
+
+// newPass builds one pass over project, reading plane and keeping what outlives the
+// pass in mem.
+func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+}
+
+// pass is one resync pass over one project: a short list of phases, each step of which
+// runs inside the project's admission.
+type pass struct {
+	passDeps
+	project string
+	plane   Plane
+	memory  *projectMemory
+	log     logr.Logger
 
 	rep         PassReport
 	items       []*item
@@ -95,7 +111,7 @@ type pass struct {
 // item is one anchor under examination.
 type item struct {
 	obj     *metav1.PartialObjectMetadata
-	owner   Owner
+	owner   anchor.Owner
 	facts   Facts
 	verdict Verdict
 	action  Action
@@ -198,12 +214,12 @@ func (p *pass) examine(ctx context.Context) error {
 			}
 			it := &item{obj: obj}
 			it.facts = Facts{
-				Now: now, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, NamePrefix)), Created: obj.CreationTimestamp.Time,
+				Now: now, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
 				Plane: p.rep.Plane, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
 			}
 			// IsAnchor, without decoding twice: looksLikeAnchor checked the name and
 			// namespace, Decode the labels; an anchor has no ownerReferences.
-			if owner, err := Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
+			if owner, err := anchor.Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
 				it.facts.Malformed = true
 			} else {
 				it.owner = owner
@@ -231,8 +247,8 @@ func (p *pass) examine(ctx context.Context) error {
 // looksLikeAnchor reports whether a cached ConfigMap has an anchor's name and place, so
 // that failing IsAnchor makes it a malformed anchor rather than something else.
 func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
-	uid, ok := strings.CutPrefix(obj.Name, NamePrefix)
-	return ok && isUUID(uid) && IsMappedNamespaceName(obj.Namespace)
+	_, ok := anchor.UIDOfName(obj.Name)
+	return ok && anchor.IsMappedNamespaceName(obj.Namespace)
 }
 
 // checkPlane reads the plane identity and compares it with the record. A changed
@@ -314,7 +330,7 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 
 // readOwner reads owner live, rate-limited, in its own step. Only an abort is
 // returned as an error; read failures are in the observation and the detail.
-func (p *pass) readOwner(ctx context.Context, owner Owner) (Observation, string, error) {
+func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if p.unreachable {
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
 	}
@@ -584,7 +600,7 @@ func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (
 
 // enqueueClaimers asks the live owners claiming an anchor's dependents to re-attach
 // them. Nothing is enqueued in dry-run.
-func (p *pass) enqueueClaimers(it *item, claimers []Owner) {
+func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
 	var names []string
 	for _, c := range claimers {
 		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
@@ -609,7 +625,7 @@ func (p *pass) checkUnique(ctx context.Context, it *item) error {
 		return err
 	}
 	for i := range same {
-		if same[i].UID != it.obj.UID && IsMappedNamespaceName(same[i].Namespace) {
+		if same[i].UID != it.obj.UID && anchor.IsMappedNamespaceName(same[i].Namespace) {
 			it.facts.Ambiguous = true
 			it.verdict = Decide(it.facts)
 			return nil
@@ -626,23 +642,20 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 	}
 	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
 		key := client.ObjectKeyFromObject(it.obj)
-		uid, rv := it.obj.UID, it.obj.ResourceVersion
-		target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		uid := it.obj.UID
 		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", uid, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
 		log.Info("Deleting anchor")
 		p.rep.APICalls++
-		err := w.Delete(ctx, target, client.Preconditions{UID: &uid, ResourceVersion: &rv}, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			it.action = ActionDeleted
-			if err != nil {
-				it.detail = "already gone"
-			}
-		default:
+		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)
+		if err != nil {
 			it.action = ActionFailed
 			it.detail = err.Error()
 			log.Info("Deleting anchor failed; a later pass looks again", "error", err.Error())
 			return nil
+		}
+		it.action = ActionDeleted
+		if gone {
+			it.detail = "already gone"
 		}
 		if p.events != nil {
 			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
@@ -650,48 +663,4 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		}
 		return nil
 	})
-}
-
-// collectionNote is an Event's note about a collected anchor: enough to recreate it by
-// re-reconciling the owner.
-func collectionNote(it *item) string {
-	labels := make([]string, 0, len(it.obj.Labels))
-	for k, v := range it.obj.Labels {
-		labels = append(labels, k+"="+v)
-	}
-	sort.Strings(labels)
-	deps := "none"
-	if len(it.deps) > 0 {
-		deps = strings.Join(it.deps, ", ")
-	}
-	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
-		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
-// warn raises a Warning Event on the project's Secret.
-func (p *pass) warn(reason, format string, args ...any) {
-	if p.events == nil || p.secret == nil {
-		return
-	}
-	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
-	p.events.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Halt", format, args...)
-}
-
-// reportOf turns an item into its report line.
-func (p *pass) reportOf(it *item) AnchorReport {
-	age := p.now().Sub(it.obj.CreationTimestamp.Time)
-	if age < 0 {
-		age = 0
-	}
-	return AnchorReport{
-		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
-		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
-	}
 }

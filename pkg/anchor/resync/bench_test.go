@@ -1,8 +1,9 @@
-package anchor
+package resync
 
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/pkg/anchor"
 )
 
 // The benchmark's shape: 10,000 anchors in 100 hub namespaces, 1% orphans.
@@ -161,8 +164,8 @@ func setupBenchHub(ctx context.Context) *benchHub {
 		up := fmt.Sprintf("team-%03d", i)
 		h.upstream = append(h.upstream, up)
 		h.plane.namespaces[up] = uid
-		h.hubNS = append(h.hubNS, MappedNamespace(uid))
-		jobs <- job{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: MappedNamespace(uid)}}}
+		h.hubNS = append(h.hubNS, anchor.MappedNamespace(uid))
+		jobs <- job{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.MappedNamespace(uid)}}}
 	}
 	// Namespaces first: anchors need them.
 	close(jobs)
@@ -184,9 +187,9 @@ func setupBenchHub(ctx context.Context) *benchHub {
 	}
 	for i := range benchNamespaces {
 		for j := range benchPerNamespace {
-			o := Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: fmt.Sprintf("gw-%03d", j), UID: uuid.NewUUID()}
+			o := anchor.Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: fmt.Sprintf("gw-%03d", j), UID: uuid.NewUUID()}
 			h.plane.live[client.ObjectKey{Namespace: o.Namespace, Name: o.Name}] = o.UID
-			jobs <- job{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}}
+			jobs <- job{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}}
 		}
 	}
 	close(jobs)
@@ -227,8 +230,8 @@ func (h *benchHub) plantOrphans(ctx context.Context, b *testing.B) []*corev1.Con
 	var out []*corev1.ConfigMap
 	for k := range benchOrphans {
 		i := (k * 37) % benchNamespaces
-		o := Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: "gone-" + rand.String(8), UID: uuid.NewUUID()}
-		a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}
+		o := anchor.Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: "gone-" + rand.String(8), UID: uuid.NewUUID()}
+		a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}
 		if err := hub.Create(ctx, a); err != nil {
 			b.Fatal(err)
 		}
@@ -260,7 +263,7 @@ func (h *benchHub) plantOrphans(ctx context.Context, b *testing.B) []*corev1.Con
 // passMaker returns a function building passes over the benchmark's project that
 // share one project memory: the hub is real, the plane in memory, rate limits off
 // (the hub lists at up to 1,000 per second).
-func (h *benchHub) passMaker(b *testing.B, opts ResyncOptions) func() *pass {
+func (h *benchHub) passMaker(b *testing.B, opts Options) func() *pass {
 	deps, err := NewHubDependentLister(hubConfig, nil, 1000, 1000)
 	if err != nil {
 		b.Fatal(err)
@@ -277,13 +280,12 @@ func (h *benchHub) passMaker(b *testing.B, opts ResyncOptions) func() *pass {
 	mem := newProjectMemory(opts)
 	mem.live = flowcontrol.NewFakeAlwaysRateLimiter()
 	return func() *pass {
-		return &pass{
-			project: h.project, holder: "bench",
-			plane:     Plane{Cache: benchCache{p: h.plane}, Scheme: sch, Live: benchLive{p: h.plane}, Mapper: mapper},
-			admission: openAdmission{}, hub: staticHub{c: hub}, anchors: h.cache, dependents: deps,
+		return newPass(passDeps{
+			holder: "bench", admission: openAdmission{}, hub: staticHub{c: hub}, anchors: h.cache, dependents: deps,
 			secrets: secrets{namespace: h.provider, label: DefaultSecretLabel}, leaseNamespace: h.provider,
-			opts: opts, memory: mem, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
-		}
+			opts: opts, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
+		}, h.project, Plane{Cache: benchCache{p: h.plane}, Scheme: sch, Live: benchLive{p: h.plane}, Mapper: mapper}, mem, logr.Discard())
+
 	}
 }
 
@@ -308,7 +310,7 @@ func BenchmarkResyncSteadyPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	newPass := h.passMaker(b, ResyncOptions{Clock: clk}.WithDefaults())
+	newPass := h.passMaker(b, Options{Clock: clk}.WithDefaults())
 	calls, anchors := 0, 0
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -339,7 +341,7 @@ func BenchmarkResyncPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	opts := ResyncOptions{Clock: clk, MaxDeletionsPerPass: 1000, HaltAbove: 1000}.WithDefaults()
+	opts := Options{Clock: clk, MaxDeletionsPerPass: 1000, HaltAbove: 1000}.WithDefaults()
 	newPass := h.passMaker(b, opts)
 
 	var calls, collected, anchors, liveReads int

@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -18,11 +18,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"anchorage/pkg/anchor"
 )
 
-// ResyncConfig wires a Resync into a replica.
-type ResyncConfig struct {
-	Options ResyncOptions
+// Config wires a Resync into a replica.
+type Config struct {
+	Options Options
 	// Admission and Hub are the shard's: every step of a pass runs inside Enter, and
 	// hub writes go through the validity-guarded writer.
 	Admission Admission
@@ -31,7 +33,7 @@ type ResyncConfig struct {
 	Holder func() string
 	// Enqueue asks the live path to reconcile an owner (pkg/gateway's Setup.Enqueue), so
 	// it re-attaches a dependent that still hangs on a stale anchor. Nil: none.
-	Enqueue func(Owner) error
+	Enqueue func(anchor.Owner) error
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace holds the plane
 	// identity records and carries the deletion switch.
 	ProviderNamespace string
@@ -59,14 +61,15 @@ type ResyncConfig struct {
 // it has claimed, and each engagement runs one loop until the project is lost. Passes
 // run in at most Options.Workers at once.
 type Resync struct {
-	cfg     ResyncConfig
-	opts    ResyncOptions
-	m       *resyncMetrics
-	log     logr.Logger
-	deletes flowcontrol.RateLimiter
-	workers chan struct{}
-	started chan struct{}
-	wg      sync.WaitGroup
+	cfg  Config
+	opts Options
+	m    *resyncMetrics
+	log  logr.Logger
+	// passDeps is shared by every pass of this replica; the holder is set per pass.
+	passDeps passDeps
+	workers  chan struct{}
+	started  chan struct{}
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	loops   map[string]*projectLoop
@@ -81,13 +84,13 @@ type projectLoop struct {
 }
 
 // newDeletionLimiter returns the rate limiter of a replica's deletions.
-func newDeletionLimiter(o ResyncOptions) flowcontrol.RateLimiter {
+func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
 	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, o.DeletionBurst)
 }
 
-// NewResync builds a Resync. Add it to the multicluster manager (mgr.Add), which also
+// New builds a Resync. Add it to the multicluster manager (mgr.Add), which also
 // registers it with the shard.
-func NewResync(cfg ResyncConfig) (*Resync, error) {
+func New(cfg Config) (*Resync, error) {
 	if err := cfg.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("resync options: %w", err)
 	}
@@ -120,17 +123,22 @@ func NewResync(cfg ResyncConfig) (*Resync, error) {
 	}
 	return &Resync{
 		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
-		deletes: newDeletionLimiter(opts),
+		passDeps: passDeps{
+			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
+			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
+			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, recorder: cfg.Recorder,
+			opts: opts, deletes: newDeletionLimiter(opts), recordIdentity: true,
+		},
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),
 		loops:   map[string]*projectLoop{}, history: history, halted: map[string]string{},
 	}, nil
 }
 
-// SetupResync builds the hub anchor cache and the Resync, and adds both to mgr. hub
+// Setup builds the hub anchor cache and the Resync, and adds both to mgr. hub
 // writes and reads for projects go through cfg.Hub; the cache, the dependents lister
 // and the events use the hub manager's own connection.
-func SetupResync(ctx context.Context, mgr mcmanager.Manager, cfg ResyncConfig) (*Resync, error) {
+func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
 	local := mgr.GetLocalManager()
 	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
 	if err != nil {
@@ -152,7 +160,7 @@ func SetupResync(ctx context.Context, mgr mcmanager.Manager, cfg ResyncConfig) (
 	if cfg.Events == nil {
 		cfg.Events = local.GetEventRecorder("anchorage-resync")
 	}
-	r, err := NewResync(cfg)
+	r, err := New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -285,15 +293,11 @@ func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	return c
 }
 
-// newPass builds a pass over project for this replica.
+// newPass builds a pass over project for this replica's current incarnation.
 func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
-	return &pass{
-		project: project, holder: r.cfg.Holder(), plane: plane,
-		admission: r.cfg.Admission, hub: r.cfg.Hub, anchors: r.cfg.Anchors, dependents: r.cfg.Dependents,
-		secrets:        secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation},
-		leaseNamespace: r.cfg.LeaseNamespace, events: r.cfg.Events, enqueue: r.cfg.Enqueue, recorder: r.cfg.Recorder,
-		opts: r.opts, memory: mem, deletes: r.deletes, recordIdentity: true, log: log,
-	}
+	d := r.passDeps
+	d.holder = r.cfg.Holder()
+	return newPass(d, project, plane, mem, log)
 }
 
 // nextDelay is the period, shortened to the earliest pending confirmation, or a short

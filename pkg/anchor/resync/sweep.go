@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"anchorage/pkg/anchor"
 )
 
 // SweepOptions configure Sweep.
@@ -32,7 +34,7 @@ type SweepOptions struct {
 	SecretProjectAnnotation string
 	// Resync holds the decision and throttle knobs (DryRun included). Its Clock must be
 	// real: the sweep waits for the confirmation delay.
-	Resync ResyncOptions
+	Resync Options
 	// Scheme for the clients. Default client-go's.
 	Scheme *runtime.Scheme
 	Logger logr.Logger
@@ -95,7 +97,11 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		recorder = b.NewRecorder(opts.Scheme, "anchorage-sweep")
 	}
 
-	deletes := newDeletionLimiter(ro)
+	shared := passDeps{
+		holder: "sweep", admission: openAdmission{}, hub: staticHub{c: hub},
+		anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
+		events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
+	}
 	passes := map[string]*projectMemory{}
 	run := func(project string, plane Plane) (PassReport, error) {
 		mem := passes[project]
@@ -103,11 +109,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 			mem = newProjectMemory(ro)
 			passes[project] = mem
 		}
-		p := &pass{
-			project: project, holder: "sweep", plane: plane, admission: openAdmission{}, hub: staticHub{c: hub},
-			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
-			events: recorder, opts: ro, memory: mem, deletes: deletes, recordIdentity: !ro.DryRun, log: log.WithValues("project", project),
-		}
+		p := newPass(shared, project, plane, mem, log.WithValues("project", project))
 		return p.run(ctx)
 	}
 
@@ -196,7 +198,7 @@ func unownedReports(anchors *listedAnchors, planes map[string]Plane, now time.Ti
 			if !looksLikeAnchor(obj) {
 				continue
 			}
-			owner, _ := Decode(obj.Name, obj.Labels)
+			owner, _ := anchor.Decode(obj.Name, obj.Labels)
 			out = append(out, AnchorReport{
 				Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, Owner: owner, Labels: obj.Labels,
 				Age:     max(now.Sub(obj.CreationTimestamp.Time), 0),

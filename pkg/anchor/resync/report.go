@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"fmt"
@@ -8,8 +8,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/duration"
+
+	"anchorage/pkg/anchor"
 )
 
 // Action is what a pass did about an anchor beyond deciding.
@@ -45,7 +48,7 @@ type AnchorReport struct {
 	Name      string
 	UID       types.UID
 	// Owner is the decoded owner; zero for a malformed anchor.
-	Owner  Owner
+	Owner  anchor.Owner
 	Labels map[string]string
 	Age    time.Duration
 	Verdict
@@ -190,4 +193,48 @@ func writeAnchorRows(b *strings.Builder, rows []AnchorReport) {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Decision, a.Reason, action, duration.HumanDuration(a.Age), a.Namespace, a.Name, owner, deps, detail)
 	}
 	_ = tw.Flush()
+}
+
+// collectionNote is an Event's note about a collected anchor: enough to recreate it by
+// re-reconciling the owner.
+func collectionNote(it *item) string {
+	labels := make([]string, 0, len(it.obj.Labels))
+	for k, v := range it.obj.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	sort.Strings(labels)
+	deps := "none"
+	if len(it.deps) > 0 {
+		deps = strings.Join(it.deps, ", ")
+	}
+	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
+		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// warn raises a Warning Event on the project's Secret.
+func (p *pass) warn(reason, format string, args ...any) {
+	if p.events == nil || p.secret == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
+	p.events.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Halt", format, args...)
+}
+
+// reportOf turns an item into its report line.
+func (p *pass) reportOf(it *item) AnchorReport {
+	age := p.now().Sub(it.obj.CreationTimestamp.Time)
+	if age < 0 {
+		age = 0
+	}
+	return AnchorReport{
+		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
+		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+	}
 }

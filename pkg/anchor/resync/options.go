@@ -1,4 +1,4 @@
-package anchor
+package resync
 
 import (
 	"errors"
@@ -17,10 +17,10 @@ var DefaultFinalizers = map[schema.GroupKind]string{
 	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "gateway.networking.datumapis.com/gateway-controller-gc",
 }
 
-// ResyncOptions are the resync's knobs. Zero values take the defaults stated on each
+// Options are the resync's knobs. Zero values take the defaults stated on each
 // field; Validate rejects combinations that would make the safety rules meaningless.
 // The resync is on by default.
-type ResyncOptions struct {
+type Options struct {
 	// Disabled turns the resync off entirely. Default false.
 	Disabled bool
 	// DryRun decides and reports everything and deletes nothing (and enqueues nothing;
@@ -75,7 +75,7 @@ type ResyncOptions struct {
 }
 
 // WithDefaults returns o with every zero field set to its default.
-func (o ResyncOptions) WithDefaults() ResyncOptions {
+func (o Options) WithDefaults() Options {
 	setDur := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
@@ -117,7 +117,7 @@ func (o ResyncOptions) WithDefaults() ResyncOptions {
 }
 
 // Validate reports the first knob, after defaulting, that breaks a safety rule.
-func (o ResyncOptions) Validate() error {
+func (o Options) Validate() error {
 	o = o.WithDefaults()
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
@@ -132,6 +132,6 @@ func (o ResyncOptions) Validate() error {
 	return nil
 }
 
-func (o ResyncOptions) timing() Timing {
+func (o Options) timing() Timing {
 	return Timing{MinAge: o.MinAge, ConfirmAfter: o.ConfirmAfter, StuckAfter: o.StuckAfter}
 }
