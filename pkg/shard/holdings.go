@@ -146,19 +146,10 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	}
 	holder, until := s.member.current()
 	h.mu.Lock()
-	switch {
-	case h.st == holdingClaiming:
+	if reject, err := s.refusalLocked(project, h, holder, until); err != nil {
 		h.mu.Unlock()
-		s.m.gateRejections.WithLabelValues(rejectClaimPending).Inc()
-		return nil, nil, retryAfter{err: fmt.Errorf("project %q: %w", project, errClaimPending), after: claimPendingRetry}
-	case h.st != holdingOpen:
-		h.mu.Unlock()
-		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
-		return nil, nil, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
-	case gateEnforced && (holder != h.holder || !s.clock.Now().Before(until)):
-		h.mu.Unlock()
-		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
-		return nil, nil, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
+		s.m.gateRejections.WithLabelValues(reject).Inc()
+		return nil, nil, err
 	}
 	h.inflight++
 	h.mu.Unlock()
@@ -185,6 +176,38 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 		})
 	}
 	return wctx, release, nil
+}
+
+// refusalLocked decides whether h admits work for project now, for the incarnation
+// holder whose validity ends at until; it returns the rejection's metric label and
+// error, or nil when work is admitted. h.mu is held.
+func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time) (string, error) {
+	switch {
+	case h.st == holdingClaiming:
+		return rejectClaimPending, retryAfter{err: fmt.Errorf("project %q: %w", project, errClaimPending), after: claimPendingRetry}
+	case h.st != holdingOpen:
+		return rejectNotHeld, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
+	case gateEnforced && (holder != h.holder || !s.clock.Now().Before(until)):
+		return rejectInvalid, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
+	}
+	return "", nil
+}
+
+// Admits reports whether Enter would admit work for project now, without admitting
+// any: no in-flight count, no work record, no rejection counted. For probes (tests,
+// tools) that must not show up as work.
+func (s *Shard) Admits(project string) bool {
+	s.mu.Lock()
+	h := s.holdings[project]
+	s.mu.Unlock()
+	if h == nil {
+		return false
+	}
+	holder, until := s.member.current()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, err := s.refusalLocked(project, h, holder, until)
+	return err == nil
 }
 
 // voidAll drops every holding of holder at once: called when its validity ended and on
