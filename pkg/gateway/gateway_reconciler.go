@@ -6,15 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"anchorage/api/v1alpha"
@@ -201,28 +197,4 @@ func copyGatewaySpec(dst, src client.Object) error {
 
 func copyCertificateSpec(dst, src client.Object) error {
 	return setCertificateSpec(dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured))
-}
-
-// patchStatus writes after's status when it differs from before's, conditional on the
-// resourceVersion read.
-func patchStatus(ctx context.Context, c client.Client, before, after client.Object) error {
-	if equality.Semantic.DeepEqual(before, after) {
-		return nil
-	}
-	err := c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(after), err)
-	}
-	return nil
-}
-
-// quietIfNotHeld ends a request for a project this replica may not work on without an
-// error (DESIGN.md, gate and admission): it is not a failure, and retrying it here
-// would only spin.
-func quietIfNotHeld(ctx context.Context, err error) error {
-	if errors.Is(err, multicluster.ErrClusterNotFound) {
-		logf.FromContext(ctx).V(4).Info("Dropping request for a project this replica does not hold", "reason", err.Error())
-		return nil
-	}
-	return err
 }
