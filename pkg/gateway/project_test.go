@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +39,12 @@ func TestIsNotFoundOf(t *testing.T) {
 	if err := gatewayv1.Install(scheme); err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	// The fake client's own RESTMapper knows no kinds (the project's client maps them
+	// from discovery), and guessing "Gateway"'s plural gives "gatewaies": spell both out.
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.AddSpecific(gatewayv1.SchemeGroupVersion.WithKind("Gateway"), gatewayv1.SchemeGroupVersion.WithResource("gateways"), gatewayv1.SchemeGroupVersion.WithResource("gateway"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithRESTMapper(mapper).Build()
 	for _, tc := range cases {
 		if got := isNotFoundOf(c, tc.err, gw); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
