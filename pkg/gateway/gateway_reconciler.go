@@ -49,12 +49,15 @@ type gatewayScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	return admitAndRun(ctx, r.Admission, req, r.load,
-		r.finalize, // terminating: delete the downstream objects and the anchor
-		r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
-		r.guard,    // the live object must still be the one this reconcile is about
-		r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
-	)
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[gatewayScope]{
+		load: r.load,
+		phases: []phase[gatewayScope]{
+			r.finalize, // terminating: delete the downstream objects and the anchor
+			r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
+			r.guard,    // the live object must still be the one this reconcile is about
+			r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
+		},
+	})
 }
 
 // load reaches the project and the hub and reads the Gateway from the cache. A nil

@@ -49,12 +49,15 @@ type routeScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	return admitAndRun(ctx, r.Admission, req, r.load,
-		r.finalize, // terminating: delete the downstream route and the anchor
-		r.claim,    // attached to none of our Gateways: leave it; else finalizer
-		r.guard,    // the live object must still be the one this reconcile is about
-		r.program,  // mapped namespace, anchor, downstream HTTPRoute, status
-	)
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[routeScope]{
+		load: r.load,
+		phases: []phase[routeScope]{
+			r.finalize, // terminating: delete the downstream route and the anchor
+			r.claim,    // attached to none of our Gateways: leave it; else finalizer
+			r.guard,    // the live object must still be the one this reconcile is about
+			r.program,  // mapped namespace, anchor, downstream HTTPRoute, status
+		},
+	})
 }
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {

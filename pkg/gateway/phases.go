@@ -14,27 +14,58 @@ import (
 // phase is one step of a reconcile over scope S; done ends the reconcile.
 type phase[S any] func(ctx context.Context, s *S) (done bool, err error)
 
+// reconcileSteps is one reconcile over scope S, as a list of phases.
+type reconcileSteps[S any] struct {
+	// load reads the scope; a nil scope means there is nothing to do.
+	load func(context.Context, mcreconcile.Request) (*S, error)
+	// phases run in order until one is done or fails.
+	phases []phase[S]
+	// finish, when set, runs after the phases however they ended, as cluster-api's
+	// machine reconciler patches status in a defer: what the phases decided is written
+	// on every exit. It sees the phases' error (nil when they all passed or one ended
+	// the reconcile cleanly) and returns the result of a reconcile that ends without
+	// error; its own error is joined with theirs. It is not a Go defer: a phase that
+	// panics writes nothing.
+	finish func(ctx context.Context, s *S, phasesErr error) (reconcile.Result, error)
+}
+
 // admitAndRun enters the project's admission (checked again here although the gating
 // provider already filters: a delayed requeue can run after a hand-over), loads the
-// scope, and runs the phases in order until one is done or fails. A nil scope means
-// there is nothing to do.
-func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Request,
-	load func(context.Context, mcreconcile.Request) (*S, error), phases ...phase[S]) (reconcile.Result, error) {
+// scope, runs the phases and then the finish step. Every reconciler is this runner
+// with its own steps.
+func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Request, steps reconcileSteps[S]) (reconcile.Result, error) {
 	admitted, release, err := adm.Enter(ctx, string(req.ClusterName))
 	if err != nil {
 		return refused(ctx, err)
 	}
 	defer release()
-	s, err := load(admitted, req)
+	s, err := steps.load(admitted, req)
 	if s == nil || err != nil {
 		return reconcile.Result{}, quietIfNotHeld(admitted, err)
 	}
+	err = runPhases(admitted, s, steps.phases)
+	if steps.finish == nil {
+		return reconcile.Result{}, err
+	}
+	result, finishErr := steps.finish(admitted, s, err)
+	if finishErr != nil {
+		err = errors.Join(err, finishErr)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	return result, nil
+}
+
+// runPhases runs phases in order until one is done or fails, and returns the error
+// that ended them.
+func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
 	for _, p := range phases {
-		if done, err := p(admitted, s); done || err != nil {
-			return reconcile.Result{}, err
+		if done, err := p(ctx, s); done || err != nil {
+			return err
 		}
 	}
-	return reconcile.Result{}, nil
+	return nil
 }
 
 // refused ends a request that admission refused: quietly for a project not held, after
