@@ -52,10 +52,11 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 	return admitAndRun(ctx, r.Admission, req, reconcileSteps[gatewayScope]{
 		load: r.load,
 		phases: []phase[gatewayScope]{
-			r.finalize, // terminating: delete the downstream objects and the anchor
-			r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
-			r.guard,    // the live object must still be the one this reconcile is about
-			r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
+			r.finalize,        // terminating: delete the downstream objects and the anchor
+			r.skipOtherClass,  // not our class: leave it
+			r.ensureFinalizer, // ours: make sure it carries our finalizer
+			r.guard,           // the live object must still be the one this reconcile is about
+			r.program,         // mapped namespace, anchor, downstream Gateway, Certificates, status
 		},
 	})
 }
@@ -105,13 +106,19 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.gw, GatewayFinalizer, s.events)
 }
 
-// claim ends the reconcile for a Gateway of another class, and puts our finalizer on
-// ours before anything is written for it.
-func (r *GatewayReconciler) claim(ctx context.Context, s *gatewayScope) (bool, error) {
+// skipOtherClass ends the reconcile for a Gateway of another class: it is not ours to
+// finalize or mirror.
+func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (bool, error) {
 	if string(s.gw.Spec.GatewayClassName) != r.Config.GatewayClassName {
 		s.log.V(4).Info("Skipping Gateway of another class", "class", s.gw.Spec.GatewayClassName)
 		return true, nil
 	}
+	return false, nil
+}
+
+// ensureFinalizer puts our finalizer on the Gateway before anything is written to the
+// hub for it, so that everything written is deleted with it.
+func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}

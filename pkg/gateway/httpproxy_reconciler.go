@@ -72,11 +72,11 @@ func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 	return admitAndRun(ctx, r.Admission, req, reconcileSteps[proxyScope]{
 		load: r.load,
 		phases: []phase[proxyScope]{
-			r.finalize, // terminating: delete what the proxy produced, wait, drop the finalizer
-			r.claim,    // our finalizer before anything is produced
-			r.build,    // desired upstream objects; Accepted
-			r.write,    // Services, Gateway, HTTPRoute in the project
-			r.observe,  // Programmed from the Gateway's and route's status
+			r.finalize,        // terminating: delete what the proxy produced, wait, drop the finalizer
+			r.ensureFinalizer, // our finalizer before anything is produced
+			r.build,           // desired upstream objects; Accepted
+			r.write,           // Services, Gateway, HTTPRoute in the project
+			r.observe,         // Programmed from the Gateway's and route's status
 		},
 		finish: r.writeStatusAndRequeue, // on every exit: the status; finalize's recheck
 	})
@@ -184,7 +184,9 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 	return nil
 }
 
-func (r *HTTPProxyReconciler) claim(ctx context.Context, s *proxyScope) (bool, error) {
+// ensureFinalizer puts our finalizer on the proxy before anything is produced for it,
+// so that everything produced is deleted with it.
+func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.proxy, v1alpha.HTTPProxyFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}

@@ -55,7 +55,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	if existing.GetDeletionTimestamp() != nil {
 		return nil, fmt.Errorf("%s %s on the hub is being deleted; it is written again once it is gone", kind, key)
 	}
-	if err := claimable(existing, w.owner); err != nil {
+	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil {
 		return nil, fmt.Errorf("%s %s on the hub: %w", kind, key, err)
 	}
 	obj := existing.DeepCopyObject().(client.Object)
@@ -77,11 +77,12 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	return obj, nil
 }
 
-// claimable returns an error wrapping anchor.ErrForeign when obj's labels name an owner
-// other than owner. An object without the labels (written before they existed, or by
-// hand) is claimable; so is one naming owner with another UID, which is how a
-// recreated owner of the same name takes over its predecessor's objects.
-func claimable(obj client.Object, owner anchor.Owner) error {
+// notLabelledForAnotherOwner returns an error wrapping anchor.ErrForeign when obj's
+// labels name an owner other than owner, so that apply never overwrites it. An object
+// without the labels (written before they existed, or by hand) passes; so does one
+// naming owner with another UID, which is how a recreated owner of the same name takes
+// over its predecessor's objects.
+func notLabelledForAnotherOwner(obj client.Object, owner anchor.Owner) error {
 	labels := obj.GetLabels()
 	want := owner.Labels()
 	for _, k := range []string{anchor.LabelGroup, anchor.LabelKind, anchor.LabelName, anchor.LabelNamespace} {

@@ -10,7 +10,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-func TestClaimable(t *testing.T) {
+func TestNotLabelledForAnotherOwner(t *testing.T) {
 	owner := anchor.Owner{Project: "proj", Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: "team", Name: "web", UID: ownerUID}
 	with := func(k, v string) map[string]string {
 		l := owner.Labels()
@@ -31,7 +31,7 @@ func TestClaimable(t *testing.T) {
 		{"an undecodable project", with(anchor.LabelClusterName, "nope"), false},
 	}
 	for _, tc := range cases {
-		err := claimable(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}, owner)
+		err := notLabelledForAnotherOwner(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}, owner)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, anchor.ErrForeign)) {
 			t.Errorf("%s: got %v, want ok=%v (or ErrForeign)", tc.reason, err, tc.ok)
 		}

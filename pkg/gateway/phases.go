@@ -69,7 +69,8 @@ func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
 }
 
 // refused ends a request that admission refused: quietly for a project not held, after
-// the refusal's own delay when it gives one (a claim being written), else with backoff.
+// the refusal's own delay when it gives one (the shard's claim on the project being
+// written), else with backoff.
 func refused(ctx context.Context, err error) (reconcile.Result, error) {
 	var retry interface{ RetryAfter() time.Duration }
 	if errors.As(err, &retry) {
