@@ -6,15 +6,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
-	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"anchorage/api/v1alpha"
@@ -53,12 +49,16 @@ type gatewayScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	return admitAndRun(ctx, r.Admission, req, r.load,
-		r.finalize, // terminating: delete the downstream objects and the anchor
-		r.claim,    // not our class: leave it; ours: make sure it carries our finalizer
-		r.guard,    // the live object must still be the one this reconcile is about
-		r.program,  // mapped namespace, anchor, downstream Gateway, Certificates, status
-	)
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[gatewayScope]{
+		load: r.load,
+		phases: []phase[gatewayScope]{
+			r.finalize,        // terminating: delete the downstream objects and the anchor
+			r.skipOtherClass,  // not our class: leave it
+			r.ensureFinalizer, // ours: make sure it carries our finalizer
+			r.guard,           // the live object must still be the one this reconcile is about
+			r.program,         // mapped namespace, anchor, downstream Gateway, Certificates, status
+		},
+	})
 }
 
 // load reaches the project and the hub and reads the Gateway from the cache. A nil
@@ -106,13 +106,19 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.gw, GatewayFinalizer, s.events)
 }
 
-// claim ends the reconcile for a Gateway of another class, and puts our finalizer on
-// ours before anything is written for it.
-func (r *GatewayReconciler) claim(ctx context.Context, s *gatewayScope) (bool, error) {
+// skipOtherClass ends the reconcile for a Gateway of another class: it is not ours to
+// finalize or mirror.
+func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (bool, error) {
 	if string(s.gw.Spec.GatewayClassName) != r.Config.GatewayClassName {
 		s.log.V(4).Info("Skipping Gateway of another class", "class", s.gw.Spec.GatewayClassName)
 		return true, nil
 	}
+	return false, nil
+}
+
+// ensureFinalizer puts our finalizer on the Gateway before anything is written to the
+// hub for it, so that everything written is deleted with it.
+func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}
@@ -201,28 +207,4 @@ func copyGatewaySpec(dst, src client.Object) error {
 
 func copyCertificateSpec(dst, src client.Object) error {
 	return setCertificateSpec(dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured))
-}
-
-// patchStatus writes after's status when it differs from before's, conditional on the
-// resourceVersion read.
-func patchStatus(ctx context.Context, c client.Client, before, after client.Object) error {
-	if equality.Semantic.DeepEqual(before, after) {
-		return nil
-	}
-	err := c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(after), err)
-	}
-	return nil
-}
-
-// quietIfNotHeld ends a request for a project this replica may not work on without an
-// error (DESIGN.md, gate and admission): it is not a failure, and retrying it here
-// would only spin.
-func quietIfNotHeld(ctx context.Context, err error) error {
-	if errors.Is(err, multicluster.ErrClusterNotFound) {
-		logf.FromContext(ctx).V(4).Info("Dropping request for a project this replica does not hold", "reason", err.Error())
-		return nil
-	}
-	return err
 }

@@ -66,37 +66,20 @@ type proxyScope struct {
 	events       events.EventRecorder
 }
 
-// Reconcile runs the phases in order, then writes the status they decided.
+// Reconcile runs the phases in order until one is done or fails, then writes the status
+// they decided whatever they returned.
 func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	admitted, release, err := r.Admission.Enter(ctx, string(req.ClusterName))
-	if err != nil {
-		return refused(ctx, err)
-	}
-	defer release()
-	ctx = admitted
-	s, err := r.load(ctx, req)
-	if s == nil || err != nil {
-		return reconcile.Result{}, quietIfNotHeld(ctx, err)
-	}
-	for _, phase := range []func(context.Context, *proxyScope) (bool, error){
-		r.finalize, // terminating: delete what the proxy produced, wait, drop the finalizer
-		r.claim,    // our finalizer before anything is produced
-		r.build,    // desired upstream objects; Accepted
-		r.write,    // Services, Gateway, HTTPRoute in the project
-		r.observe,  // Programmed from the Gateway's and route's status
-	} {
-		var done bool
-		if done, err = phase(ctx, s); done || err != nil {
-			break
-		}
-	}
-	if statusErr := r.writeStatus(ctx, s); statusErr != nil {
-		err = errors.Join(err, statusErr)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	return reconcile.Result{RequeueAfter: s.requeueAfter}, nil
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[proxyScope]{
+		load: r.load,
+		phases: []phase[proxyScope]{
+			r.finalize,        // terminating: delete what the proxy produced, wait, drop the finalizer
+			r.ensureFinalizer, // our finalizer before anything is produced
+			r.build,           // desired upstream objects; Accepted
+			r.write,           // Services, Gateway, HTTPRoute in the project
+			r.observe,         // Programmed from the Gateway's and route's status
+		},
+		finish: r.writeStatusAndRequeue, // on every exit: the status; finalize's recheck
+	})
 }
 
 func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request) (*proxyScope, error) {
@@ -201,7 +184,9 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 	return nil
 }
 
-func (r *HTTPProxyReconciler) claim(ctx context.Context, s *proxyScope) (bool, error) {
+// ensureFinalizer puts our finalizer on the proxy before anything is produced for it,
+// so that everything produced is deleted with it.
+func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.proxy, v1alpha.HTTPProxyFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}
@@ -308,6 +293,12 @@ func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, e
 		s.events.Eventf(s.proxy, nil, corev1.EventTypeNormal, v1alpha.ReasonProgrammed, "Programming", "The proxy is programmed on the hub")
 	}
 	return true, nil
+}
+
+// writeStatusAndRequeue is the finish step, run however the phases ended: it patches
+// the status they decided and asks to be called again when finalize is waiting.
+func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *proxyScope, _ error) (reconcile.Result, error) {
+	return reconcile.Result{RequeueAfter: s.requeueAfter}, r.writeStatus(ctx, s)
 }
 
 // writeStatus patches the status the phases decided, if it changed.

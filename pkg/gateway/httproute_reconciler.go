@@ -49,12 +49,16 @@ type routeScope struct {
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
 func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	return admitAndRun(ctx, r.Admission, req, r.load,
-		r.finalize, // terminating: delete the downstream route and the anchor
-		r.claim,    // attached to none of our Gateways: leave it; else finalizer
-		r.guard,    // the live object must still be the one this reconcile is about
-		r.program,  // mapped namespace, anchor, downstream HTTPRoute, status
-	)
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[routeScope]{
+		load: r.load,
+		phases: []phase[routeScope]{
+			r.finalize,        // terminating: delete the downstream route and the anchor
+			r.findOurParents,  // attached to none of our Gateways: leave it
+			r.ensureFinalizer, // ours: make sure it carries our finalizer
+			r.guard,           // the live object must still be the one this reconcile is about
+			r.program,         // mapped namespace, anchor, downstream HTTPRoute, status
+		},
+	})
 }
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
@@ -89,10 +93,10 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.route, HTTPRouteFinalizer, s.events)
 }
 
-// claim ends the reconcile for a route attached to none of our Gateways (another
-// controller's, or one whose Gateway is not there yet: the Gateway watch brings it
-// back), and puts our finalizer on ours.
-func (r *HTTPRouteReconciler) claim(ctx context.Context, s *routeScope) (bool, error) {
+// findOurParents records the route's parents that are our Gateways, and ends the
+// reconcile for a route attached to none of them (another controller's, or one whose
+// Gateway is not there yet: the Gateway watch brings it back).
+func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope) (bool, error) {
 	parents, err := r.ourParents(ctx, s)
 	if err != nil {
 		return true, err
@@ -102,6 +106,12 @@ func (r *HTTPRouteReconciler) claim(ctx context.Context, s *routeScope) (bool, e
 		return true, nil
 	}
 	s.parents = parents
+	return false, nil
+}
+
+// ensureFinalizer puts our finalizer on the route before anything is written to the
+// hub for it, so that everything written is deleted with it.
+func (r *HTTPRouteReconciler) ensureFinalizer(ctx context.Context, s *routeScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
 	}

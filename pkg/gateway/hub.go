@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"anchorage/pkg/anchor"
@@ -57,7 +55,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	if existing.GetDeletionTimestamp() != nil {
 		return nil, fmt.Errorf("%s %s on the hub is being deleted; it is written again once it is gone", kind, key)
 	}
-	if err := claimable(existing, w.owner); err != nil {
+	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil {
 		return nil, fmt.Errorf("%s %s on the hub: %w", kind, key, err)
 	}
 	obj := existing.DeepCopyObject().(client.Object)
@@ -79,11 +77,12 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	return obj, nil
 }
 
-// claimable returns an error wrapping anchor.ErrForeign when obj's labels name an owner
-// other than owner. An object without the labels (written before they existed, or by
-// hand) is claimable; so is one naming owner with another UID, which is how a
-// recreated owner of the same name takes over its predecessor's objects.
-func claimable(obj client.Object, owner anchor.Owner) error {
+// notLabelledForAnotherOwner returns an error wrapping anchor.ErrForeign when obj's
+// labels name an owner other than owner, so that apply never overwrites it. An object
+// without the labels (written before they existed, or by hand) passes; so does one
+// naming owner with another UID, which is how a recreated owner of the same name takes
+// over its predecessor's objects.
+func notLabelledForAnotherOwner(obj client.Object, owner anchor.Owner) error {
 	labels := obj.GetLabels()
 	want := owner.Labels()
 	for _, k := range []string{anchor.LabelGroup, anchor.LabelKind, anchor.LabelName, anchor.LabelNamespace} {
@@ -172,68 +171,4 @@ func hangsOn(obj client.Object, anchorName string) bool {
 		}
 	}
 	return false
-}
-
-// mappedNamespaceOf returns the hub namespace of the upstream namespace name, read
-// live, or "" when the upstream namespace no longer exists (a purged namespace: the
-// anchor is still found by name, and the hub's garbage collector takes its dependents).
-func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) (string, error) {
-	ns := &corev1.Namespace{}
-	err := project.Get(ctx, client.ObjectKey{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading upstream namespace %s: %w", name, err)
-	}
-	return anchor.MappedNamespace(ns.UID), nil
-}
-
-// addFinalizer adds finalizer to obj with a patch conditional on the resourceVersion
-// read, so a stale view of a replaced object conflicts instead of writing.
-func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
-	if controllerutil.ContainsFinalizer(obj, finalizer) {
-		return nil
-	}
-	orig := obj.DeepCopyObject().(client.Object)
-	controllerutil.AddFinalizer(obj, finalizer)
-	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("adding finalizer %s to %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
-	}
-	return nil
-}
-
-// removeFinalizer removes finalizer from obj, conditional on the resourceVersion read.
-// An object already gone is fine; a NotFound about anything else (the API server
-// refuses every write into a namespace that no longer exists with a NotFound naming the
-// namespace) is an error, since the object is still there holding the finalizer.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
-	if !controllerutil.ContainsFinalizer(obj, finalizer) {
-		return nil
-	}
-	orig := obj.DeepCopyObject().(client.Object)
-	controllerutil.RemoveFinalizer(obj, finalizer)
-	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
-	if err != nil && !isNotFoundOf(c, err, obj) {
-		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
-	}
-	return nil
-}
-
-// isNotFoundOf reports whether err is a NotFound that proves obj itself is absent (not
-// its namespace, not its kind): anchor.NotFoundProvesAbsence for obj's resource. When
-// obj's resource cannot be resolved nothing is proven.
-func isNotFoundOf(c client.Client, err error, obj client.Object) bool {
-	if !apierrors.IsNotFound(err) {
-		return false
-	}
-	gvk, gvkErr := c.GroupVersionKindFor(obj)
-	if gvkErr != nil {
-		return false
-	}
-	mapping, mapErr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	if mapErr != nil {
-		return false
-	}
-	return anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), obj.GetName())
 }

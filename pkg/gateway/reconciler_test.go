@@ -67,7 +67,8 @@ func (refusingAdmission) Enter(context.Context, string) (context.Context, func()
 	return nil, nil, multicluster.ErrClusterNotFound
 }
 
-// pendingAdmission refuses with a retry delay, as a replica whose claim is being written.
+// pendingAdmission refuses with a retry delay, as a replica whose claim on the project
+// is being written.
 type pendingAdmission struct{ after time.Duration }
 
 func (p pendingAdmission) Error() string             { return "claim in progress" }

@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"anchorage/pkg/anchor"
+)
+
+// The project side that every reconciler shares: reads and writes on the upstream
+// objects themselves (their finalizers and status) and on the project's namespaces.
+// Writes to the hub are in hub.go.
+
+// mappedNamespaceOf returns the hub namespace of the upstream namespace name, read
+// live, or "" when the upstream namespace no longer exists (a purged namespace: the
+// anchor is still found by name, and the hub's garbage collector takes its dependents).
+func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) (string, error) {
+	ns := &corev1.Namespace{}
+	err := project.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading upstream namespace %s: %w", name, err)
+	}
+	return anchor.MappedNamespace(ns.UID), nil
+}
+
+// addFinalizer adds finalizer to obj with a patch conditional on the resourceVersion
+// read, so a stale view of a replaced object conflicts instead of writing.
+func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adding finalizer %s to %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// removeFinalizer removes finalizer from obj, conditional on the resourceVersion read.
+// An object already gone is fine; a NotFound about anything else (the API server
+// refuses every write into a namespace that no longer exists with a NotFound naming the
+// namespace) is an error, since the object is still there holding the finalizer.
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	orig := obj.DeepCopyObject().(client.Object)
+	controllerutil.RemoveFinalizer(obj, finalizer)
+	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !isNotFoundOf(c, err, obj) {
+		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
+	}
+	return nil
+}
+
+// isNotFoundOf reports whether err is a NotFound that proves obj itself is absent (not
+// its namespace, not its kind): anchor.NotFoundProvesAbsence for obj's resource. When
+// obj's resource cannot be resolved nothing is proven.
+func isNotFoundOf(c client.Client, err error, obj client.Object) bool {
+	if !apierrors.IsNotFound(err) {
+		return false
+	}
+	gvk, gvkErr := c.GroupVersionKindFor(obj)
+	if gvkErr != nil {
+		return false
+	}
+	mapping, mapErr := c.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	if mapErr != nil {
+		return false
+	}
+	return anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), obj.GetName())
+}
+
+// patchStatus writes after's status when it differs from before's, conditional on the
+// resourceVersion read.
+func patchStatus(ctx context.Context, c client.Client, before, after client.Object) error {
+	if equality.Semantic.DeepEqual(before, after) {
+		return nil
+	}
+	err := c.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(after), err)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// What the Gateway and HTTPRoute reconcilers share: the scope of an upstream object
+// mirrored to the hub, and the last step of its finalizer.
+
+// upstream is what a reconcile of one upstream Gateway or HTTPRoute works on, besides
+// the object itself.
+type upstream struct {
+	project string
+	cluster cluster.Cluster
+	hub     client.Client // live
+	owner   anchor.Owner
+	log     logr.Logger
+	events  events.EventRecorder
+}
+
+// loadUpstream reaches the project, reads obj (of kind, in the Gateway API group) from
+// its cache, and reaches the hub. A nil result means the object is gone: nothing to do.
+func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreconcile.Request, obj client.Object, kind string) (*upstream, error) {
+	project := string(req.ClusterName)
+	cl, err := clusters.Project(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("reaching project %q: %w", project, err)
+	}
+	if err := cl.GetClient().Get(ctx, req.NamespacedName, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	hub, err := hubFor(ctx, clusters, project)
+	if err != nil {
+		return nil, err
+	}
+	return &upstream{
+		project: project,
+		cluster: cl,
+		hub:     hub,
+		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kind), obj),
+		log:     logf.FromContext(ctx).WithValues("project", project, strings.ToLower(kind), klog.KObj(obj)),
+		events:  cl.GetEventRecorder(cfg.EventSource),
+	}, nil
+}
+
+// releaseAnchor is the last step of every upstream finalizer: delete the owner's anchor
+// (found by name across the hub, so it goes even when the downstream objects or the
+// upstream namespace already have), then remove the finalizer from obj.
+func (m *Metrics) releaseAnchor(ctx context.Context, hub client.Client, owner anchor.Owner, project client.Client, obj client.Object, finalizer string, rec events.EventRecorder) error {
+	err := anchor.Delete(ctx, hub, owner)
+	m.anchorDelete(owner.Kind, err)
+	if err != nil {
+		rec.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", owner.Kind, err)
+		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
+	}
+	return removeFinalizer(ctx, project, obj, finalizer)
+}
