@@ -118,7 +118,7 @@ func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.O
 func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing client.Object) error {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(existing)
-	if !hangsOn(existing, anchor.Name(w.owner.UID)) {
+	if !anchor.HangsOn(existing, anchor.Name(w.owner.UID)) {
 		log.V(4).Info("Leaving downstream object that hangs on another anchor", "kind", kind, "object", klog.KObj(existing))
 		return nil
 	}
@@ -156,19 +156,9 @@ func (w hubWriter) certificates(ctx context.Context) ([]*unstructured.Unstructur
 	}
 	var out []*unstructured.Unstructured
 	for i := range list.Items {
-		if hangsOn(&list.Items[i], anchor.Name(w.owner.UID)) {
+		if anchor.HangsOn(&list.Items[i], anchor.Name(w.owner.UID)) {
 			out = append(out, &list.Items[i])
 		}
 	}
 	return out, nil
-}
-
-// hangsOn reports whether obj holds an ownerReference to the anchor named anchorName.
-func hangsOn(obj client.Object, anchorName string) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if ref.APIVersion == "v1" && ref.Kind == "ConfigMap" && ref.Name == anchorName {
-			return true
-		}
-	}
-	return false
 }
