@@ -191,7 +191,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress: opts.HealthAddr,
 		// Controller-runtime's leader election stays off: with it on, the kubeconfig
-		// provider's Secret watcher would run only on one replica (DESIGN.md, Sharding).
+		// provider's Secret watcher would run only on one replica (docs/design.md, Sharding).
 		LeaderElection: false,
 		// A graceful stop hands every project over before releasing the member Lease.
 		GracefulShutdownTimeout: ptr.To(opts.Timings.WithDefaults().ShutdownDeadline + 10*time.Second),

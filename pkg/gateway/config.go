@@ -9,7 +9,7 @@ import (
 )
 
 // Finalizer names are wire format: the manager this one replaces wrote the same names,
-// so objects it left behind are taken over as they are (DESIGN.md, Wire formats). The
+// so objects it left behind are taken over as they are (docs/design.md, Wire formats). The
 // HTTPProxy finalizer lives with the API type (v1alpha.HTTPProxyFinalizer).
 const (
 	// GatewayFinalizer is put on every upstream Gateway of our class. It deletes the

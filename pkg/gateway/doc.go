@@ -1,6 +1,6 @@
 // Package gateway is the data path: HTTPProxy -> upstream Gateway and HTTPRoute in the
 // project -> downstream copies on the hub, each hanging on its owner's anchor, and the
-// finalizers that take all of it away again (DESIGN.md, Gateway path).
+// finalizers that take all of it away again (docs/design.md, Gateway path).
 //
 // # Controllers
 //

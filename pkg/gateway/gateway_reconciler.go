@@ -125,7 +125,7 @@ func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope
 	return false, nil
 }
 
-// guard is the live guard (DESIGN.md, Gateway path): nothing is created on the hub for
+// guard is the live guard (docs/design.md, Gateway path): nothing is created on the hub for
 // a Gateway that the API server does not show, with this UID, live and finalized.
 func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
 	v, err := liveGuard(ctx, s.cluster.GetAPIReader(), s.gw, GatewayFinalizer)

@@ -80,7 +80,7 @@ func refused(ctx context.Context, err error) (reconcile.Result, error) {
 }
 
 // quietIfNotHeld ends a request for a project this replica may not work on without an
-// error (DESIGN.md, gate and admission): it is not a failure, and retrying it here
+// error (docs/design.md, gate and admission): it is not a failure, and retrying it here
 // would only spin.
 func quietIfNotHeld(ctx context.Context, err error) error {
 	if errors.Is(err, multicluster.ErrClusterNotFound) {

@@ -297,7 +297,7 @@ type Verdict struct {
 	Need Need
 }
 
-// Decide applies the resync's rules (DESIGN.md, Anchor resync) to what is known of one
+// Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of one
 // anchor. It is pure: callers gather what Need asks for and call it again. A Collect
 // verdict that still needs the dependents is a candidate: it becomes final only once
 // the dependents are known and none hangs on the anchor alone while claimed by a live

@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultFinalizers are our finalizers by owner kind (DESIGN.md, Wire formats): an
+// DefaultFinalizers are our finalizers by owner kind (docs/design.md, Wire formats): an
 // owner terminating with one is being finalized by the live path.
 var DefaultFinalizers = map[schema.GroupKind]string{
 	{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",

@@ -185,7 +185,7 @@ func (p *pass) examine(ctx context.Context) error {
 			return err
 		}
 		if sec == nil {
-			// A project that matches no Secret belongs to no shard (DESIGN.md).
+			// A project that matches no Secret belongs to no shard (docs/design.md).
 			return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
 		}
 		p.secret = sec

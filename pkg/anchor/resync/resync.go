@@ -56,7 +56,7 @@ type Config struct {
 	Logger   logr.Logger
 }
 
-// Resync collects orphaned anchors of the projects this replica holds (DESIGN.md,
+// Resync collects orphaned anchors of the projects this replica holds (docs/design.md,
 // Anchor resync). It is a multicluster Runnable: the shard engages it with each project
 // it has claimed, and each engagement runs one loop until the project is lost. Passes
 // run in at most Options.Workers at once.
