@@ -14,6 +14,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
+	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
 )
 
@@ -46,7 +47,7 @@ func overlaps(records []shard.Record) []string {
 // fully cleaned; no anchor is left for a deleted proxy.
 func TestShardNoOverlappingReconcilesUnderChurnAndKill(t *testing.T) {
 	c := newChurn(t, "ov")
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range 3 {
 		ms = append(ms, c.startManager(fmt.Sprintf("ov%d", i)))
 	}
@@ -60,8 +61,8 @@ func TestShardNoOverlappingReconcilesUnderChurnAndKill(t *testing.T) {
 	c.create("px3")
 	// Kill a replica that holds one of the projects mid-churn (the coordinator too when
 	// hashing gave it all three).
-	var victim *Manager
-	c.g.Eventually(func() *Manager {
+	var victim *harness.Manager
+	c.g.Eventually(func() *harness.Manager {
 		if victim, _ = nonCoordinatorHolder(context.Background(), c.e, ms, c.projectNames()); victim != nil {
 			return victim
 		}

@@ -1,4 +1,4 @@
-package integration
+package harness
 
 import (
 	"time"
@@ -9,9 +9,9 @@ import (
 	"anchorage/internal/app"
 )
 
-// clientFromKubeconfig builds an uncached client from kubeconfig bytes with a request
+// ClientFromKubeconfig builds an uncached client from kubeconfig bytes with a request
 // timeout, so a cut connection fails fast instead of hanging the test.
-func clientFromKubeconfig(kc []byte, timeout time.Duration) (client.Client, error) {
+func ClientFromKubeconfig(kc []byte, timeout time.Duration) (client.Client, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
 	if err != nil {
 		return nil, err

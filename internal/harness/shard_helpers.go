@@ -1,4 +1,4 @@
-package integration
+package harness
 
 import (
 	"context"
@@ -70,10 +70,10 @@ func (m *Manager) Held(projects []string) []string {
 
 // Gauge reads a gauge (or counter) from m's registry; label pairs select a series.
 func (m *Manager) Gauge(name string, labels ...string) (float64, error) {
-	return gatherValue(m.Registry, name, labels...)
+	return MetricValue(m.Registry, name, labels...)
 }
 
-func gatherValue(g prometheus.Gatherer, name string, labels ...string) (float64, error) {
+func MetricValue(g prometheus.Gatherer, name string, labels ...string) (float64, error) {
 	families, err := g.Gather()
 	if err != nil {
 		return 0, err
@@ -100,16 +100,4 @@ func gatherValue(g prometheus.Gatherer, name string, labels ...string) (float64,
 		}
 	}
 	return 0, fmt.Errorf("metric %s%v not found", name, labels)
-}
-
-// hubLease returns the holder of a Lease in the lease namespace.
-func (e *Env) hubLease(ctx context.Context, name string) (string, error) {
-	var l coordinationv1.Lease
-	if err := e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ProviderNamespace, Name: name}, &l); err != nil {
-		return "", err
-	}
-	if l.Spec.HolderIdentity == nil {
-		return "", nil
-	}
-	return *l.Spec.HolderIdentity, nil
 }
