@@ -365,16 +365,9 @@ func (d *demo) owners(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, l := range leases {
-		project := l.Annotations[shard.AnnotationProject]
-		if l.Labels[shard.LabelRole] != "project" || project == "" {
-			continue
-		}
-		holder := ptr.Deref(l.Spec.HolderIdentity, "")
-		if shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], holder) {
-			out[project] = shard.PodOf(holder)
-		} else {
-			out[project] = ""
+	for i := range leases {
+		if project := harness.ProjectOf(&leases[i]); project != "" {
+			out[project] = shard.PodOf(harness.ClaimedHolder(&leases[i]))
 		}
 	}
 	return out, nil

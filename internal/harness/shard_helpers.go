@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"anchorage/internal/app"
@@ -24,11 +25,37 @@ func WithTimings(t shard.Timings) func(*app.Options) {
 	return func(o *app.Options) { o.Timings = t }
 }
 
+// projectLeaseRole is the LabelRole value of project Leases.
+const projectLeaseRole = "project"
+
+// ProjectOf returns the project a Lease coordinates, or "" when the Lease is no project
+// Lease (a member or the coordinator Lease, or another program's).
+func ProjectOf(l *coordinationv1.Lease) string {
+	if l.Labels[shard.LabelRole] != projectLeaseRole {
+		return ""
+	}
+	return l.Annotations[shard.AnnotationProject]
+}
+
+// ClaimedHolder returns the holder identity ("<pod>/<incarnation>") of a project Lease
+// when that holder has also claimed the project, and "" otherwise. Holding is only the
+// coordinator's assignment; the claim is the holder's word that it engaged the project
+// and admits work for it, so the claimed holder is who owns the project. A holder that
+// cannot reach the project never claims it, and the project moves on at the claim
+// deadline.
+func ClaimedHolder(l *coordinationv1.Lease) string {
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	if !shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], holder) {
+		return ""
+	}
+	return holder
+}
+
 // ProjectLeases lists the project Leases in the lease namespace, by project name.
 func (e *Env) ProjectLeases(ctx context.Context) (map[string]coordinationv1.Lease, error) {
 	var list coordinationv1.LeaseList
-	if err := e.Hub.Client.List(ctx, &list, client.InNamespace(e.ProviderNamespace), client.MatchingLabels{shard.LabelRole: "project"}); err != nil {
-		return nil, err
+	if err := e.Hub.Client.List(ctx, &list, client.InNamespace(e.ProviderNamespace), client.MatchingLabels{shard.LabelRole: projectLeaseRole}); err != nil {
+		return nil, fmt.Errorf("listing project Leases: %w", err)
 	}
 	out := map[string]coordinationv1.Lease{}
 	for _, l := range list.Items {
@@ -37,8 +64,8 @@ func (e *Env) ProjectLeases(ctx context.Context) (map[string]coordinationv1.Leas
 	return out, nil
 }
 
-// ClaimedHolders maps each project to its holder when the holder has claimed it, and
-// to "" otherwise.
+// ClaimedHolders maps each project with a Lease to its ClaimedHolder ("" while no
+// holder has claimed it).
 func (e *Env) ClaimedHolders(ctx context.Context) (map[string]string, error) {
 	leases, err := e.ProjectLeases(ctx)
 	if err != nil {
@@ -46,11 +73,7 @@ func (e *Env) ClaimedHolders(ctx context.Context) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for p, l := range leases {
-		h := ""
-		if l.Spec.HolderIdentity != nil && shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], *l.Spec.HolderIdentity) {
-			h = *l.Spec.HolderIdentity
-		}
-		out[p] = h
+		out[p] = ClaimedHolder(&l)
 	}
 	return out, nil
 }
@@ -73,6 +96,9 @@ func (m *Manager) Gauge(name string, labels ...string) (float64, error) {
 	return MetricValue(m.Registry, name, labels...)
 }
 
+// MetricValue reads the value of a gauge or counter from g; label pairs ("name",
+// "value", ...) select a series. Tests read the metrics operators alert on, so a
+// metric that changed name or labels fails a test instead of only a dashboard.
 func MetricValue(g prometheus.Gatherer, name string, labels ...string) (float64, error) {
 	families, err := g.Gather()
 	if err != nil {
