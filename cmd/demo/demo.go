@@ -519,7 +519,7 @@ func (d *demo) showLeases(ctx context.Context, legend bool) error {
 		return err
 	}
 	if legend {
-		d.say("anchorage-member-<pod>: each replica's membership, held as <pod>/<incarnation> and renewed every %s", retryPeriod)
+		d.say("anchorage-member-<pod>: each replica's membership, held as <pod>/<incarnation> and renewed every %s", harness.FastTimings.RetryPeriod)
 		d.say("anchorage-coordinator: the elected coordinator, which writes the project Leases")
 		d.say("anchorage-project-<name>-<hash>: the project's owner (not renewed: valid while its holder's member Lease is)")
 	}
@@ -743,7 +743,7 @@ func (d *demo) killOwner(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("(expected: about one lease duration, %s, plus a retry period or two; up to about 1.6 durations when the killed replica was the coordinator)", leaseDuration)
+	d.say("(expected: about one lease duration, %s, plus a retry period or two; up to about 1.6 durations when the killed replica was the coordinator)", harness.FastTimings.LeaseDuration)
 	px, err := d.createProxy(ctx, first, "status", "status.example.com")
 	if err != nil {
 		return err

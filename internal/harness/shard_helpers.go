@@ -15,14 +15,28 @@ import (
 	"anchorage/pkg/shard"
 )
 
-// FastTimings are the shortened protocol timings integration tests run with.
-// The claim deadline leaves room for engaging a project's informers on a loaded 2-core
-// machine running three replicas.
+// FastTimings are the shortened protocol timings every replica outside production runs
+// with: the integration tests' in-process managers (WithTimings) and the demo's and
+// bench's manager processes (TimingFlags), so a hand-over takes seconds, not the
+// production defaults' tens of seconds. The claim deadline leaves room for engaging a
+// project's informers on a loaded 2-core machine running three replicas.
 var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}
 
-// WithTimings sets the manager's protocol timings.
+// WithTimings sets an in-process manager's protocol timings.
 func WithTimings(t shard.Timings) func(*app.Options) {
 	return func(o *app.Options) { o.Timings = t }
+}
+
+// TimingFlags are the manager's command-line flags (cmd/manager) for t, so a manager
+// process runs the timings an in-process manager gets from WithTimings. The manager has
+// flags for these four timings only; the others take their defaults from them.
+func TimingFlags(t shard.Timings) []string {
+	return []string{
+		"--lease-duration=" + t.LeaseDuration.String(),
+		"--renew-deadline=" + t.RenewDeadline.String(),
+		"--retry-period=" + t.RetryPeriod.String(),
+		"--claim-deadline=" + t.ClaimDeadline.String(),
+	}
 }
 
 // projectLeaseRole is the LabelRole value of project Leases.
