@@ -126,6 +126,6 @@ func (c *churn) settle(live, removed []string) []shard.Record {
 			Should(BeEmpty(), "anchor of deleted %s", what)
 	}
 	records := c.rec.Records()
-	c.g.Expect(overlaps(records)).To(BeEmpty(), "overlapping reconciles")
+	c.g.Expect(harness.Overlaps(records)).To(BeEmpty(), "overlapping reconciles")
 	return records
 }

@@ -177,7 +177,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 		}
 		g.Expect(claimAt.IsZero()).To(BeFalse(), "the new holder of %s claims after the victim's last write", p)
 	}
-	g.Expect(overlaps(rec.Records())).To(BeEmpty())
+	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
 // TestShardCoordinatorGracefulStopElectsSuccessorAtOnce: the coordinator releases its
@@ -361,6 +361,6 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 			g.Expect(r.End.Before(firstNew[r.Project])).To(BeTrue(), "old owner worked on %s after the new owner began", r.Project)
 		}
 	}
-	g.Expect(overlaps(records)).To(BeEmpty())
+	g.Expect(harness.Overlaps(records)).To(BeEmpty())
 	t.Logf("%d projects moved to the new replica through timed-out-then-committed hand-over writes (started %s)", len(moved), handOverStart.Format(time.StampMilli))
 }

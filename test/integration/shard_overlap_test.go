@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -15,31 +14,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/harness"
-	"anchorage/pkg/shard"
 )
-
-// overlaps returns, per project, pairs of admitted work by different incarnations whose
-// intervals intersect.
-func overlaps(records []shard.Record) []string {
-	byProject := map[string][]shard.Record{}
-	for _, r := range records {
-		byProject[r.Project] = append(byProject[r.Project], r)
-	}
-	var out []string
-	for p, rs := range byProject {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
-		for i := range rs {
-			for j := i + 1; j < len(rs) && rs[j].Start.Before(rs[i].End); j++ {
-				if rs[i].Holder != rs[j].Holder {
-					out = append(out, fmt.Sprintf("%s: %s [%s, %s] and %s [%s, %s]", p,
-						rs[i].Holder, rs[i].Start.Format(time.StampMicro), rs[i].End.Format(time.StampMicro),
-						rs[j].Holder, rs[j].Start.Format(time.StampMicro), rs[j].End.Format(time.StampMicro)))
-				}
-			}
-		}
-	}
-	return out
-}
 
 // TestShardNoOverlappingReconcilesUnderChurnAndKill: three managers, three real project
 // planes, HTTPProxies created and deleted in each while a holder is abruptly stopped.
@@ -135,25 +110,4 @@ func stripAndDelete(c client.Client, ns string) {
 		}
 	}
 	_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-}
-
-func TestOverlapsDetectsIntersectingWork(t *testing.T) {
-	t0 := time.Unix(100, 0)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	cases := []struct {
-		reason  string
-		records []shard.Record
-		want    int
-	}{
-		{"sequential work by two holders", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(1)}, {Holder: "b/1", Project: "p", Start: at(1), End: at(2)}}, 0},
-		{"concurrent work by one holder", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "a/1", Project: "p", Start: at(1), End: at(3)}}, 0},
-		{"two holders on two projects", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "b/1", Project: "q", Start: at(1), End: at(3)}}, 0},
-		{"two holders on one project at once", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "b/1", Project: "p", Start: at(1.5), End: at(3)}}, 1},
-		{"a new incarnation of the same pod overlapping the old", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(5)}, {Holder: "a/2", Project: "p", Start: at(4), End: at(6)}}, 1},
-	}
-	for _, tc := range cases {
-		if got := overlaps(tc.records); len(got) != tc.want {
-			t.Errorf("%s: want %d overlaps, got %v", tc.reason, tc.want, got)
-		}
-	}
 }

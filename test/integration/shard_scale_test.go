@@ -112,7 +112,7 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 		}
 	}
 	t.Logf("4 -> 2 replicas: %d of %d projects moved, all from the removed replicas", movedDown, len(projects))
-	g.Expect(overlaps(rec.Records())).To(BeEmpty())
+	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
 // TestShardScaleUnderChurn: three real project planes with HTTPProxies created and
