@@ -156,6 +156,6 @@ func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane,
 	return nil
 }
 
-// ProjectClient returns an admin client for a project's plane (direct, not through the
+// Client returns an admin client for a project's plane (direct, not through the
 // proxy, so a test can arrange state while the project is cut off).
 func (p *Project) Client() client.Client { return p.Plane.Client }

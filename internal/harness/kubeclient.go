@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -14,8 +15,12 @@ import (
 func ClientFromKubeconfig(kc []byte, timeout time.Duration) (client.Client, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading kubeconfig: %w", err)
 	}
 	cfg.Timeout = timeout
-	return client.New(cfg, client.Options{Scheme: app.Scheme()})
+	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return nil, fmt.Errorf("building a client for %s: %w", cfg.Host, err)
+	}
+	return c, nil
 }

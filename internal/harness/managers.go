@@ -254,7 +254,9 @@ func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 	return nil
 }
 
-// LoggerFromEnv discards logs unless ANCHORAGE_TEST_LOG is set (to a verbosity, e.g. 1).
+// LoggerFromEnv is the logger of managers started without one, and of the test binary:
+// it discards logs unless ANCHORAGE_TEST_LOG is set (to a verbosity, e.g. 1), so a
+// passing suite stays quiet and a failing one can be rerun with logs.
 func LoggerFromEnv() logr.Logger {
 	v := os.Getenv("ANCHORAGE_TEST_LOG")
 	if v == "" {
