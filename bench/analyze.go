@@ -4,43 +4,30 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"anchorage/internal/harness"
+	"anchorage/pkg/shard"
 )
 
-// Overlaps returns every pair of reconciles of one project by two different replicas
-// whose intervals intersect; frozen marks the reconciles a stopped process held.
+// Overlaps returns every pair of reconciles of one project by two different holder
+// incarnations whose intervals intersect (harness.Overlaps, the judgement the
+// integration tests make); frozen marks the reconciles a stopped process held.
 func Overlaps(records []Record, frozen func(Record) bool) []Overlap {
-	byProject := map[string][]Record{}
-	for _, r := range records {
-		byProject[r.Project] = append(byProject[r.Project], r)
+	work := make([]shard.Record, len(records))
+	for i, r := range records {
+		work[i] = shard.Record{Holder: r.Holder, Project: r.Project, Start: r.Start, End: r.End, ValidUntil: r.ValidUntil, Claim: r.Claim}
 	}
 	var out []Overlap
-	for project, rs := range byProject {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
-		// active holds the records that may still intersect the next one.
-		var active []Record
-		for _, r := range rs {
-			kept := active[:0]
-			for _, a := range active {
-				if a.End.After(r.Start) {
-					kept = append(kept, a)
-				}
-			}
-			active = kept
-			for _, a := range active {
-				if a.Replica == r.Replica {
-					continue
-				}
-				end := a.End
-				if r.End.Before(end) {
-					end = r.End
-				}
-				out = append(out, Overlap{Project: project, A: a.Replica, B: r.Replica, Start: r.Start, Length: end.Sub(r.Start),
-					Frozen: frozen != nil && (frozen(a) || frozen(r))})
-			}
-			active = append(active, r)
+	for _, o := range harness.Overlaps(work) {
+		a, b := records[o.EarlierRecord], records[o.LaterRecord]
+		sideA, sideB := a.Replica, b.Replica
+		if sideA == sideB {
+			// Two incarnations of one replica: only their holders tell them apart.
+			sideA, sideB = a.Holder, b.Holder
 		}
+		out = append(out, Overlap{Project: o.Project, A: sideA, B: sideB, Start: o.Start, Length: o.Length,
+			Frozen: frozen != nil && (frozen(a) || frozen(b))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out
 }
 

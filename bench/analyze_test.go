@@ -3,17 +3,25 @@ package bench
 import (
 	"testing"
 	"time"
+
+	"anchorage/pkg/shard"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
+// rec is a record of the replica's first incarnation.
 func rec(replica, project string, from, to int) Record {
-	return Record{Replica: replica, Project: project, Start: at(from), End: at(to)}
+	return recOf(replica+"/1", project, from, to)
 }
 
-func TestOverlapsCountsOnlyDifferentReplicasOnOneProject(t *testing.T) {
+// recOf is a record of a holder ("<replica>/<incarnation>"), as a record file has it.
+func recOf(holder, project string, from, to int) Record {
+	return Record{Replica: shard.PodOf(holder), Holder: holder, Project: project, Start: at(from), End: at(to)}
+}
+
+func TestOverlapsCountsOnlyDifferentHoldersOnOneProject(t *testing.T) {
 	cases := []struct {
 		name    string
 		records []Record
@@ -37,6 +45,11 @@ func TestOverlapsCountsOnlyDifferentReplicasOnOneProject(t *testing.T) {
 				{Project: "p", A: "a", B: "b", Start: at(200), Length: 100 * time.Millisecond},
 				{Project: "p", A: "a", B: "b", Start: at(400), Length: 100 * time.Millisecond},
 			}},
+		{"a new incarnation of a replica overlapping its old incarnation, named by holder",
+			[]Record{recOf("a/1", "p", 0, 1000), recOf("a/2", "p", 600, 1500)},
+			[]Overlap{{Project: "p", A: "a/1", B: "a/2", Start: at(600), Length: 400 * time.Millisecond}}},
+		{"one incarnation's work after another's is not an overlap",
+			[]Record{recOf("a/1", "p", 0, 1000), recOf("a/2", "p", 1000, 1500)}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { expectOverlaps(t, Overlaps(c.records, nil), c.want) })

@@ -4,10 +4,10 @@ import (
 	"os"
 	"strings"
 
-	"anchorage/test/integration"
+	"anchorage/internal/harness"
 )
 
-type auditEvent = integration.AuditEvent
+type auditEvent = harness.AuditEvent
 
 func succeeded(e auditEvent) bool { return e.ResponseStatus.Code >= 200 && e.ResponseStatus.Code < 300 }
 
@@ -35,7 +35,7 @@ func markAudit(path string) auditCursor {
 }
 
 // read returns every event written since the mark.
-func (c auditCursor) read() ([]auditEvent, error) { return integration.ReadAuditLog(c.path, c.offset) }
+func (c auditCursor) read() ([]auditEvent, error) { return harness.ReadAuditLog(c.path, c.offset) }
 
 // writerOf attributes an event to a replica of the run: by its hub user, else by the
 // user agent every replica sets ("anchorage/<name>", the only attribution on project

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
-	"anchorage/test/integration"
+	"anchorage/internal/harness"
 )
 
 // Env is the control planes every run of one harness invocation shares: a hub with its
@@ -24,11 +24,11 @@ import (
 // upstream namespaces and its own replica users, so audit events and records of one
 // run never mix with another's.
 type Env struct {
-	Hub    *integration.ControlPlane
-	Planes []*integration.ControlPlane
+	Hub    *harness.ControlPlane
+	Planes []*harness.ControlPlane
 	// Light is the plane every lightweight project names: it never carries load, so
 	// what a replica caches per lightweight project is the same in every run.
-	Light *integration.ControlPlane
+	Light *harness.ControlPlane
 	Dir   string
 	// projectKubeconfig is one admin kubeconfig per plane, reused by every run.
 	projectKubeconfig [][]byte
@@ -39,16 +39,16 @@ type Env struct {
 // StartEnv starts the hub and n project planes, and the lightweight projects' plane
 // when light.
 func StartEnv(n int, light bool, dir string) (*Env, error) {
-	hubCRDs, err := integration.HubCRDs()
+	hubCRDs, err := harness.HubCRDs()
 	if err != nil {
 		return nil, err
 	}
-	projectCRDs, err := integration.ProjectCRDs()
+	projectCRDs, err := harness.ProjectCRDs()
 	if err != nil {
 		return nil, err
 	}
 	e := &Env{Dir: dir}
-	if e.Hub, err = integration.StartControlPlane("bench-hub", integration.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
+	if e.Hub, err = harness.StartControlPlane("bench-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
@@ -70,8 +70,8 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 }
 
 // startProjectPlane starts a project plane and returns an admin kubeconfig for it.
-func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition) (*integration.ControlPlane, []byte, error) {
-	p, err := integration.StartControlPlane(name, integration.PlaneOptions{CRDs: crds})
+func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition) (*harness.ControlPlane, []byte, error) {
+	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -79,7 +79,7 @@ func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefini
 	if err != nil {
 		return p, nil, errors.Join(err, p.Stop())
 	}
-	kc, err := integration.KubeconfigVia(cfg, "")
+	kc, err := harness.KubeconfigVia(cfg, "")
 	if err != nil {
 		return p, nil, errors.Join(err, p.Stop())
 	}
@@ -163,7 +163,7 @@ func (r *Run) ReplicaKubeconfig(replica string) (path, user string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	kc, err := integration.KubeconfigVia(cfg, "")
+	kc, err := harness.KubeconfigVia(cfg, "")
 	if err != nil {
 		return "", "", err
 	}

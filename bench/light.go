@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"anchorage/internal/harness"
 )
 
 // LightOptions configure an ownership-only run over lightweight projects.
@@ -50,7 +52,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	if err := waitJoined(ctx, joined, users); err != nil {
 		return LeaseLoad{}, Memory{}, err
 	}
-	sleepCtx(ctx, LeaseDuration)
+	sleepCtx(ctx, harness.FastTimings.LeaseDuration)
 	var names []string
 	for i := 0; i < o.Projects; i++ {
 		name := fmt.Sprintf("%s-l%d", run.ID, i)
@@ -70,7 +72,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	owned := obs.OwnedCount(nil)
 	logf("  %s P=%d R=%d: %d/%d projects owned after %s", o.Coordinator, o.Projects, o.Replicas, owned, o.Projects, time.Since(began).Round(100*time.Millisecond))
 	// Let the claims' own writes pass before the window opens.
-	sleepCtx(ctx, 2*LeaseDuration)
+	sleepCtx(ctx, 2*harness.FastTimings.LeaseDuration)
 	cursor := markAudit(e.Hub.AuditLogPath)
 	from := time.Now()
 	if !sleepCtx(ctx, o.Window) {

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/pkg/util/sanitize"
 
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/shard"
 )
@@ -88,10 +89,9 @@ func (o *Observer) sampleOwners(ctx context.Context) {
 			}
 			owners[p] = *l.Spec.HolderIdentity
 		default:
-			if l.Labels[shard.LabelRole] != "project" || !shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], *l.Spec.HolderIdentity) {
-				continue
+			if project, holder := harness.ProjectOf(l), harness.ClaimedHolder(l); project != "" && holder != "" {
+				owners[project] = shard.PodOf(holder)
 			}
-			owners[l.Annotations[shard.AnnotationProject]] = shard.PodOf(*l.Spec.HolderIdentity)
 		}
 	}
 	o.mu.Lock()

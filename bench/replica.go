@@ -10,16 +10,14 @@ import (
 	"syscall"
 	"time"
 
+	"anchorage/internal/harness"
 	"anchorage/internal/proc"
 )
 
-// Timings every run uses. The anchorage member Lease and the sharded coordinator's
-// fence Lease get the same duration; the sharded coordinator's peer Lease (its
-// membership) has a fixed 30 s TTL in v0.23.3.
+// The sharded coordinator's timings. Anchorage replicas run harness.FastTimings, and the
+// sharded coordinator's fence Lease gets the same duration as anchorage's member Lease;
+// its peer Lease (its membership) has a fixed 30 s TTL in v0.23.3.
 const (
-	LeaseDuration  = 3 * time.Second
-	renewDeadline  = 2 * time.Second
-	retryPeriod    = 500 * time.Millisecond
 	fenceRenew     = time.Second
 	shardedProbe   = time.Second
 	shardedPeerTTL = 30 * time.Second
@@ -58,18 +56,19 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 	args := []string{
 		"--kubeconfig=" + kc, "--identity=" + name,
 		"--provider-namespace=" + r.Namespace, "--lease-namespace=" + r.Namespace,
-		"--lease-duration=" + LeaseDuration.String(), "--record-file=" + rep.RecordPath,
+		"--record-file=" + rep.RecordPath,
 		"--resync-period=5s", "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
 	}
 	switch c {
 	case Sharded:
-		args = append(args, "--renew="+fenceRenew.String(), "--probe="+shardedProbe.String())
+		args = append(args, "--lease-duration="+harness.FastTimings.LeaseDuration.String(),
+			"--renew="+fenceRenew.String(), "--probe="+shardedProbe.String())
 		if o.NoResync {
 			args = append(args, "--resync=false")
 		}
 	default:
-		args = append(args, "--renew-deadline="+renewDeadline.String(), "--retry-period="+retryPeriod.String(),
-			"--metrics-bind-address=0", "--health-probe-bind-address=0")
+		args = append(args, harness.TimingFlags(harness.FastTimings)...)
+		args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 		if o.NoResync {
 			args = append(args, "--resync=false")
 		}

@@ -19,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/shard"
 )
@@ -48,9 +49,9 @@ var (
 // others drop it from their snapshot).
 func PauseFor(c Coordinator) time.Duration {
 	if c == Sharded {
-		return shardedPeerTTL*3/2 + 3*LeaseDuration
+		return shardedPeerTTL*3/2 + 3*harness.FastTimings.LeaseDuration
 	}
-	return 3 * LeaseDuration
+	return 3 * harness.FastTimings.LeaseDuration
 }
 
 // scenarioRun is the state of one scenario run.
@@ -430,7 +431,7 @@ func ReadRecords(path string) ([]Record, error) {
 
 func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string]auditCursor) (ScenarioResult, error) {
 	res := ScenarioResult{
-		Coordinator: sr.c, Scenario: sr.s, Projects: len(sr.projects), Replicas: 3, LeaseDuration: LeaseDuration,
+		Coordinator: sr.c, Scenario: sr.s, Projects: len(sr.projects), Replicas: 3, LeaseDuration: harness.FastTimings.LeaseDuration,
 		Start: start, End: end, Faults: sr.faults, AnchorsLeft: left, ProxiesDeleted: sr.load.Deleted(),
 		Timeline: sr.obs.Timeline(),
 	}
@@ -479,7 +480,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 		projectOfHubNS[anchor.MappedNamespace(p.NamespaceUID)] = p.Name
 		fenceProject[FenceLeaseName(p.Name)] = p.Name
 	}
-	validity := NewValidity(LeaseDuration)
+	validity := NewValidity(harness.FastTimings.LeaseDuration)
 	var writes []Write
 	unattributed := 0
 	for plane, cur := range cursors {

@@ -46,7 +46,9 @@ type Fault struct {
 	Coordinator bool `json:"coordinator,omitempty"`
 }
 
-// Overlap is two replicas' reconciles of one project that intersect in time.
+// Overlap is two holders' reconciles of one project that intersect in time. A and B
+// name the replicas, or the holders ("<replica>/<incarnation>") when both are
+// incarnations of one replica.
 type Overlap struct {
 	Project string        `json:"project"`
 	A       string        `json:"a"`

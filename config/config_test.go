@@ -38,8 +38,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
-	"anchorage/test/integration"
 )
 
 // deployNamespace is where config/default puts everything namespaced.
@@ -61,7 +61,7 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 		// The hub's CRDs: a replica's controllers are built against them.
-		crds, err := integration.HubCRDs()
+		crds, err := harness.HubCRDs()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

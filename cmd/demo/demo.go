@@ -25,9 +25,9 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/api/v1alpha"
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/shard"
-	"anchorage/test/integration"
 )
 
 // providerNamespace holds the project Secrets and the Leases on the demo hub.
@@ -48,7 +48,7 @@ const (
 type project struct {
 	name       string
 	namespace  string
-	plane      *integration.ControlPlane
+	plane      *harness.ControlPlane
 	nsUID      types.UID
 	kubeconfig string
 }
@@ -98,7 +98,7 @@ type demo struct {
 	dir   string
 	began time.Time
 
-	hub           *integration.ControlPlane
+	hub           *harness.ControlPlane
 	hubKubeconfig string
 	projects      []*project
 	replicas      []*replica
@@ -204,16 +204,16 @@ func (d *demo) story(ctx context.Context) error {
 
 // startPlanes starts the hub and the project planes and writes admin kubeconfigs.
 func (d *demo) startPlanes(ctx context.Context) error {
-	hubCRDs, err := integration.HubCRDs()
+	hubCRDs, err := harness.HubCRDs()
 	if err != nil {
 		return err
 	}
-	projectCRDs, err := integration.ProjectCRDs()
+	projectCRDs, err := harness.ProjectCRDs()
 	if err != nil {
 		return err
 	}
 	began := time.Now()
-	if d.hub, err = integration.StartControlPlane("demo-hub", integration.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
+	if d.hub, err = harness.StartControlPlane("demo-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
 		return err
 	}
 	if d.hubKubeconfig, err = d.adminKubeconfig(d.hub, "hub"); err != nil {
@@ -223,7 +223,7 @@ func (d *demo) startPlanes(ctx context.Context) error {
 		d.hub.Config.Host, time.Since(began).Seconds())
 	for _, spec := range []struct{ name, namespace string }{{"acme", "shop"}, {"initech", "blog"}} {
 		began := time.Now()
-		plane, err := integration.StartControlPlane("demo-"+spec.name, integration.PlaneOptions{CRDs: projectCRDs})
+		plane, err := harness.StartControlPlane("demo-"+spec.name, harness.PlaneOptions{CRDs: projectCRDs})
 		if err != nil {
 			return err
 		}
@@ -239,7 +239,7 @@ func (d *demo) startPlanes(ctx context.Context) error {
 }
 
 // adminKubeconfig writes a system:masters kubeconfig for plane into the demo directory.
-func (d *demo) adminKubeconfig(plane *integration.ControlPlane, name string) (string, error) {
+func (d *demo) adminKubeconfig(plane *harness.ControlPlane, name string) (string, error) {
 	_, kc, err := plane.User("demo-admin", "system:masters")
 	if err != nil {
 		return "", err
@@ -266,7 +266,7 @@ func (d *demo) registerProjects(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		kc, err := integration.KubeconfigVia(cfg, "")
+		kc, err := harness.KubeconfigVia(cfg, "")
 		if err != nil {
 			return err
 		}
@@ -365,16 +365,9 @@ func (d *demo) owners(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	out := map[string]string{}
-	for _, l := range leases {
-		project := l.Annotations[shard.AnnotationProject]
-		if l.Labels[shard.LabelRole] != "project" || project == "" {
-			continue
-		}
-		holder := ptr.Deref(l.Spec.HolderIdentity, "")
-		if shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], holder) {
-			out[project] = shard.PodOf(holder)
-		} else {
-			out[project] = ""
+	for i := range leases {
+		if project := harness.ProjectOf(&leases[i]); project != "" {
+			out[project] = shard.PodOf(harness.ClaimedHolder(&leases[i]))
 		}
 	}
 	return out, nil
@@ -526,7 +519,7 @@ func (d *demo) showLeases(ctx context.Context, legend bool) error {
 		return err
 	}
 	if legend {
-		d.say("anchorage-member-<pod>: each replica's membership, held as <pod>/<incarnation> and renewed every %s", retryPeriod)
+		d.say("anchorage-member-<pod>: each replica's membership, held as <pod>/<incarnation> and renewed every %s", harness.FastTimings.RetryPeriod)
 		d.say("anchorage-coordinator: the elected coordinator, which writes the project Leases")
 		d.say("anchorage-project-<name>-<hash>: the project's owner (not renewed: valid while its holder's member Lease is)")
 	}
@@ -750,7 +743,7 @@ func (d *demo) killOwner(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.say("(expected: about one lease duration, %s, plus a retry period or two; up to about 1.6 durations when the killed replica was the coordinator)", leaseDuration)
+	d.say("(expected: about one lease duration, %s, plus a retry period or two; up to about 1.6 durations when the killed replica was the coordinator)", harness.FastTimings.LeaseDuration)
 	px, err := d.createProxy(ctx, first, "status", "status.example.com")
 	if err != nil {
 		return err

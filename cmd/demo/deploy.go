@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
+	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
-	"anchorage/test/integration"
 )
 
 // serviceAccount is the identity config/default gives the manager.
@@ -84,5 +84,5 @@ func serviceAccountKubeconfig(ctx context.Context, hub *rest.Config) ([]byte, er
 		return nil, fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", providerNamespace, serviceAccount, err)
 	}
 	cfg := &rest.Config{Host: hub.Host, BearerToken: tr.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: hub.CAData}}
-	return integration.KubeconfigVia(cfg, "")
+	return harness.KubeconfigVia(cfg, "")
 }

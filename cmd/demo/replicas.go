@@ -13,16 +13,14 @@ import (
 	"strings"
 	"time"
 
+	"anchorage/internal/harness"
 	"anchorage/internal/proc"
 )
 
-// Protocol and resync timings the replicas run with: short, so the story fits in a
-// couple of minutes. Production defaults are in docs/operations.md.
+// Resync timings the replicas run with: short, so the story fits in a couple of
+// minutes, like the protocol timings (harness.FastTimings). Production defaults are in
+// docs/operations.md.
 const (
-	leaseDuration = 3 * time.Second
-	renewDeadline = 2 * time.Second
-	retryPeriod   = 500 * time.Millisecond
-
 	resyncPeriod       = 5 * time.Second
 	resyncJitter       = time.Second
 	resyncConfirmAfter = 2 * time.Second
@@ -32,17 +30,14 @@ const (
 // replicaFlags are the flags every replica gets beside its identity, kubeconfig and
 // addresses.
 func replicaFlags() []string {
-	return []string{
+	return append([]string{
 		"--provider-namespace=" + providerNamespace,
 		"--lease-namespace=" + providerNamespace,
-		"--lease-duration=" + leaseDuration.String(),
-		"--renew-deadline=" + renewDeadline.String(),
-		"--retry-period=" + retryPeriod.String(),
 		"--resync-period=" + resyncPeriod.String(),
 		"--resync-initial-jitter=" + resyncJitter.String(),
 		"--resync-confirm-after=" + resyncConfirmAfter.String(),
 		"--resync-min-age=" + resyncMinAge.String(),
-	}
+	}, harness.TimingFlags(harness.FastTimings)...)
 }
 
 // replica is one manager process.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+
+	"anchorage/internal/harness"
 )
 
 // TestBinaryFailsWithOneClearLine runs the real binary: a bad flag or an unreachable hub
@@ -56,5 +59,18 @@ current-context: hub
 		g.Expect(lines[0]).To(HavePrefix("manager: "), tc.reason)
 		g.Expect(lines[0]).To(ContainSubstring(tc.want), tc.reason)
 		g.Expect(lines).To(HaveLen(1), "%s: want one line, got:\n%s", tc.reason, out)
+	}
+}
+
+// TestTimingFlagsSetTheManagersTimings: the flags the demo and bench give manager
+// processes (harness.TimingFlags) set exactly the timings an in-process test manager
+// runs with, so the three run one protocol.
+func TestTimingFlagsSetTheManagersTimings(t *testing.T) {
+	f, err := parseFlags(append([]string{"--identity=a"}, harness.TimingFlags(harness.FastTimings)...), io.Discard)
+	if err != nil {
+		t.Fatalf("the manager refuses harness.TimingFlags: %v", err)
+	}
+	if got := f.timings(); got != harness.FastTimings {
+		t.Fatalf("timings from the flags = %+v, want harness.FastTimings %+v", got, harness.FastTimings)
 	}
 }

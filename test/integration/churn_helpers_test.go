@@ -17,6 +17,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -26,7 +27,7 @@ import (
 type churn struct {
 	t        *testing.T
 	g        *WithT
-	e        *Env
+	e        *harness.Env
 	class    string
 	rec      *shard.MemoryRecorder
 	projects []churnProject
@@ -37,7 +38,7 @@ type churn struct {
 
 type churnProject struct {
 	name  string
-	plane *ControlPlane
+	plane *harness.ControlPlane
 	ns    string
 }
 
@@ -45,7 +46,7 @@ func newChurn(t *testing.T, prefix string) *churn {
 	t.Helper()
 	needEnvtest(t)
 	c := &churn{t: t, g: NewWithT(t), e: newEnv(t), class: "anchorage-" + rand.String(6), rec: &shard.MemoryRecorder{}, deleted: map[types.UID]string{}}
-	for i, plane := range []*ControlPlane{planeA, planeB, planeC} {
+	for i, plane := range []*harness.ControlPlane{planeA, planeB, planeC} {
 		p := churnProject{name: fmt.Sprintf("%s-%s-%d", prefix, rand.String(4), i), plane: plane, ns: prefix + "-" + rand.String(6)}
 		_, err := c.e.AddProject(context.Background(), p.name, plane)
 		c.g.Expect(err).NotTo(HaveOccurred())
@@ -57,9 +58,9 @@ func newChurn(t *testing.T, prefix string) *churn {
 }
 
 // startManager starts a replica serving this test's gateway class and recording work.
-func (c *churn) startManager(name string) *Manager {
-	m, err := c.e.StartManager(context.Background(), name, ManagerOptions{Adjust: func(o *app.Options) {
-		WithTimings(FastTimings)(o)
+func (c *churn) startManager(name string) *harness.Manager {
+	m, err := c.e.StartManager(context.Background(), name, harness.ManagerOptions{Adjust: func(o *app.Options) {
+		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: c.class}
 		o.Recorder = c.rec
 	}})
@@ -125,6 +126,6 @@ func (c *churn) settle(live, removed []string) []shard.Record {
 			Should(BeEmpty(), "anchor of deleted %s", what)
 	}
 	records := c.rec.Records()
-	c.g.Expect(overlaps(records)).To(BeEmpty(), "overlapping reconciles")
+	c.g.Expect(harness.Overlaps(records)).To(BeEmpty(), "overlapping reconciles")
 	return records
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
 )
@@ -111,7 +112,7 @@ func TestGatewayRecreateAfterFinalizeCreatesNothing(t *testing.T) {
 		g.Expect(gone(ctx, hub.Client, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: gt.hubNS(), Name: key.Name}})).To(BeTrue(), "%s: no downstream Gateway", why)
 	}
 	refusals := func(reason string) float64 {
-		v, err := gatherValue(registry, "anchorage_live_guard_refusals_total", "kind", "Gateway", "reason", reason)
+		v, err := harness.MetricValue(registry, "anchorage_live_guard_refusals_total", "kind", "Gateway", "reason", reason)
 		g.Expect(err).NotTo(HaveOccurred())
 		return v
 	}

@@ -20,6 +20,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
 )
@@ -40,18 +41,18 @@ type gatewayTest struct {
 	t       *testing.T
 	g       *WithT
 	ctx     context.Context
-	env     *Env
+	env     *harness.Env
 	project string
-	plane   *ControlPlane
+	plane   *harness.ControlPlane
 	class   string
 	ns      *corev1.Namespace
-	stopped map[*Manager]bool
+	stopped map[*harness.Manager]bool
 }
 
-func newGatewayTest(t *testing.T, plane *ControlPlane) *gatewayTest {
+func newGatewayTest(t *testing.T, plane *harness.ControlPlane) *gatewayTest {
 	t.Helper()
 	needEnvtest(t)
-	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane, stopped: map[*Manager]bool{}}
+	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane, stopped: map[*harness.Manager]bool{}}
 	gt.project = "gw-" + rand.String(6)
 	gt.class = "anchorage-" + rand.String(6)
 	if _, err := gt.env.AddProject(gt.ctx, gt.project, plane); err != nil {
@@ -68,17 +69,17 @@ func newGatewayTest(t *testing.T, plane *ControlPlane) *gatewayTest {
 }
 
 // startManager starts a replica with fast protocol timings and this test's class.
-func (gt *gatewayTest) startManager(name string) *Manager {
+func (gt *gatewayTest) startManager(name string) *harness.Manager {
 	gt.t.Helper()
 	return gt.startManagerAs(name, false)
 }
 
 // startManagerAs starts a replica as startManager does; leastPrivilege runs it as a hub
 // user bound only to config/rbac's ClusterRole.
-func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *Manager {
+func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *harness.Manager {
 	gt.t.Helper()
-	m, err := gt.env.StartManager(gt.ctx, name+"-"+rand.String(4), ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
-		WithTimings(FastTimings)(o)
+	m, err := gt.env.StartManager(gt.ctx, name+"-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
+		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: gt.class}
 	}})
 	if err != nil {
@@ -94,7 +95,7 @@ func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *Manager
 
 // stopManager stops m gracefully now (Manager.Stop waits for a second call's result
 // until its timeout, so the cleanup must not stop it again).
-func (gt *gatewayTest) stopManager(m *Manager) {
+func (gt *gatewayTest) stopManager(m *harness.Manager) {
 	gt.t.Helper()
 	gt.stopped[m] = true
 	gt.g.Expect(m.Stop(30 * time.Second)).To(Succeed())
@@ -240,7 +241,7 @@ func gone(ctx context.Context, c client.Client, obj client.Object) bool {
 
 // hubWritesBy returns the hub audit events of user with one of verbs on one of
 // resources, in namespace (any namespace when "", and cluster-scoped objects).
-func hubWritesBy(g Gomega, user string, verbs, resources []string, namespace string) []AuditEvent {
+func hubWritesBy(g Gomega, user string, verbs, resources []string, namespace string) []harness.AuditEvent {
 	events, err := hub.AuditEvents()
 	g.Expect(err).NotTo(HaveOccurred())
 	in := func(s string, set []string) bool {
@@ -251,7 +252,7 @@ func hubWritesBy(g Gomega, user string, verbs, resources []string, namespace str
 		}
 		return false
 	}
-	var out []AuditEvent
+	var out []harness.AuditEvent
 	for _, ev := range events {
 		if ev.User.Username != user || !in(ev.Verb, verbs) || !in(ev.ObjectRef.Resource, resources) {
 			continue

@@ -18,13 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"anchorage/internal/harness"
 )
 
 // One hub (with its garbage collector) and two project planes, shared by the tests in
 // this package; each test works in its own namespaces and project names.
 var (
-	hub                    *ControlPlane
-	planeA, planeB, planeC *ControlPlane
+	hub                    *harness.ControlPlane
+	planeA, planeB, planeC *harness.ControlPlane
 )
 
 func TestMain(m *testing.M) {
@@ -35,37 +37,37 @@ func runSuite(m *testing.M) int {
 	flag.Parse()
 	// Managers log through their own loggers (ANCHORAGE_TEST_LOG); keep the global
 	// controller-runtime logger quiet instead of printing its "never set" stack.
-	ctrllog.SetLogger(testLogger())
-	klog.SetLogger(testLogger())
+	ctrllog.SetLogger(harness.LoggerFromEnv())
+	klog.SetLogger(harness.LoggerFromEnv())
 	if testing.Short() {
 		return m.Run()
 	}
-	hubCRDs, err := HubCRDs()
+	hubCRDs, err := harness.HubCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	projectCRDs, err := ProjectCRDs()
+	projectCRDs, err := harness.ProjectCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if hub, err = StartControlPlane("hub", PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
+	if hub, err = harness.StartControlPlane("hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer hub.Stop()
-	if planeA, err = StartControlPlane("project-a", PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeA, err = harness.StartControlPlane("project-a", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer planeA.Stop()
-	if planeB, err = StartControlPlane("project-b", PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeB, err = harness.StartControlPlane("project-b", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer planeB.Stop()
-	if planeC, err = StartControlPlane("project-c", PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeC, err = harness.StartControlPlane("project-c", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -81,10 +83,10 @@ func needEnvtest(t *testing.T) {
 }
 
 // newEnv gives a test its own provider namespace on the shared hub.
-func newEnv(t *testing.T) *Env {
+func newEnv(t *testing.T) *harness.Env {
 	t.Helper()
 	ctx := context.Background()
-	e, err := NewEnv(ctx, hub)
+	e, err := harness.NewEnv(ctx, hub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +98,7 @@ func newEnv(t *testing.T) *Env {
 	return e
 }
 
-func discovered(m *Manager) []string {
+func discovered(m *harness.Manager) []string {
 	var out []string
 	for _, n := range m.Replica.Provider.ListClusters() {
 		out = append(out, string(n))
@@ -115,9 +117,9 @@ func TestManagersDiscoverAndForgetProjects(t *testing.T) {
 	_, err = e.AddProject(ctx, "beta", planeB)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	var managers []*Manager
+	var managers []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("m%d", i), ManagerOptions{})
+		m, err := e.StartManager(ctx, fmt.Sprintf("m%d", i), harness.ManagerOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 		managers = append(managers, m)
@@ -146,15 +148,15 @@ func TestTCPProxyCutsAndRestoresAProject(t *testing.T) {
 
 	cfg, _, err := planeA.User("proxy-reader", "system:masters")
 	g.Expect(err).NotTo(HaveOccurred())
-	kc, err := KubeconfigVia(cfg, p.Proxy.Addr())
+	kc, err := harness.KubeconfigVia(cfg, p.Proxy.Addr())
 	g.Expect(err).NotTo(HaveOccurred())
-	viaProxy, err := clientFromKubeconfig(kc, 2*time.Second)
+	viaProxy, err := harness.ClientFromKubeconfig(kc, 2*time.Second)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cut-" + rand.String(5), Namespace: "default"}, Data: map[string]string{"k": "v"}}
 	g.Expect(viaProxy.Create(ctx, cm)).To(Succeed())
 
-	for _, mode := range []CutMode{Refuse, BlackHole} {
+	for _, mode := range []harness.CutMode{harness.Refuse, harness.BlackHole} {
 		p.Proxy.Cut(mode)
 		err := viaProxy.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
 		g.Expect(err).To(HaveOccurred(), "mode %d: the API must be unreachable while cut", mode)
@@ -196,10 +198,10 @@ func TestAuditLogAttributesWritesToTheManager(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	e := newEnv(t)
-	m1, err := e.StartManager(ctx, "audit-1", ManagerOptions{})
+	m1, err := e.StartManager(ctx, "audit-1", harness.ManagerOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m1.Stop(30 * time.Second) })
-	m2, err := e.StartManager(ctx, "audit-2", ManagerOptions{})
+	m2, err := e.StartManager(ctx, "audit-2", harness.ManagerOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m2.Stop(30 * time.Second) })
 
@@ -217,7 +219,7 @@ func TestAuditLogAttributesWritesToTheManager(t *testing.T) {
 		}
 		return writers
 	}
-	for _, m := range []*Manager{m1, m2} {
+	for _, m := range []*harness.Manager{m1, m2} {
 		g.Eventually(func() []string { return writersOf("anchorage-member-" + m.Name) }, 20*time.Second, 100*time.Millisecond).
 			Should(And(Not(BeEmpty()), HaveEach(m.User)), "writes to %s's member Lease", m.Name)
 	}
@@ -228,12 +230,12 @@ func TestKilledManagerReachesNoAPI(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	e := newEnv(t)
-	m, err := e.StartManager(ctx, "killed", ManagerOptions{})
+	m, err := e.StartManager(ctx, "killed", harness.ManagerOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	c := m.Replica.Manager.GetLocalManager().GetClient()
 	m.Kill()
 	err = c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-kill", Namespace: e.ProviderNamespace}})
-	g.Expect(err).To(MatchError(ContainSubstring(ErrKilled.Error())))
+	g.Expect(err).To(MatchError(ContainSubstring(harness.ErrKilled.Error())))
 	err = hub.Client.Get(ctx, client.ObjectKey{Name: "after-kill", Namespace: e.ProviderNamespace}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
 }
@@ -246,7 +248,7 @@ func TestLeastPrivilegeManagerDiscoversProjects(t *testing.T) {
 	project := "lp-" + rand.String(4)
 	_, err := e.AddProject(ctx, project, planeB)
 	g.Expect(err).NotTo(HaveOccurred())
-	m, err := e.StartManager(ctx, "least-"+rand.String(4), ManagerOptions{LeastPrivilege: true, Adjust: WithTimings(FastTimings)})
+	m, err := e.StartManager(ctx, "least-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: true, Adjust: harness.WithTimings(harness.FastTimings)})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 	g.Eventually(func() []string { return discovered(m) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))

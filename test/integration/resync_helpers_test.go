@@ -20,6 +20,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
 )
@@ -42,7 +43,7 @@ type resyncTest struct {
 	clock *clocktesting.FakeClock
 }
 
-func newResyncTest(t *testing.T, plane *ControlPlane) *resyncTest {
+func newResyncTest(t *testing.T, plane *harness.ControlPlane) *resyncTest {
 	t.Helper()
 	gt := newGatewayTest(t, plane)
 	rt := &resyncTest{gatewayTest: gt, clock: clocktesting.NewFakeClock(time.Now().Add(time.Hour))}
@@ -54,10 +55,10 @@ func newResyncTest(t *testing.T, plane *ControlPlane) *resyncTest {
 
 // startResync starts a replica with fast protocol timings, this test's gateway class
 // and the resync on its default settings except the fake clock (and what adjust sets).
-func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *Manager {
+func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harness.Manager {
 	rt.t.Helper()
-	m, err := rt.env.StartManager(rt.ctx, name+"-"+rand.String(4), ManagerOptions{Adjust: func(o *app.Options) {
-		WithTimings(FastTimings)(o)
+	m, err := rt.env.StartManager(rt.ctx, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
+		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: rt.class}
 		o.Resync = anchor.ResyncOptions{Clock: rt.clock}
 		if adjust != nil {
@@ -77,7 +78,7 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *Manag
 
 // passes steps the fake clock until m has finished n more passes over project, and
 // returns the last report.
-func (rt *resyncTest) passes(m *Manager, project string, n int) anchor.PassReport {
+func (rt *resyncTest) passes(m *harness.Manager, project string, n int) anchor.PassReport {
 	rt.t.Helper()
 	start := m.Replica.Resync.Passes(project)
 	rt.g.Eventually(func() int {
@@ -90,7 +91,7 @@ func (rt *resyncTest) passes(m *Manager, project string, n int) anchor.PassRepor
 }
 
 // passesUntil steps passes until cond holds for the last report.
-func (rt *resyncTest) passesUntil(m *Manager, project string, within time.Duration, cond func(Gomega, anchor.PassReport)) anchor.PassReport {
+func (rt *resyncTest) passesUntil(m *harness.Manager, project string, within time.Duration, cond func(Gomega, anchor.PassReport)) anchor.PassReport {
 	rt.t.Helper()
 	var last anchor.PassReport
 	rt.g.Eventually(func(g Gomega) {
@@ -255,11 +256,4 @@ func hasLine(text string, fields ...string) bool {
 		}
 	}
 	return false
-}
-
-// projectNamed returns a project added with AddProject.
-func (e *Env) projectNamed(name string) *Project {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.projects[name]
 }

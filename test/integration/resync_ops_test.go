@@ -19,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/shard"
@@ -120,7 +121,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 		orphans []planted
 	}
 	var projects []*project
-	for i, plane := range []*ControlPlane{planeA, planeB, planeA, planeB} {
+	for i, plane := range []*harness.ControlPlane{planeA, planeB, planeA, planeB} {
 		p := &project{name: fmt.Sprintf("rep-%s-%d", rand.String(4), i)}
 		_, err := e.AddProject(ctx, p.name, plane)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -145,10 +146,10 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 		projects = append(projects, p)
 	}
 
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("r%d-%s", i, rand.String(4)), ManagerOptions{Adjust: func(o *app.Options) {
-			WithTimings(FastTimings)(o)
+		m, err := e.StartManager(ctx, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
+			harness.WithTimings(harness.FastTimings)(o)
 			o.Resync = anchor.ResyncOptions{Clock: clock}
 			o.ResyncRecorder = rec
 			o.Recorder = admitted

@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
+	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 )
 
@@ -126,8 +127,8 @@ func TestResyncUnreachableProject(t *testing.T) {
 	rep := rt.passes(m, rt.project, 1)
 	g.Expect(decisionsOf(rep)).To(HaveKeyWithValue(live.anchor.Name, "keep/in-cache"))
 
-	p := rt.env.projectNamed(rt.project)
-	for _, mode := range []CutMode{Refuse, BlackHole} {
+	p := rt.env.Project(rt.project)
+	for _, mode := range []harness.CutMode{harness.Refuse, harness.BlackHole} {
 		p.Proxy.Cut(mode)
 		rep = rt.passes(m, rt.project, 2)
 		g.Expect(rep.Plane).To(Equal(anchor.PlaneUnverified), "mode %d", mode)
@@ -185,15 +186,15 @@ func TestResyncCacheLag(t *testing.T) {
 
 	// Hold off the project cache's Gateway list and watch, and drop its connections so
 	// the running watch ends: the cache keeps what it had.
-	m.SetFault(func(tr Traffic, r *http.Request) (time.Duration, error) {
-		if tr == ProjectTraffic && strings.HasSuffix(r.URL.Path, "/gateways") {
+	m.SetFault(func(tr harness.Traffic, r *http.Request) (time.Duration, error) {
+		if tr == harness.ProjectTraffic && strings.HasSuffix(r.URL.Path, "/gateways") {
 			return 0, errors.New("gateway watch held off by the test")
 		}
 		return 0, nil
 	})
 	t.Cleanup(func() { m.SetFault(nil) })
-	p := rt.env.projectNamed(rt.project)
-	p.Proxy.Cut(Refuse)
+	p := rt.env.Project(rt.project)
+	p.Proxy.Cut(harness.Refuse)
 	p.Proxy.Restore()
 
 	fresh := rt.liveGateway("fresh")
@@ -217,9 +218,9 @@ func TestResyncRepointedSecretHalts(t *testing.T) {
 	rep := rt.passes(m, rt.project, 1)
 	g.Expect(rep.Plane).To(Equal(anchor.PlaneVerified))
 
-	crds, err := ProjectCRDs()
+	crds, err := harness.ProjectCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
-	empty, err := StartControlPlane("empty", PlaneOptions{CRDs: crds})
+	empty, err := harness.StartControlPlane("empty", harness.PlaneOptions{CRDs: crds})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = empty.Stop() })
 	_, kc, err := empty.User("anchorage-project", "system:masters")

@@ -10,15 +10,16 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
 )
 
 var errInjected = errors.New("integration: injected fault")
 
 // blockMemberWrites fails every write of m to its own member Lease.
-func blockMemberWrites(m *Manager) Fault {
-	return func(t Traffic, r *http.Request) (time.Duration, error) {
-		if t == HubTraffic && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases") &&
+func blockMemberWrites(m *harness.Manager) harness.Fault {
+	return func(t harness.Traffic, r *http.Request) (time.Duration, error) {
+		if t == harness.HubTraffic && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases") &&
 			(strings.HasSuffix(r.URL.Path, "/"+shard.MemberLeaseName(m.Name)) || r.Method == http.MethodPost) {
 			return 0, errInjected
 		}
@@ -28,9 +29,9 @@ func blockMemberWrites(m *Manager) Fault {
 
 // delayMemberResponses hands back m's member Lease write responses late; the writes
 // themselves commit at once.
-func delayMemberResponses(m *Manager, d time.Duration) Fault {
-	return func(t Traffic, r *http.Request) (time.Duration, error) {
-		if t == HubTraffic && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+shard.MemberLeaseName(m.Name)) {
+func delayMemberResponses(m *harness.Manager, d time.Duration) harness.Fault {
+	return func(t harness.Traffic, r *http.Request) (time.Duration, error) {
+		if t == harness.HubTraffic && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/"+shard.MemberLeaseName(m.Name)) {
 			return d, nil
 		}
 		return 0, nil
@@ -40,7 +41,7 @@ func delayMemberResponses(m *Manager, d time.Duration) Fault {
 // writesOutsideValidity returns m's hub writes (other than to its own member Lease and
 // the coordinator election Lease) whose arrival at the API server falls outside every
 // validity window m's incarnations had, and how many writes it checked.
-func writesOutsideValidity(g Gomega, e *Env, m *Manager) (outside []AuditEvent, checked int) {
+func writesOutsideValidity(g Gomega, e *harness.Env, m *harness.Manager) (outside []harness.AuditEvent, checked int) {
 	events, err := e.Hub.AuditEvents()
 	g.Expect(err).NotTo(HaveOccurred())
 	incs := m.Replica.Shard.Incarnations()
@@ -66,7 +67,7 @@ func writesOutsideValidity(g Gomega, e *Env, m *Manager) (outside []AuditEvent, 
 	return outside, checked
 }
 
-func nonCoordinatorHolder(ctx context.Context, e *Env, ms []*Manager, projects []string) (*Manager, []string) {
+func nonCoordinatorHolder(ctx context.Context, e *harness.Env, ms []*harness.Manager, projects []string) (*harness.Manager, []string) {
 	for _, m := range ms {
 		if held := m.Held(projects); len(held) > 0 && !isCoordinator(ctx, e, m) {
 			return m, held
@@ -80,7 +81,7 @@ func nonCoordinatorHolder(ctx context.Context, e *Env, ms []*Manager, projects [
 // just before admission opens). Waiting for the settled state, not merely for every
 // project to be claimed, keeps a test's fault from racing a rebalance still moving
 // projects after the last manager joined.
-func waitAllServed(g Gomega, e *Env, managers []*Manager, projects []string) map[string]string {
+func waitAllServed(g Gomega, e *harness.Env, managers []*harness.Manager, projects []string) map[string]string {
 	var pods []string
 	for _, m := range managers {
 		pods = append(pods, m.Name)
@@ -105,7 +106,7 @@ func waitAllServed(g Gomega, e *Env, managers []*Manager, projects []string) map
 	return claimed
 }
 
-func waitAllClaimed(g Gomega, e *Env, projects []string) map[string]string {
+func waitAllClaimed(g Gomega, e *harness.Env, projects []string) map[string]string {
 	var claimed map[string]string
 	g.Eventually(func(g Gomega) {
 		var err error
@@ -138,7 +139,7 @@ func TestShardBlockedRenewsStopWorkBeforeValidityEnds(t *testing.T) {
 	victim.SetFault(blockMemberWrites(victim))
 	blocked := time.Now()
 
-	g.Eventually(func() []string { return victim.Held(projects) }, 2*FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
+	g.Eventually(func() []string { return victim.Held(projects) }, 2*harness.FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
 	stopped := time.Since(blocked)
 	g.Eventually(func(g Gomega) {
 		claimed := waitAllClaimed(g, e, projects)
@@ -146,7 +147,7 @@ func TestShardBlockedRenewsStopWorkBeforeValidityEnds(t *testing.T) {
 			g.Expect(shard.PodOf(claimed[p])).NotTo(Equal(victim.Name), "project %s moved off the blocked replica", p)
 		}
 	}, 20*time.Second, 100*time.Millisecond).Should(Succeed())
-	t.Logf("blocked replica stopped admitting work %s after its renews were blocked (renew deadline %s)", stopped, FastTimings.RenewDeadline)
+	t.Logf("blocked replica stopped admitting work %s after its renews were blocked (renew deadline %s)", stopped, harness.FastTimings.RenewDeadline)
 
 	victim.SetFault(nil)
 	g.Eventually(func() string { return victim.Replica.Shard.Holder() }, 20*time.Second, 100*time.Millisecond).
@@ -172,9 +173,9 @@ func TestShardDelayedRenewResponsesNeverActPastValidity(t *testing.T) {
 
 	victim, _ := nonCoordinatorHolder(ctx, e, ms, projects)
 	g.Expect(victim).NotTo(BeNil())
-	victim.SetFault(delayMemberResponses(victim, FastTimings.RenewDeadline+500*time.Millisecond))
+	victim.SetFault(delayMemberResponses(victim, harness.FastTimings.RenewDeadline+500*time.Millisecond))
 
-	g.Eventually(func() []string { return victim.Held(projects) }, 2*FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
+	g.Eventually(func() []string { return victim.Held(projects) }, 2*harness.FastTimings.RenewDeadline+time.Second, 20*time.Millisecond).Should(BeEmpty())
 	g.Eventually(func(g Gomega) {
 		claimed := waitAllClaimed(g, e, projects)
 		for p, h := range claimed {
@@ -205,14 +206,14 @@ func TestShardProjectUnreachableFromItsHolderMovesOn(t *testing.T) {
 		members = append(members, shard.Member{Holder: n + "/x", Pod: n})
 	}
 	ranked := shard.Rank(p.Name, members)
-	var ms []*Manager
+	var ms []*harness.Manager
 	for _, n := range names {
-		m, err := e.StartManager(ctx, n, ManagerOptions{Adjust: WithTimings(FastTimings)})
+		m, err := e.StartManager(ctx, n, harness.ManagerOptions{Adjust: harness.WithTimings(harness.FastTimings)})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 		if n == ranked[0].Pod {
-			m.SetFault(func(t Traffic, r *http.Request) (time.Duration, error) {
-				if t == ProjectTraffic && r.URL.Host == p.Proxy.Addr() {
+			m.SetFault(func(t harness.Traffic, r *http.Request) (time.Duration, error) {
+				if t == harness.ProjectTraffic && r.URL.Host == p.Proxy.Addr() {
 					return 0, errInjected
 				}
 				return 0, nil
@@ -225,7 +226,7 @@ func TestShardProjectUnreachableFromItsHolderMovesOn(t *testing.T) {
 		claimed, _ := e.ClaimedHolders(ctx)
 		return shard.PodOf(claimed[p.Name])
 	}, 30*time.Second, 100*time.Millisecond).Should(Equal(ranked[1].Pod))
-	t.Logf("claimed by %s (after %s, first choice %s could not reach it; claim deadline %s)", ranked[1].Pod, time.Since(start), ranked[0].Pod, FastTimings.ClaimDeadline)
+	t.Logf("claimed by %s (after %s, first choice %s could not reach it; claim deadline %s)", ranked[1].Pod, time.Since(start), ranked[0].Pod, harness.FastTimings.ClaimDeadline)
 }
 
 // TestShardDuplicateProjectSecretsAreNotEngaged: two Secrets naming one project:
@@ -247,7 +248,7 @@ func TestShardDuplicateProjectSecretsAreNotEngaged(t *testing.T) {
 	g.Consistently(func() map[string]string {
 		claimed, _ := e.ClaimedHolders(ctx)
 		return claimed
-	}, 2*FastTimings.LeaseDuration, 200*time.Millisecond).ShouldNot(HaveKey("org/dup"))
+	}, 2*harness.FastTimings.LeaseDuration, 200*time.Millisecond).ShouldNot(HaveKey("org/dup"))
 	for _, m := range ms {
 		g.Expect(m.Held([]string{"org/dup"})).To(BeEmpty())
 		g.Expect(m.Held([]string{"org/single"})).To(Or(BeEmpty(), Equal([]string{"org/single"})))

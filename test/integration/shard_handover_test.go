@@ -21,6 +21,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -36,7 +37,7 @@ type claimWatcher struct {
 	projects []string
 }
 
-func watchClaims(e *Env, projects []string) *claimWatcher {
+func watchClaims(e *harness.Env, projects []string) *claimWatcher {
 	w := &claimWatcher{since: map[string]time.Time{}, longest: map[string]time.Duration{}, stop: make(chan struct{}), stopped: make(chan struct{}), projects: projects}
 	go func() {
 		defer close(w.stopped)
@@ -107,9 +108,9 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	projects := projectNames("gs", 30)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	rec := &shard.MemoryRecorder{}
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("gs%d", i), ManagerOptions{Adjust: func(o *app.Options) { WithTimings(FastTimings)(o); o.Recorder = rec }})
+		m, err := e.StartManager(ctx, fmt.Sprintf("gs%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 		ms = append(ms, m)
@@ -176,7 +177,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 		}
 		g.Expect(claimAt.IsZero()).To(BeFalse(), "the new holder of %s claims after the victim's last write", p)
 	}
-	g.Expect(overlaps(rec.Records())).To(BeEmpty())
+	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
 // TestShardCoordinatorGracefulStopElectsSuccessorAtOnce: the coordinator releases its
@@ -190,7 +191,7 @@ func TestShardCoordinatorGracefulStopElectsSuccessorAtOnce(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "cs")
 	waitAllClaimed(g, e, projects)
-	var coordinator *Manager
+	var coordinator *harness.Manager
 	for _, m := range ms {
 		if isCoordinator(ctx, e, m) {
 			coordinator = m
@@ -201,11 +202,11 @@ func TestShardCoordinatorGracefulStopElectsSuccessorAtOnce(t *testing.T) {
 	stopped := time.Now()
 	g.Expect(coordinator.Stop(30 * time.Second)).To(Succeed())
 	g.Eventually(func() string {
-		h, _ := e.hubLease(ctx, shard.CoordinatorLeaseName)
+		h, _ := coordinatorHolder(ctx, e)
 		return h
-	}, FastTimings.LeaseDuration, 20*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(old))))
+	}, harness.FastTimings.LeaseDuration, 20*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(old))))
 	took := time.Since(stopped)
-	t.Logf("successor coordinator elected %s after the stop began (lease duration %s)", took, FastTimings.LeaseDuration)
+	t.Logf("successor coordinator elected %s after the stop began (lease duration %s)", took, harness.FastTimings.LeaseDuration)
 	waitAllClaimed(g, e, projects)
 }
 
@@ -223,12 +224,12 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	ns := "hang-" + rand.String(5)
 	g.Expect(planeC.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	t.Cleanup(func() { stripAndDelete(planeC.Client, ns) })
-	timings := FastTimings
+	timings := harness.FastTimings
 	timings.DrainDeadline = 2 * time.Second
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range 2 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("hg%d", i), ManagerOptions{Adjust: func(o *app.Options) {
-			WithTimings(timings)(o)
+		m, err := e.StartManager(ctx, fmt.Sprintf("hg%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) {
+			harness.WithTimings(timings)(o)
 			o.Gateway = gateway.Config{GatewayClassName: class}
 		}})
 		g.Expect(err).NotTo(HaveOccurred())
@@ -236,7 +237,7 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 		ms = append(ms, m)
 	}
 	claimed := waitAllClaimed(g, e, []string{p.Name})
-	var owner, other *Manager
+	var owner, other *harness.Manager
 	for _, m := range ms {
 		if m.Replica.Shard.Holder() == claimed[p.Name] {
 			owner = m
@@ -247,11 +248,11 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	g.Expect(owner).NotTo(BeNil())
 	// Every write the owner sends to the project from now on hangs, deaf to its context.
 	var hanging atomic.Bool
-	owner.SetFault(func(tr Traffic, r *http.Request) (time.Duration, error) {
+	owner.SetFault(func(tr harness.Traffic, r *http.Request) (time.Duration, error) {
 		// Writes a reconcile makes (to the proxy, Gateways, routes, Services), not Events.
-		if tr == ProjectTraffic && r.Method != http.MethodGet && !strings.Contains(r.URL.Path, "/events") {
+		if tr == harness.ProjectTraffic && r.Method != http.MethodGet && !strings.Contains(r.URL.Path, "/events") {
 			hanging.Store(true)
-			return 20 * time.Second, ErrStuck
+			return 20 * time.Second, harness.ErrStuck
 		}
 		return 0, nil
 	})
@@ -266,14 +267,14 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	g.Eventually(hanging.Load, 10*time.Second, 20*time.Millisecond).Should(BeTrue())
 	go func() { _ = owner.Stop(30 * time.Second) }()
 
-	g.Eventually(owner.Killed, timings.DrainDeadline+FastTimings.LeaseDuration+5*time.Second, 50*time.Millisecond).Should(BeTrue(), "the owner exits at the drain deadline")
+	g.Eventually(owner.Killed, timings.DrainDeadline+harness.FastTimings.LeaseDuration+5*time.Second, 50*time.Millisecond).Should(BeTrue(), "the owner exits at the drain deadline")
 	drainTimeouts, err := owner.Gauge("anchorage_shard_handovers_total", "result", "drain_timeout")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(drainTimeouts).To(BeEquivalentTo(1))
 	g.Eventually(func() string {
 		c, _ := e.ClaimedHolders(ctx)
 		return c[p.Name]
-	}, 3*FastTimings.LeaseDuration+5*time.Second, 50*time.Millisecond).Should(Equal(other.Replica.Shard.Holder()), "failure hand-over to the other replica")
+	}, 3*harness.FastTimings.LeaseDuration+5*time.Second, 50*time.Millisecond).Should(Equal(other.Replica.Shard.Holder()), "failure hand-over to the other replica")
 	waitProxyProgrammed(g, planeC.Client, ns, "hangs")
 }
 
@@ -289,18 +290,18 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 	projects := projectNames("to", 12)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	rec := &shard.MemoryRecorder{}
-	adjust := func(o *app.Options) { WithTimings(FastTimings)(o); o.Recorder = rec }
-	m0, err := e.StartManager(ctx, "to0", ManagerOptions{Adjust: adjust})
+	adjust := func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }
+	m0, err := e.StartManager(ctx, "to0", harness.ManagerOptions{Adjust: adjust})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m0.Stop(30 * time.Second) })
-	waitAllServed(g, e, []*Manager{m0}, projects)
+	waitAllServed(g, e, []*harness.Manager{m0}, projects)
 
 	// From now on m0's first hand-over write to each project Lease (the write naming a
 	// holder other than m0) answers late, after m0's call timeout; it commits at once.
 	var mu sync.Mutex
 	delayed := map[string]bool{}
-	m0.SetFault(func(tr Traffic, r *http.Request) (time.Duration, error) {
-		if tr != HubTraffic || r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/leases/"+shard.ProjectLeasePrefix) || r.Body == nil {
+	m0.SetFault(func(tr harness.Traffic, r *http.Request) (time.Duration, error) {
+		if tr != harness.HubTraffic || r.Method != http.MethodPut || !strings.Contains(r.URL.Path, "/leases/"+shard.ProjectLeasePrefix) || r.Body == nil {
 			return 0, nil
 		}
 		body, err := io.ReadAll(r.Body)
@@ -315,12 +316,12 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 		// the strings as they are).
 		if bytes.Contains(body, []byte("to1/")) && !bytes.Contains(body, []byte("#")) && !delayed[r.URL.Path] {
 			delayed[r.URL.Path] = true
-			return 3 * FastTimings.CallTimeoutOrDefault(), nil
+			return 3 * harness.FastTimings.CallTimeoutOrDefault(), nil
 		}
 		return 0, nil
 	})
 	handOverStart := time.Now()
-	m1, err := e.StartManager(ctx, "to1", ManagerOptions{Adjust: adjust})
+	m1, err := e.StartManager(ctx, "to1", harness.ManagerOptions{Adjust: adjust})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { _ = m1.Stop(30 * time.Second) })
 
@@ -360,6 +361,6 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 			g.Expect(r.End.Before(firstNew[r.Project])).To(BeTrue(), "old owner worked on %s after the new owner began", r.Project)
 		}
 	}
-	g.Expect(overlaps(records)).To(BeEmpty())
+	g.Expect(harness.Overlaps(records)).To(BeEmpty())
 	t.Logf("%d projects moved to the new replica through timed-out-then-committed hand-over writes (started %s)", len(moved), handOverStart.Format(time.StampMilli))
 }

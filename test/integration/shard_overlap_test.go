@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"fmt"
-	"sort"
 	"testing"
 	"time"
 
@@ -14,31 +13,8 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
-	"anchorage/pkg/shard"
+	"anchorage/internal/harness"
 )
-
-// overlaps returns, per project, pairs of admitted work by different incarnations whose
-// intervals intersect.
-func overlaps(records []shard.Record) []string {
-	byProject := map[string][]shard.Record{}
-	for _, r := range records {
-		byProject[r.Project] = append(byProject[r.Project], r)
-	}
-	var out []string
-	for p, rs := range byProject {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].Start.Before(rs[j].Start) })
-		for i := range rs {
-			for j := i + 1; j < len(rs) && rs[j].Start.Before(rs[i].End); j++ {
-				if rs[i].Holder != rs[j].Holder {
-					out = append(out, fmt.Sprintf("%s: %s [%s, %s] and %s [%s, %s]", p,
-						rs[i].Holder, rs[i].Start.Format(time.StampMicro), rs[i].End.Format(time.StampMicro),
-						rs[j].Holder, rs[j].Start.Format(time.StampMicro), rs[j].End.Format(time.StampMicro)))
-				}
-			}
-		}
-	}
-	return out
-}
 
 // TestShardNoOverlappingReconcilesUnderChurnAndKill: three managers, three real project
 // planes, HTTPProxies created and deleted in each while a holder is abruptly stopped.
@@ -46,7 +22,7 @@ func overlaps(records []shard.Record) []string {
 // fully cleaned; no anchor is left for a deleted proxy.
 func TestShardNoOverlappingReconcilesUnderChurnAndKill(t *testing.T) {
 	c := newChurn(t, "ov")
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range 3 {
 		ms = append(ms, c.startManager(fmt.Sprintf("ov%d", i)))
 	}
@@ -60,8 +36,8 @@ func TestShardNoOverlappingReconcilesUnderChurnAndKill(t *testing.T) {
 	c.create("px3")
 	// Kill a replica that holds one of the projects mid-churn (the coordinator too when
 	// hashing gave it all three).
-	var victim *Manager
-	c.g.Eventually(func() *Manager {
+	var victim *harness.Manager
+	c.g.Eventually(func() *harness.Manager {
 		if victim, _ = nonCoordinatorHolder(context.Background(), c.e, ms, c.projectNames()); victim != nil {
 			return victim
 		}
@@ -134,25 +110,4 @@ func stripAndDelete(c client.Client, ns string) {
 		}
 	}
 	_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-}
-
-func TestOverlapsDetectsIntersectingWork(t *testing.T) {
-	t0 := time.Unix(100, 0)
-	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	cases := []struct {
-		reason  string
-		records []shard.Record
-		want    int
-	}{
-		{"sequential work by two holders", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(1)}, {Holder: "b/1", Project: "p", Start: at(1), End: at(2)}}, 0},
-		{"concurrent work by one holder", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "a/1", Project: "p", Start: at(1), End: at(3)}}, 0},
-		{"two holders on two projects", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "b/1", Project: "q", Start: at(1), End: at(3)}}, 0},
-		{"two holders on one project at once", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(2)}, {Holder: "b/1", Project: "p", Start: at(1.5), End: at(3)}}, 1},
-		{"a new incarnation of the same pod overlapping the old", []shard.Record{{Holder: "a/1", Project: "p", Start: at(0), End: at(5)}, {Holder: "a/2", Project: "p", Start: at(4), End: at(6)}}, 1},
-	}
-	for _, tc := range cases {
-		if got := overlaps(tc.records); len(got) != tc.want {
-			t.Errorf("%s: want %d overlaps, got %v", tc.reason, tc.want, got)
-		}
-	}
 }

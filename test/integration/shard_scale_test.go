@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"anchorage/internal/app"
+	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
 )
 
@@ -24,7 +25,7 @@ func expectedOwners(projects, pods []string) map[string]string {
 	return out
 }
 
-func ownersByPod(g Gomega, e *Env, projects []string) map[string]string {
+func ownersByPod(g Gomega, e *harness.Env, projects []string) map[string]string {
 	claimed := waitAllClaimed(g, e, projects)
 	out := map[string]string{}
 	for _, p := range projects {
@@ -44,9 +45,9 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 	projects := projectNames("rb", 30)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	rec := &shard.MemoryRecorder{}
-	managers := map[string]*Manager{}
+	managers := map[string]*harness.Manager{}
 	start := func(name string) {
-		m, err := e.StartManager(ctx, name, ManagerOptions{Adjust: func(o *app.Options) { WithTimings(FastTimings)(o); o.Recorder = rec }})
+		m, err := e.StartManager(ctx, name, harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
 		g.Expect(err).NotTo(HaveOccurred())
 		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
 		managers[name] = m
@@ -111,7 +112,7 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 		}
 	}
 	t.Logf("4 -> 2 replicas: %d of %d projects moved, all from the removed replicas", movedDown, len(projects))
-	g.Expect(overlaps(rec.Records())).To(BeEmpty())
+	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
 // TestShardScaleUnderChurn: three real project planes with HTTPProxies created and
@@ -119,7 +120,7 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 // ends programmed or fully cleaned, no anchor left for a deleted proxy.
 func TestShardScaleUnderChurn(t *testing.T) {
 	c := newChurn(t, "sc")
-	managers := map[string]*Manager{}
+	managers := map[string]*harness.Manager{}
 	for _, n := range []string{"sc0", "sc1", "sc2"} {
 		managers[n] = c.startManager(n)
 	}

@@ -12,7 +12,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
 )
 
@@ -24,11 +28,11 @@ func projectNames(prefix string, n int) []string {
 	return out
 }
 
-func startManagers(t *testing.T, e *Env, n int, prefix string) []*Manager {
+func startManagers(t *testing.T, e *harness.Env, n int, prefix string) []*harness.Manager {
 	t.Helper()
-	var ms []*Manager
+	var ms []*harness.Manager
 	for i := range n {
-		m, err := e.StartManager(context.Background(), fmt.Sprintf("%s%d", prefix, i), ManagerOptions{Adjust: WithTimings(FastTimings)})
+		m, err := e.StartManager(context.Background(), fmt.Sprintf("%s%d", prefix, i), harness.ManagerOptions{Adjust: harness.WithTimings(harness.FastTimings)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -50,7 +54,7 @@ func TestShardEachProjectHasExactlyOneClaimedHolder(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "own")
 
-	holderOf := map[string]*Manager{}
+	holderOf := map[string]*harness.Manager{}
 	g.Eventually(func(g Gomega) {
 		claimed, err := e.ClaimedHolders(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -60,7 +64,7 @@ func TestShardEachProjectHasExactlyOneClaimedHolder(t *testing.T) {
 		}
 		// Exactly one replica admits work for each project, and it is the claimed holder.
 		for _, p := range projects {
-			var admitting []*Manager
+			var admitting []*harness.Manager
 			for _, m := range ms {
 				if len(m.Held([]string{p})) == 1 {
 					admitting = append(admitting, m)
@@ -83,7 +87,7 @@ func TestShardEachProjectHasExactlyOneClaimedHolder(t *testing.T) {
 	}
 
 	// kubectl get leases tells the same story.
-	kc, err := KubeconfigVia(hub.Config, "")
+	kc, err := harness.KubeconfigVia(hub.Config, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	kcPath := filepath.Join(t.TempDir(), "hub.kubeconfig")
 	g.Expect(os.WriteFile(kcPath, kc, 0o600)).To(Succeed())
@@ -120,7 +124,7 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 	}
 
 	// Kill a replica that is not the coordinator and holds at least one project.
-	var victim *Manager
+	var victim *harness.Manager
 	var victimProjects []string
 	for _, m := range ms {
 		held := m.Held(projects)
@@ -136,16 +140,16 @@ func TestShardFailoverAfterAbruptStop(t *testing.T) {
 
 	waitServedByOne(g, survivors, victimProjects, 20*time.Second)
 	took := time.Since(killed)
-	t.Logf("failure hand-over of %d projects took %s (lease duration %s, retry %s)", len(victimProjects), took, FastTimings.LeaseDuration, FastTimings.RetryPeriod)
-	g.Expect(took).To(BeNumerically("<", FastTimings.LeaseDuration+2*FastTimings.RetryPeriod+2*time.Second))
+	t.Logf("failure hand-over of %d projects took %s (lease duration %s, retry %s)", len(victimProjects), took, harness.FastTimings.LeaseDuration, harness.FastTimings.RetryPeriod)
+	g.Expect(took).To(BeNumerically("<", harness.FastTimings.LeaseDuration+2*harness.FastTimings.RetryPeriod+2*time.Second))
 	for _, m := range survivors {
 		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_unowned") }, 10*time.Second).Should(BeZero())
 	}
 }
 
 // except returns ms without victim.
-func except(ms []*Manager, victim *Manager) []*Manager {
-	var out []*Manager
+func except(ms []*harness.Manager, victim *harness.Manager) []*harness.Manager {
+	var out []*harness.Manager
 	for _, m := range ms {
 		if m != victim {
 			out = append(out, m)
@@ -155,7 +159,7 @@ func except(ms []*Manager, victim *Manager) []*Manager {
 }
 
 // waitServedByOne waits until each project is admitted by exactly one of managers.
-func waitServedByOne(g Gomega, managers []*Manager, projects []string, within time.Duration) {
+func waitServedByOne(g Gomega, managers []*harness.Manager, projects []string, within time.Duration) {
 	for _, p := range projects {
 		g.Eventually(func() int {
 			n := 0
@@ -167,9 +171,19 @@ func waitServedByOne(g Gomega, managers []*Manager, projects []string, within ti
 	}
 }
 
-func isCoordinator(ctx context.Context, e *Env, m *Manager) bool {
-	holder, err := e.hubLease(ctx, shard.CoordinatorLeaseName)
+func isCoordinator(ctx context.Context, e *harness.Env, m *harness.Manager) bool {
+	holder, err := coordinatorHolder(ctx, e)
 	return err == nil && holder == m.Replica.Shard.Holder()
+}
+
+// coordinatorHolder returns the holder identity of the coordinator Lease ("" when it is
+// not held).
+func coordinatorHolder(ctx context.Context, e *harness.Env) (string, error) {
+	var l coordinationv1.Lease
+	if err := e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ProviderNamespace, Name: shard.CoordinatorLeaseName}, &l); err != nil {
+		return "", fmt.Errorf("reading the coordinator Lease: %w", err)
+	}
+	return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 }
 
 // TestShardFailoverAfterCoordinatorDies: the replica that is both coordinator and a
@@ -185,7 +199,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 	ms := startManagers(t, e, 3, "cd")
 	waitAllServed(g, e, ms, projects)
 
-	var victim *Manager
+	var victim *harness.Manager
 	for _, m := range ms {
 		if isCoordinator(ctx, e, m) {
 			victim = m
@@ -206,8 +220,8 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 	victim.Kill()
 	waitServedByOne(g, survivors, held, 30*time.Second)
 	took := time.Since(killed)
-	t.Logf("coordinator failure hand-over of %d projects took %s = %.2f lease durations", len(held), took, float64(took)/float64(FastTimings.LeaseDuration))
-	g.Expect(took).To(BeNumerically("<", time.Duration(1.7*float64(FastTimings.LeaseDuration))+2*time.Second))
+	t.Logf("coordinator failure hand-over of %d projects took %s = %.2f lease durations", len(held), took, float64(took)/float64(harness.FastTimings.LeaseDuration))
+	g.Expect(took).To(BeNumerically("<", time.Duration(1.7*float64(harness.FastTimings.LeaseDuration))+2*time.Second))
 }
 
 // TestShardLeaseWritesDoNotGrowWithProjects: at steady state project Leases are not
@@ -268,12 +282,12 @@ func TestShardUnownedGaugeRisesWhileTheOnlyHolderIsDead(t *testing.T) {
 	}
 	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
 	g.Expect(victim).NotTo(BeNil())
-	var survivors []*Manager
+	var survivors []*harness.Manager
 	for _, m := range ms {
 		if m != victim {
 			survivors = append(survivors, m)
-			m.SetFault(func(tr Traffic, r *http.Request) (time.Duration, error) {
-				if tr == HubTraffic && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases/"+shard.ProjectLeasePrefix) {
+			m.SetFault(func(tr harness.Traffic, r *http.Request) (time.Duration, error) {
+				if tr == harness.HubTraffic && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases/"+shard.ProjectLeasePrefix) {
 					return 0, errInjected
 				}
 				return 0, nil

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"anchorage/bench"
+	"anchorage/internal/harness"
 )
 
 type options struct {
@@ -73,7 +74,7 @@ func run(o options) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	rep := &bench.Report{Started: time.Now(), Smoke: o.smoke, LeaseDuration: bench.LeaseDuration, Machine: machine()}
+	rep := &bench.Report{Started: time.Now(), Smoke: o.smoke, LeaseDuration: harness.FastTimings.LeaseDuration, Machine: machine()}
 	rep.Notes = notes()
 	sched := bench.FullSchedule
 	if o.smoke {
@@ -203,7 +204,8 @@ func machine() string {
 
 func notes() []string {
 	return []string{
-		fmt.Sprintf("Lease durations: anchorage member Lease %s (renew deadline 2s, retry 0.5s); coordinator/sharded fence Lease %s (renew 1s, probe 1s), peer Lease TTL 30s (fixed in v0.23.3).", bench.LeaseDuration, bench.LeaseDuration),
+		fmt.Sprintf("Lease durations: anchorage member Lease %s (renew deadline %s, retry %s, claim deadline %s); coordinator/sharded fence Lease %s (renew 1s, probe 1s), peer Lease TTL 30s (fixed in v0.23.3).",
+			harness.FastTimings.LeaseDuration, harness.FastTimings.RenewDeadline, harness.FastTimings.RetryPeriod, harness.FastTimings.ClaimDeadline, harness.FastTimings.LeaseDuration),
 		"Replicas are separate processes, each with its own hub user; project planes are reached through one shared kubeconfig user per plane, so writes there are attributed by the user agent every replica sets (anchorage/<replica>).",
 		"coordinator/sharded's Lease client has no client-side rate limit (its fences alone need P/renew writes a second); the reconcilers of both coordinators use 50 QPS / 100 burst on the hub.",
 		"A write is late when the API server committed it (audit stageTimestamp) after the last successful renew of the writer's Lease (requestReceivedTimestamp) plus the Lease duration: the member Lease for anchorage, the project's fence Lease for coordinator/sharded; or committed by work admitted (per the writer's records) before its current unbroken chain of renews began. Lease and Event writes are not counted.",

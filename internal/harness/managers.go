@@ -1,4 +1,4 @@
-package integration
+package harness
 
 import (
 	"context"
@@ -28,11 +28,11 @@ import (
 )
 
 // ErrKilled is what every API call of an abruptly stopped manager returns.
-var ErrKilled = errors.New("integration: manager killed")
+var ErrKilled = errors.New("harness: manager killed")
 
 // ErrStuck, returned by a Fault with a duration, blocks the call for that long whatever
 // its context says, then fails it.
-var ErrStuck = errors.New("integration: call stuck")
+var ErrStuck = errors.New("harness: call stuck")
 
 // ManagerOptions configures one in-process manager.
 type ManagerOptions struct {
@@ -80,7 +80,7 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 	hubCfg.Wrap(m.transport(HubTraffic))
 	log := opts.Logger
 	if log.GetSink() == nil {
-		log = testLogger()
+		log = LoggerFromEnv()
 	}
 	o := app.Options{
 		Hub:                hubCfg,
@@ -254,8 +254,10 @@ func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 	return nil
 }
 
-// testLogger discards logs unless ANCHORAGE_TEST_LOG is set (to a verbosity, e.g. 1).
-func testLogger() logr.Logger {
+// LoggerFromEnv is the logger of managers started without one, and of the test binary:
+// it discards logs unless ANCHORAGE_TEST_LOG is set (to a verbosity, e.g. 1), so a
+// passing suite stays quiet and a failing one can be rerun with logs.
+func LoggerFromEnv() logr.Logger {
 	v := os.Getenv("ANCHORAGE_TEST_LOG")
 	if v == "" {
 		return logr.Discard()

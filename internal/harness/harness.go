@@ -1,7 +1,11 @@
-// Package integration is the envtest harness: one hub, several project control planes
-// and several anchorage managers in one test process, with the faults later tests need
-// (a TCP proxy that cuts a project off, abrupt manager stops, the hub's garbage
-// collector, audit logs naming each writer).
+// Package harness is the envtest harness, a library rather than a test package so that
+// test/integration, cmd/demo, bench and the config tests start environments the same
+// way: control planes with audit logs (and, on request, the hub's garbage collector),
+// the CRDs each plane serves, a TCP proxy that cuts a project off, and anchorage
+// managers in one process with the faults the tests need (abrupt stops, failing or
+// slow API calls). It also holds the judgements several of them share: who has claimed
+// a project (ClaimedHolder), the fast protocol timings (FastTimings) and overlapping
+// work (Overlaps).
 //
 // Real planes versus lightweight projects: a test of the gateway data path needs one
 // ControlPlane per project (AddProject), because anchors are keyed by upstream UIDs and
@@ -9,7 +13,7 @@
 // (dozens to a thousand projects) may use AddLightweightProjects: several Secrets
 // pointing at one shared API server. Those projects share every object, cluster-scoped
 // ones and Namespace UIDs included, so they are NOT valid for the gateway data path.
-package integration
+package harness
 
 import (
 	"context"
@@ -112,6 +116,14 @@ func (e *Env) RemoveProject(ctx context.Context, name string) error {
 	return nil
 }
 
+// Project returns the project AddProject exposed as name, nil when there is none (a
+// lightweight project has no Project: it has no plane or proxy of its own).
+func (e *Env) Project(name string) *Project {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.projects[name]
+}
+
 // Close closes every project proxy.
 func (e *Env) Close() {
 	e.mu.Lock()
@@ -144,6 +156,6 @@ func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane,
 	return nil
 }
 
-// ProjectClient returns an admin client for a project's plane (direct, not through the
+// Client returns an admin client for a project's plane (direct, not through the
 // proxy, so a test can arrange state while the project is cut off).
 func (p *Project) Client() client.Client { return p.Plane.Client }

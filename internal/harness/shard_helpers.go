@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/internal/app"
+	"anchorage/pkg/shard"
+)
+
+// FastTimings are the shortened protocol timings every replica outside production runs
+// with: the integration tests' in-process managers (WithTimings) and the demo's and
+// bench's manager processes (TimingFlags), so a hand-over takes seconds, not the
+// production defaults' tens of seconds. The claim deadline leaves room for engaging a
+// project's informers on a loaded 2-core machine running three replicas.
+var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}
+
+// WithTimings sets an in-process manager's protocol timings.
+func WithTimings(t shard.Timings) func(*app.Options) {
+	return func(o *app.Options) { o.Timings = t }
+}
+
+// TimingFlags are the manager's command-line flags (cmd/manager) for t, so a manager
+// process runs the timings an in-process manager gets from WithTimings. The manager has
+// flags for these four timings only; the others take their defaults from them.
+func TimingFlags(t shard.Timings) []string {
+	return []string{
+		"--lease-duration=" + t.LeaseDuration.String(),
+		"--renew-deadline=" + t.RenewDeadline.String(),
+		"--retry-period=" + t.RetryPeriod.String(),
+		"--claim-deadline=" + t.ClaimDeadline.String(),
+	}
+}
+
+// projectLeaseRole is the LabelRole value of project Leases.
+const projectLeaseRole = "project"
+
+// ProjectOf returns the project a Lease coordinates, or "" when the Lease is no project
+// Lease (a member or the coordinator Lease, or another program's).
+func ProjectOf(l *coordinationv1.Lease) string {
+	if l.Labels[shard.LabelRole] != projectLeaseRole {
+		return ""
+	}
+	return l.Annotations[shard.AnnotationProject]
+}
+
+// ClaimedHolder returns the holder identity ("<pod>/<incarnation>") of a project Lease
+// when that holder has also claimed the project, and "" otherwise. Holding is only the
+// coordinator's assignment; the claim is the holder's word that it engaged the project
+// and admits work for it, so the claimed holder is who owns the project. A holder that
+// cannot reach the project never claims it, and the project moves on at the claim
+// deadline.
+func ClaimedHolder(l *coordinationv1.Lease) string {
+	holder := ptr.Deref(l.Spec.HolderIdentity, "")
+	if !shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], holder) {
+		return ""
+	}
+	return holder
+}
+
+// ProjectLeases lists the project Leases in the lease namespace, by project name.
+func (e *Env) ProjectLeases(ctx context.Context) (map[string]coordinationv1.Lease, error) {
+	var list coordinationv1.LeaseList
+	if err := e.Hub.Client.List(ctx, &list, client.InNamespace(e.ProviderNamespace), client.MatchingLabels{shard.LabelRole: projectLeaseRole}); err != nil {
+		return nil, fmt.Errorf("listing project Leases: %w", err)
+	}
+	out := map[string]coordinationv1.Lease{}
+	for _, l := range list.Items {
+		out[l.Annotations[shard.AnnotationProject]] = l
+	}
+	return out, nil
+}
+
+// ClaimedHolders maps each project with a Lease to its ClaimedHolder ("" while no
+// holder has claimed it).
+func (e *Env) ClaimedHolders(ctx context.Context) (map[string]string, error) {
+	leases, err := e.ProjectLeases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for p, l := range leases {
+		out[p] = ClaimedHolder(&l)
+	}
+	return out, nil
+}
+
+// Held lists the projects m's shard admits work for right now, sorted.
+func (m *Manager) Held(projects []string) []string {
+	var out []string
+	for _, p := range projects {
+		if _, release, err := m.Replica.Shard.Enter(context.Background(), p); err == nil {
+			release()
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Gauge reads a gauge (or counter) from m's registry; label pairs select a series.
+func (m *Manager) Gauge(name string, labels ...string) (float64, error) {
+	return MetricValue(m.Registry, name, labels...)
+}
+
+// MetricValue reads the value of a gauge or counter from g; label pairs ("name",
+// "value", ...) select a series. Tests read the metrics operators alert on, so a
+// metric that changed name or labels fails a test instead of only a dashboard.
+func MetricValue(g prometheus.Gatherer, name string, labels ...string) (float64, error) {
+	families, err := g.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				have[lp.GetName()] = lp.GetValue()
+			}
+			for i := 0; i+1 < len(labels); i += 2 {
+				if have[labels[i]] != labels[i+1] {
+					continue series
+				}
+			}
+			if m.GetGauge() != nil {
+				return m.GetGauge().GetValue(), nil
+			}
+			return m.GetCounter().GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("metric %s%v not found", name, labels)
+}
