@@ -22,6 +22,7 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 )
 
@@ -60,7 +61,7 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 	m, err := rt.env.StartManager(rt.ctx, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: rt.class}
-		o.Resync = anchor.ResyncOptions{Clock: rt.clock}
+		o.Resync = resync.Options{Clock: rt.clock}
 		if adjust != nil {
 			adjust(o)
 		}
@@ -78,7 +79,7 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 
 // passes steps the fake clock until m has finished n more passes over project, and
 // returns the last report.
-func (rt *resyncTest) passes(m *harness.Manager, project string, n int) anchor.PassReport {
+func (rt *resyncTest) passes(m *harness.Manager, project string, n int) resync.PassReport {
 	rt.t.Helper()
 	start := m.Replica.Resync.Passes(project)
 	rt.g.Eventually(func() int {
@@ -91,9 +92,9 @@ func (rt *resyncTest) passes(m *harness.Manager, project string, n int) anchor.P
 }
 
 // passesUntil steps passes until cond holds for the last report.
-func (rt *resyncTest) passesUntil(m *harness.Manager, project string, within time.Duration, cond func(Gomega, anchor.PassReport)) anchor.PassReport {
+func (rt *resyncTest) passesUntil(m *harness.Manager, project string, within time.Duration, cond func(Gomega, resync.PassReport)) resync.PassReport {
 	rt.t.Helper()
-	var last anchor.PassReport
+	var last resync.PassReport
 	rt.g.Eventually(func(g Gomega) {
 		rt.clock.Step(resyncStep)
 		rep, ok := m.Replica.Resync.LastReport(project)
@@ -215,23 +216,23 @@ func annotate(ctx context.Context, g Gomega, obj client.Object, key, value strin
 // examinations collects the resync's Examinations of several replicas.
 type examinations struct {
 	mu   sync.Mutex
-	list []anchor.Examination
+	list []resync.Examination
 }
 
-func (e *examinations) RecordExamination(x anchor.Examination) {
+func (e *examinations) RecordExamination(x resync.Examination) {
 	e.mu.Lock()
 	e.list = append(e.list, x)
 	e.mu.Unlock()
 }
 
-func (e *examinations) snapshot() []anchor.Examination {
+func (e *examinations) snapshot() []resync.Examination {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]anchor.Examination(nil), e.list...)
+	return append([]resync.Examination(nil), e.list...)
 }
 
 // decisionsOf maps anchor names to "decision/reason" in a report.
-func decisionsOf(rep anchor.PassReport) map[string]string {
+func decisionsOf(rep resync.PassReport) map[string]string {
 	out := map[string]string{}
 	for _, a := range rep.Anchors {
 		out[a.Name] = a.Decision.String() + "/" + string(a.Reason)

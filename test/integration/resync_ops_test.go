@@ -22,6 +22,7 @@ import (
 	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/shard"
 )
 
@@ -50,44 +51,44 @@ func TestResyncThrottleDryRunSwitchAndExclusion(t *testing.T) {
 	dryDecisions := decisionsOf(rep)
 	for _, o := range orphans {
 		l, _ := rep.Find(o.anchor.Name)
-		g.Expect(l.Verdict).To(Equal(anchor.Verdict{Decision: anchor.Collect, Reason: anchor.ReasonNotFound, Proof: anchor.ReasonNotFound}))
-		g.Expect(l.Action).To(Equal(anchor.ActionDryRun))
+		g.Expect(l.Verdict).To(Equal(resync.Verdict{Decision: resync.Collect, Reason: resync.ReasonNotFound, Proof: resync.ReasonNotFound}))
+		g.Expect(l.Action).To(Equal(resync.ActionDryRun))
 	}
 	noneDeleted()
 	rt.stopManager(dry)
 
 	m := rt.startResync("cap", func(o *app.Options) { o.Resync.MaxDeletionsPerPass = 5 })
 	leaseNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rt.env.ProviderNamespace}}
-	annotate(ctx, g, leaseNS, anchor.AnnotationDeletion, anchor.DeletionOff)
+	annotate(ctx, g, leaseNS, resync.AnnotationDeletion, resync.DeletionOff)
 	rep = rt.passes(m, rt.project, 3)
 	g.Expect(rep.SwitchedOff).To(BeTrue())
-	g.Expect(rep.CountAction(anchor.ActionSwitchedOff)).To(Equal(5), "the cap applies to decisions as to deletions")
-	g.Expect(rep.CountAction(anchor.ActionDeferred)).To(Equal(7))
+	g.Expect(rep.CountAction(resync.ActionSwitchedOff)).To(Equal(5), "the cap applies to decisions as to deletions")
+	g.Expect(rep.CountAction(resync.ActionDeferred)).To(Equal(7))
 	off, err := m.Gauge("anchorage_resync_deletion_switched_off")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(off).To(Equal(1.0))
 	noneDeleted()
-	annotate(ctx, g, leaseNS, anchor.AnnotationDeletion, "")
+	annotate(ctx, g, leaseNS, resync.AnnotationDeletion, "")
 
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: rt.project, Namespace: rt.env.ProviderNamespace}}
-	annotate(ctx, g, secret, anchor.AnnotationExclude, "true")
+	annotate(ctx, g, secret, resync.AnnotationExclude, "true")
 	rep = rt.passes(m, rt.project, 2)
 	g.Expect(rep.Excluded).To(BeTrue())
 	g.Expect(rep.SwitchedOff).To(BeFalse())
-	g.Expect(rep.CountAction(anchor.ActionExcluded)).To(Equal(5))
+	g.Expect(rep.CountAction(resync.ActionExcluded)).To(Equal(5))
 	noneDeleted()
 	mark := len(m.Replica.Resync.Reports(rt.project))
-	annotate(ctx, g, secret, anchor.AnnotationExclude, "")
+	annotate(ctx, g, secret, resync.AnnotationExclude, "")
 
-	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ anchor.PassReport) {
+	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
 		for _, o := range orphans {
 			g.Expect(exists(ctx, g, o.anchor)).To(BeFalse())
 		}
 	})
 	withDeletions := 0
-	var first anchor.PassReport
+	var first resync.PassReport
 	for _, r := range m.Replica.Resync.Reports(rt.project)[mark:] {
-		n := r.CountAction(anchor.ActionDeleted)
+		n := r.CountAction(resync.ActionDeleted)
 		g.Expect(n).To(BeNumerically("<=", 5))
 		if n > 0 {
 			if withDeletions == 0 {
@@ -150,7 +151,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	for i := range 3 {
 		m, err := e.StartManager(ctx, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Resync = anchor.ResyncOptions{Clock: clock}
+			o.Resync = resync.Options{Clock: clock}
 			o.ResyncRecorder = rec
 			o.Recorder = admitted
 		}})
@@ -228,7 +229,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 		for _, p := range projects {
 			for _, r := range m.Replica.Resync.Reports(p.name) {
 				for _, a := range r.Anchors {
-					if a.Action == anchor.ActionDeleted {
+					if a.Action == resync.ActionDeleted {
 						deletions[a.Name]++
 					}
 				}

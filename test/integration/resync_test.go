@@ -19,6 +19,7 @@ import (
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 )
 
 // TestResyncClearsStrandedBacklog: 145 anchors stranded in one hub namespace (owners
@@ -80,7 +81,7 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 
 	start := time.Now()
 	before := m.Replica.Resync.Passes(rt.project)
-	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, _ anchor.PassReport) {
+	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, _ resync.PassReport) {
 		left := 0
 		for _, s := range stranded {
 			if exists(ctx, g, s.anchor) {
@@ -102,15 +103,15 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 	}
 	for _, rep := range m.Replica.Resync.Reports(rt.project) {
 		g.Expect(rep.Halt).To(BeEmpty())
-		g.Expect(rep.CountAction(anchor.ActionDeleted)).To(BeNumerically("<=", 50), "the default cap")
+		g.Expect(rep.CountAction(resync.ActionDeleted)).To(BeNumerically("<=", 50), "the default cap")
 		t.Logf("pass at %s: kept %d, suspect %d, collect %d (deleted %d), unknown %d, %d API calls, %s",
-			rep.Start.Format(time.TimeOnly), rep.Count(anchor.Keep), rep.Count(anchor.Suspect), rep.Count(anchor.Collect),
-			rep.CountAction(anchor.ActionDeleted), rep.Count(anchor.Unknown), rep.APICalls, rep.Duration.Round(time.Millisecond))
+			rep.Start.Format(time.TimeOnly), rep.Count(resync.Keep), rep.Count(resync.Suspect), rep.Count(resync.Collect),
+			rep.CountAction(resync.ActionDeleted), rep.Count(resync.Unknown), rep.APICalls, rep.Duration.Round(time.Millisecond))
 	}
-	halts, err := m.Gauge("anchorage_resync_halts_total", "reason", anchor.HaltCeiling)
+	halts, err := m.Gauge("anchorage_resync_halts_total", "reason", resync.HaltCeiling)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(halts).To(BeZero())
-	deleted, err := m.Gauge("anchorage_resync_collections_total", "action", string(anchor.ActionDeleted))
+	deleted, err := m.Gauge("anchorage_resync_collections_total", "action", string(resync.ActionDeleted))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(deleted).To(BeNumerically(">=", 145), "every stranded anchor deleted by the resync")
 }
@@ -131,7 +132,7 @@ func TestResyncUnreachableProject(t *testing.T) {
 	for _, mode := range []harness.CutMode{harness.Refuse, harness.BlackHole} {
 		p.Proxy.Cut(mode)
 		rep = rt.passes(m, rt.project, 2)
-		g.Expect(rep.Plane).To(Equal(anchor.PlaneUnverified), "mode %d", mode)
+		g.Expect(rep.Plane).To(Equal(resync.PlaneUnverified), "mode %d", mode)
 		d := decisionsOf(rep)
 		g.Expect(d).To(HaveKeyWithValue(live.anchor.Name, "keep/in-cache"))
 		for _, o := range orphans {
@@ -140,7 +141,7 @@ func TestResyncUnreachableProject(t *testing.T) {
 		}
 	}
 	p.Proxy.Restore()
-	rt.passesUntil(m, rt.project, time.Minute, func(g Gomega, rep anchor.PassReport) {
+	rt.passesUntil(m, rt.project, time.Minute, func(g Gomega, rep resync.PassReport) {
 		for _, o := range orphans {
 			g.Expect(exists(ctx, g, o.anchor)).To(BeFalse())
 		}
@@ -167,11 +168,11 @@ func TestResyncKindNotServed(t *testing.T) {
 	for _, w := range widgets {
 		l, ok := rep.Find(w.anchor.Name)
 		g.Expect(ok).To(BeTrue())
-		g.Expect(l.Verdict).To(Equal(anchor.Verdict{Decision: anchor.Unknown, Reason: anchor.ReasonKindNotServed}))
+		g.Expect(l.Verdict).To(Equal(resync.Verdict{Decision: resync.Unknown, Reason: resync.ReasonKindNotServed}))
 		g.Expect(exists(ctx, g, w.anchor)).To(BeTrue())
 		g.Expect(exists(ctx, g, w.downstream)).To(BeTrue())
 	}
-	unknown, err := m.Gauge("anchorage_resync_decisions_total", "decision", "unknown", "reason", string(anchor.ReasonKindNotServed))
+	unknown, err := m.Gauge("anchorage_resync_decisions_total", "decision", "unknown", "reason", string(resync.ReasonKindNotServed))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(unknown).To(BeNumerically(">=", 16))
 }
@@ -201,7 +202,7 @@ func TestResyncCacheLag(t *testing.T) {
 	rep := rt.passes(m, rt.project, 3)
 	l, ok := rep.Find(fresh.anchor.Name)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(l.Verdict).To(Equal(anchor.Verdict{Decision: anchor.Keep, Reason: anchor.ReasonLive}), "read live: the cache has not seen it")
+	g.Expect(l.Verdict).To(Equal(resync.Verdict{Decision: resync.Keep, Reason: resync.ReasonLive}), "read live: the cache has not seen it")
 	g.Expect(exists(ctx, g, fresh.anchor)).To(BeTrue())
 	g.Expect(exists(ctx, g, fresh.downstream)).To(BeTrue())
 }
@@ -216,7 +217,7 @@ func TestResyncRepointedSecretHalts(t *testing.T) {
 	live := []planted{rt.liveGateway("a"), rt.liveGateway("b")}
 	m := rt.startResync("repoint", nil)
 	rep := rt.passes(m, rt.project, 1)
-	g.Expect(rep.Plane).To(Equal(anchor.PlaneVerified))
+	g.Expect(rep.Plane).To(Equal(resync.PlaneVerified))
 
 	crds, err := harness.ProjectCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
@@ -234,19 +235,19 @@ func TestResyncRepointedSecretHalts(t *testing.T) {
 		return hub.Client.Update(ctx, secret)
 	}, 10*time.Second, resyncPoll).Should(Succeed())
 
-	rep = rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, rep anchor.PassReport) {
-		g.Expect(rep.Plane).To(Equal(anchor.PlaneChanged))
+	rep = rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, rep resync.PassReport) {
+		g.Expect(rep.Plane).To(Equal(resync.PlaneChanged))
 	})
 	rep = rt.passes(m, rt.project, 2)
-	g.Expect(rep.Halt).To(Equal(anchor.HaltPlaneChanged))
+	g.Expect(rep.Halt).To(Equal(resync.HaltPlaneChanged))
 	for _, l := range live {
 		a, ok := rep.Find(l.anchor.Name)
 		g.Expect(ok).To(BeTrue())
-		g.Expect(a.Verdict).To(Equal(anchor.Verdict{Decision: anchor.Unknown, Reason: anchor.ReasonPlaneChanged}))
+		g.Expect(a.Verdict).To(Equal(resync.Verdict{Decision: resync.Unknown, Reason: resync.ReasonPlaneChanged}))
 		g.Expect(exists(ctx, g, l.anchor)).To(BeTrue())
 		g.Expect(exists(ctx, g, l.downstream)).To(BeTrue())
 	}
-	halted, err := m.Gauge("anchorage_resync_projects_halted", "reason", anchor.HaltPlaneChanged)
+	halted, err := m.Gauge("anchorage_resync_projects_halted", "reason", resync.HaltPlaneChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(halted).To(Equal(1.0))
 	g.Eventually(func(g Gomega) {
@@ -254,7 +255,7 @@ func TestResyncRepointedSecretHalts(t *testing.T) {
 		g.Expect(evs).NotTo(BeEmpty())
 		g.Expect(evs[0].Type).To(Equal(corev1.EventTypeWarning))
 		g.Expect(evs[0].Regarding.Name).To(Equal(rt.project))
-		g.Expect(evs[0].Note).To(ContainSubstring(anchor.PlaneIdentityName(rt.project)))
+		g.Expect(evs[0].Note).To(ContainSubstring(resync.PlaneIdentityName(rt.project)))
 	}, 10*time.Second, resyncPoll).Should(Succeed())
 }
 
@@ -297,7 +298,7 @@ func TestResyncRecreatedNamespace(t *testing.T) {
 	fresh := []planted{rt.liveGateway("web"), rt.liveGateway("other")}
 
 	m := rt.startResync("ns", nil)
-	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ anchor.PassReport) {
+	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
 		for _, o := range old {
 			g.Expect(exists(ctx, g, o.anchor)).To(BeFalse(), "old anchor %s", o.anchor.Name)
 		}
@@ -315,8 +316,8 @@ func TestResyncRecreatedNamespace(t *testing.T) {
 	for _, r := range m.Replica.Resync.Reports(rt.project) {
 		g.Expect(r.Halt).To(BeEmpty())
 		for _, a := range r.Anchors {
-			if a.Action == anchor.ActionDeleted {
-				g.Expect(a.Reason).To(Equal(anchor.ReasonNamespaceRecreated))
+			if a.Action == resync.ActionDeleted {
+				g.Expect(a.Reason).To(Equal(resync.ReasonNamespaceRecreated))
 				collected++
 			}
 		}
@@ -355,8 +356,8 @@ func TestResyncRecreatedOwnerWaitsForReattachment(t *testing.T) {
 	rep := rt.passes(second, rt.project, 4)
 	l, ok := rep.Find(stale[0].Name)
 	g.Expect(ok).To(BeTrue())
-	g.Expect(l.Verdict).To(Equal(anchor.Verdict{Decision: anchor.Suspect, Reason: anchor.ReasonAwaitingReattach, Proof: anchor.ReasonReplaced}))
-	g.Expect(l.Action).To(Equal(anchor.ActionOwnerEnqueued))
+	g.Expect(l.Verdict).To(Equal(resync.Verdict{Decision: resync.Suspect, Reason: resync.ReasonAwaitingReattach, Proof: resync.ReasonReplaced}))
+	g.Expect(l.Action).To(Equal(resync.ActionOwnerEnqueued))
 	g.Expect(exists(ctx, g, &stale[0])).To(BeTrue())
 	g.Expect(exists(ctx, g, down)).To(BeTrue())
 
@@ -369,7 +370,7 @@ func TestResyncRecreatedOwnerWaitsForReattachment(t *testing.T) {
 		gw2.Spec.GatewayClassName = gatewayv1.ObjectName(rt.class)
 		return rt.plane.Client.Update(ctx, gw2)
 	}, 10*time.Second, resyncPoll).Should(Succeed())
-	rt.passesUntil(second, rt.project, resyncPassesWithin, func(g Gomega, _ anchor.PassReport) {
+	rt.passesUntil(second, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
 		g.Expect(exists(ctx, g, &stale[0])).To(BeFalse())
 	})
 	current := anchorsNamed(ctx, g, string(gw2.UID))
