@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -58,6 +59,19 @@ type Manager struct {
 	done     chan error
 	stopOnce sync.Once
 	stopErr  error
+}
+
+// StartManagerT starts a manager for test t as StartManager does, fails t when it cannot,
+// and stops it when t ends (a manager the test stopped or killed already is fine: Stop
+// answers every later call with the first call's result).
+func (e *Env) StartManagerT(t testing.TB, name string, opts ManagerOptions) *Manager {
+	t.Helper()
+	m, err := e.StartManager(context.Background(), name, opts)
+	if err != nil {
+		t.Fatalf("starting manager %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+	return m
 }
 
 // StartManager starts a replica against e's hub as its own API user, with its own

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -59,14 +58,11 @@ func newChurn(t *testing.T, prefix string) *churn {
 
 // startManager starts a replica serving this test's gateway class and recording work.
 func (c *churn) startManager(name string) *harness.Manager {
-	m, err := c.e.StartManager(context.Background(), name, harness.ManagerOptions{Adjust: func(o *app.Options) {
+	return c.e.StartManagerT(c.t, name, harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: c.class}
 		o.Recorder = c.rec
 	}})
-	c.g.Expect(err).NotTo(HaveOccurred())
-	c.t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
-	return m
 }
 
 func (c *churn) projectNames() []string {

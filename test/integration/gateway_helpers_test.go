@@ -46,13 +46,12 @@ type gatewayTest struct {
 	plane   *harness.ControlPlane
 	class   string
 	ns      *corev1.Namespace
-	stopped map[*harness.Manager]bool
 }
 
 func newGatewayTest(t *testing.T, plane *harness.ControlPlane) *gatewayTest {
 	t.Helper()
 	needEnvtest(t)
-	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane, stopped: map[*harness.Manager]bool{}}
+	gt := &gatewayTest{t: t, g: NewWithT(t), ctx: context.Background(), env: newEnv(t), plane: plane}
 	gt.project = "gw-" + rand.String(6)
 	gt.class = "anchorage-" + rand.String(6)
 	if _, err := gt.env.AddProject(gt.ctx, gt.project, plane); err != nil {
@@ -78,26 +77,15 @@ func (gt *gatewayTest) startManager(name string) *harness.Manager {
 // user bound only to config/rbac's ClusterRole.
 func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *harness.Manager {
 	gt.t.Helper()
-	m, err := gt.env.StartManager(gt.ctx, name+"-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
+	return gt.env.StartManagerT(gt.t, name+"-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: gt.class}
 	}})
-	if err != nil {
-		gt.t.Fatal(err)
-	}
-	gt.t.Cleanup(func() {
-		if !gt.stopped[m] {
-			_ = m.Stop(30 * time.Second)
-		}
-	})
-	return m
 }
 
-// stopManager stops m gracefully now (Manager.Stop waits for a second call's result
-// until its timeout, so the cleanup must not stop it again).
+// stopManager stops m gracefully now.
 func (gt *gatewayTest) stopManager(m *harness.Manager) {
 	gt.t.Helper()
-	gt.stopped[m] = true
 	gt.g.Expect(m.Stop(30 * time.Second)).To(Succeed())
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -319,7 +320,7 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	p := gt.newProxy("web", "a.example.com")
 	p.Finalizers = []string{v1alpha.HTTPProxyFinalizer}
 	g.Expect(pc.Create(ctx, p)).To(Succeed())
-	ctrl := metav1.OwnerReference{APIVersion: v1alpha.GroupVersion.String(), Kind: "HTTPProxy", Name: p.Name, UID: p.UID, Controller: ptrTo(true), BlockOwnerDeletion: ptrTo(true)}
+	ctrl := metav1.OwnerReference{APIVersion: v1alpha.GroupVersion.String(), Kind: "HTTPProxy", Name: p.Name, UID: p.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}
 	upMeta := metav1.ObjectMeta{Name: "web", Namespace: gt.ns.Name, OwnerReferences: []metav1.OwnerReference{ctrl}}
 	host := gatewayv1.Hostname("a.example.com")
 	gw := &gatewayv1.Gateway{ObjectMeta: *upMeta.DeepCopy(), Spec: gatewayv1.GatewaySpec{
@@ -401,5 +402,3 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	g.Expect(hubWritesBy(g, m.User, []string{"create"}, hubKinds, "")).To(BeEmpty(), "no new object on the hub")
 	g.Expect(hubWritesBy(g, m.User, []string{"delete", "deletecollection"}, hubKinds, "")).To(BeEmpty(), "nothing deleted on the hub")
 }
-
-func ptrTo[T any](v T) *T { return &v }

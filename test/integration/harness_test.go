@@ -119,9 +119,7 @@ func TestManagersDiscoverAndForgetProjects(t *testing.T) {
 
 	var managers []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("m%d", i), harness.ManagerOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+		m := e.StartManagerT(t, fmt.Sprintf("m%d", i), harness.ManagerOptions{})
 		managers = append(managers, m)
 	}
 	for _, m := range managers {
@@ -196,14 +194,9 @@ func TestHubGarbageCollectorCascades(t *testing.T) {
 func TestAuditLogAttributesWritesToTheManager(t *testing.T) {
 	needEnvtest(t)
 	g := NewWithT(t)
-	ctx := context.Background()
 	e := newEnv(t)
-	m1, err := e.StartManager(ctx, "audit-1", harness.ManagerOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = m1.Stop(30 * time.Second) })
-	m2, err := e.StartManager(ctx, "audit-2", harness.ManagerOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = m2.Stop(30 * time.Second) })
+	m1 := e.StartManagerT(t, "audit-1", harness.ManagerOptions{})
+	m2 := e.StartManagerT(t, "audit-2", harness.ManagerOptions{})
 
 	// Each replica's first write is its member Lease; the hub's own record must name the
 	// replica's user, and no other.
@@ -248,9 +241,7 @@ func TestLeastPrivilegeManagerDiscoversProjects(t *testing.T) {
 	project := "lp-" + rand.String(4)
 	_, err := e.AddProject(ctx, project, planeB)
 	g.Expect(err).NotTo(HaveOccurred())
-	m, err := e.StartManager(ctx, "least-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: true, Adjust: harness.WithTimings(harness.FastTimings)})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+	m := e.StartManagerT(t, "least-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: true, Adjust: harness.WithTimings(harness.FastTimings)})
 	g.Eventually(func() []string { return discovered(m) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))
 	// With only the generated roles it still joins, coordinates, and claims the project.
 	g.Eventually(func() map[string]string {

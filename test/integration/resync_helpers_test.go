@@ -58,7 +58,7 @@ func newResyncTest(t *testing.T, plane *harness.ControlPlane) *resyncTest {
 // and the resync on its default settings except the fake clock (and what adjust sets).
 func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harness.Manager {
 	rt.t.Helper()
-	m, err := rt.env.StartManager(rt.ctx, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
+	return rt.env.StartManagerT(rt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: rt.class}
 		o.Resync = resync.Options{Clock: rt.clock}
@@ -66,15 +66,6 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 			adjust(o)
 		}
 	}})
-	if err != nil {
-		rt.t.Fatal(err)
-	}
-	rt.t.Cleanup(func() {
-		if !rt.stopped[m] {
-			_ = m.Stop(30 * time.Second)
-		}
-	})
-	return m
 }
 
 // passes steps the fake clock until m has finished n more passes over project, and

@@ -149,15 +149,12 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 
 	var ms []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
+		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
 			o.Resync = resync.Options{Clock: clock}
 			o.ResyncRecorder = rec
 			o.Recorder = admitted
-		}})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
-		ms = append(ms, m)
+		}}))
 	}
 	passesOf := func(p string) int {
 		n := 0

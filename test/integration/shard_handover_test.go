@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -88,17 +88,9 @@ func (w *claimWatcher) gaps() map[string]time.Duration {
 	return out
 }
 
-func medianMax(ds []time.Duration) (time.Duration, time.Duration) {
-	if len(ds) == 0 {
-		return 0, 0
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2], ds[len(ds)-1]
-}
-
 // TestShardGracefulStopHandsEveryProjectOver: a replica holding about ten projects is
-// stopped gracefully; before it returns every one of them is claimed elsewhere, none
-// stays unclaimed for longer than two seconds, and the replica writes no project Lease
+// stopped gracefully; before it returns every one of them is claimed elsewhere (how long
+// each went unclaimed is logged; bench/ measures it), and the replica writes no project Lease
 // after handing it over.
 func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	needEnvtest(t)
@@ -110,9 +102,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	rec := &shard.MemoryRecorder{}
 	var ms []*harness.Manager
 	for i := range 3 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("gs%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+		m := e.StartManagerT(t, fmt.Sprintf("gs%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
 		ms = append(ms, m)
 	}
 	waitAllServed(g, e, ms, projects)
@@ -140,9 +130,10 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	for _, p := range held {
 		ds = append(ds, gaps[p])
 	}
-	med, maxGap := medianMax(ds)
-	t.Logf("graceful stop of %s holding %d projects took %s; unclaimed per project: median %s, max %s", victim.Name, len(held), took, med, maxGap)
-	g.Expect(maxGap).To(BeNumerically("<", 2*time.Second))
+	t.Logf("graceful stop of %s holding %d projects took %s; longest time a project went unclaimed: %s", victim.Name, len(held), took, slices.Max(ds))
+	// The gap is bench/'s measurement (planned hand-over, × lease); the property asserted
+	// here is that every project was claimed elsewhere before the stop returned (above)
+	// and, below, that the victim never wrote a handed-over Lease again.
 
 	// From the hub's own record: after the victim's hand-over write to a project Lease,
 	// the victim never writes that Lease again, and the new holder claims after it.
@@ -228,13 +219,10 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	timings.DrainDeadline = 2 * time.Second
 	var ms []*harness.Manager
 	for i := range 2 {
-		m, err := e.StartManager(ctx, fmt.Sprintf("hg%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) {
+		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("hg%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(timings)(o)
 			o.Gateway = gateway.Config{GatewayClassName: class}
-		}})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
-		ms = append(ms, m)
+		}}))
 	}
 	claimed := waitAllClaimed(g, e, []string{p.Name})
 	var owner, other *harness.Manager
@@ -291,9 +279,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	rec := &shard.MemoryRecorder{}
 	adjust := func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }
-	m0, err := e.StartManager(ctx, "to0", harness.ManagerOptions{Adjust: adjust})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = m0.Stop(30 * time.Second) })
+	m0 := e.StartManagerT(t, "to0", harness.ManagerOptions{Adjust: adjust})
 	waitAllServed(g, e, []*harness.Manager{m0}, projects)
 
 	// From now on m0's first hand-over write to each project Lease (the write naming a
@@ -321,9 +307,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 		return 0, nil
 	})
 	handOverStart := time.Now()
-	m1, err := e.StartManager(ctx, "to1", harness.ManagerOptions{Adjust: adjust})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = m1.Stop(30 * time.Second) })
+	m1 := e.StartManagerT(t, "to1", harness.ManagerOptions{Adjust: adjust})
 
 	var moved []string
 	for _, p := range projects {

@@ -47,9 +47,7 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 	rec := &shard.MemoryRecorder{}
 	managers := map[string]*harness.Manager{}
 	start := func(name string) {
-		m, err := e.StartManager(ctx, name, harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
-		g.Expect(err).NotTo(HaveOccurred())
-		t.Cleanup(func() { _ = m.Stop(30 * time.Second) })
+		m := e.StartManagerT(t, name, harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
 		managers[name] = m
 	}
 	pods := func() []string {

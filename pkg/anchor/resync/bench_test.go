@@ -3,13 +3,14 @@ package resync
 import (
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -141,63 +142,27 @@ func setupBenchHub(ctx context.Context) *benchHub {
 	if err := hub.Create(ctx, sec); err != nil {
 		return fail(err)
 	}
-	type job struct{ obj client.Object }
-	jobs := make(chan job)
-	errs := make(chan error, 1)
-	var wg sync.WaitGroup
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if err := hub.Create(ctx, j.obj); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
+	var namespaces, anchors []client.Object
 	for i := range benchNamespaces {
 		uid := uuid.NewUUID()
 		up := fmt.Sprintf("team-%03d", i)
 		h.upstream = append(h.upstream, up)
 		h.plane.namespaces[up] = uid
 		h.hubNS = append(h.hubNS, anchor.MappedNamespace(uid))
-		jobs <- job{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.MappedNamespace(uid)}}}
-	}
-	// Namespaces first: anchors need them.
-	close(jobs)
-	wg.Wait()
-	jobs = make(chan job)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				if err := hub.Create(ctx, j.obj); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
+		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.MappedNamespace(uid)}})
 	}
 	for i := range benchNamespaces {
 		for j := range benchPerNamespace {
 			o := anchor.Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: fmt.Sprintf("gw-%03d", j), UID: uuid.NewUUID()}
 			h.plane.live[client.ObjectKey{Namespace: o.Namespace, Name: o.Name}] = o.UID
-			jobs <- job{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}}
+			anchors = append(anchors, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}})
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return fail(err)
-	default:
+	// Namespaces first: anchors need them.
+	for _, objs := range [][]client.Object{namespaces, anchors} {
+		if err := createAll(ctx, objs, 16); err != nil {
+			return fail(err)
+		}
 	}
 
 	// Memory held by the cache: heap after it synced, minus heap before it started.
@@ -384,4 +349,15 @@ func BenchmarkResyncPass(b *testing.B) {
 	b.ReportMetric(float64(calls)/float64(b.N), "calls/pass")
 	b.ReportMetric(float64(anchors)/float64(b.N), "anchors/pass")
 	b.ReportMetric(h.bytesPer1000, "cache-B/1k-anchors")
+}
+
+// createAll creates objs on the hub with workers requests in flight, and returns the
+// first error.
+func createAll(ctx context.Context, objs []client.Object, workers int) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, obj := range objs {
+		g.Go(func() error { return hub.Create(ctx, obj) })
+	}
+	return g.Wait()
 }
