@@ -19,7 +19,7 @@ import (
 // An existing namespace gets the labels it lacks and keeps everything else, because
 // namespaces written before the labels existed must keep working. A label that is
 // present with another value is an error (wrapping ErrForeign) and nothing is changed:
-// it means two upstream namespaces claim one hub namespace, and writing into it could
+// it means two upstream namespaces map to one hub namespace, and writing into it could
 // mix their objects. The legacy spelling of the cluster name counts as the same value.
 // A terminating namespace is an error too, since nothing can be created in it.
 func EnsureMappedNamespace(ctx context.Context, hub client.Client, project string, upstreamNS *corev1.Namespace) (string, error) {

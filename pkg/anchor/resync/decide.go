@@ -108,7 +108,7 @@ const (
 	// ReasonReadError: a read failed (timeout, forbidden, server error, unreachable).
 	ReasonReadError Reason = "read-error"
 	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
-	// project was first claimed (a repointed Secret, a restored plane). Deletion halts.
+	// project was first held here (a repointed Secret, a restored plane). Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
 	// ReasonPlaneUnverified: the plane's identity could not be read, so no read of it
 	// can prove anything.

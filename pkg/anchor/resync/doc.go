@@ -2,8 +2,8 @@
 // each replica runs over the projects it holds, and the one-off sweep (`manager sweep`).
 // Anchor identity, attaching and the precondition delete are package anchor's.
 //
-// Resync (resync.go) is engaged by the shard with every project this replica has
-// claimed and runs one loop per engagement: a first pass after a random delay below
+// Resync (resync.go) is engaged by the shard with every project this replica holds
+// (the shard has engaged it) and runs one loop per engagement: a first pass after a random delay below
 // InitialJitter, then one every Period, and one as soon as a proof of absence can be
 // confirmed. A pass (pass.go) is a short list of phases; every request it makes runs in
 // its own admission step (the shard's Enter), so a pass stops at the next request once
@@ -34,7 +34,7 @@
 // a delete sent just before validity ends can commit after it (the UID precondition
 // still pins the exact anchor that was judged); proofs are kept in memory, so a project
 // that changes hands starts confirming again (which only delays); a plane repointed
-// before the project was ever claimed is recorded as it is then; anchors of a project
+// before the project was ever held is recorded as it is then; anchors of a project
 // with no Secret are reported (anchorage_resync_unowned_anchors, the sweep) and never
 // deleted, and the tombstone policy that would collect them is not implemented.
 //

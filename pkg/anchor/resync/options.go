@@ -28,8 +28,8 @@ type Options struct {
 	DryRun bool
 	// Period between two passes over one project. Default 10m.
 	Period time.Duration
-	// InitialJitter bounds the random delay of a project's first pass after it is
-	// claimed, so a replica that gains many projects does not pass over all at once.
+	// InitialJitter bounds the random delay of a project's first pass after this
+	// replica comes to hold it, so a replica that gains many projects does not pass over all at once.
 	// Default 30s.
 	InitialJitter time.Duration
 	// ConfirmAfter is how long after a first proof of absence the same proof must hold

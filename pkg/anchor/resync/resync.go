@@ -58,7 +58,7 @@ type Config struct {
 
 // Resync collects orphaned anchors of the projects this replica holds (docs/design.md,
 // Anchor resync). It is a multicluster Runnable: the shard engages it with each project
-// it has claimed, and each engagement runs one loop until the project is lost. Passes
+// this replica holds, and each engagement runs one loop until the project is lost. Passes
 // run in at most Options.Workers at once.
 type Resync struct {
 	cfg  Config
@@ -301,7 +301,7 @@ func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log lo
 }
 
 // nextDelay is the period, shortened to the earliest pending confirmation, or a short
-// retry after a pass that could not run (the claim may still be completing).
+// retry after a pass that could not run (the shard may still be opening the project).
 func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
 	if err != nil {
 		return min(r.opts.Period, 5*time.Second)
