@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -77,33 +76,21 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 // the anchor, found by name even when the upstream namespace is gone and even when the
 // downstream objects already are. Only then is the finalizer removed.
 func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
-	if s.gw.DeletionTimestamp == nil {
-		return false, nil
-	}
-	if !controllerutil.ContainsFinalizer(s.gw, GatewayFinalizer) {
-		return true, nil
-	}
-	s.log.V(2).Info("Finalizing Gateway", "uid", s.gw.UID)
-	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.gw.Namespace)
-	if err != nil {
-		return true, err
-	}
-	if hubNS != "" {
-		w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
-		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, hubNS)}); err != nil {
-			return true, err
+	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.gw, kindGateway, GatewayFinalizer, func(ctx context.Context, w hubWriter) error {
+		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
+			return err
 		}
 		certs, err := w.certificates(ctx)
 		if err != nil {
-			return true, err
+			return err
 		}
 		for _, c := range certs {
 			if err := w.deleteIfAttached(ctx, kindCertificate, c); err != nil {
-				return true, err
+				return err
 			}
 		}
-	}
-	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.gw, GatewayFinalizer, s.events)
+		return nil
+	})
 }
 
 // skipOtherClass ends the reconcile for a Gateway of another class: it is not ours to

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -73,24 +72,9 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 // finalize deletes the downstream route (when there and hanging on this route's
 // anchor) and then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
-	if s.route.DeletionTimestamp == nil {
-		return false, nil
-	}
-	if !controllerutil.ContainsFinalizer(s.route, HTTPRouteFinalizer) {
-		return true, nil
-	}
-	s.log.V(2).Info("Finalizing HTTPRoute", "uid", s.route.UID)
-	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.route.Namespace)
-	if err != nil {
-		return true, err
-	}
-	if hubNS != "" {
-		w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
-		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, hubNS)}); err != nil {
-			return true, err
-		}
-	}
-	return true, r.Metrics.releaseAnchor(ctx, s.hub, s.owner, s.cluster.GetClient(), s.route, HTTPRouteFinalizer, s.events)
+	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, func(ctx context.Context, w hubWriter) error {
+		return w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)})
+	})
 }
 
 // findOurParents records the route's parents that are our Gateways, and ends the

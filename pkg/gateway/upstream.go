@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -58,15 +59,41 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 	}, nil
 }
 
+// finalizeUpstream is the finalize phase of an upstream Gateway or HTTPRoute (obj, of
+// kind, carrying finalizer): nothing while obj is not terminating; once it is, and
+// still carries our finalizer, deleteDownstream removes what it put in its hub
+// namespace (skipped when the upstream namespace is gone: the anchor is still found by
+// name and the hub's garbage collector takes its dependents), then its anchor goes and
+// the finalizer is removed. The reconcile ends here whenever obj is terminating.
+func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
+	if obj.GetDeletionTimestamp() == nil {
+		return false, nil
+	}
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return true, nil
+	}
+	u.log.V(2).Info("Finalizing "+kind, "uid", obj.GetUID())
+	hubNS, err := mappedNamespaceOf(ctx, u.cluster.GetAPIReader(), obj.GetNamespace())
+	if err != nil {
+		return true, err
+	}
+	if hubNS != "" {
+		if err := deleteDownstream(ctx, hubWriter{hub: u.hub, owner: u.owner, ns: hubNS, metrics: m}); err != nil {
+			return true, err
+		}
+	}
+	return true, m.releaseAnchor(ctx, u, obj, finalizer)
+}
+
 // releaseAnchor is the last step of every upstream finalizer: delete the owner's anchor
 // (found by name across the hub, so it goes even when the downstream objects or the
 // upstream namespace already have), then remove the finalizer from obj.
-func (m *Metrics) releaseAnchor(ctx context.Context, hub client.Client, owner anchor.Owner, project client.Client, obj client.Object, finalizer string, rec events.EventRecorder) error {
-	err := anchor.Delete(ctx, hub, owner)
-	m.anchorDelete(owner.Kind, err)
+func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Object, finalizer string) error {
+	err := anchor.Delete(ctx, u.hub, u.owner)
+	m.anchorDelete(u.owner.Kind, err)
 	if err != nil {
-		rec.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", owner.Kind, err)
-		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
+		u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", u.owner.Kind, err)
+		return fmt.Errorf("deleting the anchor of %s: %w", u.owner, err)
 	}
-	return removeFinalizer(ctx, project, obj, finalizer)
+	return removeFinalizer(ctx, u.cluster.GetClient(), obj, finalizer)
 }
