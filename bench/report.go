@@ -173,7 +173,7 @@ func writeScenario(b *strings.Builder, r *Report, s *ScenarioResult, plots map[s
 	fmt.Fprintf(b, "- hand-overs: %d, missing: %d\n", len(s.HandOvers), s.HandOversMissing)
 	fmt.Fprintf(b, "- proxies deleted: %d, anchors left: %d, wrongful deletions: %d\n",
 		s.ProxiesDeleted, s.AnchorsLeft, s.WrongfulDeletions)
-	writeErrors(b, s)
+	writeList(b, "errors", s.Errors)
 	b.WriteString("\n")
 	writeHandOvers(b, s, leaseOf(r, s))
 	if file := TimelineFile(s); plots[file] {
@@ -189,13 +189,22 @@ func offsetFrom(start, t time.Time) string {
 }
 
 func writeFaults(b *strings.Builder, s *ScenarioResult) {
-	if len(s.Faults) == 0 {
-		b.WriteString("- faults: none\n")
+	faults := make([]string, len(s.Faults))
+	for i, f := range s.Faults {
+		faults[i] = offsetFrom(s.Start, f.At) + " " + faultLabel(f)
+	}
+	writeList(b, "faults", faults)
+}
+
+// writeList writes "- name: none", or "- name:" and then one indented line per item.
+func writeList(b *strings.Builder, name string, items []string) {
+	if len(items) == 0 {
+		fmt.Fprintf(b, "- %s: none\n", name)
 		return
 	}
-	b.WriteString("- faults:\n")
-	for _, f := range s.Faults {
-		fmt.Fprintf(b, "  - %s %s\n", offsetFrom(s.Start, f.At), faultLabel(f))
+	fmt.Fprintf(b, "- %s:\n", name)
+	for _, item := range items {
+		fmt.Fprintf(b, "  - %s\n", item)
 	}
 }
 
@@ -252,17 +261,6 @@ func writeLateWrites(b *strings.Builder, s *ScenarioResult) {
 func writeMore(b *strings.Builder, n int) {
 	if n > maxListed {
 		fmt.Fprintf(b, "  - … and %d more\n", n-maxListed)
-	}
-}
-
-func writeErrors(b *strings.Builder, s *ScenarioResult) {
-	if len(s.Errors) == 0 {
-		b.WriteString("- errors: none\n")
-		return
-	}
-	b.WriteString("- errors:\n")
-	for _, e := range s.Errors {
-		fmt.Fprintf(b, "  - %s\n", e)
 	}
 }
 
