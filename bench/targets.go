@@ -1,0 +1,93 @@
+// Acceptance targets: anchorage's Headline judged against fixed limits; report.md shows them, no run fails on them.
+
+package bench
+
+import "fmt"
+
+// Target is one acceptance target and whether the run met it.
+type Target struct {
+	Name     string
+	Measured string
+	// Met is nil when the run has no data to judge the target.
+	Met *bool
+}
+
+// Verdict is "yes", "no" or "n/a".
+func (t Target) Verdict() string {
+	switch {
+	case t.Met == nil:
+		return notAvailable
+	case *t.Met:
+		return "yes"
+	default:
+		return "no"
+	}
+}
+
+// Limits of the acceptance targets, as multiples.
+const (
+	handOverLimitNotCoord = 1.3
+	handOverLimitOfCoord  = 1.7
+	leaseGrowthLimit      = 2.0
+	memoryRatioLimit      = 0.35
+	// limitSlack absorbs float rounding when a measurement sits on a limit.
+	limitSlack = 1e-9
+)
+
+// AcceptanceTargets judges h (anchorage's headline) against the acceptance targets.
+func AcceptanceTargets(h Headline) []Target {
+	return []Target{
+		zeroTarget("0 overlapping reconciles in kill, scale and rolling", h.Overlaps),
+		zeroTarget("0 writes after validity in pause", h.LateWritesPause),
+		zeroTarget("0 overlapping reconciles in pause other than work frozen by the stop (added here)", h.OverlapsAfterWake),
+		zeroTarget("0 anchors left in every scenario", h.AnchorsLeft),
+		zeroTarget("0 wrongful deletions in every scenario", h.WrongfulDeletions),
+		limitTarget("failure hand-over max ≤ 1.3 × lease (failed replica not the coordinator)",
+			h.FailureHandOverMaxNotCoord, handOverLimitNotCoord),
+		limitTarget("failure hand-over max ≤ 1.7 × lease (failed replica was the coordinator)",
+			h.FailureHandOverMaxOfCoord, handOverLimitOfCoord),
+		leaseGrowthTarget(h),
+		memoryTarget(h),
+	}
+}
+
+func zeroTarget(name string, n *int) Target {
+	t := Target{Name: name, Measured: notAvailable}
+	if n != nil {
+		t.Measured = fmt.Sprintf("%d", *n)
+		t.Met = verdictOf(*n == 0)
+	}
+	return t
+}
+
+func limitTarget(name string, v *float64, limit float64) Target {
+	t := Target{Name: name, Measured: notAvailable}
+	if v != nil {
+		t.Measured = fmt.Sprintf("%.2f × lease", *v)
+		t.Met = verdictOf(*v <= limit+limitSlack)
+	}
+	return t
+}
+
+func leaseGrowthTarget(h Headline) Target {
+	t := Target{Name: "Lease writes/s at P=1000 ≤ 2 × P=10", Measured: notAvailable}
+	lo, okLo := h.LeaseWritesAt(10)
+	hi, okHi := h.LeaseWritesAt(1000)
+	if okLo && okHi {
+		t.Measured = fmt.Sprintf("%.2f/s vs %.2f/s (ratio %s)", hi, lo, FormatRatio(hi, lo))
+		t.Met = verdictOf(hi <= leaseGrowthLimit*lo+limitSlack)
+	}
+	return t
+}
+
+func memoryTarget(h Headline) Target {
+	t := Target{Name: "per-replica project memory R=4 ≤ 0.35 × R=1", Measured: notAvailable}
+	if h.MemoryRatio != nil {
+		t.Measured = fmt.Sprintf("%.2f × R=1 (%.1f MB vs %.1f MB)", *h.MemoryRatio,
+			h.ProjectBytes[4]/bytesPerMB, h.ProjectBytes[1]/bytesPerMB)
+		t.Met = verdictOf(*h.MemoryRatio <= memoryRatioLimit+limitSlack)
+	}
+	return t
+}
+
+func verdictOf(b bool) *bool { return &b }

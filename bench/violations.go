@@ -1,0 +1,112 @@
+// Violations: the correctness failures a smoke run exits 1 on, one line each, and the ordering they are described in.
+
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// overlapMatters reports whether overlaps in scenario s are violations: a paused
+// replica legitimately keeps reconciling (it cannot know it was paused) and only
+// its writes are gated.
+func overlapMatters(s Scenario) bool {
+	return s == ScenarioKill || s == ScenarioScale || s == ScenarioRolling
+}
+
+// gatedOverlaps are s's overlaps that the gate must prevent: every one in kill, scale
+// and rolling; in a pause, those in which no reconcile was frozen by the stop.
+func gatedOverlaps(s *ScenarioResult) []Overlap {
+	if overlapMatters(s.Scenario) {
+		return s.Overlaps
+	}
+	var out []Overlap
+	for _, o := range s.Overlaps {
+		if !o.Frozen {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Violations lists coordinator c's correctness violations, one line each:
+// overlapping reconciles in kill, scale and rolling scenarios, writes after
+// validity in pause scenarios, and anchors left or wrongful deletions in any
+// scenario. Timings are never violations.
+func Violations(r *Report, c Coordinator) []string {
+	var out []string
+	for i := range r.Scenarios {
+		s := &r.Scenarios[i]
+		if s.Coordinator == c {
+			out = append(out, scenarioViolations(s)...)
+		}
+	}
+	return out
+}
+
+func scenarioViolations(s *ScenarioResult) []string {
+	var out []string
+	if ovs := gatedOverlaps(s); len(ovs) > 0 {
+		o := sortedOverlaps(ovs)[0]
+		one, many := "overlapping reconcile", "overlapping reconciles"
+		if !overlapMatters(s.Scenario) {
+			one, many = one+" not frozen by the stop", many+" not frozen by the stop"
+		}
+		out = append(out, fmt.Sprintf("%s: %s (first: project %s, replicas %s and %s, %.2f s)",
+			s.Scenario, countOf(len(ovs), one, many), o.Project, o.A, o.B, o.Length.Seconds()))
+	}
+	if s.Scenario == ScenarioPause && len(s.LateWrites) > 0 {
+		w := sortedLateWrites(s.LateWrites)[0]
+		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
+			s.Scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
+			describeLateWrite(w)))
+	}
+	if s.AnchorsLeft > 0 {
+		out = append(out, fmt.Sprintf("%s: %s (of %d proxies deleted)",
+			s.Scenario, countOf(s.AnchorsLeft, "anchor left", "anchors left"), s.ProxiesDeleted))
+	}
+	if s.WrongfulDeletions > 0 {
+		out = append(out, fmt.Sprintf("%s: %s",
+			s.Scenario, countOf(s.WrongfulDeletions, "wrongful deletion", "wrongful deletions")))
+	}
+	return out
+}
+
+func countOf(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// sortedOverlaps returns a copy of ovs ordered by start.
+func sortedOverlaps(ovs []Overlap) []Overlap {
+	s := slices.Clone(ovs)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].Start.Before(s[j].Start) })
+	return s
+}
+
+// sortedLateWrites returns a copy of ws ordered by commit time.
+func sortedLateWrites(ws []LateWrite) []LateWrite {
+	s := slices.Clone(ws)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].At.Before(s[j].At) })
+	return s
+}
+
+// describeLateWrite is e.g. "replica r1, project p1, hub update anchors ns/a, late by 0.20 s".
+func describeLateWrite(w LateWrite) string {
+	late := fmt.Sprintf("late by %.2f s", w.Late.Seconds())
+	if w.ValidUntil.IsZero() {
+		late = "never held validity"
+	}
+	return fmt.Sprintf("replica %s, project %s, %s %s %s %s, %s",
+		w.Replica, w.Project, w.Plane, w.Verb, w.Resource, objectRef(w.Namespace, w.Name), late)
+}
+
+func objectRef(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
+}

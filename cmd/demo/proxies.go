@@ -1,0 +1,151 @@
+// Proxies: created in the projects, Programmed, and the anchors and objects they produce on the hub.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// createProxies creates two proxies per project, waits until each is Programmed and
+// shows what they produced on the hub.
+func (d *demo) createProxies(ctx context.Context) error {
+	hosts := map[string][][2]string{
+		"acme":    {{"storefront", "shop.example.com"}, {"checkout", "pay.example.com"}},
+		"initech": {{"blog", "blog.example.com"}, {"feeds", "feeds.example.com"}},
+	}
+	for _, p := range d.projects {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespace}}
+		if err := p.plane.Client.Create(ctx, ns); err != nil {
+			return fmt.Errorf("creating namespace %s in project %s: %w", p.namespace, p.name, err)
+		}
+		p.nsUID = ns.UID
+		for _, h := range hosts[p.name] {
+			px, err := d.createProxy(ctx, p, h[0], h[1])
+			if err != nil {
+				return err
+			}
+			d.say("%-8s HTTPProxy %s/%s  %s -> https://backend.%s", p.name, p.namespace, px.name, px.host, px.host)
+		}
+	}
+	began := time.Now()
+	for _, px := range d.proxies {
+		if err := d.waitProgrammed(ctx, px); err != nil {
+			return err
+		}
+	}
+	d.say("all %d Programmed=True %.1fs after the last was created; on the hub:", len(d.proxies), time.Since(began).Seconds())
+	return d.showHub(ctx)
+}
+
+// createProxy creates a proxy serving host and remembers it.
+func (d *demo) createProxy(ctx context.Context, p *project, name, host string) (*proxy, error) {
+	obj := &v1alpha.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.namespace},
+		Spec: v1alpha.HTTPProxySpec{
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(host)},
+			Rules: []v1alpha.HTTPProxyRule{{
+				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
+					Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/"),
+				}}},
+				Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend." + host}},
+			}},
+		},
+	}
+	if err := p.plane.Client.Create(ctx, obj); err != nil {
+		return nil, fmt.Errorf("creating HTTPProxy %s in project %s: %w", name, p.name, err)
+	}
+	px := &proxy{project: p, name: name, host: host}
+	d.proxies = append(d.proxies, px)
+	return px, nil
+}
+
+// waitProgrammed waits for the proxy's Programmed condition and records the anchors
+// of its upstream Gateway and HTTPRoute with what hangs on them.
+func (d *demo) waitProgrammed(ctx context.Context, px *proxy) error {
+	c := px.project.plane.Client
+	key := client.ObjectKey{Namespace: px.project.namespace, Name: px.name}
+	return poll(ctx, programmedWithin, px.String()+" to be Programmed", func(ctx context.Context) (bool, error) {
+		obj := &v1alpha.HTTPProxy{}
+		if err := c.Get(ctx, key, obj); err != nil {
+			return false, err
+		}
+		cond := meta.FindStatusCondition(obj.Status.Conditions, v1alpha.ConditionProgrammed)
+		if cond == nil || cond.Status != metav1.ConditionTrue || cond.ObservedGeneration != obj.Generation {
+			return false, nil
+		}
+		gw, route := &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}
+		if err := c.Get(ctx, key, gw); err != nil {
+			return false, err
+		}
+		if err := c.Get(ctx, key, route); err != nil {
+			return false, err
+		}
+		views, err := anchorsIn(ctx, d.hub.Client, px.project.hubNamespace())
+		if err != nil {
+			return false, err
+		}
+		px.anchors = nil
+		for _, v := range views {
+			if v.anchor.name == anchor.Name(gw.UID) || v.anchor.name == anchor.Name(route.UID) {
+				if len(v.dependents) == 0 {
+					return false, nil
+				}
+				px.anchors = append(px.anchors, v)
+			}
+		}
+		return len(px.anchors) == 2, nil
+	})
+}
+
+// showHub prints every mapped namespace on the hub with its anchors and their
+// dependents.
+func (d *demo) showHub(ctx context.Context) error {
+	namespaces, err := mappedNamespaces(ctx, d.hub.Client)
+	if err != nil {
+		return err
+	}
+	for _, ns := range namespaces {
+		upstream := "labels: none (an older namespace)"
+		if v, ok := ns.Labels[anchor.LabelNamespace]; ok {
+			upstream = fmt.Sprintf("mirrors namespace %s of %s", v, ns.Labels[anchor.LabelClusterName])
+		}
+		d.say("Namespace %s  %s", ns.Name, upstream)
+		views, err := anchorsIn(ctx, d.hub.Client, ns.Name)
+		if err != nil {
+			return err
+		}
+		for _, v := range views {
+			d.say("  ConfigMap %s  anchor of %s", v.anchor.name, v.owner())
+			var deps []string
+			for _, o := range v.dependents {
+				deps = append(deps, o.String())
+			}
+			d.say("    holds %s", strings.Join(deps, ", "))
+		}
+	}
+	return nil
+}
+
+// liveCount returns how many hub objects of the live proxies the demo expects, and how
+// many are there with the UIDs they had.
+func (d *demo) liveCount(ctx context.Context) (int, int, error) {
+	var objs []hubObject
+	for _, px := range d.proxies {
+		objs = append(objs, px.objects()...)
+	}
+	n, err := countPresent(ctx, d.hub.Client, objs)
+	return len(objs), n, err
+}
