@@ -26,6 +26,7 @@ type resyncFlags struct {
 	maxDeletions, haltAbove, deletionBurst int
 	deletionQPS, liveQPS, dependentsQPS    float64
 	liveBurst, workers, dependentsBurst    int
+	claimPasses                            int
 }
 
 // register adds the flags; the replica gets the loop's flags too.
@@ -53,6 +54,7 @@ func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
 	fs.DurationVar(&r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
 	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents")
 	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
+	fs.IntVar(&r.claimPasses, prefix+"claim-passes", d.ClaimPasses, "passes a dependent claimed by a live owner may keep a stale anchor before the claim is reported expired (and the pass after collects it)")
 }
 
 func (r resyncFlags) options() resync.Options {
@@ -64,6 +66,7 @@ func (r resyncFlags) options() resync.Options {
 		DeletionQPS: float32(r.deletionQPS), DeletionBurst: r.deletionBurst,
 		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
 		DependentsQPS: float32(r.dependentsQPS), DependentsBurst: r.dependentsBurst,
+		ClaimPasses: r.claimPasses,
 	}
 }
 

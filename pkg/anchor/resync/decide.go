@@ -76,9 +76,14 @@ const (
 	// minimum age.
 	ReasonBelowMinimumAge Reason = "below-minimum-age"
 	// ReasonAwaitingReattach: a dependent hangs on this anchor alone and is claimed by a
-	// live owner (same name, same hub namespace); that owner is enqueued to re-attach it,
-	// and the anchor waits until nothing hangs on it alone.
+	// live owner (same name, same hub namespace, and it would write that kind and name);
+	// that owner is enqueued to re-attach it, and the anchor waits until nothing hangs on
+	// it alone, for at most Timing.ClaimPasses passes.
 	ReasonAwaitingReattach Reason = "awaiting-reattach"
+	// ReasonClaimExpired: a dependent has been claimed for Timing.ClaimPasses passes and
+	// no reconcile re-attached it. Reported (with a Warning Event) for one pass; from the
+	// next, the claimed dependents are the stale anchor's garbage and it is collected.
+	ReasonClaimExpired Reason = "claim-expired"
 )
 
 // Reasons for Collect: the proof of absence.
@@ -93,6 +98,9 @@ const (
 	ReasonNamespaceRecreated Reason = "namespace-recreated"
 	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
 	ReasonNamespaceGone Reason = "namespace-gone"
+	// ReasonProjectRetired: the project has no kubeconfig Secret and an operator's
+	// tombstone retires it (TombstoneLabel); no plane is read.
+	ReasonProjectRetired Reason = "project-retired"
 )
 
 // Reasons for Unknown.
@@ -105,8 +113,12 @@ const (
 	// ReasonKindNotServed: the plane does not serve the owner's kind (no REST mapping,
 	// or a 404 without details naming the object): nothing is proven.
 	ReasonKindNotServed Reason = "kind-not-served"
-	// ReasonReadError: a read failed (timeout, forbidden, server error, unreachable).
+	// ReasonReadError: a read failed (timeout, server error, unreachable).
 	ReasonReadError Reason = "read-error"
+	// ReasonForbidden: the plane refused to let the manager read the owner's kind (403).
+	// That kind is unknown for the rest of the pass; the plane is not unreachable, and
+	// no other anchor waits for it. The report's detail names the missing permission.
+	ReasonForbidden Reason = "forbidden"
 	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
 	// project was first held here (a repointed Secret, a restored plane). Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
@@ -116,8 +128,8 @@ const (
 	// ReasonFinalizerStuck: terminating with our finalizer for longer than the stuck
 	// threshold.
 	ReasonFinalizerStuck Reason = "finalizer-stuck"
-	// ReasonForeignDependent: a dependent hangs on the anchor alone but its labels do
-	// not name an owner of this project.
+	// ReasonForeignDependent: a dependent hangs on the anchor alone but its labels name
+	// an owner in another project (or a cluster name that does not decode).
 	ReasonForeignDependent Reason = "foreign-dependent"
 	// ReasonDependentsError: the dependents could not be read or judged.
 	ReasonDependentsError Reason = "dependents-error"
@@ -131,9 +143,9 @@ const (
 
 var reasonsByDecision = map[Decision][]Reason{
 	Keep:    {ReasonInCache, ReasonLive, ReasonFinalizing},
-	Suspect: {ReasonNotInCache, ReasonUIDMismatch, ReasonTerminatingUnfinalized, ReasonAwaitingConfirmation, ReasonBelowMinimumAge, ReasonAwaitingReattach},
-	Collect: {ReasonNotFound, ReasonReplaced, ReasonNamespaceRecreated, ReasonNamespaceGone},
-	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonPlaneChanged, ReasonPlaneUnverified,
+	Suspect: {ReasonNotInCache, ReasonUIDMismatch, ReasonTerminatingUnfinalized, ReasonAwaitingConfirmation, ReasonBelowMinimumAge, ReasonAwaitingReattach, ReasonClaimExpired},
+	Collect: {ReasonNotFound, ReasonReplaced, ReasonNamespaceRecreated, ReasonNamespaceGone, ReasonProjectRetired},
+	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonForbidden, ReasonPlaneChanged, ReasonPlaneUnverified,
 		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret},
 }
 
@@ -181,8 +193,10 @@ const (
 	// NotServed: the plane does not serve the kind: no REST mapping, or a 404 that does
 	// not name the object (live reads only).
 	NotServed
-	// Failed: the read failed (timeout, forbidden, server error, unreachable).
+	// Failed: the read failed (timeout, server error, unreachable).
 	Failed
+	// Forbidden: the plane refused the read (403): the manager may not read the kind.
+	Forbidden
 )
 
 // Observation is the outcome of one read of the upstream owner.
@@ -226,10 +240,11 @@ type DependentsSummary struct {
 	// Total dependents holding an ownerReference to the anchor's UID.
 	Total int
 	// Claimed: hang on the anchor alone and are claimed by a live owner (same name,
-	// same hub namespace) that must re-attach them first.
+	// same hub namespace, and it would write that kind and name) that must re-attach
+	// them first.
 	Claimed int
-	// Foreign: hang on the anchor alone and name no owner of this project, or one whose
-	// state could not be read.
+	// Foreign: hang on the anchor alone and are labelled for an owner in another
+	// project.
 	Foreign int
 	// Unreadable: hang on the anchor alone and name an owner whose state could not be
 	// read.
@@ -244,6 +259,10 @@ type Timing struct {
 	ConfirmAfter time.Duration
 	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
 	StuckAfter time.Duration
+	// ClaimPasses: a claimed dependent may keep a stale anchor for this many passes;
+	// the next pass reports the claim expired, and the one after collects the anchor.
+	// Zero: claims never expire.
+	ClaimPasses int
 }
 
 // Facts is everything a decision about one anchor depends on. Reads not made yet are
@@ -259,6 +278,9 @@ type Facts struct {
 	// Ambiguous: another anchor of the same name exists.
 	Ambiguous bool
 	Plane     PlaneState
+	// Retired: the project has no kubeconfig Secret and an operator's tombstone retires
+	// it. Its absence is the proof (project-retired); no plane is read.
+	Retired bool
 	// Finalizer is our finalizer for the owner's kind ("" when we have none for it).
 	Finalizer string
 	// Cache is the read of the owner's cache; Namespace and Live are live reads.
@@ -269,6 +291,9 @@ type Facts struct {
 	Earlier Proof
 	// Dependents is nil until they have been read.
 	Dependents *DependentsSummary
+	// ClaimedPasses is how many passes before this one found a claimed dependent
+	// hanging on the anchor, in a row.
+	ClaimedPasses int
 	Timing
 }
 
@@ -309,61 +334,17 @@ func Decide(f Facts) Verdict {
 	if f.Ambiguous {
 		return Verdict{Decision: Unknown, Reason: ReasonAmbiguous}
 	}
-	if f.Plane == PlaneChanged {
-		// Reads of another plane prove nothing about this project's objects.
-		return Verdict{Decision: Unknown, Reason: ReasonPlaneChanged}
-	}
-
-	suspectReason := ReasonNotInCache
-	switch f.Cache.State {
-	case Present:
-		if f.Cache.UID != f.AnchorUID {
-			suspectReason = ReasonUIDMismatch
-			break
-		}
-		if v, ok := judgeExisting(f, f.Cache, ReasonInCache); ok {
+	proof := Reason("")
+	if f.Retired {
+		// No plane to read: the retired project's absence is the proof, confirmed like
+		// any other.
+		proof = ReasonProjectRetired
+	} else {
+		v, p, done := decidePlane(f)
+		if done {
 			return v
 		}
-		suspectReason = ReasonTerminatingUnfinalized
-	case Failed:
-		// A cache that cannot answer is the same as a miss: read live.
-	}
-
-	// Nothing below may be concluded from a plane whose identity is unknown.
-	if f.Plane != PlaneVerified {
-		return Verdict{Decision: Unknown, Reason: ReasonPlaneUnverified}
-	}
-
-	proof := Reason("")
-	switch f.Namespace {
-	case NamespaceNotRead:
-		return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedNamespace}
-	case NamespaceRecreated:
-		proof = ReasonNamespaceRecreated
-	case NamespaceGone:
-		proof = ReasonNamespaceGone
-	}
-
-	if proof == "" {
-		switch f.Live.State {
-		case NotRead:
-			return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedLive}
-		case Present:
-			if f.Live.UID != f.AnchorUID {
-				proof = ReasonReplaced
-				break
-			}
-			if v, ok := judgeExisting(f, f.Live, ReasonLive); ok {
-				return v
-			}
-			return Verdict{Decision: Suspect, Reason: ReasonTerminatingUnfinalized}
-		case Absent:
-			proof = ReasonNotFound
-		case NotServed, NotWatched:
-			return Verdict{Decision: Unknown, Reason: ReasonKindNotServed}
-		default:
-			return Verdict{Decision: Unknown, Reason: ReasonReadError}
-		}
+		proof = p
 	}
 
 	if f.Earlier.Reason != proof || f.Earlier.At.IsZero() || f.Now.Sub(f.Earlier.At) < f.ConfirmAfter {
@@ -381,10 +362,78 @@ func Decide(f Facts) Verdict {
 		return Verdict{Decision: Unknown, Reason: ReasonDependentsError, Proof: proof}
 	case d.Foreign > 0:
 		return Verdict{Decision: Unknown, Reason: ReasonForeignDependent, Proof: proof}
-	case d.Claimed > 0:
+	case d.Claimed > 0 && (f.ClaimPasses <= 0 || f.ClaimedPasses < f.ClaimPasses):
 		return Verdict{Decision: Suspect, Reason: ReasonAwaitingReattach, Proof: proof}
+	case d.Claimed > 0 && f.ClaimedPasses == f.ClaimPasses:
+		return Verdict{Decision: Suspect, Reason: ReasonClaimExpired, Proof: proof}
 	}
+	// Nothing claimed, or a claim that expired a pass ago: what hangs on the anchor
+	// alone is its garbage.
 	return Verdict{Decision: Collect, Reason: proof, Proof: proof}
+}
+
+// decidePlane applies the rules that read the project's plane: the owner's cache, the
+// upstream namespace and the owner read live. It returns the proof of absence found,
+// or, with done, a verdict that ends the decision.
+func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
+	if f.Plane == PlaneChanged {
+		// Reads of another plane prove nothing about this project's objects.
+		return Verdict{Decision: Unknown, Reason: ReasonPlaneChanged}, "", true
+	}
+
+	suspectReason := ReasonNotInCache
+	switch f.Cache.State {
+	case Present:
+		if f.Cache.UID != f.AnchorUID {
+			suspectReason = ReasonUIDMismatch
+			break
+		}
+		if v, ok := judgeExisting(f, f.Cache, ReasonInCache); ok {
+			return v, "", true
+		}
+		suspectReason = ReasonTerminatingUnfinalized
+	case Failed:
+		// A cache that cannot answer is the same as a miss: read live.
+	}
+
+	// Nothing below may be concluded from a plane whose identity is unknown.
+	if f.Plane != PlaneVerified {
+		return Verdict{Decision: Unknown, Reason: ReasonPlaneUnverified}, "", true
+	}
+
+	switch f.Namespace {
+	case NamespaceNotRead:
+		return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedNamespace}, "", true
+	case NamespaceRecreated:
+		proof = ReasonNamespaceRecreated
+	case NamespaceGone:
+		proof = ReasonNamespaceGone
+	}
+
+	if proof == "" {
+		switch f.Live.State {
+		case NotRead:
+			return Verdict{Decision: Suspect, Reason: suspectReason, Need: NeedLive}, "", true
+		case Present:
+			if f.Live.UID != f.AnchorUID {
+				proof = ReasonReplaced
+				break
+			}
+			if v, ok := judgeExisting(f, f.Live, ReasonLive); ok {
+				return v, "", true
+			}
+			return Verdict{Decision: Suspect, Reason: ReasonTerminatingUnfinalized}, "", true
+		case Absent:
+			proof = ReasonNotFound
+		case NotServed, NotWatched:
+			return Verdict{Decision: Unknown, Reason: ReasonKindNotServed}, "", true
+		case Forbidden:
+			return Verdict{Decision: Unknown, Reason: ReasonForbidden}, "", true
+		default:
+			return Verdict{Decision: Unknown, Reason: ReasonReadError}, "", true
+		}
+	}
+	return Verdict{}, proof, false
 }
 
 // judgeExisting decides about an owner read with the anchor's UID: not terminating is

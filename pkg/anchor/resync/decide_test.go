@@ -1,11 +1,19 @@
 package resync
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -17,7 +25,7 @@ const (
 
 var (
 	now     = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	timings = Timing{MinAge: 5 * time.Minute, ConfirmAfter: 30 * time.Second, StuckAfter: time.Hour}
+	timings = Timing{MinAge: 5 * time.Minute, ConfirmAfter: 30 * time.Second, StuckAfter: time.Hour, ClaimPasses: 3}
 )
 
 // base are the facts of an old anchor on a verified plane, nothing read yet.
@@ -176,6 +184,58 @@ func TestDecide(t *testing.T) {
 			f.Dependents = &DependentsSummary{Total: 1, Claimed: 1}
 			return f
 		}, Verdict{Decision: Suspect, Reason: ReasonAwaitingReattach, Proof: ReasonReplaced}},
+		{"a claim still within its bound keeps waiting", func() Facts {
+			f := confirmed(base(), replaced, ReasonReplaced)
+			f.Dependents = &DependentsSummary{Total: 1, Claimed: 1}
+			f.ClaimedPasses = 2
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonAwaitingReattach, Proof: ReasonReplaced}},
+		{"a claim no reconcile resolved in ClaimPasses passes is reported expired", func() Facts {
+			f := confirmed(base(), replaced, ReasonReplaced)
+			f.Dependents = &DependentsSummary{Total: 1, Claimed: 1}
+			f.ClaimedPasses = 3
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonClaimExpired, Proof: ReasonReplaced}},
+		{"the pass after a claim expired: the dependent is the stale anchor's garbage", func() Facts {
+			f := confirmed(base(), replaced, ReasonReplaced)
+			f.Dependents = &DependentsSummary{Total: 1, Claimed: 1}
+			f.ClaimedPasses = 4
+			return f
+		}, Verdict{Decision: Collect, Reason: ReasonReplaced, Proof: ReasonReplaced}},
+		{"claims that never expire (ClaimPasses zero) keep waiting", func() Facts {
+			f := confirmed(base(), replaced, ReasonReplaced)
+			f.Dependents = &DependentsSummary{Total: 1, Claimed: 1}
+			f.ClaimedPasses, f.ClaimPasses = 40, 0
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonAwaitingReattach, Proof: ReasonReplaced}},
+		{"a foreign dependent keeps the anchor even after a claim expired", func() Facts {
+			f := confirmed(base(), replaced, ReasonReplaced)
+			f.Dependents = &DependentsSummary{Total: 2, Claimed: 1, Foreign: 1}
+			f.ClaimedPasses = 4
+			return f
+		}, Verdict{Decision: Unknown, Reason: ReasonForeignDependent, Proof: ReasonReplaced}},
+		{"a kind the plane forbids the manager to read is unknown, not a read error", func() Facts {
+			f := base()
+			f.Namespace, f.Live = NamespaceMatches, Observation{State: Forbidden}
+			return f
+		}, Verdict{Decision: Unknown, Reason: ReasonForbidden}},
+		{"a retired project: its absence is the proof, to be confirmed", func() Facts {
+			f := base()
+			f.Retired, f.Plane = true, PlaneUnverified
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonAwaitingConfirmation, Proof: ReasonProjectRetired}},
+		{"a retired project, confirmed: a candidate, whose dependents are read next", func() Facts {
+			f := base()
+			f.Retired, f.Plane = true, PlaneUnverified
+			f.Earlier = Proof{Reason: ReasonProjectRetired, At: now.Add(-time.Minute)}
+			return f
+		}, Verdict{Decision: Collect, Reason: ReasonProjectRetired, Proof: ReasonProjectRetired, Need: NeedDependents}},
+		{"a retired project's young anchor waits for the minimum age", func() Facts {
+			f := base()
+			f.Retired, f.Plane, f.Created = true, PlaneUnverified, now.Add(-time.Minute)
+			f.Earlier = Proof{Reason: ReasonProjectRetired, At: now.Add(-time.Minute)}
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: ReasonProjectRetired}},
 		{"a dependent naming no owner of the project keeps the anchor", func() Facts {
 			f := confirmed(base(), absent, ReasonNotFound)
 			f.Dependents = &DependentsSummary{Total: 1, Foreign: 1}
@@ -230,13 +290,14 @@ func TestDecideNeverCollectsWithoutProof(t *testing.T) {
 		{State: NotRead}, {State: Present, UID: anchorUID}, {State: Present, UID: otherUID}, {State: Absent},
 		{State: NotWatched}, {State: NotServed}, {State: Failed},
 		{State: Present, UID: anchorUID, Deleting: at(-time.Minute), Finalizers: []string{finalizer}},
-		{State: Present, UID: anchorUID, Deleting: at(-time.Minute)},
+		{State: Present, UID: anchorUID, Deleting: at(-time.Minute)}, {State: Forbidden},
 	}
 	namespaces := []NamespaceState{NamespaceNotRead, NamespaceMatches, NamespaceRecreated, NamespaceGone, NamespaceUnknown}
 	planes := []PlaneState{PlaneVerified, PlaneChanged, PlaneUnverified}
 	earlier := []Proof{{}, {Reason: ReasonNotFound, At: now.Add(-time.Minute)}, {Reason: ReasonNotFound, At: now}}
 	created := []time.Time{now.Add(-time.Hour), now.Add(-time.Minute)}
 	deps := []*DependentsSummary{nil, {}, {Claimed: 1}}
+	claimed := []int{0, 3, 4}
 	n := 0
 	for _, cache := range observations {
 		for _, live := range observations {
@@ -245,27 +306,29 @@ func TestDecideNeverCollectsWithoutProof(t *testing.T) {
 					for _, e := range earlier {
 						for _, c := range created {
 							for _, d := range deps {
-								f := base()
-								f.Cache, f.Live, f.Namespace, f.Plane, f.Earlier, f.Created, f.Dependents = cache, live, ns, plane, e, c, d
-								v := Decide(f)
-								n++
-								if !slices.Contains(ReasonsOf(v.Decision), v.Reason) {
-									t.Fatalf("reason %q is not one of %s's (facts %+v)", v.Reason, v.Decision, f)
-								}
-								if v.Decision != Collect {
-									continue
-								}
-								switch {
-								case plane != PlaneVerified:
-									t.Fatalf("collect on a %s plane: %+v", plane, f)
-								case v.Proof == "" || e.Reason != v.Proof || now.Sub(e.At) < timings.ConfirmAfter:
-									t.Fatalf("collect without a confirmed proof: %+v -> %+v", f, v)
-								case now.Sub(c) < timings.MinAge:
-									t.Fatalf("collect of a young anchor: %+v", f)
-								case cache.State == Present && cache.UID == anchorUID && (cache.Deleting == nil || slices.Contains(cache.Finalizers, finalizer)):
-									t.Fatalf("collect of an anchor whose owner is in the cache, live or finalizing: %+v", f)
-								case d != nil && d.Claimed > 0:
-									t.Fatalf("collect while a claimed dependent hangs on it: %+v", f)
+								for _, cp := range claimed {
+									f := base()
+									f.Cache, f.Live, f.Namespace, f.Plane, f.Earlier, f.Created, f.Dependents, f.ClaimedPasses = cache, live, ns, plane, e, c, d, cp
+									v := Decide(f)
+									n++
+									if !slices.Contains(ReasonsOf(v.Decision), v.Reason) {
+										t.Fatalf("reason %q is not one of %s's (facts %+v)", v.Reason, v.Decision, f)
+									}
+									if v.Decision != Collect {
+										continue
+									}
+									switch {
+									case plane != PlaneVerified:
+										t.Fatalf("collect on a %s plane: %+v", plane, f)
+									case v.Proof == "" || e.Reason != v.Proof || now.Sub(e.At) < timings.ConfirmAfter:
+										t.Fatalf("collect without a confirmed proof: %+v -> %+v", f, v)
+									case now.Sub(c) < timings.MinAge:
+										t.Fatalf("collect of a young anchor: %+v", f)
+									case cache.State == Present && cache.UID == anchorUID && (cache.Deleting == nil || slices.Contains(cache.Finalizers, finalizer)):
+										t.Fatalf("collect of an anchor whose owner is in the cache, live or finalizing: %+v", f)
+									case d != nil && d.Claimed > 0 && cp <= timings.ClaimPasses:
+										t.Fatalf("collect while a claimed dependent hangs on it, before the claim expired and was reported: %+v", f)
+									}
 								}
 							}
 						}
@@ -285,6 +348,69 @@ func TestEveryReasonBelongsToOneDecision(t *testing.T) {
 				t.Errorf("reason %q belongs to %s and %s", r, prev, d)
 			}
 			owner[r] = d
+		}
+	}
+}
+
+// Finding 5: only failures that are the plane's count toward "unreachable".
+func TestUnreachable(t *testing.T) {
+	gr := schema.GroupResource{Group: "gateway.networking.k8s.io", Resource: "gateways"}
+	cases := []struct {
+		reason string
+		err    error
+		want   bool
+	}{
+		{"forbidden: a permission of one kind", apierrors.NewForbidden(gr, "edge", errors.New("no")), false},
+		{"not found", apierrors.NewNotFound(gr, "edge"), false},
+		{"too many requests", apierrors.NewTooManyRequests("slow down", 1), false},
+		{"conflict", apierrors.NewConflict(gr, "edge", errors.New("no")), false},
+		{"a kind not served", &meta.NoKindMatchError{GroupKind: schema.GroupKind{Kind: "Widget"}}, false},
+		{"unauthorized: the Secret's credentials no longer work", apierrors.NewUnauthorized("expired"), true},
+		{"internal error", apierrors.NewInternalError(errors.New("boom")), true},
+		{"service unavailable", apierrors.NewServiceUnavailable("down"), true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "get", 1), true},
+		{"gateway timeout", apierrors.NewTimeoutError("slow", 1), true},
+		{"a context deadline", fmt.Errorf("reading: %w", context.DeadlineExceeded), true},
+		{"connection refused", &url.Error{Op: "Get", URL: "https://plane", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}, true},
+	}
+	for _, tc := range cases {
+		if got := unreachable(tc.err); got != tc.want {
+			t.Errorf("%s: unreachable() = %t, want %t", tc.reason, got, tc.want)
+		}
+	}
+}
+
+// Finding 1: nearly every mapped namespace gone or recreated is a changed plane.
+func TestNamespaceLoss(t *testing.T) {
+	states := func(matches, recreated, gone, unknown int) map[string]NamespaceState {
+		m := map[string]NamespaceState{}
+		add := func(n int, st NamespaceState) {
+			for i := range n {
+				m[fmt.Sprintf("%d/%d", st, i)] = st
+			}
+		}
+		add(matches, NamespaceMatches)
+		add(recreated, NamespaceRecreated)
+		add(gone, NamespaceGone)
+		add(unknown, NamespaceUnknown)
+		return m
+	}
+	cases := []struct {
+		reason string
+		states map[string]NamespaceState
+		mass   bool
+	}{
+		{"nothing read", states(0, 0, 0, 0), false},
+		{"two of two gone: too few to tell", states(0, 1, 1, 0), false},
+		{"three of three gone", states(0, 1, 2, 0), true},
+		{"nine of ten gone", states(1, 5, 4, 0), true},
+		{"eight of ten gone", states(2, 4, 4, 0), false},
+		{"unreadable namespaces are not counted", states(0, 3, 0, 5), true},
+		{"all present", states(5, 0, 0, 0), false},
+	}
+	for _, tc := range cases {
+		if _, _, mass := namespaceLoss(tc.states); mass != tc.mass {
+			t.Errorf("%s: mass loss %t, want %t", tc.reason, mass, tc.mass)
 		}
 	}
 }

@@ -146,16 +146,19 @@ const (
 	// does not depend on this anchor alone.
 	dependentShared dependentKind = iota
 	// dependentOrphan: it hangs on this anchor alone and no live owner claims it; it goes
-	// with the anchor, as intended.
+	// with the anchor, as the hub's garbage collector would judge any object whose only
+	// owner is gone. Unlabelled dependents and those labelled for the anchor's own owner
+	// are orphans unless claimed.
 	dependentOrphan
-	// dependentClaimed: it hangs on this anchor alone and a live owner of the same name
-	// maps to its hub namespace: that owner must re-attach it first.
+	// dependentClaimed: it hangs on this anchor alone and a live owner of the same name,
+	// mapping to its hub namespace, would write that kind and name: that owner must
+	// re-attach it first.
 	dependentClaimed
-	// dependentForeign: it hangs on this anchor alone and its labels name no owner of
-	// this project.
+	// dependentForeign: it hangs on this anchor alone and its labels name an owner in
+	// another project (or a cluster name that does not decode): not ours to judge.
 	dependentForeign
-	// dependentUnreadable: it hangs on this anchor alone and names another owner whose
-	// state could not be read.
+	// dependentUnreadable: it hangs on this anchor alone and names an owner whose state
+	// could not be read.
 	dependentUnreadable
 )
 
@@ -170,6 +173,8 @@ func (k ownerKey) owner(uid types.UID) anchor.Owner {
 	return anchor.Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
 }
 
+func (k ownerKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
+
 // otherOwner is what a live read said about an owner a dependent's labels name, when
 // it is not the anchor's own owner.
 type otherOwner struct {
@@ -180,14 +185,48 @@ type otherOwner struct {
 	Namespace NamespaceState
 }
 
-// dependentOwnerKey decodes the owner a dependent's labels name. ok is false for labels
-// that do not decode.
-func dependentOwnerKey(labels map[string]string) (ownerKey, bool) {
-	o, err := anchor.Decode(placeholderName, labels)
-	if err != nil {
-		return ownerKey{}, false
+// ownOwner is what is known, just before the delete, of the anchor's own owner, for
+// the dependents labelled for it.
+type ownOwner struct {
+	// Fresh is the owner read live again just before the delete (NotRead: not read, and
+	// the proof alone decides).
+	Fresh Observation
+	// Sibling: another anchor with the same five labels lives in the same hub namespace:
+	// the anchor of the owner recreated under the same name.
+	Sibling bool
+}
+
+// dependentJudge holds what judging the dependents of one anchor depends on, besides
+// each dependent.
+type dependentJudge struct {
+	// anchorUID is the anchor ConfigMap's own UID; owner is the owner it is named for,
+	// whose absence proof proved.
+	anchorUID types.UID
+	owner     anchor.Owner
+	proof     Reason
+	// existing holds the UIDs of the objects of the hub namespace still there.
+	existing map[types.UID]bool
+	// other holds live reads of the owners, other than owner, that dependents name.
+	other map[ownerKey]otherOwner
+	own   ownOwner
+	// writes says what a live owner would write (Options.Writes).
+	writes map[schema.GroupKind][]HubWrite
+}
+
+// labelledOwner decodes the owner a dependent's labels name. unlabelled is true when
+// it carries no cluster name at all; ok is false when the labels do not decode to an
+// owner (foreign is then true if the cluster name names, or may name, another project
+// than project).
+func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, unlabelled, foreign bool) {
+	if o, err := anchor.Decode(placeholderName, labels); err == nil {
+		return keyOf(o), true, false, o.Project != project
 	}
-	return keyOf(o), true
+	v, has := labels[anchor.LabelClusterName]
+	if !has {
+		return ownerKey{}, false, true, false
+	}
+	p, err := anchor.ProjectFromClusterName(v)
+	return ownerKey{}, false, false, err != nil || p != project
 }
 
 // placeholderName stands in for an anchor name when only labels are decoded.
@@ -196,7 +235,8 @@ var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 // hangsAlone reports whether dep depends on the anchor with anchorUID alone: it holds a
 // reference to it and no reference to another object known to exist. References to
 // objects not in existing (cluster-scoped or unknown) are not counted as owners, so an
-// unknown reference errs towards "alone", which only ever keeps the anchor longer.
+// unknown reference errs towards "alone", which never deletes a dependent that a
+// judgement would keep: every dependent that hangs alone is judged.
 func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) (refers, alone bool) {
 	alone = true
 	for _, ref := range dep.OwnerReferences {
@@ -211,32 +251,38 @@ func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing
 	return refers, alone
 }
 
-// judgeDependent decides what dep means for deleting the anchor (the ConfigMap whose
-// own UID is anchorUID) of anchorOwner, whose absence was proven by proof. other holds
-// live reads of owners that dependents' labels name when it is not anchorOwner (the
-// caller reads those named by otherOwnersToRead).
-func judgeDependent(dep *metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) dependentKind {
+// gkOf returns a listed dependent's group and kind.
+func gkOf(dep *metav1.PartialObjectMetadata) schema.GroupKind {
+	return dep.GroupVersionKind().GroupKind()
+}
+
+// judge decides what dep means for deleting the anchor (docs/design.md, No cascade into
+// live objects).
+func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	if dep.DeletionTimestamp != nil {
 		return dependentShared
 	}
-	if _, alone := hangsAlone(dep, anchorUID, existing); !alone {
+	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
 		return dependentShared
 	}
-	key, ok := dependentOwnerKey(dep.Labels)
-	if !ok || key.Project != anchorOwner.Project {
+	key, ok, unlabelled, foreign := labelledOwner(dep.Labels, j.owner.Project)
+	switch {
+	case foreign:
 		return dependentForeign
-	}
-	if key == keyOf(anchorOwner) {
-		// The anchor's own owner: a live object of that name with another UID, in the
-		// namespace this hub namespace mirrors, is the owner that takes it over. Absence
-		// proven through the namespace means any live object of that name lives in a new
-		// namespace, which maps to another hub namespace: it cannot claim this one.
-		if proof == ReasonReplaced {
-			return dependentClaimed
-		}
+	case unlabelled, !ok:
+		// Nobody's labels: its only owner is this anchor, and nothing live can claim
+		// it (the live path labels everything it writes).
 		return dependentOrphan
 	}
-	o, ok := other[key]
+	if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
+		// The owner its labels name would not write this kind and name: no reconcile
+		// re-attaches it, so no claim can end.
+		return dependentOrphan
+	}
+	if key == keyOf(j.owner) {
+		return j.judgeOwn()
+	}
+	o, ok := j.other[key]
 	if !ok {
 		return dependentUnreadable
 	}
@@ -254,20 +300,76 @@ func judgeDependent(dep *metav1.PartialObjectMetadata, anchorUID types.UID, anch
 	return dependentUnreadable
 }
 
-// otherOwnersToRead returns the owners, other than anchorOwner, that dependents hanging
-// on the anchor (whose own UID is anchorUID) alone name in their labels: judgeDependent
-// needs their live state.
-func otherOwnersToRead(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, existing map[types.UID]bool) []ownerKey {
+// judgeOwn judges a dependent labelled for the anchor's own owner, which that owner
+// would write.
+func (j dependentJudge) judgeOwn() dependentKind {
+	if j.own.Sibling {
+		// The owner's current anchor is right here: it re-attaches the dependent.
+		return dependentClaimed
+	}
+	nsProof := j.proof == ReasonNamespaceRecreated || j.proof == ReasonNamespaceGone
+	switch j.own.Fresh.State {
+	case NotRead:
+		// A live object of that name with another UID, in the namespace this hub
+		// namespace mirrors, is the owner that takes it over.
+		if j.proof == ReasonReplaced {
+			return dependentClaimed
+		}
+		return dependentOrphan
+	case Absent:
+		return dependentOrphan
+	case Present:
+		if j.own.Fresh.UID == j.owner.UID {
+			// The owner read with the anchor's UID contradicts the proof: keep.
+			return dependentUnreadable
+		}
+		// Recreated since, or still: unless absence was proven through the namespace
+		// (a live object of that name then lives in a new namespace, which maps to
+		// another hub namespace), it claims the dependent.
+		if nsProof {
+			return dependentOrphan
+		}
+		return dependentClaimed
+	}
+	return dependentUnreadable
+}
+
+// needsOwn reports whether any dependent that hangs on the anchor alone is labelled for
+// the anchor's own owner, which would write it: the owner is then read again, live,
+// just before the delete.
+func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
+	for _, dep := range deps {
+		if dep.DeletionTimestamp != nil {
+			continue
+		}
+		if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+			continue
+		}
+		key, ok, _, _ := labelledOwner(dep.Labels, j.owner.Project)
+		if ok && key == keyOf(j.owner) && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// otherOwnersToRead returns the owners, other than the anchor's own, that dependents
+// hanging on the anchor alone name in their labels and would write them: judge needs
+// their live state.
+func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
 		if dep.DeletionTimestamp != nil {
 			continue
 		}
-		if _, alone := hangsAlone(dep, anchorUID, existing); !alone {
+		if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
 			continue
 		}
-		key, ok := dependentOwnerKey(dep.Labels)
-		if !ok || key.Project != anchorOwner.Project || key == keyOf(anchorOwner) || slices.Contains(out, key) {
+		key, ok, _, foreign := labelledOwner(dep.Labels, j.owner.Project)
+		if !ok || foreign || key == keyOf(j.owner) || slices.Contains(out, key) {
+			continue
+		}
+		if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
 			continue
 		}
 		out = append(out, key)
@@ -275,18 +377,19 @@ func otherOwnersToRead(deps []*metav1.PartialObjectMetadata, anchorUID types.UID
 	return out
 }
 
-// summarizeDependents judges every dependent of the anchor and returns the summary
-// Decide reads, with the live owners that claim dependents (to be enqueued).
-func summarizeDependents(deps []*metav1.PartialObjectMetadata, anchorUID types.UID, anchorOwner anchor.Owner, proof Reason, existing map[types.UID]bool, other map[ownerKey]otherOwner) (DependentsSummary, []anchor.Owner) {
+// summarize judges every dependent of the anchor and returns the summary Decide reads,
+// with the live owners that claim dependents (to be enqueued).
+func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (DependentsSummary, []anchor.Owner) {
 	s := DependentsSummary{Total: len(deps)}
 	var claimers []anchor.Owner
 	for _, dep := range deps {
-		switch judgeDependent(dep, anchorUID, anchorOwner, proof, existing, other) {
+		switch j.judge(dep) {
 		case dependentClaimed:
 			s.Claimed++
-			key, _ := dependentOwnerKey(dep.Labels)
-			claimer := key.owner(other[key].UID)
-			if key == keyOf(anchorOwner) {
+			key, _, _, _ := labelledOwner(dep.Labels, j.owner.Project)
+			claimer := key.owner(j.other[key].UID)
+			if key == keyOf(j.owner) {
+				// A reconcile is about the object that has the name now.
 				claimer = key.owner("")
 			}
 			if !slices.Contains(claimers, claimer) {
@@ -302,22 +405,50 @@ func summarizeDependents(deps []*metav1.PartialObjectMetadata, anchorUID types.U
 }
 
 // dependentsIndex maps the UIDs of the objects in one hub namespace to what refers to
-// them, and records which UIDs exist.
+// them, records which UIDs exist, and which anchors each owner has there.
 type dependentsIndex struct {
 	existing map[types.UID]bool
 	byOwner  map[types.UID][]*metav1.PartialObjectMetadata
+	// anchors maps an owner to the UIDs of the anchors (ConfigMaps) it has here.
+	anchors map[ownerKey][]types.UID
 }
 
 func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
-	idx := dependentsIndex{existing: make(map[types.UID]bool, len(objects)), byOwner: map[types.UID][]*metav1.PartialObjectMetadata{}}
+	idx := dependentsIndex{
+		existing: make(map[types.UID]bool, len(objects)),
+		byOwner:  map[types.UID][]*metav1.PartialObjectMetadata{},
+		anchors:  map[ownerKey][]types.UID{},
+	}
 	for i := range objects {
 		o := &objects[i]
 		idx.existing[o.UID] = true
 		for _, ref := range o.OwnerReferences {
 			idx.byOwner[ref.UID] = append(idx.byOwner[ref.UID], o)
 		}
+		if gk := gkOf(o); gk.Group == "" && gk.Kind == "ConfigMap" && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
+			if owner, err := anchor.Decode(o.Name, o.Labels); err == nil {
+				idx.anchors[keyOf(owner)] = append(idx.anchors[keyOf(owner)], o.UID)
+			}
+		}
 	}
 	return idx
+}
+
+// sibling returns another anchor of owner's in this namespace than the one whose own
+// UID is anchorUID, if any.
+func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (types.UID, bool) {
+	for _, uid := range idx.anchors[keyOf(owner)] {
+		if uid != anchorUID && idx.existing[uid] {
+			return uid, true
+		}
+	}
+	return "", false
+}
+
+// forget removes an anchor about to be deleted from the index: what hangs on it and
+// on another anchor judged later then hangs on that one alone, and is judged as such.
+func (idx dependentsIndex) forget(uid types.UID) {
+	delete(idx.existing, uid)
 }
 
 // dependentRef names a dependent in reports and Events.

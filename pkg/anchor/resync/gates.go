@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -32,6 +31,25 @@ const (
 	// LabelPlaneIdentity marks the ConfigMaps, in the lease namespace, that record each
 	// project's plane identity.
 	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity"
+	// AnnotationAcknowledgePlane on a project's plane identity record, set to the UID of
+	// the plane's "default" Namespace now, is an operator's acknowledgement of that
+	// plane. A changed plane whose UID it names is recorded (with the Secret's UID) by
+	// the next pass, which removes the annotation, logs it and raises a Normal Event
+	// PlaneIdentityAcknowledged. Naming the plane already on record, it lifts the halt
+	// of a pass in which nearly every mapped namespace reads as gone or recreated; the
+	// first pass that finds no such loss removes it. Any other value is ignored.
+	//
+	//	kubectl annotate configmap -n <lease-namespace> anchorage-plane-<hash> anchorage.datumapis.com/acknowledge-plane=<uid>
+	AnnotationAcknowledgePlane = "anchorage.datumapis.com/acknowledge-plane"
+	// LabelTombstone, set to "true" on a ConfigMap in the lease namespace whose data key
+	// "project" names a project, retires that project on purpose: once it has no
+	// kubeconfig Secret (confirmed on two passes), its anchors are collected under the
+	// usual rules, throttle and dry-run, and its plane identity record is dropped. Off
+	// by default: without a tombstone, anchors of a project with no Secret are only
+	// reported. A tombstone is ignored while the project has a Secret.
+	LabelTombstone = "anchorage.datumapis.com/retired-project"
+	// TombstoneKeyProject is the data key of a tombstone naming the retired project.
+	TombstoneKeyProject = "project"
 
 	// DefaultSecretLabel is the label of kubeconfig Secrets (multicluster-runtime's
 	// kubeconfig provider).
@@ -40,6 +58,7 @@ const (
 	planeIdentityPrefix = "anchorage-plane-"
 	planeKeyProject     = "project"
 	planeKeyUID         = "default-namespace-uid"
+	planeKeySecretUID   = "secret-uid"
 )
 
 // secrets finds a project's kubeconfig Secret.
@@ -144,14 +163,23 @@ type planeCheck struct {
 	// Recorded is the identity on record ("" if none).
 	Recorded types.UID
 	Current  types.UID
+	// Acknowledged: an operator acknowledged Current, which is now recorded.
+	Acknowledged bool
+	// LossAcknowledged: the record carries an acknowledgement of Current, which is the
+	// recorded plane: a pass in which nearly every mapped namespace reads as gone or
+	// recreated is not halted.
+	LossAcknowledged bool
 }
 
 // checkPlane compares the plane's current identity with the one recorded for project,
 // recording it if none is (and record is set). The record is a ConfigMap in the lease
-// namespace, owned by the project's Secret: deleting the Secret (a project removed)
-// lets the hub's garbage collector remove the record, while editing it (a repointed
-// kubeconfig) keeps it, which is what exposes the change. A record owned by an earlier
-// Secret of the same name is not trusted (it is waiting for the garbage collector).
+// namespace that belongs to the project, not to its Secret: it has no ownerReference,
+// so a Secret deleted and created again (a restore, a GitOps replace, a credential
+// rotation by re-creation) finds it and must match it. The record notes the UID of the
+// Secret it was last verified with; a new Secret is verified against the recorded plane
+// and then noted. Records written by earlier versions, owned by the Secret, lose that
+// ownerReference on the first pass that verifies them. Only a retired project's pass
+// deletes a record (dropPlaneRecord).
 func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, int, error) {
 	pc := planeCheck{State: PlaneUnverified, Current: current}
 	key := client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}
@@ -164,14 +192,8 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 			return pc, calls, nil
 		}
 		cm = &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Namespace: key.Namespace, Name: key.Name,
-				Labels: map[string]string{LabelPlaneIdentity: "true"},
-				OwnerReferences: []metav1.OwnerReference{{
-					APIVersion: "v1", Kind: "Secret", Name: secret.Name, UID: secret.UID, BlockOwnerDeletion: ptr.To(false),
-				}},
-			},
-			Data: map[string]string{planeKeyProject: project, planeKeyUID: string(current)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelPlaneIdentity: "true"}},
+			Data:       map[string]string{planeKeyProject: project, planeKeyUID: string(current), planeKeySecretUID: string(secret.UID)},
 		}
 		calls++
 		if err := writer.Create(ctx, cm); err == nil {
@@ -193,20 +215,152 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 		pc.Detail = fmt.Sprintf("identity record %s names project %q", key.Name, cm.Data[planeKeyProject])
 		return pc, calls, nil
 	}
-	if secret != nil {
-		for _, ref := range cm.OwnerReferences {
-			if ref.Kind == "Secret" && ref.UID != secret.UID {
-				pc.Detail = "identity record belongs to an earlier Secret of this name (waiting for garbage collection)"
-				return pc, calls, nil
+	pc.Recorded = types.UID(cm.Data[planeKeyUID])
+	verifiedWith := types.UID(cm.Data[planeKeySecretUID])
+	legacyOwned := false
+	for _, ref := range cm.OwnerReferences {
+		if ref.Kind == "Secret" {
+			legacyOwned = true
+			if verifiedWith == "" {
+				verifiedWith = ref.UID
 			}
 		}
 	}
-	pc.Recorded = types.UID(cm.Data[planeKeyUID])
-	if pc.Recorded != current {
-		pc.State = PlaneChanged
-		pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s (ConfigMap %s/%s)", current, pc.Recorded, key.Namespace, key.Name)
+	secretUID := types.UID("")
+	if secret != nil {
+		secretUID = secret.UID
+	}
+	newSecret := secretUID != "" && verifiedWith != secretUID
+	ack := types.UID(cm.Annotations[AnnotationAcknowledgePlane])
+
+	if pc.Recorded == current {
+		pc.State = PlaneVerified
+		pc.LossAcknowledged = ack == current
+		if newSecret {
+			pc.Detail = fmt.Sprintf("Secret uid %s verified against the recorded plane (recorded with %s)", secretUID, verifiedWith)
+		}
+		if (newSecret || legacyOwned) && record && secretUID != "" {
+			calls++
+			if err := rewriteRecord(ctx, writer, cm, current, secretUID, false); err != nil {
+				// The comparison holds; noting the Secret waits for the next pass.
+				pc.Detail = strings.TrimPrefix(pc.Detail+"; noting the Secret on the record failed: "+err.Error(), "; ")
+			}
+		}
 		return pc, calls, nil
 	}
-	pc.State = PlaneVerified
+
+	if ack == current && current != "" {
+		if !record || secretUID == "" {
+			pc.State = PlaneChanged
+			pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s; acknowledged on the record, to be recorded by a replica (this run writes nothing)", current, pc.Recorded)
+			return pc, calls, nil
+		}
+		calls++
+		if err := rewriteRecord(ctx, writer, cm, current, secretUID, true); err != nil {
+			pc.State = PlaneChanged
+			pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s; recording the acknowledged plane failed: %v", current, pc.Recorded, err)
+			return pc, calls, nil
+		}
+		pc.State, pc.Acknowledged = PlaneVerified, true
+		pc.Detail = fmt.Sprintf("new plane %s acknowledged by an operator (was %s)", current, pc.Recorded)
+		return pc, calls, nil
+	}
+
+	pc.State = PlaneChanged
+	pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s (ConfigMap %s/%s)", current, pc.Recorded, key.Namespace, key.Name)
+	if newSecret {
+		pc.Detail += fmt.Sprintf("; the project's Secret (uid %s) is not the one the record was verified with (%s)", secretUID, verifiedWith)
+	}
+	if ack != "" {
+		pc.Detail += fmt.Sprintf("; the acknowledgement on the record names plane %s, not this one", ack)
+	}
 	return pc, calls, nil
+}
+
+// rewriteRecord notes on the record cm the plane uid and the Secret it was verified
+// with, drops any ownerReference to a Secret (records of earlier versions) and, when
+// acknowledged, the operator's acknowledgement. The update is conditional on the
+// resourceVersion read.
+func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
+	cm = cm.DeepCopy()
+	var refs []metav1.OwnerReference
+	for _, ref := range cm.OwnerReferences {
+		if ref.Kind != "Secret" {
+			refs = append(refs, ref)
+		}
+	}
+	cm.OwnerReferences = refs
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[planeKeyUID], cm.Data[planeKeySecretUID] = string(uid), string(secretUID)
+	if acknowledged {
+		delete(cm.Annotations, AnnotationAcknowledgePlane)
+	}
+	return writer.Update(ctx, cm)
+}
+
+// clearLossAcknowledgement removes an acknowledgement of the recorded plane from the
+// record once a pass finds no mass loss of namespaces any more.
+func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, current types.UID) error {
+	cm := &corev1.ConfigMap{}
+	if err := hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm); err != nil {
+		return err
+	}
+	if types.UID(cm.Annotations[AnnotationAcknowledgePlane]) != current || types.UID(cm.Data[planeKeyUID]) != current {
+		return nil
+	}
+	delete(cm.Annotations, AnnotationAcknowledgePlane)
+	return writer.Update(ctx, cm)
+}
+
+// dropPlaneRecord deletes a retired project's plane identity record, conditional on
+// the UID and resourceVersion read. It is the only place a record is deleted. gone
+// reports that there was none.
+func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string) (gone bool, calls int, err error) {
+	cm := &corev1.ConfigMap{}
+	calls++
+	err = hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm)
+	if apierrors.IsNotFound(err) {
+		return true, calls, nil
+	}
+	if err != nil {
+		return false, calls, err
+	}
+	if cm.Data[planeKeyProject] != project {
+		return false, calls, fmt.Errorf("record %s names project %q", cm.Name, cm.Data[planeKeyProject])
+	}
+	uid, rv := cm.UID, cm.ResourceVersion
+	calls++
+	err = writer.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	if apierrors.IsNotFound(err) {
+		return true, calls, nil
+	}
+	return false, calls, err
+}
+
+// tombstoneOf returns the name of a tombstone retiring project in the lease namespace
+// ("" if none), and the requests made.
+func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project string) (string, int, error) {
+	names, err := tombstones(ctx, hub, leaseNamespace)
+	if err != nil {
+		return "", 1, err
+	}
+	return names[project], 1, nil
+}
+
+// tombstones returns the retired projects named by tombstones in the lease namespace,
+// with the name of each one's tombstone.
+func tombstones(ctx context.Context, hub client.Reader, leaseNamespace string) (map[string]string, error) {
+	list := &corev1.ConfigMapList{}
+	if err := hub.List(ctx, list, client.InNamespace(leaseNamespace), client.MatchingLabels{LabelTombstone: "true"}); err != nil {
+		return nil, fmt.Errorf("listing project tombstones in %s: %w", leaseNamespace, err)
+	}
+	out := map[string]string{}
+	for _, cm := range list.Items {
+		if p := cm.Data[TombstoneKeyProject]; p != "" && cm.DeletionTimestamp == nil {
+			out[p] = cm.Name
+		}
+	}
+	return out, nil
 }

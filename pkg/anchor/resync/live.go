@@ -29,6 +29,10 @@ type Plane struct {
 	Live client.Reader
 	// Mapper maps an owner's group and kind to the resource a live read needs.
 	Mapper meta.RESTMapper
+	// SecretUID is the UID of the kubeconfig Secret the plane was built from, when
+	// known (the sweep): a pass over a project whose Secret has another UID now reads
+	// nothing of it. Empty: not checked (a replica's plane is the shard's engagement).
+	SecretUID types.UID
 }
 
 // readCached reads owner from the cache without ever starting an informer: each version
@@ -89,6 +93,9 @@ func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, i
 			return Observation{State: Absent}, 1, nil
 		}
 		return Observation{State: NotServed}, 1, err
+	}
+	if apierrors.IsForbidden(err) {
+		return Observation{State: Forbidden}, 1, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
 	}
 	return Observation{State: Failed}, 1, fmt.Errorf("reading %s live: %w", owner, err)
 }

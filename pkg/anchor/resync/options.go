@@ -67,8 +67,17 @@ type Options struct {
 	// (Reports, LastReport, Passes); the least recently passed is forgotten first. It
 	// should exceed the projects one replica holds. Default 4096.
 	RememberedProjects int
+	// ClaimPasses bounds how many passes a dependent claimed by a live owner (one that
+	// would write that kind and name) keeps a stale anchor: the pass after that reports
+	// the claim expired (claim-expired), and the next one collects the anchor with the
+	// dependent. Default 3.
+	ClaimPasses int
 	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
 	Finalizers map[schema.GroupKind]string
+	// Writes are the hub objects the live path writes, by owner kind: only an owner
+	// that would write a dependent's kind and name can claim it. Default
+	// DefaultHubWrites.
+	Writes map[schema.GroupKind][]HubWrite
 	// Clock drives periods, ages and confirmation. Default the real clock. Rate limits
 	// and timeouts always run on the real clock.
 	Clock clock.WithTicker
@@ -104,11 +113,15 @@ func (o Options) WithDefaults() Options {
 	setInt(&o.Workers, 4)
 	setInt(&o.DependentsBurst, 100)
 	setInt(&o.RememberedProjects, 4096)
+	setInt(&o.ClaimPasses, 3)
 	setQPS(&o.DependentsQPS, 50)
 	setQPS(&o.DeletionQPS, 10)
 	setQPS(&o.LiveQPS, 50)
 	if o.Finalizers == nil {
 		o.Finalizers = DefaultFinalizers
+	}
+	if o.Writes == nil {
+		o.Writes = DefaultHubWrites
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
@@ -122,7 +135,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)
@@ -133,5 +146,5 @@ func (o Options) Validate() error {
 }
 
 func (o Options) timing() Timing {
-	return Timing{MinAge: o.MinAge, ConfirmAfter: o.ConfirmAfter, StuckAfter: o.StuckAfter}
+	return Timing{MinAge: o.MinAge, ConfirmAfter: o.ConfirmAfter, StuckAfter: o.StuckAfter, ClaimPasses: o.ClaimPasses}
 }

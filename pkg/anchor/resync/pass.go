@@ -50,11 +50,16 @@ type ExaminationRecorder interface{ RecordExamination(Examination) }
 // the project is (a new holder starts confirming again, which only delays).
 type projectMemory struct {
 	proofs map[types.UID]Proof
-	live   flowcontrol.RateLimiter
+	// claims counts, per anchor, the passes in a row that found a claimed dependent
+	// hanging on it (Options.ClaimPasses bounds them).
+	claims map[types.UID]int
+	// retiredAt is when a pass first found the project retired (zero: not retired).
+	retiredAt time.Time
+	live      flowcontrol.RateLimiter
 }
 
 func newProjectMemory(o Options) *projectMemory {
-	return &projectMemory{proofs: map[types.UID]Proof{}, live: flowcontrol.NewTokenBucketRateLimiter(o.LiveQPS, o.LiveBurst)}
+	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(o.LiveQPS, o.LiveBurst)}
 }
 
 // passDeps is what every pass of one runner shares: the replica's Resync, the sweep
@@ -103,6 +108,16 @@ type pass struct {
 	others      map[ownerKey]otherOwner
 	failures    int
 	unreachable bool
+	// forbidden holds the owner kinds the plane refused to let the manager read in this
+	// pass, with the missing permission: they are not read again in this pass.
+	forbidden map[schema.GroupKind]string
+	// retired: the project has no Secret and a tombstone (named tombstone) retires it.
+	retired   bool
+	tombstone string
+	// planeCheck is the plane identity check of this pass.
+	planeCheck planeCheck
+	// enqueued holds the owners enqueued in this pass.
+	enqueued map[anchor.Owner]bool
 	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
 	kinds    []DependentKind
 	kindsErr error
@@ -136,6 +151,7 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
 	p.namespaces, p.others = map[string]NamespaceState{}, map[ownerKey]otherOwner{}
+	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
 	err := p.phases(ctx)
 	p.rep.Duration = time.Since(started)
 	for _, it := range p.items {
@@ -176,7 +192,8 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 }
 
 // examine reads the Secret, checks the plane identity and decides every anchor from the
-// owner's cache: live anchors end here, with no API call.
+// owner's cache: live anchors end here, with no API call. A project with no Secret is
+// examined only when a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
 	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
 		sec, calls, err := p.secrets.find(ctx, r, p.project)
@@ -185,11 +202,19 @@ func (p *pass) examine(ctx context.Context) error {
 			return err
 		}
 		if sec == nil {
-			// A project that matches no Secret belongs to no shard (docs/design.md).
-			return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
+			return p.examineRetired(ctx, w, r)
 		}
+		p.memory.retiredAt = time.Time{}
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
+		if p.plane.SecretUID != "" && p.plane.SecretUID != sec.UID {
+			// The plane was built from another Secret (one replaced since): its reads
+			// prove nothing about the plane the project's Secret names now.
+			p.rep.Plane = PlaneUnverified
+			p.rep.PlaneDetail = fmt.Sprintf("the plane was built from Secret uid %s, the project's Secret is now uid %s", p.plane.SecretUID, sec.UID)
+			p.unreachable = true
+			return nil
+		}
 		p.checkPlane(ctx, w, r)
 		return nil
 	})
@@ -215,7 +240,7 @@ func (p *pass) examine(ctx context.Context) error {
 			it := &item{obj: obj}
 			it.facts = Facts{
 				Now: now, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
-				Plane: p.rep.Plane, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
+				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
 			}
 			// IsAnchor, without decoding twice: looksLikeAnchor checked the name and
 			// namespace, Decode the labels; an anchor has no ownerReferences.
@@ -225,7 +250,9 @@ func (p *pass) examine(ctx context.Context) error {
 				it.owner = owner
 				it.facts.Finalizer = p.opts.Finalizers[schema.GroupKind{Group: owner.Group, Kind: owner.Kind}]
 				it.facts.Earlier = p.memory.proofs[obj.UID]
-				it.facts.Cache = p.plane.readCached(ctx, owner)
+				if !p.retired {
+					it.facts.Cache = p.plane.readCached(ctx, owner)
+				}
 			}
 			it.verdict = Decide(it.facts)
 			p.items = append(p.items, it)
@@ -252,7 +279,8 @@ func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 }
 
 // checkPlane reads the plane identity and compares it with the record. A changed
-// identity halts the project's deletions and raises the alert.
+// identity halts the project's deletions and raises the alert; an operator's
+// acknowledgement of the new plane is logged and evented.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
@@ -261,25 +289,77 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 	p.rep.APICalls++
 	if err != nil {
 		p.rep.PlaneDetail = "plane unreachable: " + err.Error()
-		p.unreachable = true
+		p.unreachable = unreachable(err)
 		return
 	}
 	pc, calls, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
 	p.rep.APICalls += calls
+	p.planeCheck = pc
 	p.rep.Plane, p.rep.PlaneDetail = pc.State, pc.Detail
 	if err != nil {
 		p.rep.PlaneDetail = err.Error()
 	}
-	if pc.State == PlaneChanged {
-		p.rep.Halt = HaltPlaneChanged
-		p.log.Info("Halting anchor deletion: the project's plane identity changed", "recorded", pc.Recorded, "current", pc.Current)
-		p.warn("PlaneIdentityChanged", "Anchor deletion halted for project %s: %s. If the plane was replaced on purpose, delete ConfigMap %s/%s to record the new identity.",
-			p.project, pc.Detail, p.leaseNamespace, PlaneIdentityName(p.project))
+	record := fmt.Sprintf("%s/%s", p.leaseNamespace, PlaneIdentityName(p.project))
+	switch {
+	case pc.Acknowledged:
+		p.log.Info("Operator acknowledged a new plane for the project; recorded it", "record", record, "previous", pc.Recorded, "current", pc.Current, "secretUID", p.secret.UID)
+		p.notice("PlaneIdentityAcknowledged", "Acknowledge", "Plane identity of project %s acknowledged by an operator on ConfigMap %s: now %s (was %s), verified with Secret uid %s.",
+			p.project, record, pc.Current, pc.Recorded, p.secret.UID)
+	case pc.State == PlaneChanged:
+		p.haltPlane(fmt.Sprintf("%s. If the plane was replaced on purpose, acknowledge it: kubectl annotate configmap -n %s %s %s=%s",
+			pc.Detail, p.leaseNamespace, PlaneIdentityName(p.project), AnnotationAcknowledgePlane, pc.Current))
 	}
 }
 
+// haltPlane halts the project's deletions for a changed plane: the report, the log and
+// a Warning Event on the project's Secret.
+func (p *pass) haltPlane(detail string) {
+	p.rep.Plane, p.rep.Halt = PlaneChanged, HaltPlaneChanged
+	p.log.Info("Halting anchor deletion: the project's plane changed", "detail", detail)
+	p.warn("PlaneIdentityChanged", "Anchor deletion halted for project %s: %s", p.project, detail)
+}
+
+// examineRetired handles a project that matches no Secret: without a tombstone the pass
+// ends (such a project belongs to no shard); with one, its anchors are judged as the
+// anchors of a retired project (docs/design.md, Projects with no Secret). Confirmed on two
+// passes, the project's plane identity record is dropped.
+func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Reader) error {
+	name, calls, err := tombstoneOf(ctx, r, p.leaseNamespace, p.project)
+	p.rep.APICalls += calls
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		p.memory.retiredAt = time.Time{}
+		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
+	}
+	p.retired, p.tombstone, p.rep.Retired = true, name, true
+	p.rep.Plane = PlaneUnverified
+	p.rep.PlaneDetail = fmt.Sprintf("retired (tombstone %s/%s), no kubeconfig Secret", p.leaseNamespace, name)
+	now := p.now()
+	if p.memory.retiredAt.IsZero() {
+		p.memory.retiredAt = now
+		p.rep.PendingConfirmation = now.Add(p.opts.ConfirmAfter)
+		return nil
+	}
+	if now.Sub(p.memory.retiredAt) < p.opts.ConfirmAfter || !p.recordIdentity || p.opts.DryRun {
+		return nil
+	}
+	gone, n, err := dropPlaneRecord(ctx, r, w, p.leaseNamespace, p.project)
+	p.rep.APICalls += n
+	switch {
+	case err != nil:
+		p.log.Info("Dropping the plane identity record of a retired project failed; a later pass tries again", "error", err.Error())
+	case !gone:
+		p.log.Info("Dropped the plane identity record of a retired project", "record", p.leaseNamespace+"/"+PlaneIdentityName(p.project), "tombstone", name)
+	}
+	return nil
+}
+
 // prove makes the live reads suspects need: the upstream namespace (once per pass and
-// namespace), then the owner. Each read is rate-limited and runs in its own step.
+// namespace), then the owner. Each read is rate-limited and runs in its own step. A
+// pass in which nearly every mapped namespace read is gone or recreated is a changed
+// plane.
 func (p *pass) prove(ctx context.Context) error {
 	for _, it := range p.items {
 		for it.verdict.Need == NeedNamespace || it.verdict.Need == NeedLive {
@@ -295,6 +375,65 @@ func (p *pass) prove(ctx context.Context) error {
 			}
 			it.verdict = Decide(it.facts)
 		}
+	}
+	return p.checkNamespaceLoss(ctx)
+}
+
+// Mass namespace loss: a pass that read at least namespaceLossMin mapped namespaces
+// and found at least namespaceLossPercent of them gone or recreated upstream treats the
+// plane as changed (a wrong or partly restored plane reads that way).
+const (
+	namespaceLossMin     = 3
+	namespaceLossPercent = 90
+)
+
+// namespaceLoss counts the mapped namespaces a pass read with a definite answer and
+// those among them gone or recreated upstream, and says whether that is a mass loss.
+func namespaceLoss(states map[string]NamespaceState) (read, lost int, mass bool) {
+	for _, st := range states {
+		switch st {
+		case NamespaceMatches:
+			read++
+		case NamespaceRecreated, NamespaceGone:
+			read++
+			lost++
+		}
+	}
+	return read, lost, read >= namespaceLossMin && lost*100 >= read*namespaceLossPercent
+}
+
+// checkNamespaceLoss halts the pass as a changed plane on a mass loss of namespaces,
+// unless an operator acknowledged the recorded plane; it clears that acknowledgement
+// once a pass finds no mass loss.
+func (p *pass) checkNamespaceLoss(ctx context.Context) error {
+	if p.rep.Plane != PlaneVerified {
+		return nil
+	}
+	read, lost, mass := namespaceLoss(p.namespaces)
+	if !mass {
+		if p.planeCheck.LossAcknowledged && p.recordIdentity && !p.opts.DryRun {
+			return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
+				p.rep.APICalls += 2
+				if err := clearLossAcknowledgement(ctx, r, w, p.leaseNamespace, p.project, p.planeCheck.Current); err != nil {
+					p.log.Info("Clearing the acknowledgement on the plane identity record failed", "error", err.Error())
+				}
+				return nil
+			})
+		}
+		return nil
+	}
+	detail := fmt.Sprintf("%d of the %d mapped namespaces read in this pass are gone or recreated upstream", lost, read)
+	if p.planeCheck.LossAcknowledged {
+		p.log.Info("Mass loss of namespaces acknowledged by an operator on the plane identity record; deletion proceeds", "detail", detail)
+		p.rep.PlaneDetail = strings.TrimPrefix(p.rep.PlaneDetail+"; "+detail+" (acknowledged)", "; ")
+		return nil
+	}
+	p.haltPlane(fmt.Sprintf("%s, as if the plane were another one. If the plane is right, acknowledge it: kubectl annotate configmap -n %s %s %s=%s",
+		detail, p.leaseNamespace, PlaneIdentityName(p.project), AnnotationAcknowledgePlane, p.planeCheck.Current))
+	p.rep.PlaneDetail = detail
+	for _, it := range p.items {
+		it.facts.Plane = PlaneChanged
+		it.verdict = Decide(it.facts)
 	}
 	return nil
 }
@@ -317,7 +456,7 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 			var err error
 			st, err = p.plane.readNamespace(rctx, ns, hubNS)
 			p.rep.APICalls++
-			p.noteRead(err == nil || st != NamespaceUnknown)
+			p.noteRead(err)
 			return nil
 		})
 		if err != nil {
@@ -329,10 +468,15 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 }
 
 // readOwner reads owner live, rate-limited, in its own step. Only an abort is
-// returned as an error; read failures are in the observation and the detail.
+// returned as an error; read failures are in the observation and the detail. A kind
+// the plane refused to let the manager read (403) is not read again in this pass.
 func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if p.unreachable {
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
+	}
+	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
+	if detail, ok := p.forbidden[gk]; ok {
+		return Observation{State: Forbidden}, detail, nil
 	}
 	if err := p.live(ctx); err != nil {
 		return Observation{State: Failed}, "", err
@@ -348,7 +492,10 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 		if err != nil {
 			detail = err.Error()
 		}
-		p.noteRead(o.State != Failed)
+		if o.State == Forbidden {
+			p.forbidden[gk] = detail
+		}
+		p.noteRead(err)
 		return nil
 	})
 	return obs, detail, err
@@ -362,16 +509,21 @@ func (p *pass) live(ctx context.Context) error {
 	return nil
 }
 
-// noteRead counts consecutive failed reads of the plane.
-func (p *pass) noteRead(ok bool) {
-	if ok {
+// noteRead counts consecutive reads of the plane that failed in a way that is the
+// plane's (unreachable: transport, timeouts, 5xx, 401). A success resets the count; a
+// failure that belongs to what was read (403, 404, 429, ...) leaves it as it is.
+func (p *pass) noteRead(err error) {
+	if err == nil {
 		p.failures = 0
+		return
+	}
+	if !unreachable(err) {
 		return
 	}
 	p.failures++
 	if p.failures >= unreachableAfter && !p.unreachable {
 		p.unreachable = true
-		p.log.Info("Treating the plane as unreachable for the rest of the pass", "failedReads", p.failures)
+		p.log.Info("Treating the plane as unreachable for the rest of the pass", "failedReads", p.failures, "lastError", err.Error())
 	}
 }
 
@@ -404,30 +556,33 @@ func (p *pass) remember(context.Context) error {
 			delete(p.memory.proofs, uid)
 		}
 	}
+	for uid := range p.memory.claims {
+		if !seen[uid] {
+			delete(p.memory.claims, uid)
+		}
+	}
 	return nil
 }
 
 // collect applies the ceiling, reads the dependents of candidates namespace by
 // namespace (just before deleting), and deletes what is still Collect, within the cap
 // and the rate limit, unless dry-run, the switch or the exclusion say otherwise.
+// Anchors already terminating are skipped (reported), and count neither as deletions
+// nor against the cap or the ceiling.
 func (p *pass) collect(ctx context.Context) error {
 	var candidates []*item
 	for _, it := range p.items {
-		if it.verdict.Decision == Collect && it.verdict.Need == NeedDependents {
-			candidates = append(candidates, it)
+		if it.verdict.Decision != Collect || it.verdict.Need != NeedDependents {
+			continue
 		}
+		if ts := it.obj.DeletionTimestamp; ts != nil {
+			it.action = ActionAlreadyTerminating
+			it.detail = fmt.Sprintf("already terminating since %s (finalizers %v)", ts.UTC().Format(time.RFC3339), it.obj.Finalizers)
+			continue
+		}
+		candidates = append(candidates, it)
 	}
 	if len(candidates) == 0 {
-		return nil
-	}
-	if len(candidates) > p.opts.HaltAbove {
-		p.rep.Halt = HaltCeiling
-		for _, it := range candidates {
-			it.action = ActionHalted
-		}
-		p.log.Info("Halting anchor deletion: more anchors qualify for collection than the per-pass ceiling", "candidates", len(candidates), "ceiling", p.opts.HaltAbove)
-		p.warn("CollectionCeiling", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand.",
-			p.project, len(candidates), p.opts.HaltAbove)
 		return nil
 	}
 	// Oldest first, then grouped by namespace so each namespace's dependents are read
@@ -443,6 +598,12 @@ func (p *pass) collect(ctx context.Context) error {
 		}
 		byNS[it.obj.Namespace] = append(byNS[it.obj.Namespace], it)
 	}
+	if len(candidates) > p.opts.HaltAbove {
+		halted, err := p.ceiling(ctx, order, byNS)
+		if err != nil || halted {
+			return err
+		}
+	}
 	collected := 0
 	for _, ns := range order {
 		if collected >= p.opts.MaxDeletionsPerPass {
@@ -456,6 +617,52 @@ func (p *pass) collect(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ceiling judges the dependents of every candidate (no fresh reads, no enqueue, no
+// deletion) when there are more candidates than the ceiling, and halts the pass if more
+// than the ceiling can be collected: candidates kept for their dependents do not count,
+// so anchors that are kept anyway never halt a project forever. Otherwise the
+// candidates are judged again, on fresh lists, by the collection that follows.
+func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*item) (bool, error) {
+	collectable := 0
+	for _, ns := range order {
+		objs, listErr, err := p.listNamespace(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		idx := indexDependents(objs)
+		for _, it := range byNS[ns] {
+			if err := p.judgeDependents(ctx, it, idx, listErr, false); err != nil {
+				return false, err
+			}
+			if it.verdict.Decision == Collect {
+				collectable++
+				idx.forget(it.obj.UID)
+			}
+		}
+	}
+	if collectable <= p.opts.HaltAbove {
+		for _, ns := range order {
+			for _, it := range byNS[ns] {
+				it.facts.Dependents, it.deps, it.detail = nil, nil, ""
+				it.verdict = Decide(it.facts)
+			}
+		}
+		return false, nil
+	}
+	p.rep.Halt = HaltCeiling
+	for _, ns := range order {
+		for _, it := range byNS[ns] {
+			if it.verdict.Decision == Collect {
+				it.action = ActionHalted
+			}
+		}
+	}
+	p.log.Info("Halting anchor deletion: more anchors can be collected than the per-pass ceiling", "collectable", collectable, "ceiling", p.opts.HaltAbove)
+	p.warn("CollectionCeiling", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
+		p.project, collectable, p.opts.HaltAbove)
+	return true, nil
 }
 
 // readSwitch reads the runtime switch (one request) inside a step.
@@ -487,7 +694,7 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 			it.action = ActionDeferred
 			continue
 		}
-		if err := p.judgeDependents(ctx, it, idx, listErr); err != nil {
+		if err := p.judgeDependents(ctx, it, idx, listErr, true); err != nil {
 			return err
 		}
 		if it.verdict.Decision != Collect {
@@ -499,6 +706,9 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 		if it.verdict.Decision != Collect {
 			continue
 		}
+		// From here the anchor is as good as gone: what also hangs on it is judged,
+		// for the candidates that follow, as hanging on them alone.
+		idx.forget(it.obj.UID)
 		*collected++
 		switch {
 		case p.opts.DryRun:
@@ -549,9 +759,11 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 	return objs, nil, nil
 }
 
-// judgeDependents completes a candidate's facts with its dependents and decides again;
-// live owners that claim a dependent are enqueued to re-attach it.
-func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsIndex, listErr error) error {
+// judgeDependents completes a candidate's facts with its dependents and decides again.
+// When final (just before the delete), the anchor's own owner is read live again if a
+// dependent is labelled for it, claims are counted toward their expiry, and live owners
+// that claim a dependent are enqueued to re-attach it.
+func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsIndex, listErr error, final bool) error {
 	if listErr != nil {
 		it.facts.Dependents = &DependentsSummary{Failed: true}
 		it.detail = listErr.Error()
@@ -563,23 +775,76 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 	for _, d := range deps {
 		it.deps = append(it.deps, dependentRef(d))
 	}
-	for _, key := range otherOwnersToRead(deps, it.obj.UID, it.owner, idx.existing) {
-		if _, ok := p.others[key]; ok {
-			continue
+	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
+	if p.retired {
+		// Nothing of a retired project is live: no owner of it claims anything.
+		for _, key := range j.otherOwnersToRead(deps) {
+			p.others[key] = otherOwner{State: Absent}
 		}
-		o, err := p.readOtherOwner(ctx, key, it.obj.Namespace)
-		if err != nil {
-			return err
+		j.own.Fresh = Observation{State: Absent}
+	} else {
+		for _, key := range j.otherOwnersToRead(deps) {
+			if _, ok := p.others[key]; ok {
+				continue
+			}
+			o, err := p.readOtherOwner(ctx, key, it.obj.Namespace)
+			if err != nil {
+				return err
+			}
+			p.others[key] = o
 		}
-		p.others[key] = o
+		if j.needsOwn(deps) {
+			_, j.own.Sibling = idx.sibling(it.owner, it.obj.UID)
+			if final && !j.own.Sibling {
+				// The proof may be minutes old: read the owner again, just before the
+				// delete.
+				fresh, detail, err := p.readOwner(ctx, it.owner)
+				if err != nil {
+					return err
+				}
+				j.own.Fresh = fresh
+				if detail != "" {
+					it.detail = "owner read again before the delete: " + detail
+				}
+			}
+		}
 	}
-	summary, claimers := summarizeDependents(deps, it.obj.UID, it.owner, it.verdict.Proof, idx.existing, p.others)
+	summary, claimers := j.summarize(deps)
 	it.facts.Dependents = &summary
+	if final {
+		it.facts.ClaimedPasses = p.memory.claims[it.obj.UID]
+	}
 	it.verdict = Decide(it.facts)
-	if it.verdict.Reason == ReasonAwaitingReattach {
+	if !final {
+		return nil
+	}
+	switch it.verdict.Reason {
+	case ReasonAwaitingReattach:
+		p.memory.claims[it.obj.UID]++
 		p.enqueueClaimers(it, claimers)
+	case ReasonClaimExpired:
+		p.memory.claims[it.obj.UID]++
+		p.claimExpired(it, claimers)
+	default:
+		delete(p.memory.claims, it.obj.UID)
 	}
 	return nil
+}
+
+// claimExpired reports a claim that no reconcile resolved within ClaimPasses passes:
+// the next pass collects the anchor with the dependents.
+func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
+	var names []string
+	for _, c := range claimers {
+		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
+	}
+	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
+	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
+	if p.events != nil {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
+		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
+			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
+	}
 }
 
 // readOtherOwner reads an owner a dependent's labels name, with its namespace's state
@@ -607,6 +872,11 @@ func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
 		if p.enqueue == nil || p.opts.DryRun {
 			continue
 		}
+		if p.enqueued[c] {
+			it.action = ActionOwnerEnqueued
+			continue
+		}
+		p.enqueued[c] = true
 		if err := p.enqueue(c); err != nil {
 			p.log.Info("Enqueuing a live owner to re-attach a dependent failed", "owner", c.String(), "error", err.Error())
 			continue

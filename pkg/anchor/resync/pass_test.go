@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -40,6 +41,8 @@ type passFixture struct {
 	events   *events.FakeRecorder
 	enqueued []anchor.Owner
 	secret   *corev1.Secret
+	// plane is the plane the passes read; zero: the hub itself.
+	plane Plane
 }
 
 func newPassFixture(t *testing.T) *passFixture {
@@ -47,7 +50,9 @@ func newPassFixture(t *testing.T) *passFixture {
 	c := needHub(t)
 	f := &passFixture{t: t, g: NewWithT(t), ctx: context.Background(), project: "p-" + rand.String(6), events: events.NewFakeRecorder(100)}
 	f.clock = clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	f.opts = Options{Clock: f.clock}.WithDefaults()
+	// The fixture's owners are ConfigMaps, and their live path (as far as claims go)
+	// writes a ConfigMap of the owner's name.
+	f.opts = Options{Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}}}.WithDefaults()
 	f.memory = newProjectMemory(f.opts)
 	f.provider = "prov-" + rand.String(6)
 	for _, name := range []string{f.provider, "up-" + rand.String(6)} {
@@ -98,11 +103,59 @@ func (f *passFixture) run() PassReport {
 		secrets: secrets{namespace: f.provider, label: DefaultSecretLabel}, leaseNamespace: f.provider,
 		events: f.events, enqueue: func(o anchor.Owner) error { f.enqueued = append(f.enqueued, o); return nil },
 		opts: f.opts, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
-	}, f.project, Plane{Live: hub, Mapper: hub.RESTMapper()}, f.memory, testr.New(f.t))
+	}, f.project, f.livePlane(), f.memory, testr.New(f.t))
 
 	rep, err := p.run(f.ctx)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	return rep
+}
+
+// livePlane is the plane the fixture's passes read.
+func (f *passFixture) livePlane() Plane {
+	if f.plane.Live == nil {
+		return Plane{Live: hub, Mapper: hub.RESTMapper()}
+	}
+	return f.plane
+}
+
+// anchorIn creates owner's anchor, alone, in hub namespace hubNS.
+func (f *passFixture) anchorIn(owner anchor.Owner, hubNS string) *corev1.ConfigMap {
+	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(owner.UID), Namespace: hubNS, Labels: owner.Labels()}}
+	f.g.Expect(hub.Create(f.ctx, a)).To(Succeed())
+	return a
+}
+
+// dependent creates a ConfigMap named name in hub namespace hubNS, labelled labels,
+// hanging on the anchors.
+func (f *passFixture) dependent(hubNS, name string, labels map[string]string, anchors ...*corev1.ConfigMap) *corev1.ConfigMap {
+	d := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNS, Labels: labels}}
+	for _, a := range anchors {
+		d.OwnerReferences = append(d.OwnerReferences, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: a.Name, UID: a.UID})
+	}
+	f.g.Expect(hub.Create(f.ctx, d)).To(Succeed())
+	return d
+}
+
+// hubNamespace creates a mapped namespace for an upstream namespace that never existed
+// and returns its name.
+func (f *passFixture) hubNamespace() string {
+	name := anchor.MappedNamespace(uuid.NewUUID())
+	f.g.Expect(hub.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+	return name
+}
+
+// recreateSecret deletes the project's Secret and creates it again (a new UID).
+func (f *passFixture) recreateSecret() {
+	f.g.Expect(hub.Delete(f.ctx, f.secret)).To(Succeed())
+	f.secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: f.project, Namespace: f.provider, Labels: map[string]string{DefaultSecretLabel: "true"}}}
+	f.g.Expect(hub.Create(f.ctx, f.secret)).To(Succeed())
+}
+
+// record returns the project's plane identity record.
+func (f *passFixture) record() *corev1.ConfigMap {
+	rec := &corev1.ConfigMap{}
+	f.g.Expect(hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(f.project)}, rec)).To(Succeed())
+	return rec
 }
 
 // confirm runs a pass, steps past the confirmation delay and runs another.
@@ -248,7 +301,8 @@ func TestPassPlaneChangeHalts(t *testing.T) {
 	// Another plane's identity on record: the current plane is not the one claimed.
 	rec := &corev1.ConfigMap{}
 	g.Expect(hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(f.project)}, rec)).To(Succeed())
-	g.Expect(rec.OwnerReferences).To(ConsistOf(HaveField("UID", f.secret.UID)))
+	g.Expect(rec.OwnerReferences).To(BeEmpty())
+	g.Expect(rec.Data).To(HaveKeyWithValue(planeKeySecretUID, string(f.secret.UID)))
 	rec.Data[planeKeyUID] = string(uuid.NewUUID())
 	g.Expect(hub.Update(f.ctx, rec)).To(Succeed())
 	f.clock.Step(time.Minute)
@@ -266,7 +320,8 @@ func TestPassWaitsForReattachment(t *testing.T) {
 	// The owner was deleted and recreated under the same name: the old anchor's
 	// dependent hangs on it alone.
 	current := f.liveOwner("edge")
-	stale := f.plant(f.owner("edge", uuid.NewUUID()))
+	stale := f.anchorIn(f.owner("edge", uuid.NewUUID()), f.hubNS)
+	f.dependent(f.hubNS, "edge", stale.Labels, stale)
 	f.run()
 	f.clock.Step(time.Minute)
 	rep := f.run()

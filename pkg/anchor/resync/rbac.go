@@ -4,7 +4,10 @@ package resync
 // on namespaces, which the gateway path already holds):
 //
 //   - ConfigMaps: list and watch for the metadata-only anchor cache, delete for
-//     collection, get and create for the plane identity records in the lease namespace.
+//     collection; get, create and update for the plane identity records in the lease
+//     namespace (update notes the Secret a record was verified with and honours an
+//     operator's acknowledgement), delete for a retired project's record; list for the
+//     tombstones of retired projects.
 //   - Namespaces: get, for the deletion switch on the lease namespace.
 //   - Secrets: get and list in the provider namespace, to find a project's kubeconfig
 //     Secret (metadata only); the shard's namespaced Role already grants them.
@@ -14,7 +17,7 @@ package resync
 //     and only for metadata, but RBAC cannot say so: this grants listing Secrets too.
 //   - Events: create and patch, for collections and halts.
 //
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=*,resources=*,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

@@ -38,9 +38,12 @@ const (
 	ActionFailed Action = "failed"
 	// ActionOwnerEnqueued: a live owner claiming a dependent was asked to re-attach it.
 	ActionOwnerEnqueued Action = "owner-enqueued"
+	// ActionAlreadyTerminating: the anchor is already being deleted (a finalizer holds
+	// it): skipped, and counted neither as a deletion nor against the cap or ceiling.
+	ActionAlreadyTerminating Action = "already-terminating"
 )
 
-var collectActions = []Action{ActionDeleted, ActionDryRun, ActionSwitchedOff, ActionExcluded, ActionDeferred, ActionHalted, ActionFailed}
+var collectActions = []Action{ActionDeleted, ActionDryRun, ActionSwitchedOff, ActionExcluded, ActionDeferred, ActionHalted, ActionFailed, ActionAlreadyTerminating}
 
 // AnchorReport is one anchor's line in a pass report.
 type AnchorReport struct {
@@ -81,6 +84,9 @@ type PassReport struct {
 	// PendingConfirmation is the earliest time a proof recorded in this pass can be
 	// confirmed (zero if none).
 	PendingConfirmation time.Time
+	// Retired: the project has no kubeconfig Secret and a tombstone retires it; its
+	// anchors are judged as a retired project's.
+	Retired bool
 }
 
 // Count returns how many anchors got decision d.
@@ -142,6 +148,9 @@ func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error
 		}
 		if r.Excluded {
 			notes = append(notes, "project excluded")
+		}
+		if r.Retired {
+			notes = append(notes, "retired (tombstone; no kubeconfig Secret)")
 		}
 		if len(notes) > 0 {
 			fmt.Fprintf(&b, "  %s\n", strings.Join(notes, "; "))
@@ -225,6 +234,15 @@ func (p *pass) warn(reason, format string, args ...any) {
 	}
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
 	p.events.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Halt", format, args...)
+}
+
+// notice raises a Normal Event on the project's Secret.
+func (p *pass) notice(reason, action, format string, args ...any) {
+	if p.events == nil || p.secret == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
+	p.events.Eventf(ref, nil, corev1.EventTypeNormal, reason, action, format, args...)
 }
 
 // reportOf turns an item into its report line.

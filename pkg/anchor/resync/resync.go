@@ -425,7 +425,17 @@ func (r *Resync) reportUnowned(ctx context.Context) {
 		if len(names) > 10 {
 			names = append(names[:10], "...")
 		}
-		r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted by a shard", "anchors", count, "projects", names)
+		var retired []string
+		if tombs, err := tombstones(ctx, r.cfg.HubReader, r.cfg.LeaseNamespace); err == nil {
+			for p := range projects {
+				if tombs[p] != "" {
+					retired = append(retired, p)
+				}
+			}
+			sort.Strings(retired)
+		}
+		r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted by a shard; those of retired projects (tombstone) are collected by `manager sweep --once`",
+			"anchors", count, "projects", names, "retired", retired)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -80,9 +81,21 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		return nil, nil, err
 	}
 	sec := secrets{namespace: opts.ProviderNamespace, label: opts.SecretLabel, projectAnnotation: opts.SecretProjectAnnotation}
-	planes, err := sweepPlanes(ctx, hub, sec, opts.Scheme)
+	planes, duplicates, err := sweepPlanes(ctx, hub, sec, opts.Scheme)
 	if err != nil {
 		return nil, nil, err
+	}
+	// Projects with no Secret that a tombstone retires are passed over too, with no
+	// plane: their anchors are collected once the retirement is confirmed.
+	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	for project := range anchors.byProject {
+		if _, ok := planes[project]; ok || duplicates[project] != nil || retired[project] == "" {
+			continue
+		}
+		planes[project] = Plane{}
 	}
 
 	var recorder events.EventRecorder
@@ -119,6 +132,12 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	}
 	sort.Strings(names)
 	reports := map[string]PassReport{}
+	for project, names := range duplicates {
+		reports[project] = PassReport{
+			Project: project, Holder: "sweep", Start: ro.Clock.Now(), DryRun: ro.DryRun, Plane: PlaneUnverified,
+			Aborted: fmt.Sprintf("named by %d kubeconfig Secrets (%s): skipped until only one names it", len(names), strings.Join(names, ", ")),
+		}
+	}
 	var errs []error
 	due := time.Time{}
 	for _, project := range names {
@@ -152,45 +171,64 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	for _, project := range names {
 		out = append(out, reports[project])
 	}
-	return out, unownedReports(anchors, planes, ro.Clock.Now()), errors.Join(errs...)
+	for project := range duplicates {
+		out = append(out, reports[project])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
+	return out, unownedReports(anchors, reports, ro.Clock.Now()), errors.Join(errs...)
 }
 
-// sweepPlanes builds a live-only Plane per project from the kubeconfig Secrets.
-func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme) (map[string]Plane, error) {
+// sweepPlanes builds a live-only Plane per project from the kubeconfig Secrets, each
+// carrying the UID of the Secret it was built from. A project named by two or more
+// Secrets gets no plane: it is returned in duplicates with the Secrets' names, to be
+// skipped and reported (as the shard refuses to engage it).
+func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme) (map[string]Plane, map[string][]string, error) {
 	list := &corev1.SecretList{}
 	if err := hub.List(ctx, list, client.InNamespace(sec.namespace), client.MatchingLabels{sec.label: "true"}); err != nil {
-		return nil, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
+		return nil, nil, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
 	}
-	planes := map[string]Plane{}
+	byProject := map[string][]*corev1.Secret{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		project := sec.projectOf(s)
+		byProject[sec.projectOf(s)] = append(byProject[sec.projectOf(s)], s)
+	}
+	planes, duplicates := map[string]Plane{}, map[string][]string{}
+	for project, named := range byProject {
+		if len(named) > 1 {
+			for _, s := range named {
+				duplicates[project] = append(duplicates[project], s.Name)
+			}
+			sort.Strings(duplicates[project])
+			continue
+		}
+		s := named[0]
 		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["kubeconfig"])
 		if err != nil {
-			return nil, fmt.Errorf("reading the kubeconfig of project %q (Secret %s): %w", project, s.Name, err)
+			return nil, nil, fmt.Errorf("reading the kubeconfig of project %q (Secret %s): %w", project, s.Name, err)
 		}
 		hc, err := rest.HTTPClientFor(cfg)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		live, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		planes[project] = Plane{Live: live, Mapper: mapper}
+		planes[project] = Plane{Live: live, Mapper: mapper, SecretUID: s.UID}
 	}
-	return planes, nil
+	return planes, duplicates, nil
 }
 
-// unownedReports lists the anchors whose project has no Secret.
-func unownedReports(anchors *listedAnchors, planes map[string]Plane, now time.Time) []AnchorReport {
+// unownedReports lists the anchors of projects that have no Secret and no pass report
+// (a project with a tombstone, or named by two Secrets, has one).
+func unownedReports(anchors *listedAnchors, reports map[string]PassReport, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for project, items := range anchors.byProject {
-		if _, ok := planes[project]; ok {
+		if _, ok := reports[project]; ok {
 			continue
 		}
 		for i := range items {

@@ -1,0 +1,44 @@
+package resync
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// unreachable reports whether a failed read of a plane counts toward treating the whole
+// plane as unreachable for the rest of a pass: transport errors, timeouts, 5xx and 401
+// (the plane no longer accepts the Secret's credentials) do. A failure that belongs to
+// what was read does not: 403 (a kind the manager may not read), 404, 409, 422, 429 and
+// other client errors say nothing about the plane as a whole (docs/design.md, Unknown).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusUnauthorized || code >= http.StatusInternalServerError ||
+			apierrors.IsUnauthorized(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	}
+	if meta.IsNoMatchError(err) {
+		// The plane answered discovery: it does not serve the kind.
+		return false
+	}
+	// Anything else is the transport: connection refused or reset, a TLS failure, an
+	// EOF, a context deadline or another timeout.
+	return true
+}
+
+// forbiddenDetail names the permission a 403 says the manager lacks, for the report.
+func forbiddenDetail(verb string, gr schema.GroupResource, namespace string) string {
+	where := "in namespace " + namespace
+	if namespace == "" {
+		where = "at cluster scope"
+	}
+	return fmt.Sprintf("forbidden: the manager may not %s %s %s on the project's plane; anchors of this kind stay unknown until it may", verb, gr.String(), where)
+}
