@@ -3,11 +3,12 @@
 // Anchor identity, attaching and the precondition delete are package anchor's.
 //
 // Resync (resync.go) is engaged by the shard with every project this replica holds
-// (the shard has engaged it) and runs one loop per engagement: a first pass after a random delay below
+// and runs one loop per engagement: a first pass after a random delay below
 // InitialJitter, then one every Period, and one as soon as a proof of absence can be
-// confirmed. A pass (pass.go) is a short list of phases; every request it makes runs in
-// its own admission step (the shard's Enter), so a pass stops at the next request once
-// the project is lost or validity ends, and no step outlasts one validity window:
+// confirmed. A pass is a short list of phases (pass.go: examine; prove.go: prove and
+// remember; collect.go: collect); every request it makes runs in its own admission step
+// (the shard's Enter), so a pass stops at the next request once the project is lost or
+// validity ends, and no step outlasts one validity window:
 //
 //  1. examine: find the project's kubeconfig Secret (two naming one project is an error;
 //     none: the pass ends, unless a tombstone retires the project, see below), read the

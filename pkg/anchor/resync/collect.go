@@ -1,0 +1,389 @@
+package resync
+
+// The collect phase of a pass: ceiling, dependents, the switch and the delete.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
+)
+
+// collect applies the ceiling, reads the dependents of candidates namespace by
+// namespace (just before deleting), and deletes what is still Collect, within the cap
+// and the rate limit, unless dry-run, the switch or the exclusion say otherwise.
+// Anchors already terminating are skipped (reported), and count neither as deletions
+// nor against the cap or the ceiling.
+func (p *pass) collect(ctx context.Context) error {
+	var candidates []*item
+	for _, it := range p.items {
+		if it.verdict.Decision != Collect || it.verdict.Need != NeedDependents {
+			continue
+		}
+		if ts := it.obj.DeletionTimestamp; ts != nil {
+			it.action = ActionAlreadyTerminating
+			it.detail = fmt.Sprintf("already terminating since %s (finalizers %v)", ts.UTC().Format(time.RFC3339), it.obj.Finalizers)
+			continue
+		}
+		candidates = append(candidates, it)
+	}
+	if len(candidates) == 0 {
+		return nil
+	}
+	// Oldest first, then grouped by namespace so each namespace's dependents are read
+	// once.
+	sort.SliceStable(candidates, func(i, j int) bool {
+		return candidates[i].obj.CreationTimestamp.Before(&candidates[j].obj.CreationTimestamp)
+	})
+	var order []string
+	byNS := map[string][]*item{}
+	for _, it := range candidates {
+		if _, ok := byNS[it.obj.Namespace]; !ok {
+			order = append(order, it.obj.Namespace)
+		}
+		byNS[it.obj.Namespace] = append(byNS[it.obj.Namespace], it)
+	}
+	if len(candidates) > p.opts.HaltAbove {
+		halted, err := p.ceiling(ctx, order, byNS)
+		if err != nil || halted {
+			return err
+		}
+	}
+	collected := 0
+	for _, ns := range order {
+		if collected >= p.opts.MaxDeletionsPerPass {
+			for _, it := range byNS[ns] {
+				it.action = ActionDeferred
+			}
+			continue
+		}
+		if err := p.collectNamespace(ctx, ns, byNS[ns], &collected); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ceiling judges the dependents of every candidate (no fresh reads, no enqueue, no
+// deletion) when there are more candidates than the ceiling, and halts the pass if more
+// than the ceiling can be collected: candidates kept for their dependents do not count,
+// so anchors that are kept anyway never halt a project forever. Otherwise the
+// candidates are judged again, on fresh lists, by the collection that follows.
+func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*item) (bool, error) {
+	collectable := 0
+	for _, ns := range order {
+		objs, listErr, err := p.listNamespace(ctx, ns)
+		if err != nil {
+			return false, err
+		}
+		idx := indexDependents(objs)
+		for _, it := range byNS[ns] {
+			if err := p.judgeDependents(ctx, it, idx, listErr, false); err != nil {
+				return false, err
+			}
+			if it.verdict.Decision == Collect {
+				collectable++
+				idx.forget(it.obj.UID)
+			}
+		}
+	}
+	if collectable <= p.opts.HaltAbove {
+		for _, ns := range order {
+			for _, it := range byNS[ns] {
+				it.facts.Dependents, it.deps, it.detail = nil, nil, ""
+				it.verdict = Decide(it.facts)
+			}
+		}
+		return false, nil
+	}
+	p.rep.Halt = HaltCeiling
+	for _, ns := range order {
+		for _, it := range byNS[ns] {
+			if it.verdict.Decision == Collect {
+				it.action = ActionHalted
+			}
+		}
+	}
+	p.log.Info("Halting anchor deletion: more anchors can be collected than the per-pass ceiling", "collectable", collectable, "ceiling", p.opts.HaltAbove)
+	p.warn("CollectionCeiling", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
+		p.project, collectable, p.opts.HaltAbove)
+	return true, nil
+}
+
+// readSwitch reads the runtime switch (one request) inside a step.
+func (p *pass) readSwitch(ctx context.Context) error {
+	return p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
+		on, err := deletionSwitch(ctx, r, p.leaseNamespace)
+		p.rep.APICalls++
+		p.rep.SwitchedOff = !on
+		if err != nil {
+			p.log.Info("Treating anchor deletion as switched off: the switch cannot be read", "error", err.Error())
+		}
+		return nil
+	})
+}
+
+// collectNamespace reads one hub namespace's objects, judges the dependents of each
+// candidate in it and acts on what is still Collect.
+func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*item, collected *int) error {
+	objs, listErr, err := p.listNamespace(ctx, ns)
+	if err != nil {
+		return err
+	}
+	idx := indexDependents(objs)
+	if err := p.readSwitch(ctx); err != nil {
+		return err
+	}
+	for _, it := range candidates {
+		if *collected >= p.opts.MaxDeletionsPerPass {
+			it.action = ActionDeferred
+			continue
+		}
+		if err := p.judgeDependents(ctx, it, idx, listErr, true); err != nil {
+			return err
+		}
+		if it.verdict.Decision != Collect {
+			continue
+		}
+		if err := p.checkUnique(ctx, it); err != nil {
+			return err
+		}
+		if it.verdict.Decision != Collect {
+			continue
+		}
+		// From here the anchor is as good as gone: what also hangs on it is judged,
+		// for the candidates that follow, as hanging on them alone.
+		idx.forget(it.obj.UID)
+		*collected++
+		switch {
+		case p.opts.DryRun:
+			it.action = ActionDryRun
+		case p.rep.Excluded:
+			it.action = ActionExcluded
+		case p.rep.SwitchedOff:
+			it.action = ActionSwitchedOff
+		default:
+			if err := p.delete(ctx, it); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// listNamespace reads every object of every namespaced kind in hub namespace ns, one
+// admission step per request, so a slow hub cannot outlast one validity window. The
+// kinds are discovered once per pass. listErr is a failed read (the dependents are
+// then unknown); err, an abort.
+func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
+	if p.kinds == nil {
+		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+			kinds, calls, err := p.dependents.Kinds(ctx)
+			p.rep.APICalls += calls
+			p.kinds, p.kindsErr = kinds, err
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	if p.kindsErr != nil {
+		return nil, p.kindsErr, nil
+	}
+	for _, kind := range p.kinds {
+		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+			items, calls, err := p.dependents.List(ctx, kind, ns)
+			p.rep.APICalls += calls
+			objs, listErr = append(objs, items...), err
+			return nil
+		})
+		if err != nil || listErr != nil {
+			return nil, listErr, err
+		}
+	}
+	return objs, nil, nil
+}
+
+// judgeDependents completes a candidate's facts with its dependents and decides again.
+// When final (just before the delete), the anchor's own owner is read live again if a
+// dependent is labelled for it, claims are counted toward their expiry, and live owners
+// that claim a dependent are enqueued to re-attach it.
+func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsIndex, listErr error, final bool) error {
+	if listErr != nil {
+		it.facts.Dependents = &DependentsSummary{Failed: true}
+		it.detail = listErr.Error()
+		it.verdict = Decide(it.facts)
+		return nil
+	}
+	deps := idx.byOwner[it.obj.UID]
+	it.deps = []string{}
+	for _, d := range deps {
+		it.deps = append(it.deps, dependentRef(d))
+	}
+	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
+	if p.retired {
+		// Nothing of a retired project is live: no owner of it claims anything.
+		for _, key := range j.otherOwnersToRead(deps) {
+			p.others[key] = otherOwner{State: Absent}
+		}
+		j.own.Fresh = Observation{State: Absent}
+	} else {
+		for _, key := range j.otherOwnersToRead(deps) {
+			if _, ok := p.others[key]; ok {
+				continue
+			}
+			o, err := p.readOtherOwner(ctx, key, it.obj.Namespace)
+			if err != nil {
+				return err
+			}
+			p.others[key] = o
+		}
+		if j.needsOwn(deps) {
+			_, j.own.Sibling = idx.sibling(it.owner, it.obj.UID)
+			if final && !j.own.Sibling {
+				// The proof may be minutes old: read the owner again, just before the
+				// delete.
+				fresh, detail, err := p.readOwner(ctx, it.owner)
+				if err != nil {
+					return err
+				}
+				j.own.Fresh = fresh
+				if detail != "" {
+					it.detail = "owner read again before the delete: " + detail
+				}
+			}
+		}
+	}
+	summary, claimers := j.summarize(deps)
+	it.facts.Dependents = &summary
+	if final {
+		it.facts.ClaimedPasses = p.memory.claims[it.obj.UID]
+	}
+	it.verdict = Decide(it.facts)
+	if !final {
+		return nil
+	}
+	switch it.verdict.Reason {
+	case ReasonAwaitingReattach:
+		p.memory.claims[it.obj.UID]++
+		p.enqueueClaimers(it, claimers)
+	case ReasonClaimExpired:
+		p.memory.claims[it.obj.UID]++
+		p.claimExpired(it, claimers)
+	default:
+		delete(p.memory.claims, it.obj.UID)
+	}
+	return nil
+}
+
+// claimExpired reports a claim that no reconcile resolved within ClaimPasses passes:
+// the next pass collects the anchor with the dependents.
+func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
+	var names []string
+	for _, c := range claimers {
+		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
+	}
+	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
+	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
+	if p.events != nil {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
+		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
+			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
+	}
+}
+
+// readOtherOwner reads an owner a dependent's labels name, with its namespace's state
+// relative to the dependent's hub namespace.
+func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (otherOwner, error) {
+	obs, _, err := p.readOwner(ctx, key.owner(""))
+	if err != nil {
+		return otherOwner{}, err
+	}
+	o := otherOwner{State: obs.State, UID: obs.UID}
+	if obs.State == Present {
+		if o.Namespace, err = p.namespaceState(ctx, key.Namespace, hubNS); err != nil {
+			return otherOwner{}, err
+		}
+	}
+	return o, nil
+}
+
+// enqueueClaimers asks the live owners claiming an anchor's dependents to re-attach
+// them. Nothing is enqueued in dry-run.
+func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
+	var names []string
+	for _, c := range claimers {
+		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
+		if p.enqueue == nil || p.opts.DryRun {
+			continue
+		}
+		if p.enqueued[c] {
+			it.action = ActionOwnerEnqueued
+			continue
+		}
+		p.enqueued[c] = true
+		if err := p.enqueue(c); err != nil {
+			p.log.Info("Enqueuing a live owner to re-attach a dependent failed", "owner", c.String(), "error", err.Error())
+			continue
+		}
+		it.action = ActionOwnerEnqueued
+	}
+	it.detail = "claimed by live " + strings.Join(names, ", ")
+	p.log.V(1).Info("Keeping stale anchor until its dependents are re-attached", "anchor", klog.KObj(it.obj), "claimedBy", names)
+}
+
+// checkUnique refuses a candidate whose name another anchor on the hub shares: which
+// one is the owner's cannot be told.
+func (p *pass) checkUnique(ctx context.Context, it *item) error {
+	same, err := p.anchors.Named(ctx, it.obj.Name)
+	if err != nil {
+		return err
+	}
+	for i := range same {
+		if same[i].UID != it.obj.UID && anchor.IsMappedNamespaceName(same[i].Namespace) {
+			it.facts.Ambiguous = true
+			it.verdict = Decide(it.facts)
+			return nil
+		}
+	}
+	return nil
+}
+
+// delete deletes a candidate, rate-limited, inside its own step, conditional on the
+// UID and resourceVersion the pass examined.
+func (p *pass) delete(ctx context.Context, it *item) error {
+	if err := p.deletes.Wait(ctx); err != nil {
+		return fmt.Errorf("%w: waiting to delete: %w", errAborted, err)
+	}
+	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
+		key := client.ObjectKeyFromObject(it.obj)
+		uid := it.obj.UID
+		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", uid, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
+		log.Info("Deleting anchor")
+		p.rep.APICalls++
+		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)
+		if err != nil {
+			it.action = ActionFailed
+			it.detail = err.Error()
+			log.Info("Deleting anchor failed; a later pass looks again", "error", err.Error())
+			return nil
+		}
+		it.action = ActionDeleted
+		if gone {
+			it.detail = "already gone"
+		}
+		if p.events != nil {
+			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
+			p.events.Eventf(ref, nil, corev1.EventTypeNormal, "AnchorCollected", "Delete", "%s", truncate(collectionNote(it), 1000))
+		}
+		return nil
+	})
+}
