@@ -80,9 +80,10 @@ type Headline struct {
 	MemoryRatio *float64
 
 	// Sums over every scenario.
-	AnchorsLeft       *int
-	WrongfulDeletions *int
-	HandOversMissing  *int
+	AnchorsLeft          *int
+	WrongfulDeletions    *int
+	CreatesAfterDeletion *int
+	HandOversMissing     *int
 }
 
 // LeaseWritesAt returns the Lease write rate at p projects, false without data.
@@ -123,6 +124,7 @@ func (h *Headline) addScenario(s *ScenarioResult) {
 	addInt(&h.LateWritesAll, len(s.LateWrites))
 	addInt(&h.AnchorsLeft, s.AnchorsLeft)
 	addInt(&h.WrongfulDeletions, s.WrongfulDeletions)
+	addInt(&h.CreatesAfterDeletion, len(s.CreatesAfterDeletion))
 	addInt(&h.HandOversMissing, s.HandOversMissing)
 }
 
@@ -293,6 +295,7 @@ var headlineMetrics = []headlineMetric{
 	{"per-replica project memory R=4 ÷ R=1", floatField(func(h Headline) *float64 { return h.MemoryRatio }), format2},
 	{"anchors left", intField(func(h Headline) *int { return h.AnchorsLeft }), formatCount},
 	{"wrongful deletions", intField(func(h Headline) *int { return h.WrongfulDeletions }), formatCount},
+	{"hub creates after the proxy's deletion was requested", intField(func(h Headline) *int { return h.CreatesAfterDeletion }), formatCount},
 	{"hand-overs missing", intField(func(h Headline) *int { return h.HandOversMissing }), formatCount},
 }
 

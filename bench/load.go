@@ -26,7 +26,11 @@ type ProjectLoad struct {
 }
 
 // ProxyKey names an HTTPProxy of a run.
-type ProxyKey struct{ Project, Namespace, Name string }
+type ProxyKey struct {
+	Project   string `json:"project"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
 
 // Load creates, updates and deletes HTTPProxies in every project at a set rate,
 // keeping between minLive and maxLive alive per project, and remembers when it

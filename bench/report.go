@@ -173,6 +173,7 @@ func writeScenario(b *strings.Builder, r *Report, s *ScenarioResult, plots map[s
 	fmt.Fprintf(b, "- hand-overs: %d, missing: %d\n", len(s.HandOvers), s.HandOversMissing)
 	fmt.Fprintf(b, "- proxies deleted: %d, anchors left: %d, wrongful deletions: %d\n",
 		s.ProxiesDeleted, s.AnchorsLeft, s.WrongfulDeletions)
+	writeCreatesAfterDeletion(b, s)
 	writeList(b, "errors", s.Errors)
 	b.WriteString("\n")
 	writeHandOvers(b, s, leaseOf(r, s))
@@ -256,6 +257,16 @@ func writeLateWrites(b *strings.Builder, s *ScenarioResult) {
 		fmt.Fprintf(b, "  - %s: %s\n", offsetFrom(s.Start, w.At), describeLateWrite(w))
 	}
 	writeMore(b, len(ws))
+}
+
+func writeCreatesAfterDeletion(b *strings.Builder, s *ScenarioResult) {
+	fmt.Fprintf(b, "- hub creates after the proxy's deletion was requested (+%s): %d of %d\n",
+		DeletionTolerance, len(s.CreatesAfterDeletion), s.HubCreatesChecked)
+	cs := sortedLateCreates(s.CreatesAfterDeletion)
+	for _, c := range cs[:min(len(cs), maxListed)] {
+		fmt.Fprintf(b, "  - %s: %s\n", offsetFrom(s.Start, c.At), describeLateCreate(c))
+	}
+	writeMore(b, len(cs))
 }
 
 func writeMore(b *strings.Builder, n int) {

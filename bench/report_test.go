@@ -87,8 +87,9 @@ func headlineReport() *Report {
 			},
 			{
 				Coordinator: Anchorage, Scenario: ScenarioPause, LeaseDuration: lease, Start: reportT0,
-				Overlaps:   []Overlap{{Project: "p9", A: "a", B: "b", Length: reportSecs(4)}},
-				LateWrites: []LateWrite{{Replica: "a"}},
+				Overlaps:             []Overlap{{Project: "p9", A: "a", B: "b", Length: reportSecs(4)}},
+				LateWrites:           []LateWrite{{Replica: "a"}},
+				CreatesAfterDeletion: []LateCreate{{Replica: "a"}},
 			},
 			{
 				Coordinator: Anchorage, Scenario: ScenarioScale, Start: reportT0, // lease from the report
@@ -96,7 +97,8 @@ func headlineReport() *Report {
 				HandOvers:         []HandOver{{Project: "p5", Duration: reportSecs(7), Planned: true}},
 				WrongfulDeletions: 3,
 			},
-			{Coordinator: Sharded, Scenario: ScenarioKill, LeaseDuration: lease, Start: reportT0},
+			{Coordinator: Sharded, Scenario: ScenarioKill, LeaseDuration: lease, Start: reportT0,
+				CreatesAfterDeletion: []LateCreate{{Replica: "x"}, {Replica: "y"}}},
 		},
 		LeaseLoad: []LeaseLoad{
 			{Coordinator: Anchorage, Projects: 10, PerSecond: 2},
@@ -132,7 +134,9 @@ func TestComputeHeadline(t *testing.T) {
 		{"anchorage anchors left", a.AnchorsLeft, 1},
 		{"anchorage wrongful deletions", a.WrongfulDeletions, 3},
 		{"anchorage hand-overs missing", a.HandOversMissing, 2},
+		{"anchorage hub creates after deletion", a.CreatesAfterDeletion, 1},
 		{"sharded overlaps", s.Overlaps, 0},
+		{"sharded hub creates after deletion", s.CreatesAfterDeletion, 2},
 	}
 	for _, tt := range ints {
 		if tt.got == nil || *tt.got != tt.want {
@@ -201,6 +205,7 @@ func TestHeadlineRows(t *testing.T) {
 		{"Lease writes/s at P=1000", "4.00", "8.00", "0.50"},
 		{"per-replica project memory R=4 ÷ R=1", "0.25", "1.00", "0.25"},
 		{"hand-overs missing", "2", "0", "∞"},
+		{"hub creates after the proxy's deletion was requested", "1", "2", "0.50"},
 	}
 	for _, tt := range tests {
 		row, ok := byName[tt.metric]
@@ -213,8 +218,8 @@ func TestHeadlineRows(t *testing.T) {
 			t.Errorf("row = %+v, want %+v", row, want)
 		}
 	}
-	if len(rows) != 16 {
-		t.Errorf("%d rows, want 16", len(rows))
+	if len(rows) != 17 {
+		t.Errorf("%d rows, want 17", len(rows))
 	}
 
 	// 0 ÷ 0 prints a dash.
@@ -227,7 +232,7 @@ func TestHeadlineRows(t *testing.T) {
 
 func TestReportAcceptanceTargets(t *testing.T) {
 	targets := AcceptanceTargets(ComputeHeadline(headlineReport(), Anchorage))
-	want := []string{"no", "no", "no", "no", "no", "yes", "no", "yes", "yes"}
+	want := []string{"no", "no", "no", "no", "no", "no", "yes", "no", "yes", "yes"}
 	if len(targets) != len(want) {
 		t.Fatalf("%d targets, want %d", len(targets), len(want))
 	}
@@ -274,6 +279,12 @@ func TestReportViolations(t *testing.T) {
 		{"wrongful deletion in scale",
 			ScenarioResult{Scenario: ScenarioScale, WrongfulDeletions: 1},
 			[]string{"scale: 1 wrongful deletion"}},
+		{"hub creates after the proxy's deletion was requested, in any scenario, first by arrival",
+			ScenarioResult{Scenario: ScenarioRolling, CreatesAfterDeletion: []LateCreate{
+				{Replica: "b", Proxy: ProxyKey{"p1", "ns", "px-9"}, Resource: "gateways", Namespace: "ns-1", Name: "px-9", At: reportAt(4), Late: reportSecs(1)},
+				{Replica: "a", Proxy: ProxyKey{"p1", "ns", "px-3"}, Resource: "configmaps", Namespace: "ns-1", Name: "anchor-u", At: reportAt(3), Late: reportSecs(0.52)},
+			}},
+			[]string{"rolling: 2 hub creates after the proxy's deletion was requested (first: replica a, proxy p1/ns/px-3, configmaps ns-1/anchor-u, 0.52 s after the delete request)"}},
 		{"timings are not violations",
 			ScenarioResult{Scenario: ScenarioKill, HandOvers: []HandOver{{Duration: time.Hour}}, HandOversMissing: 5}, nil},
 	}
@@ -341,9 +352,10 @@ func TestWriteReport(t *testing.T) {
 		"failure hand-over max (× lease)", "planned hand-over median (× lease)",
 		"planned hand-over max (× lease)", "Lease writes/s at P=10 ", "Lease writes/s at P=100 ",
 		"Lease writes/s at P=1000", "per-replica project memory R=4 ÷ R=1", "anchors left",
-		"wrongful deletions", "hand-overs missing",
+		"wrongful deletions", "hub creates after the proxy's deletion was requested", "hand-overs missing",
 		"## Acceptance targets (anchorage)",
 		"## Scenarios", "### anchorage — kill", "+20.00 s kill r0 (coordinator)",
+		"- hub creates after the proxy's deletion was requested (+100ms): 0 of 0",
 		"| p1 | r0 | r1 | no | yes | 18.00 | 1.20 |", "](timeline-anchorage-kill.png)",
 		"### mcr-sharded — rolling",
 		"## Lease writes at steady state", "](lease-writes.png)",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -458,8 +459,9 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 		return res, err
 	}
 	ops, loadErrors := sr.load.Ops()
-	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions",
-		ops, res.Records, len(res.Overlaps), countFrozen(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions)
+	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions; %d hub creates after the proxy's deletion was requested, of %d",
+		ops, res.Records, len(res.Overlaps), countFrozen(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions,
+		len(res.CreatesAfterDeletion), res.HubCreatesChecked)
 	if len(loadErrors) > 0 {
 		sr.note("%d load operations failed, first: %s", len(loadErrors), loadErrors[0])
 	}
@@ -467,8 +469,8 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 	return res, nil
 }
 
-// auditChecks reads the API servers' audit logs for writes after validity and
-// wrongful anchor deletions.
+// auditChecks reads the API servers' audit logs for writes after validity, wrongful
+// anchor deletions and hub creates after a proxy's deletion was requested.
 func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]auditCursor, records []Record) error {
 	byUser, names := map[string]string{}, map[string]bool{}
 	for _, r := range sr.replicas {
@@ -482,11 +484,18 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	}
 	validity := NewValidity(harness.FastTimings.LeaseDuration)
 	var writes []Write
+	var hubEvents []auditEvent
+	deleted := map[ProxyKey]time.Time{}
 	unattributed := 0
 	for plane, cur := range cursors {
 		events, err := cur.read()
 		if err != nil {
 			return err
+		}
+		if plane == "hub" {
+			hubEvents = events
+		} else if p, ok := sr.project(plane); ok {
+			maps.Copy(deleted, ProxyDeletions(p.Name, p.Namespace, events))
 		}
 		for _, e := range events {
 			w := writerOf(e, byUser, names)
@@ -539,7 +548,33 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	if unattributed > 0 {
 		sr.note("%d anchor deletions could not be tied to a proxy (anchor never observed)", unattributed)
 	}
+	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, func(e auditEvent) string { return writerOf(e, byUser, names) })
 	return nil
+}
+
+// checkCreatesAfterDeletion lists the hub creates for a proxy that arrived later than
+// the proxy's delete request (deleted, from the project planes' audit logs) plus
+// DeletionTolerance.
+func (sr *scenarioRun) checkCreatesAfterDeletion(res *ScenarioResult, hubEvents []auditEvent, deleted map[ProxyKey]time.Time, writer func(auditEvent) string) {
+	index := ProxyIndex{Projects: map[string]ProjectLoad{}, AnchorOwner: sr.obs.AnchorOwner}
+	for _, p := range sr.projects {
+		index.Projects[anchor.MappedNamespace(p.NamespaceUID)] = p
+	}
+	check := CreatesAfterDeletion(hubEvents, writer, index, deleted)
+	res.CreatesAfterDeletion, res.HubCreatesChecked = check.Late, check.Checked
+	if check.Unattributed > 0 {
+		sr.note("%d anchor creates could not be tied to a proxy (anchor never observed)", check.Unattributed)
+	}
+}
+
+// project returns the run's project named name.
+func (sr *scenarioRun) project(name string) (ProjectLoad, bool) {
+	for _, p := range sr.projects {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return ProjectLoad{}, false
 }
 
 // checkAnchorDeletion counts a deletion of a live proxy's anchor as wrongful.

@@ -42,6 +42,7 @@ func AcceptanceTargets(h Headline) []Target {
 		zeroTarget("0 overlapping reconciles in pause other than work frozen by the stop (added here)", h.OverlapsAfterWake),
 		zeroTarget("0 anchors left in every scenario", h.AnchorsLeft),
 		zeroTarget("0 wrongful deletions in every scenario", h.WrongfulDeletions),
+		zeroTarget("0 hub creates after the proxy's deletion was requested in every scenario", h.CreatesAfterDeletion),
 		limitTarget("failure hand-over max ≤ 1.3 × lease (failed replica not the coordinator)",
 			h.FailureHandOverMaxNotCoord, handOverLimitNotCoord),
 		limitTarget("failure hand-over max ≤ 1.7 × lease (failed replica was the coordinator)",

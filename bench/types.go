@@ -121,9 +121,14 @@ type ScenarioResult struct {
 	AnchorsLeft    int `json:"anchorsLeft"`
 	// WrongfulDeletions counts anchors deleted (per the hub's audit log) while their
 	// HTTPProxy still existed.
-	WrongfulDeletions int      `json:"wrongfulDeletions"`
-	Timeline          []Sample `json:"timeline"`
-	Errors            []string `json:"errors,omitempty"`
+	WrongfulDeletions int `json:"wrongfulDeletions"`
+	// CreatesAfterDeletion are the hub objects created for a proxy later than its
+	// delete request + DeletionTolerance; HubCreatesChecked how many hub creates for
+	// deleted proxies were compared (CreatesAfterDeletion).
+	CreatesAfterDeletion []LateCreate `json:"createsAfterDeletion"`
+	HubCreatesChecked    int          `json:"hubCreatesChecked"`
+	Timeline             []Sample     `json:"timeline"`
+	Errors               []string     `json:"errors,omitempty"`
 }
 
 // LeaseLoad is the steady-state Lease write rate for P projects.

@@ -32,8 +32,9 @@ func gatedOverlaps(s *ScenarioResult) []Overlap {
 
 // Violations lists coordinator c's correctness violations, one line each:
 // overlapping reconciles in kill, scale and rolling scenarios, writes after
-// validity in pause scenarios, and anchors left or wrongful deletions in any
-// scenario. Timings are never violations.
+// validity in pause scenarios, and anchors left, wrongful deletions or hub creates
+// after a proxy's deletion was requested in any scenario. Timings are never
+// violations.
 func Violations(r *Report, c Coordinator) []string {
 	var out []string
 	for i := range r.Scenarios {
@@ -70,7 +71,19 @@ func scenarioViolations(s *ScenarioResult) []string {
 		out = append(out, fmt.Sprintf("%s: %s",
 			s.Scenario, countOf(s.WrongfulDeletions, "wrongful deletion", "wrongful deletions")))
 	}
+	if len(s.CreatesAfterDeletion) > 0 {
+		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
+			s.Scenario, countOf(len(s.CreatesAfterDeletion), "hub create after the proxy's deletion was requested", "hub creates after the proxy's deletion was requested"),
+			describeLateCreate(sortedLateCreates(s.CreatesAfterDeletion)[0])))
+	}
 	return out
+}
+
+// describeLateCreate is e.g. "replica r1, proxy p1/ns/px-3, configmaps ns-x/anchor-y,
+// 0.52 s after the delete request".
+func describeLateCreate(c LateCreate) string {
+	return fmt.Sprintf("replica %s, proxy %s/%s/%s, %s %s, %.2f s after the delete request",
+		c.Replica, c.Proxy.Project, c.Proxy.Namespace, c.Proxy.Name, c.Resource, objectRef(c.Namespace, c.Name), c.Late.Seconds())
 }
 
 func countOf(n int, one, many string) string {
@@ -90,6 +103,13 @@ func sortedOverlaps(ovs []Overlap) []Overlap {
 // sortedLateWrites returns a copy of ws ordered by commit time.
 func sortedLateWrites(ws []LateWrite) []LateWrite {
 	s := slices.Clone(ws)
+	sort.SliceStable(s, func(i, j int) bool { return s[i].At.Before(s[j].At) })
+	return s
+}
+
+// sortedLateCreates returns a copy of cs ordered by arrival at the hub.
+func sortedLateCreates(cs []LateCreate) []LateCreate {
+	s := slices.Clone(cs)
 	sort.SliceStable(s, func(i, j int) bool { return s[i].At.Before(s[j].At) })
 	return s
 }

@@ -170,6 +170,33 @@ func (m *Manager) SetFault(f Fault) {
 	m.fault.Store(&f)
 }
 
+// PauseTraffic holds every request m starts from now on, unsent, until resume is
+// called: the replica as the API servers see a paused process (SIGSTOP), while the test
+// process goes on. Requests already sent complete. On resume each held request is sent
+// then, unless its context ended meanwhile, in which case it fails unsent. That is what
+// a woken process's transport does with a request whose deadline passed while it slept
+// (net/http checks the context before sending), and it keeps this fault about the
+// pause itself, not about HTTP/2's race between a closed context and a free stream. It
+// replaces any fault installed with SetFault; resume removes it and may be called more
+// than once.
+func (m *Manager) PauseTraffic() (resume func()) {
+	released := make(chan struct{})
+	m.SetFault(func(_ Traffic, r *http.Request) (time.Duration, error) {
+		<-released
+		if err := r.Context().Err(); err != nil {
+			return 0, err
+		}
+		return 0, nil
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.SetFault(nil)
+			close(released)
+		})
+	}
+}
+
 func (m *Manager) transport(t Traffic) func(http.RoundTripper) http.RoundTripper {
 	return func(rt http.RoundTripper) http.RoundTripper { return &faultyTransport{m: m, traffic: t, next: rt} }
 }

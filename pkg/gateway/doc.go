@@ -23,11 +23,19 @@
 //
 // # Safety rules
 //
-//   - Live guard: before anything is created on the hub for an upstream Gateway or
-//     HTTPRoute, the object is read with the project's uncached reader; it must exist
-//     with the UID of the cached object, carry no deletionTimestamp and carry our
-//     finalizer. Otherwise nothing is written. This closes the recreate-after-finalize
-//     path: a reconcile on a stale cache after another replica finalized the object.
+//   - Live guard (guard.go): before anything is created on the hub for an upstream
+//     Gateway or HTTPRoute, the object is read with the project's uncached reader; it
+//     must exist with the UID of the cached object, carry no deletionTimestamp and carry
+//     our finalizer. When an HTTPProxy controls it, the proxy must pass the same check
+//     (with the proxy's finalizer): a proxy whose deletion was requested gets nothing
+//     new on the hub. The proxy reconciler reads the proxy the same way before it
+//     writes the upstream Gateway, HTTPRoute and Services. The check runs as a phase and
+//     again just before every create, so only the time between that read and the create
+//     is left open. Otherwise nothing is written: gone, replaced or terminating ends the
+//     reconcile quietly, unfinalized looks again shortly. This closes the
+//     recreate-after-finalize path (a reconcile on a stale cache after another replica
+//     finalized the object) and the create-after-delete path (a Gateway reconciled
+//     between its proxy's delete request and its own deletion).
 //   - Every reconcile re-attaches the downstream objects (anchor.Attach), so an object
 //     reused by a recreated owner of the same name hangs on the current anchor.
 //   - Finalizers delete a downstream object only when it hangs on the finalized owner's

@@ -54,9 +54,10 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 			r.finalize,        // terminating: delete the downstream objects and the anchor
 			r.skipOtherClass,  // not our class: leave it
 			r.ensureFinalizer, // ours: make sure it carries our finalizer
-			r.guard,           // the live object must still be the one this reconcile is about
+			r.guard,           // the live Gateway, and the proxy controlling it, must still be the ones this reconcile is about
 			r.program,         // mapped namespace, anchor, downstream Gateway, Certificates, status
 		},
+		finish: func(_ context.Context, s *gatewayScope, _ error) (reconcile.Result, error) { return s.requeued(), nil },
 	})
 }
 
@@ -112,25 +113,25 @@ func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope
 	return false, nil
 }
 
-// guard is the live guard (docs/design.md, Gateway path): nothing is created on the hub for
-// a Gateway that the API server does not show, with this UID, live and finalized.
+// guard is the live guard (docs/design.md, Gateway path): nothing is created on the hub
+// for a Gateway that the API server does not show, with this UID, live and finalized,
+// nor for one whose controlling HTTPProxy the API server does not show so.
 func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
-	v, err := liveGuard(ctx, s.cluster.GetAPIReader(), s.gw, GatewayFinalizer)
-	if err != nil {
-		return true, err
-	}
-	if v != guardPass {
-		r.Metrics.guardRefusal(kindGateway, v)
-		s.log.V(2).Info("Writing nothing to the hub: the live Gateway is not the cached one", "uid", s.gw.UID, "verdict", string(v))
-		return true, nil
-	}
-	return false, nil
+	return endOnRefusal(s.log, r.guardOf(s).check(ctx), &s.requeueAfter)
+}
+
+// guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
+func (r *GatewayReconciler) guardOf(s *gatewayScope) ownersGuard {
+	return upstreamGuard(&s.upstream, s.gw, kindGateway, GatewayFinalizer, r.Metrics)
 }
 
 // program writes the hub side and reports the outcome in the Gateway's status; a hub
 // refusal is also an Event and an error, so the request is retried with backoff.
 func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool, error) {
-	addresses, err := r.writeHub(ctx, s)
+	addresses, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	if isGuardRefusal(err) {
+		return endOnRefusal(s.log, err, &s.requeueAfter)
+	}
 	before := s.gw.DeepCopy()
 	if err != nil {
 		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the Gateway to the hub failed: %v", err)
@@ -146,18 +147,19 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 }
 
 // writeHub ensures the mapped namespace, then the downstream Gateway and Certificates
-// attached to the anchor, and removes Certificates of listeners that are gone. It
-// returns the downstream Gateway's addresses.
-func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope) ([]gatewayv1.GatewayStatusAddress, error) {
+// attached to the anchor, and removes Certificates of listeners that are gone, through
+// hub (whose creates pass the live guard). It returns the downstream Gateway's
+// addresses.
+func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) ([]gatewayv1.GatewayStatusAddress, error) {
 	upstreamNS := &corev1.Namespace{}
 	if err := s.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: s.gw.Namespace}, upstreamNS); err != nil {
 		return nil, fmt.Errorf("reading upstream namespace %s: %w", s.gw.Namespace, err)
 	}
-	hubNS, err := anchor.EnsureMappedNamespace(ctx, s.hub, s.project, upstreamNS)
+	hubNS, err := anchor.EnsureMappedNamespace(ctx, hub, s.project, upstreamNS)
 	if err != nil {
 		return nil, err
 	}
-	w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	w := hubWriter{hub: hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(s.gw, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
 		return nil, err

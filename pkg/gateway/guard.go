@@ -2,18 +2,26 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"anchorage/api/v1alpha"
 )
 
-// guardVerdict is the live guard's answer about an upstream object, read uncached just
-// before anything is created on the hub for it.
+// guardVerdict is the live guard's answer about an object (an upstream Gateway or
+// HTTPRoute, or the HTTPProxy controlling it), read uncached just before anything is
+// created for it.
 type guardVerdict string
 
 const (
@@ -75,4 +83,123 @@ func newEmptyLike(obj client.Object) client.Object {
 		return fresh
 	}
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+}
+
+// unfinalizedRecheck is when a reconcile the live guard refused for a missing finalizer
+// looks again. Our finalizer is normally put on within a reconcile of the owner, but
+// nothing brings a Gateway or HTTPRoute back when the proxy controlling it gets it.
+const unfinalizedRecheck = 2 * time.Second
+
+// guarded is one object the live guard reads: its kind (for the metric and logs), the
+// object as the reconcile knows it (its key and UID are what is compared) and the
+// finalizer it must carry.
+type guarded struct {
+	kind      string
+	obj       client.Object
+	finalizer string
+}
+
+// ownersGuard is the live guard of one reconcile (docs/design.md, Gateway path): the
+// objects that must all be live, in the order they are read. For an upstream Gateway
+// or HTTPRoute that is the object itself and, when an HTTPProxy controls it, that
+// proxy; for a proxy, the proxy.
+type ownersGuard struct {
+	reader  client.Reader // uncached
+	owners  []guarded
+	metrics *Metrics
+}
+
+// guardRefusal is the live guard's refusal: which owner failed and why. It ends a
+// reconcile without writing; it is not a failure.
+type guardRefusal struct {
+	kind    string
+	key     client.ObjectKey
+	verdict guardVerdict
+}
+
+func (r *guardRefusal) Error() string {
+	return fmt.Sprintf("live guard: %s %s is %s", r.kind, r.key, r.verdict)
+}
+
+// check reads every owner live, in order, and returns a *guardRefusal (counted) for
+// the first that does not pass, nil when all pass, or the read error.
+func (g ownersGuard) check(ctx context.Context) error {
+	for _, o := range g.owners {
+		v, err := liveGuard(ctx, g.reader, o.obj, o.finalizer)
+		if err != nil {
+			return err
+		}
+		if v != guardPass {
+			g.metrics.guardRefusal(o.kind, v)
+			return &guardRefusal{kind: o.kind, key: client.ObjectKeyFromObject(o.obj), verdict: v}
+		}
+	}
+	return nil
+}
+
+// isGuardRefusal reports whether err is (or wraps) the live guard's refusal.
+func isGuardRefusal(err error) bool {
+	var refused *guardRefusal
+	return errors.As(err, &refused)
+}
+
+// endOnRefusal is how a phase ends on the live guard's answer: nil goes on; a refusal
+// ends the reconcile without error, setting *requeueAfter only when our finalizer is
+// missing (gone, replaced or terminating: the finalizer, or the new object's own
+// reconcile, takes over); any other error ends it with that error.
+func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool, error) {
+	var refused *guardRefusal
+	if !errors.As(err, &refused) {
+		return err != nil, err
+	}
+	log.V(2).Info("Writing nothing: the live guard refused", "owner", refused.kind, "object", refused.key.String(), "verdict", string(refused.verdict))
+	if refused.verdict == guardUnfinalized {
+		*requeueAfter = unfinalizedRecheck
+	}
+	return true, nil
+}
+
+// upstreamGuard is the guard of an upstream Gateway or HTTPRoute obj (of kind, carrying
+// finalizer): obj itself, then the HTTPProxy that controls it, if one does. A
+// terminating proxy means nothing new on the hub for what it controls, even while its
+// finalizer has not yet deleted the Gateway and route.
+func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Metrics) ownersGuard {
+	owners := []guarded{{kind: kind, obj: obj, finalizer: finalizer}}
+	if proxy := controllingProxy(obj); proxy != nil {
+		owners = append(owners, guarded{kind: kindHTTPProxy, obj: proxy, finalizer: v1alpha.HTTPProxyFinalizer})
+	}
+	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: m}
+}
+
+// controllingProxy returns the HTTPProxy that controls obj (its controller reference
+// names kind HTTPProxy of our group), as far as the reference tells it: namespace, name
+// and UID. Nil when obj has no such controller.
+func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != kindHTTPProxy {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil || gv.Group != v1alpha.GroupVersion.Group {
+		return nil
+	}
+	return &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: ref.Name, UID: ref.UID}}
+}
+
+// createsGuarded is a client whose every Create first passes the live guard, read just
+// before the request is sent: nothing is created for an owner whose deletion was
+// requested after the reconcile's own guard phase. It narrows what slips through to the
+// time between that read and the create (docs/design.md, Residual windows). Reads,
+// updates and deletes pass straight through: they create nothing a finalizer would
+// have to find.
+type createsGuarded struct {
+	client.Client
+	guard ownersGuard
+}
+
+func (c createsGuarded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.guard.check(ctx); err != nil {
+		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
+	}
+	return c.Client.Create(ctx, obj, opts...)
 }

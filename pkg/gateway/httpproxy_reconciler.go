@@ -61,6 +61,8 @@ type proxyScope struct {
 	desired      *proxyObjects
 	gateway      *gatewayv1.Gateway   // as written
 	route        *gatewayv1.HTTPRoute // as written
+	guard        ownersGuard          // the proxy, read live
+	refused      bool                 // the live guard refused: no status either
 	requeueAfter time.Duration
 	log          logr.Logger
 	events       events.EventRecorder
@@ -74,6 +76,7 @@ func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 		phases: []phase[proxyScope]{
 			r.finalize,        // terminating: delete what the proxy produced, wait, drop the finalizer
 			r.ensureFinalizer, // our finalizer before anything is produced
+			r.guard,           // the live proxy must still be the one this reconcile is about
 			r.build,           // desired upstream objects; Accepted
 			r.write,           // Services, Gateway, HTTPRoute in the project
 			r.observe,         // Programmed from the Gateway's and route's status
@@ -97,8 +100,13 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 		cluster: cl,
 		proxy:   proxy,
 		before:  proxy.DeepCopy(),
-		log:     logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
-		events:  cl.GetEventRecorder(r.Config.EventSource),
+		guard: ownersGuard{
+			reader:  cl.GetAPIReader(),
+			owners:  []guarded{{kind: kindHTTPProxy, obj: proxy, finalizer: v1alpha.HTTPProxyFinalizer}},
+			metrics: r.Metrics,
+		},
+		log:    logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
+		events: cl.GetEventRecorder(r.Config.EventSource),
 	}, nil
 }
 
@@ -195,6 +203,25 @@ func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope
 	return false, nil
 }
 
+// guard is the proxy's live guard (docs/design.md, Gateway path): nothing is
+// written upstream for a proxy the cache shows but the API server does not show with
+// this UID, live and carrying our finalizer. A stale cache can show a proxy another
+// replica has already finalized, or one whose deletion was just requested; a Gateway
+// and HTTPRoute created for it would be written to the hub and, with the proxy gone,
+// left to the plane's garbage collector if it has one. Gone, replaced or terminating
+// ends the reconcile quietly (the finalizer, or the new proxy's own reconcile, takes
+// over); unfinalized looks again shortly.
+func (r *HTTPProxyReconciler) guard(ctx context.Context, s *proxyScope) (bool, error) {
+	return s.endOnRefusal(s.guard.check(ctx))
+}
+
+// endOnRefusal ends the reconcile on a refusal of the live guard, with no status (the
+// proxy is gone, replaced or going), and returns any other error as it is.
+func (s *proxyScope) endOnRefusal(err error) (bool, error) {
+	s.refused = isGuardRefusal(err)
+	return endOnRefusal(s.log, err, &s.requeueAfter)
+}
+
 // build computes the upstream objects. A proxy that cannot be programmed as written is
 // Accepted=False with the reason, and nothing already in the project is touched.
 func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, error) {
@@ -227,7 +254,8 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 // proxy's Services that no rule needs any more. An object of the same name that the
 // proxy does not control is a conflict: reported, never overwritten.
 func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, error) {
-	c := s.cluster.GetClient()
+	// Every create passes the live guard again just before it is sent.
+	c := createsGuarded{Client: s.cluster.GetClient(), guard: s.guard}
 	err := func() error {
 		for _, svc := range s.desired.Services {
 			if _, err := upsertControlled(ctx, c, s.proxy, svc, copyServiceSpec); err != nil {
@@ -247,6 +275,9 @@ func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, e
 	}()
 	if err == nil {
 		return false, nil
+	}
+	if isGuardRefusal(err) {
+		return s.endOnRefusal(err)
 	}
 	reason := ReasonUpstreamWriteFailed
 	if errors.Is(err, errNotControlled) {
@@ -303,7 +334,7 @@ func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *prox
 
 // writeStatus patches the status the phases decided, if it changed.
 func (r *HTTPProxyReconciler) writeStatus(ctx context.Context, s *proxyScope) error {
-	if s.proxy.DeletionTimestamp != nil || equality.Semantic.DeepEqual(s.before.Status, s.proxy.Status) {
+	if s.refused || s.proxy.DeletionTimestamp != nil || equality.Semantic.DeepEqual(s.before.Status, s.proxy.Status) {
 		return nil
 	}
 	return patchStatus(ctx, s.cluster.GetClient(), s.before, s.proxy)

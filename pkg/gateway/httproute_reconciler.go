@@ -54,9 +54,10 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 			r.finalize,        // terminating: delete the downstream route and the anchor
 			r.findOurParents,  // attached to none of our Gateways: leave it
 			r.ensureFinalizer, // ours: make sure it carries our finalizer
-			r.guard,           // the live object must still be the one this reconcile is about
+			r.guard,           // the live route, and the proxy controlling it, must still be the ones this reconcile is about
 			r.program,         // mapped namespace, anchor, downstream HTTPRoute, status
 		},
+		finish: func(_ context.Context, s *routeScope, _ error) (reconcile.Result, error) { return s.requeued(), nil },
 	})
 }
 
@@ -127,22 +128,21 @@ func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]
 
 // guard is the live guard; see GatewayReconciler.guard.
 func (r *HTTPRouteReconciler) guard(ctx context.Context, s *routeScope) (bool, error) {
-	v, err := liveGuard(ctx, s.cluster.GetAPIReader(), s.route, HTTPRouteFinalizer)
-	if err != nil {
-		return true, err
-	}
-	if v != guardPass {
-		r.Metrics.guardRefusal(kindHTTPRoute, v)
-		s.log.V(2).Info("Writing nothing to the hub: the live HTTPRoute is not the cached one", "uid", s.route.UID, "verdict", string(v))
-		return true, nil
-	}
-	return false, nil
+	return endOnRefusal(s.log, r.guardOf(s).check(ctx), &s.requeueAfter)
+}
+
+// guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
+func (r *HTTPRouteReconciler) guardOf(s *routeScope) ownersGuard {
+	return upstreamGuard(&s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, r.Metrics)
 }
 
 // program writes the downstream route and reports the outcome per parent in the
 // route's status; a hub refusal is also an Event and an error (retried with backoff).
 func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
-	err := r.writeHub(ctx, s)
+	err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	if isGuardRefusal(err) {
+		return endOnRefusal(s.log, err, &s.requeueAfter)
+	}
 	before := s.route.DeepCopy()
 	controller := r.Config.controllerName()
 	if err != nil {
@@ -158,14 +158,15 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 }
 
 // writeHub ensures the mapped namespace and the downstream route, attached to the
-// anchor and to the downstream copies of the route's parents.
-func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope) error {
+// anchor and to the downstream copies of the route's parents, through hub (whose
+// creates pass the live guard).
+func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) error {
 	reader := s.cluster.GetAPIReader()
 	upstreamNS := &corev1.Namespace{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: s.route.Namespace}, upstreamNS); err != nil {
 		return fmt.Errorf("reading upstream namespace %s: %w", s.route.Namespace, err)
 	}
-	hubNS, err := anchor.EnsureMappedNamespace(ctx, s.hub, s.project, upstreamNS)
+	hubNS, err := anchor.EnsureMappedNamespace(ctx, hub, s.project, upstreamNS)
 	if err != nil {
 		return err
 	}
@@ -190,7 +191,7 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope) error
 	if err != nil {
 		return err
 	}
-	w := hubWriter{hub: s.hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	w := hubWriter{hub: hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
 	_, err = w.apply(ctx, kindHTTPRoute, down, copyRouteSpec)
 	return err
 }

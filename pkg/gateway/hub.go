@@ -42,7 +42,9 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 			return nil, fmt.Errorf("attaching %s %s to its anchor: %w", kind, key, err)
 		}
 		if err := w.hub.Create(ctx, obj); err != nil {
-			w.metrics.downstreamWrite(kind, resultError)
+			if !isGuardRefusal(err) { // nothing was sent: not a failed write
+				w.metrics.downstreamWrite(kind, resultError)
+			}
 			return nil, fmt.Errorf("creating %s %s on the hub: %w", kind, key, err)
 		}
 		w.metrics.downstreamWrite(kind, resultCreated)

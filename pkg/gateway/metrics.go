@@ -28,7 +28,8 @@ type Metrics struct {
 	downstreamWrites *prometheus.CounterVec
 	// anchorDeletes counts finalizer calls that make sure an owner's anchor is gone.
 	anchorDeletes *prometheus.CounterVec
-	// guardRefusals counts live-path reconciles stopped by the live guard.
+	// guardRefusals counts reconciles stopped by the live guard, by the kind of the
+	// live owner that failed it.
 	guardRefusals *prometheus.CounterVec
 }
 
@@ -47,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"kind", "result"}),
 		guardRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchorage_live_guard_refusals_total",
-			Help: "Reconciles that wrote nothing to the hub because the live upstream object was gone, replaced, terminating or unfinalized, by kind and reason.",
+			Help: "Reconciles that wrote nothing because a live owner (the upstream Gateway or HTTPRoute, or the HTTPProxy controlling it) was gone, replaced, terminating or unfinalized, by the kind of that owner and reason.",
 		}, []string{"kind", "reason"}),
 	}
 	var err error
@@ -70,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			m.anchorDeletes.WithLabelValues(kind, result)
 		}
 	}
-	for _, kind := range []string{kindGateway, kindHTTPRoute} {
+	for _, kind := range []string{kindGateway, kindHTTPRoute, kindHTTPProxy} {
 		for _, reason := range allGuardVerdicts {
 			m.guardRefusals.WithLabelValues(kind, string(reason))
 		}

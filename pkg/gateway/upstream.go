@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -32,6 +34,20 @@ type upstream struct {
 	owner   anchor.Owner
 	log     logr.Logger
 	events  events.EventRecorder
+	// requeueAfter, when set, asks for the reconcile to run again (requeued).
+	requeueAfter time.Duration
+}
+
+// requeued is the finish step of the Gateway and HTTPRoute reconcilers: the reconcile
+// runs again when a phase asked for it.
+func (u *upstream) requeued() reconcile.Result {
+	return reconcile.Result{RequeueAfter: u.requeueAfter}
+}
+
+// guardedHub is the hub client for programming: every create on it passes g, read
+// again just before the create is sent.
+func (u *upstream) guardedHub(g ownersGuard) client.Client {
+	return createsGuarded{Client: u.hub, guard: g}
 }
 
 // loadUpstream reaches the project, reads obj (of kind, in the Gateway API group) from

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// auditAt is a synthetic audit event: verb on resource namespace/name by user, received
+// at t0+ms milliseconds, answered with code.
+func auditAt(ms int, user, verb, resource, namespace, name string, code int) auditEvent {
+	var e auditEvent
+	e.Verb, e.User.Username = verb, user
+	e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name = resource, namespace, name
+	e.ResponseStatus.Code = code
+	e.RequestReceivedTimestamp = reportT0.Add(time.Duration(ms) * time.Millisecond)
+	e.StageTimestamp = e.RequestReceivedTimestamp.Add(5 * time.Millisecond)
+	return e
+}
+
+// TestCreatesAfterDeletion: from a project plane's audit log, each proxy's first
+// successful DELETE is its deletion time; every successful hub create by a replica for
+// that proxy (its anchors, by the owner the observer saw; its downstream Gateway and
+// HTTPRoute by name; its Certificates by prefix) that the hub received more than
+// DeletionTolerance later is listed, latest last. Creates within the tolerance, failed
+// creates, creates by anyone but a replica, in other namespaces or for proxies never
+// deleted are not; anchors whose owner was never seen are counted apart.
+func TestCreatesAfterDeletion(t *testing.T) {
+	p := ProjectLoad{Name: "run-p0", Namespace: "bench-run"}
+	hubNS := "ns-00000000-0000-0000-0000-000000000001"
+	proxy := func(name string) ProxyKey { return ProxyKey{Project: p.Name, Namespace: p.Namespace, Name: name} }
+
+	plane := []auditEvent{
+		auditAt(1000, "admin", "delete", "httpproxies", "bench-run", "px-1", 200),
+		auditAt(1500, "admin", "delete", "httpproxies", "bench-run", "px-1", 200), // a retry: the first counts
+		auditAt(900, "admin", "delete", "httpproxies", "bench-run", "px-2", 404),  // failed: not a deletion
+		auditAt(2000, "admin", "delete", "httpproxies", "bench-run", "px-2", 200),
+		auditAt(100, "admin", "delete", "httpproxies", "elsewhere", "px-3", 200), // another namespace
+		auditAt(100, "admin", "create", "httpproxies", "bench-run", "px-4", 201),
+	}
+	deleted := ProxyDeletions(p.Name, p.Namespace, plane)
+	wantDeleted := map[ProxyKey]time.Time{proxy("px-1"): reportAt(1), proxy("px-2"): reportAt(2)}
+	if len(deleted) != len(wantDeleted) {
+		t.Fatalf("deletions = %v, want %v", deleted, wantDeleted)
+	}
+	for k, at := range wantDeleted {
+		if !deleted[k].Equal(at) {
+			t.Errorf("deletion of %v = %v, want %v", k, deleted[k], at)
+		}
+	}
+
+	hub := []auditEvent{
+		auditAt(900, "u-r0", "create", "configmaps", hubNS, "anchor-a1", 201),                  // before: fine
+		auditAt(1000+100, "u-r0", "create", "gateways", hubNS, "px-1", 201),                    // at the tolerance: fine
+		auditAt(1350, "u-r1", "create", "configmaps", hubNS, "anchor-a1", 201),                 // late anchor
+		auditAt(1400, "u-r1", "create", "certificates", hubNS, "px-1-https-px-1.example", 201), // late Certificate
+		auditAt(1200, "u-r1", "create", "httproutes", hubNS, "px-1", 409),                      // refused: created nothing
+		auditAt(5000, "admin", "create", "gateways", hubNS, "px-1", 201),                       // not a replica
+		auditAt(5000, "u-r0", "create", "gateways", "ns-other", "px-1", 201),                   // not the run's
+		auditAt(5000, "u-r0", "create", "namespaces", "", hubNS, 201),                          // shared
+		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "not-an-anchor", 201),             // not an anchor
+		auditAt(5000, "u-r0", "create", "httproutes", hubNS, "px-4", 201),                      // never deleted
+		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "anchor-unseen", 201),             // owner never seen
+		auditAt(2500, "u-r2", "update", "httproutes", hubNS, "px-2", 200),                      // an update
+		auditAt(3000, "u-r2", "create", "httproutes", hubNS, "px-2", 201),                      // late route
+	}
+	writer := func(e auditEvent) string {
+		return map[string]string{"u-r0": "r0", "u-r1": "r1", "u-r2": "r2"}[e.User.Username]
+	}
+	index := ProxyIndex{
+		Projects: map[string]ProjectLoad{hubNS: p},
+		AnchorOwner: func(name string) (ProxyKey, bool) {
+			k, ok := map[string]ProxyKey{"anchor-a1": proxy("px-1")}[name]
+			return k, ok
+		},
+	}
+	got := CreatesAfterDeletion(hub, writer, index, deleted)
+
+	want := []LateCreate{
+		{Replica: "r1", Proxy: proxy("px-1"), Resource: "configmaps", Namespace: hubNS, Name: "anchor-a1", At: reportAt(1.35), Late: 350 * time.Millisecond},
+		{Replica: "r1", Proxy: proxy("px-1"), Resource: "certificates", Namespace: hubNS, Name: "px-1-https-px-1.example", At: reportAt(1.4), Late: 400 * time.Millisecond},
+		{Replica: "r2", Proxy: proxy("px-2"), Resource: "httproutes", Namespace: hubNS, Name: "px-2", At: reportAt(3), Late: time.Second},
+	}
+	if !slices.Equal(got.Late, want) {
+		t.Errorf("late creates:\n got %+v\nwant %+v", got.Late, want)
+	}
+	if got.Checked != 5 {
+		t.Errorf("checked %d creates, want 5 (every successful replica create for a deleted proxy)", got.Checked)
+	}
+	if got.Unattributed != 1 {
+		t.Errorf("unattributed anchors = %d, want 1", got.Unattributed)
+	}
+}

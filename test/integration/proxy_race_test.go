@@ -1,0 +1,395 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+	"anchorage/internal/app"
+	"anchorage/internal/harness"
+	"anchorage/pkg/anchor"
+	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
+)
+
+// readToWriteTolerance is how much later than a proxy's delete request a hub create for
+// it may arrive and still be allowed. The live guard reads the proxy and then sends the
+// create (docs/design.md, Residual windows, 4): a delete the project's API server
+// receives after that read cannot stop a create already on its way. What fits in the
+// window is the delete's own commit, one read's response back to the replica and the
+// create's request to the hub, all on one machine and a few milliseconds each when the
+// machine is idle; 100 ms leaves room for a busy 2-core machine's scheduling delays
+// while staying far below what a create from a stale decision shows (the issue saw up
+// to five seconds).
+const readToWriteTolerance = 100 * time.Millisecond
+
+// Shape of the race: proxies created over createSpread, each deleted 0 to maxLifetime
+// after its creation; the owner of the first project paused from pauseAt after the first
+// creation for twice the Lease duration.
+const (
+	raceProxies  = 30
+	createSpread = 9 * time.Second
+	maxLifetime  = 3 * time.Second
+	pauseAt      = 3 * time.Second
+)
+
+// raceProxy is one proxy of the race: in which project, when it is created (after the
+// race begins) and how long it lives.
+type raceProxy struct {
+	project  int
+	name     string
+	createAt time.Duration
+	lifetime time.Duration
+}
+
+// raceProject is one of the race's projects: its plane, upstream namespace and hub
+// namespace.
+type raceProject struct {
+	name  string
+	plane *harness.ControlPlane
+	ns    *corev1.Namespace
+	hubNS string
+}
+
+// TestProxyDeletedSoonAfterCreation: many proxies in two projects, each deleted 0 to 3 s
+// after it was created (seeded; ANCHORAGE_RACE_SEED replays a run), three replicas, and
+// the owner of one project paused past the Lease in the middle. From the API servers'
+// audit logs: no hub object of a proxy (the anchors of its Gateway and HTTPRoute, the
+// downstream Gateway, HTTPRoute and Certificates) is created later than the proxy's
+// delete request plus readToWriteTolerance; and at the end nothing of any proxy is left,
+// upstream or on the hub.
+func TestProxyDeletedSoonAfterCreation(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	seed := raceSeed(t)
+	rng := rand.New(rand.NewSource(seed))
+	class := "anchorage-" + utilrand.String(6)
+
+	var projects []raceProject
+	var names []string
+	for i, plane := range []*harness.ControlPlane{planeA, planeB} {
+		p := raceProject{name: fmt.Sprintf("race-%s-%d", utilrand.String(4), i), plane: plane}
+		_, err := e.AddProject(ctx, p.name, plane)
+		g.Expect(err).NotTo(HaveOccurred())
+		p.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "race-" + utilrand.String(6)}}
+		g.Expect(plane.Client.Create(ctx, p.ns)).To(Succeed())
+		p.hubNS = anchor.MappedNamespace(p.ns.UID)
+		t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns.Name) })
+		projects = append(projects, p)
+		names = append(names, p.name)
+	}
+	anchors := watchAnchors(t, projects)
+
+	var ms []*harness.Manager
+	for i := range 3 {
+		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("race%d-%s", i, utilrand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
+			harness.WithTimings(harness.FastTimings)(o)
+			o.Gateway = gateway.Config{GatewayClassName: class}
+		}}))
+	}
+	waitAllServed(g, e, ms, names)
+
+	var proxies []raceProxy
+	for i := range raceProxies {
+		proxies = append(proxies, raceProxy{
+			project:  i % len(projects),
+			name:     fmt.Sprintf("race-%02d", i),
+			createAt: time.Duration(rng.Int63n(int64(createSpread))),
+			lifetime: time.Duration(rng.Int63n(int64(maxLifetime) + 1)),
+		})
+	}
+
+	begin := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*raceProxies)
+	for _, px := range proxies {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- createThenDelete(ctx, projects[px.project], px, begin)
+		}()
+	}
+	paused := pauseOwner(t, e, ms, projects[0].name, begin.Add(pauseAt), 2*harness.FastTimings.LeaseDuration)
+	wg.Wait()
+	<-paused
+	close(errs)
+	for err := range errs {
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	t.Logf("created and deleted %d proxies in %s", len(proxies), time.Since(begin).Round(time.Millisecond))
+
+	// Nothing left: every proxy, Gateway and HTTPRoute finalized upstream, no anchor in
+	// the projects' hub namespaces, and the hub's garbage collector took the rest.
+	settled := time.Now()
+	for _, p := range projects {
+		g.Eventually(func(g Gomega) {
+			for _, list := range []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}} {
+				g.Expect(p.plane.Client.List(ctx, list, client.InNamespace(p.ns.Name))).To(Succeed())
+				g.Expect(namesIn(list)).To(BeEmpty(), "%T left in project %s", list, p.name)
+			}
+			cms := &corev1.ConfigMapList{}
+			g.Expect(hub.Client.List(ctx, cms, client.InNamespace(p.hubNS))).To(Succeed())
+			g.Expect(namesIn(cms)).To(BeEmpty(), "anchors left on the hub for project %s", p.name)
+		}, gwProgrammedWithin, gwPoll).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			for _, list := range []client.ObjectList{&gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}} {
+				g.Expect(hub.Client.List(ctx, list, client.InNamespace(p.hubNS))).To(Succeed())
+				g.Expect(namesIn(list)).To(BeEmpty(), "downstream %T left for project %s", list, p.name)
+			}
+			g.Expect(certificatesIn(ctx, g, p.hubNS)).To(BeEmpty(), "Certificates left for project %s", p.name)
+		}, gwGCWithin, gwPoll).Should(Succeed())
+	}
+	t.Logf("nothing left %s after the last delete", time.Since(settled).Round(time.Millisecond))
+
+	late, checked, maxLate := hubCreatesAfterDeletion(g, projects, anchors.owners())
+	t.Logf("checked %d hub creates of %d proxies; latest relative to its proxy's delete request: %s (tolerance %s)",
+		checked, len(proxies), maxLate.Round(time.Millisecond), readToWriteTolerance)
+	t.Logf("live guard refusals over the replicas: %v", guardRefusals(ms))
+	g.Expect(anchors.err()).NotTo(HaveOccurred(), "the anchor watch")
+	g.Expect(late).To(BeEmpty(), "hub creates later than the proxy's delete request + %s (seed %d)", readToWriteTolerance, seed)
+}
+
+// guardRefusals sums the live guard's refusals over ms, by "<kind>/<reason>" (for the
+// log: it shows which owner the guard stopped, and why).
+func guardRefusals(ms []*harness.Manager) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range ms {
+		for _, kind := range []string{"HTTPProxy", "Gateway", "HTTPRoute"} {
+			for _, reason := range []string{"gone", "replaced", "terminating", "unfinalized"} {
+				if v, err := m.Gauge("anchorage_live_guard_refusals_total", "kind", kind, "reason", reason); err == nil && v > 0 {
+					out[kind+"/"+reason] += v
+				}
+			}
+		}
+	}
+	return out
+}
+
+// raceSeed is the race's seed: ANCHORAGE_RACE_SEED when set (to replay a run), else the
+// time. It is logged either way.
+func raceSeed(t *testing.T) int64 {
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("ANCHORAGE_RACE_SEED"); v != "" {
+		var err error
+		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
+			t.Fatalf("ANCHORAGE_RACE_SEED: %v", err)
+		}
+	}
+	t.Logf("seed %d (ANCHORAGE_RACE_SEED=%d replays this run)", seed, seed)
+	return seed
+}
+
+// createThenDelete creates px at its time, with one hostname, and deletes it when its
+// lifetime is over.
+func createThenDelete(ctx context.Context, p raceProject, px raceProxy, begin time.Time) error {
+	time.Sleep(time.Until(begin.Add(px.createAt)))
+	proxy := &v1alpha.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: px.name, Namespace: p.ns.Name},
+		Spec: v1alpha.HTTPProxySpec{
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(px.name + ".race.example.com")},
+			Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
+		},
+	}
+	if err := p.plane.Client.Create(ctx, proxy); err != nil {
+		return fmt.Errorf("creating %s/%s: %w", p.name, px.name, err)
+	}
+	time.Sleep(px.lifetime)
+	if err := p.plane.Client.Delete(ctx, proxy); err != nil {
+		return fmt.Errorf("deleting %s/%s: %w", p.name, px.name, err)
+	}
+	return nil
+}
+
+// pauseOwner pauses the traffic of the replica that has claimed project, at at, for
+// d, and closes the returned channel once it is resumed.
+func pauseOwner(t *testing.T, e *harness.Env, ms []*harness.Manager, project string, at time.Time, d time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(time.Until(at))
+		claimed, err := e.ClaimedHolders(context.Background())
+		if err != nil {
+			t.Errorf("reading the claimed holders: %v", err)
+			return
+		}
+		for _, m := range ms {
+			if m.Name == shard.PodOf(claimed[project]) {
+				t.Logf("pausing %s, owner of %s, for %s", m.Name, project, d)
+				resume := m.PauseTraffic()
+				time.Sleep(d)
+				resume()
+				t.Logf("resumed %s", m.Name)
+				return
+			}
+		}
+		t.Errorf("no replica has claimed %s (holder %q)", project, claimed[project])
+	}()
+	return done
+}
+
+// anchorWatch maps the names of the anchors created in the race's hub namespaces to
+// the names of their owners, from the labels the managers wrote: the hub's audit log
+// records names, not labels.
+type anchorWatch struct {
+	mu     sync.Mutex
+	owner  map[string]string
+	failed error
+}
+
+// watchAnchors starts watching ConfigMaps in the projects' hub namespaces (which need
+// not exist yet) until t ends.
+func watchAnchors(t *testing.T, projects []raceProject) *anchorWatch {
+	t.Helper()
+	wc, err := client.NewWithWatch(hub.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	a := &anchorWatch{owner: map[string]string{}}
+	for _, p := range projects {
+		w, err := wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(p.hubNS))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			defer w.Stop()
+			for ev := range w.ResultChan() {
+				cm, ok := ev.Object.(*corev1.ConfigMap)
+				if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+					continue
+				}
+				owner, err := anchor.Decode(cm.Name, cm.Labels)
+				a.mu.Lock()
+				if err == nil {
+					a.owner[cm.Name] = owner.Name
+				} else if strings.HasPrefix(cm.Name, anchor.NamePrefix) {
+					a.failed = fmt.Errorf("anchor %s/%s: %w", cm.Namespace, cm.Name, err)
+				}
+				a.mu.Unlock()
+			}
+			if ctx.Err() == nil {
+				a.mu.Lock()
+				a.failed = fmt.Errorf("the watch of %s ended early", p.hubNS)
+				a.mu.Unlock()
+			}
+		}()
+	}
+	return a
+}
+
+func (a *anchorWatch) owners() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range a.owner {
+		out[k] = v
+	}
+	return out
+}
+
+func (a *anchorWatch) err() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failed
+}
+
+// hubCreatesAfterDeletion compares, from the audit logs, every successful hub create
+// for one of the race's proxies with the proxy's delete request on its project plane.
+// It returns the creates later than that plus readToWriteTolerance, how many creates it
+// checked, and the largest lateness seen (negative when every create came before its
+// proxy's delete).
+func hubCreatesAfterDeletion(g Gomega, projects []raceProject, anchorOwners map[string]string) (late []string, checked int, maxLate time.Duration) {
+	hubEvents, err := hub.AuditEvents()
+	g.Expect(err).NotTo(HaveOccurred())
+	maxLate = -time.Hour
+	for _, p := range projects {
+		events, err := p.plane.AuditEvents()
+		g.Expect(err).NotTo(HaveOccurred())
+		deleted := map[string]time.Time{}
+		for _, ev := range events {
+			ref := ev.ObjectRef
+			if ev.Verb != "delete" || ref.Resource != "httpproxies" || ref.Namespace != p.ns.Name || !succeeded(ev) {
+				continue
+			}
+			if at, ok := deleted[ref.Name]; !ok || ev.RequestReceivedTimestamp.Before(at) {
+				deleted[ref.Name] = ev.RequestReceivedTimestamp
+			}
+		}
+		for _, ev := range hubEvents {
+			ref := ev.ObjectRef
+			if ev.Verb != "create" || ref.Namespace != p.hubNS || !succeeded(ev) {
+				continue
+			}
+			proxy := proxyOfHubObject(ref.Resource, ref.Name, anchorOwners)
+			if proxy == "" {
+				g.Expect(ref.Resource == "configmaps" && strings.HasPrefix(ref.Name, anchor.NamePrefix)).To(BeFalse(),
+					"hub create of anchor %s/%s whose owner the watch never saw", ref.Namespace, ref.Name)
+				continue
+			}
+			at, ok := deleted[proxy]
+			g.Expect(ok).To(BeTrue(), "no delete request of proxy %s/%s in the audit log", p.name, proxy)
+			checked++
+			lateness := ev.RequestReceivedTimestamp.Sub(at)
+			maxLate = max(maxLate, lateness)
+			if lateness > readToWriteTolerance {
+				late = append(late, fmt.Sprintf("%s %s/%s (proxy %s/%s) created %s after the proxy's delete request, by %s",
+					ref.Resource, ref.Namespace, ref.Name, p.name, proxy, lateness.Round(time.Millisecond), ev.User.Username))
+			}
+		}
+	}
+	sort.Strings(late)
+	return late, checked, maxLate
+}
+
+// proxyOfHubObject names the proxy a hub object was created for: anchors by their
+// owner (the proxy's Gateway and HTTPRoute carry its name), the downstream Gateway and
+// HTTPRoute by their name, Certificates by the "<gateway>-https-" their names begin
+// with. "" for anything else (the hub namespace itself is shared by every proxy).
+func proxyOfHubObject(resource, name string, anchorOwners map[string]string) string {
+	switch resource {
+	case "configmaps":
+		return anchorOwners[name]
+	case "gateways", "httproutes":
+		return name
+	case "certificates":
+		if proxy, _, ok := strings.Cut(name, "-https-"); ok {
+			return proxy
+		}
+	}
+	return ""
+}
+
+func succeeded(ev harness.AuditEvent) bool {
+	return ev.ResponseStatus.Code >= 200 && ev.ResponseStatus.Code < 300
+}
+
+// namesIn returns the names of a list's items.
+func namesIn(list client.ObjectList) []string {
+	var out []string
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		out = append(out, o.(client.Object).GetName())
+		return nil
+	})
+	return out
+}
