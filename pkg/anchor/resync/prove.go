@@ -6,6 +6,7 @@ package resync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -134,6 +135,11 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
 	}
 	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
+	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
+		// Not read at all: the plane's role grants get on the configured kinds only, and
+		// a read bound to be refused would tell nothing the configuration does not.
+		return Observation{State: NotConfigured}, notConfiguredDetail(gk), nil
+	}
 	if detail, ok := p.forbidden[gk]; ok {
 		return Observation{State: Forbidden}, detail, nil
 	}
