@@ -52,11 +52,10 @@ func newPassFixture(t *testing.T) *passFixture {
 	f.clock = clocktesting.NewFakeClock(time.Now().Add(time.Hour))
 	// The fixture's owners are ConfigMaps, and their live path (as far as claims go)
 	// writes a ConfigMap of the owner's name.
-	// Owners are ConfigMaps here (Services for a kind the plane refuses, Widgets for one
-	// it does not serve).
+	// Owners are ConfigMaps here (and Services, for a kind the plane refuses).
 	f.opts = Options{
 		Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
-		LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}, {Group: "example.com", Kind: "Widget"}},
+		LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}},
 	}.WithDefaults()
 	f.memory = newProjectMemory(f.opts)
 	f.provider = "prov-" + rand.String(6)

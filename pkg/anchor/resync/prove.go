@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,8 +137,13 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 	}
 	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
 	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
-		// Not read at all: the plane's role grants get on the configured kinds only, and
-		// a read bound to be refused would tell nothing the configuration does not.
+		// Never read: the plane's role grants get on the configured kinds only, and a
+		// read bound to be refused tells nothing the configuration does not. Whether
+		// the plane serves the kind at all is still told apart (discovery needs no
+		// grant): a kind not served needs no permission, only an operator's look.
+		if _, err := p.plane.Mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
+			return Observation{State: NotServed}, err.Error(), nil
+		}
 		return Observation{State: NotConfigured}, notConfiguredDetail(gk), nil
 	}
 	if detail, ok := p.forbidden[gk]; ok {
