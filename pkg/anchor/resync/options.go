@@ -69,7 +69,7 @@ type Options struct {
 	LiveQPS   float32
 	LiveBurst int
 	// DependentsQPS and DependentsBurst rate-limit the hub lists that read anchors'
-	// dependents (every namespaced kind, per namespace with candidates), across all
+	// dependents (each kind of DependentKindsOf, per namespace with candidates), across all
 	// projects of a replica. Default 50 and 100.
 	DependentsQPS   float32
 	DependentsBurst int
