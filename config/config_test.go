@@ -26,10 +26,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -40,6 +42,7 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
+	"anchorage/pkg/anchor/resync"
 )
 
 // deployNamespace is where config/default puts everything namespaced.
@@ -160,8 +163,8 @@ func TestDefaultAppliesToAnAPIServer(t *testing.T) {
 			g.Expect(c.Create(ctx, o.DeepCopy())).To(Succeed(), "creating Namespace %s", o.GetName())
 		}
 	}
-	g.Expect(kinds).To(ConsistOf("Namespace", "ServiceAccount", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
-		"Deployment", "PodDisruptionBudget", "Service"))
+	g.Expect(kinds).To(ConsistOf("Namespace", "ServiceAccount", "ClusterRole", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
+		"Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"))
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" {
 			continue
@@ -240,30 +243,31 @@ func matchLabels(selector map[string]string) OmegaMatcher {
 
 // TestDefaultRBACIsLeastPrivilege: Leases and Secrets only through the namespaced
 // Role (Leases in the lease namespace, Secrets in the provider namespace, both the
-// deployment's namespace); the cluster-wide role grants neither, not even through a
-// wildcard, and nothing grants escalation verbs.
+// deployment's namespace); the cluster-wide role grants neither, and nothing grants
+// escalation verbs. The dependents scan's lists are granted kind by kind, for exactly
+// the kinds it lists (resync.DependentKindsOf of the live path's writes).
 func TestDefaultRBACIsLeastPrivilege(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(t, configDir("default"))
 	var cr rbacv1.ClusterRole
-	decode(t, byKind(t, objs, "ClusterRole"), &cr)
+	decode(t, byName(t, objs, "ClusterRole", "anchorage-manager"), &cr)
 	var role rbacv1.Role
 	decode(t, byKind(t, objs, "Role"), &role)
 	g.Expect(role.Namespace).To(Equal(deployNamespace))
 
 	for _, rule := range cr.Rules {
 		for _, res := range []struct{ group, resource string }{{"", "secrets"}, {"coordination.k8s.io", "leases"}} {
-			if isDependentsScan(rule) {
-				// The one deliberate exception (pkg/anchor/rbac.go): the resync reads an
-				// anchor's dependents from lists of every namespaced kind the hub serves,
-				// and RBAC cannot grant "every kind but Secrets". Only list, nothing else.
-				continue
-			}
 			g.Expect(grants(rule, res.group, res.resource)).To(BeFalse(),
 				"the ClusterRole must not reach %s cluster-wide (rule %v): they belong to the namespaced Role", res.resource, rule)
 		}
 		g.Expect(rule.Verbs).NotTo(ContainElements("escalate", "bind", "impersonate", "*"), "rule %v", rule)
 	}
+	for _, gk := range resync.DependentKindsOf(resync.DefaultHubWrites, nil) {
+		resource := resourceOf(gk)
+		g.Expect(anyGrants(cr.Rules, gk.Group, resource, "list")).To(BeTrue(), "the dependents scan lists %s", gk)
+	}
+	g.Expect(anyGrants(cr.Rules, "authentication.k8s.io", "tokenreviews", "create")).To(BeTrue(), "authenticating metrics scrapes")
+	g.Expect(anyGrants(cr.Rules, "authorization.k8s.io", "subjectaccessreviews", "create")).To(BeTrue(), "authorizing metrics scrapes")
 	g.Expect(anyGrants(role.Rules, "", "secrets", "get", "list", "watch")).To(BeTrue(), "the Role reads kubeconfig Secrets")
 	g.Expect(anyGrants(role.Rules, "coordination.k8s.io", "leases", "get", "list", "watch", "create", "update", "delete")).To(BeTrue(),
 		"the Role writes Leases")
@@ -279,11 +283,150 @@ func TestDefaultRBACIsLeastPrivilege(t *testing.T) {
 		decode(t, byKind(t, objs, kind), &b)
 		g.Expect(b.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "anchorage-manager", Namespace: deployNamespace}), kind)
 	}
+
+	// The scraper's role: get on /metrics, nothing else.
+	var reader rbacv1.ClusterRole
+	decode(t, byName(t, objs, "ClusterRole", "anchorage-metrics-reader"), &reader)
+	g.Expect(reader.Rules).To(Equal([]rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}))
 }
 
-// isDependentsScan is the resync's list-only rule over every kind.
-func isDependentsScan(rule rbacv1.PolicyRule) bool {
-	return slices.Equal(rule.APIGroups, []string{"*"}) && slices.Equal(rule.Resources, []string{"*"}) && slices.Equal(rule.Verbs, []string{"list"})
+// TestProjectRoleIsLeastPrivilege: the plane's role (bound to the user of every
+// project's kubeconfig) reads no Secret, grants get on every owner kind the resync
+// reads live by default, and what the gateway path writes.
+func TestProjectRoleIsLeastPrivilege(t *testing.T) {
+	g := NewWithT(t)
+	roles := projectRoles(t)
+	g.Expect(roles).To(HaveLen(1))
+	cr := roles[0]
+	g.Expect(cr.Name).To(Equal("anchorage-project"))
+	for _, rule := range cr.Rules {
+		g.Expect(grants(rule, "", "secrets")).To(BeFalse(), "rule %v", rule)
+	}
+	for _, gk := range resync.DefaultLiveOwnerKinds {
+		g.Expect(anyGrants(cr.Rules, gk.Group, resourceOf(gk), "get")).To(BeTrue(), "the resync reads %s owners live", gk)
+	}
+	g.Expect(anyGrants(cr.Rules, "", "namespaces", "get")).To(BeTrue(), "upstream namespaces and the plane identity")
+}
+
+// projectRoles parses config/rbac/project-role.yaml.
+func projectRoles(t *testing.T) []rbacv1.ClusterRole {
+	t.Helper()
+	data, err := os.ReadFile(configDir("rbac", "project-role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rbacv1.ClusterRole
+	for _, doc := range strings.Split(string(data), "\n---") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var cr rbacv1.ClusterRole
+		if err := yaml.Unmarshal([]byte(doc), &cr); err != nil {
+			t.Fatalf("parsing config/rbac/project-role.yaml: %v", err)
+		}
+		if cr.Kind != "ClusterRole" {
+			t.Fatalf("config/rbac/project-role.yaml holds a %s; want only ClusterRoles", cr.Kind)
+		}
+		out = append(out, cr)
+	}
+	return out
+}
+
+// TestNoWildcardOrClusterWideSecretAnywhere renders everything config/ ships (the
+// hub's config/default with the prometheus component, and the planes' role) and fails
+// on any rule with "*" in its API groups, resources, verbs or URLs, and on Secrets in
+// any ClusterRole: a ClusterRole bound anywhere reaches every namespace's Secrets.
+func TestNoWildcardOrClusterWideSecretAnywhere(t *testing.T) {
+	type named struct {
+		what  string
+		kind  string
+		rules []rbacv1.PolicyRule
+	}
+	var all []named
+	_, _, objs := renderWithPrometheus(t)
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ClusterRole", "Role":
+			var r rbacv1.ClusterRole // same shape for both kinds
+			decode(t, o, &r)
+			all = append(all, named{o.GetKind() + " " + o.GetName(), o.GetKind(), r.Rules})
+		}
+	}
+	for _, cr := range projectRoles(t) {
+		all = append(all, named{"config/rbac/project-role.yaml " + cr.Name, "ClusterRole", cr.Rules})
+	}
+	if len(all) < 4 {
+		t.Fatalf("found only %d roles in config/", len(all))
+	}
+	for _, r := range all {
+		for _, rule := range r.rules {
+			wild := func(field []string) bool {
+				return slices.ContainsFunc(field, func(v string) bool { return strings.Contains(v, "*") })
+			}
+			if wild(rule.APIGroups) || wild(rule.Resources) || wild(rule.Verbs) || wild(rule.NonResourceURLs) {
+				t.Errorf("%s: wildcard in rule %+v", r.what, rule)
+			}
+			if r.kind == "ClusterRole" && slices.ContainsFunc(rule.Resources, func(v string) bool { return v == "secrets" || strings.HasPrefix(v, "secrets/") }) {
+				t.Errorf("%s: a ClusterRole reaches Secrets in every namespace (rule %+v)", r.what, rule)
+			}
+		}
+	}
+}
+
+// TestNetworkPolicyAdmitsOnlyMetricsAndHealth: the manager's pods take traffic on the
+// metrics and health ports only.
+func TestNetworkPolicyAdmitsOnlyMetricsAndHealth(t *testing.T) {
+	g := NewWithT(t)
+	objs := render(t, configDir("default"))
+	var np networkingv1.NetworkPolicy
+	decode(t, byKind(t, objs, "NetworkPolicy"), &np)
+	var dep appsv1.Deployment
+	decode(t, byKind(t, objs, "Deployment"), &dep)
+	g.Expect(dep.Spec.Template.Labels).To(matchLabels(np.Spec.PodSelector.MatchLabels), "the NetworkPolicy selects the manager's pods")
+	g.Expect(np.Spec.PolicyTypes).To(ContainElement(networkingv1.PolicyTypeIngress))
+	var ports []string
+	for _, rule := range np.Spec.Ingress {
+		g.Expect(rule.Ports).NotTo(BeEmpty(), "an ingress rule without ports admits every port")
+		for _, p := range rule.Ports {
+			ports = append(ports, p.Port.String())
+		}
+	}
+	g.Expect(ports).To(ConsistOf("metrics", "health"))
+	var named []string
+	for _, p := range dep.Spec.Template.Spec.Containers[0].Ports {
+		named = append(named, p.Name)
+	}
+	g.Expect(named).To(ConsistOf("metrics", "health"), "the ports the policy names are the container's")
+	g.Expect(dep.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--metrics-secure=false"), "metrics are served over HTTPS")
+}
+
+// byName returns the only rendered object of kind named name.
+func byName(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s in config/default", kind, name)
+	return nil
+}
+
+// resourceOf is the resource of a kind the way RBAC names it. A kind the resync comes to
+// list or read that is missing here fails the test that asked, rather than being guessed
+// (apimachinery's guess makes "gatewaies" of Gateway).
+func resourceOf(gk schema.GroupKind) string {
+	resources := map[schema.GroupKind]string{
+		{Kind: "ConfigMap"}: "configmaps",
+		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateways",
+		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "httproutes",
+		{Group: "cert-manager.io", Kind: "Certificate"}:         "certificates",
+		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "httpproxies",
+	}
+	if r, ok := resources[gk]; ok {
+		return r
+	}
+	return "unknown kind " + gk.String() + ": add its resource to resourceOf"
 }
 
 // grants reports whether rule reaches resource in group (wildcards included).
@@ -399,8 +542,8 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 	}
 }
 
-// TestRBACIsFresh regenerates the RBAC role from the +kubebuilder:rbac markers and
-// fails when config/rbac/role.yaml differs: a marker changed without
+// TestRBACIsFresh regenerates the RBAC roles from the +kubebuilder:rbac markers and
+// fails when config/rbac/role.yaml or project-role.yaml differs: a marker changed without
 // `make manifests` would deploy (and test with) the wrong permissions.
 func TestRBACIsFresh(t *testing.T) {
 	if testing.Short() {
@@ -414,16 +557,18 @@ func TestRBACIsFresh(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/manifests.sh rbac failed: %v\n%s", err, b)
 	}
-	want, err := os.ReadFile(filepath.Join(out, "config", "rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := os.ReadFile(configDir("rbac", "role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("config/rbac/role.yaml is stale; run `make manifests` (-generated +checked in):\n%s", diff)
+	for _, file := range []string{"role.yaml", "project-role.yaml"} {
+		want, err := os.ReadFile(filepath.Join(out, "config", "rbac", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(configDir("rbac", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), string(got)); diff != "" {
+			t.Errorf("config/rbac/%s is stale; run `make manifests` (-generated +checked in):\n%s", file, diff)
+		}
 	}
 }
 
@@ -437,9 +582,17 @@ type promRule struct {
 	Annotations map[string]string `json:"annotations"`
 }
 
-// renderAlerts renders config/default with the prometheus component, as a user adds
-// it (components: [../prometheus]), from a kustomization in a temporary directory.
+// renderAlerts renders config/default with the prometheus component and returns the
+// alert rules.
 func renderAlerts(t *testing.T) ([]promRule, *unstructured.Unstructured) {
+	t.Helper()
+	rules, prometheusRule, _ := renderWithPrometheus(t)
+	return rules, prometheusRule
+}
+
+// renderWithPrometheus renders config/default with the prometheus component, as a user
+// adds it (components: [../prometheus]), from a kustomization in a temporary directory.
+func renderWithPrometheus(t *testing.T) ([]promRule, *unstructured.Unstructured, []*unstructured.Unstructured) {
 	t.Helper()
 	dir := t.TempDir()
 	rel := func(p string) string {
@@ -456,7 +609,8 @@ func renderAlerts(t *testing.T) ([]promRule, *unstructured.Unstructured) {
 	}
 	var rules []promRule
 	var prometheusRule *unstructured.Unstructured
-	for _, o := range render(t, dir) {
+	objs := render(t, dir)
+	for _, o := range objs {
 		if o.GetKind() != "PrometheusRule" {
 			continue
 		}
@@ -480,7 +634,7 @@ func renderAlerts(t *testing.T) ([]promRule, *unstructured.Unstructured) {
 	if prometheusRule == nil {
 		t.Fatal("config/prometheus renders no PrometheusRule")
 	}
-	return rules, prometheusRule
+	return rules, prometheusRule, objs
 }
 
 // TestAlertsComponent renders the alert component and parses its rules: each has a

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Generates what controller-gen derives from the Go sources: deepcopy methods for the API
-# packages, the CRDs (config/crd/bases) and the manager's RBAC role (config/rbac).
+# packages, the CRDs (config/crd/bases) and the manager's RBAC roles (config/rbac): the
+# hub's (role.yaml, from the markers in pkg/ and internal/app) and the one bound on each
+# project's plane (project-role.yaml, from internal/planerbac alone).
 #
 #   hack/manifests.sh                 regenerate everything in place
 #   hack/manifests.sh object crd      regenerate only some parts (object, crd, rbac)
@@ -47,7 +49,14 @@ fi
 
 if want rbac; then
   mkdir -p "$out/config/rbac"
-  "${cgen[@]}" rbac:roleName=anchorage-manager paths=./pkg/... output:rbac:artifacts:config="$out/config/rbac"
+  "${cgen[@]}" rbac:roleName=anchorage-manager paths="{./pkg/...,./internal/app}" output:rbac:artifacts:config="$out/config/rbac"
+  # The plane's role is generated on its own, from internal/planerbac alone, so no hub
+  # marker ever reaches a tenant's plane. controller-gen always names its file
+  # role.yaml: generate into a scratch directory and rename.
+  plane=$(mktemp -d)
+  trap 'rm -rf "$plane"' EXIT
+  "${cgen[@]}" rbac:roleName=anchorage-project paths=./internal/planerbac output:rbac:artifacts:config="$plane"
+  mv "$plane/role.yaml" "$out/config/rbac/project-role.yaml"
   # controller-gen writes no role at all (and keeps any old one) when pkg/ carries no
   # +kubebuilder:rbac markers: say so rather than leave a silently stale config/rbac.
   if ! grep -rqs '+kubebuilder:rbac' pkg; then

@@ -78,8 +78,13 @@ func (d *demo) registerProjects(ctx context.Context) error {
 		return fmt.Errorf("creating namespace %s: %w", providerNamespace, err)
 	}
 	for _, p := range d.projects {
-		cfg, _, err := p.plane.User("anchorage", "system:masters")
+		// The plane's user is bound only to config/rbac/project-role.yaml, as an
+		// operator binds it: the replicas cannot read the plane's Secrets.
+		cfg, _, err := p.plane.User(harness.ProjectUser)
 		if err != nil {
+			return err
+		}
+		if err := harness.BindProjectRole(ctx, p.plane, harness.ProjectUser); err != nil {
 			return err
 		}
 		kc, err := harness.KubeconfigVia(cfg, "")
@@ -94,8 +99,8 @@ func (d *demo) registerProjects(ctx context.Context) error {
 		if err := c.Create(ctx, s); err != nil {
 			return fmt.Errorf("creating the Secret of project %s: %w", p.name, err)
 		}
-		d.say("Secret %s/%s  label %s=true, data key %q: the project plane's kubeconfig",
-			providerNamespace, p.name, kubeconfig.DefaultKubeconfigSecretLabel, kubeconfig.DefaultKubeconfigSecretKey)
+		d.say("Secret %s/%s  label %s=true, data key %q: the project plane's kubeconfig, user %s bound to ClusterRole anchorage-project there",
+			providerNamespace, p.name, kubeconfig.DefaultKubeconfigSecretLabel, kubeconfig.DefaultKubeconfigSecretKey, harness.ProjectUser)
 	}
 	return nil
 }

@@ -65,6 +65,9 @@ func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error)
 		"--kubeconfig=" + kubeconfig,
 		"--identity=" + name,
 		"--metrics-bind-address=" + r.metrics,
+		// A local run on loopback: the demo reads counters without a token. Deployed
+		// replicas serve /metrics over HTTPS to authorized scrapers only.
+		"--metrics-secure=false",
 		"--health-probe-bind-address=" + r.health,
 		"--log-level=" + logLevel,
 	}, replicaFlags()...)

@@ -43,6 +43,7 @@ type flags struct {
 	leaseDuration, renewDeadline, retryPeriod, hubTimeout   time.Duration
 	claimDeadline                                           time.Duration
 	weight                                                  float64
+	metricsSecure                                           bool
 	resync                                                  resyncFlags
 }
 
@@ -55,7 +56,8 @@ func parseFlags(args []string, out io.Writer) (flags, error) {
 	fs.StringVar(&f.providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
 	fs.StringVar(&f.leaseNamespace, "lease-namespace", "", "hub namespace holding member and project Leases (default: --provider-namespace)")
 	fs.StringVar(&f.identity, "identity", os.Getenv("POD_NAME"), "this replica's name, normally the pod name (default $POD_NAME)")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "address serving /metrics; 0 turns it off")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address serving /metrics; 0 turns it off")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token the hub authorizes for get on /metrics; false serves plain HTTP to anyone, for local runs only")
 	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 turns it off")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, error, or a number (higher is more verbose)")
 	fs.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "member Lease duration")
@@ -160,6 +162,7 @@ func run(args []string, out io.Writer) error {
 		LeaseNamespace:    f.leaseNamespace,
 		Identity:          f.identity,
 		MetricsAddr:       f.metricsAddr,
+		InsecureMetrics:   !f.metricsSecure,
 		HealthAddr:        f.healthAddr,
 		Logger:            log,
 		HubCheckTimeout:   f.hubTimeout,
@@ -170,6 +173,9 @@ func run(args []string, out io.Writer) error {
 	})
 	if err != nil {
 		return err
+	}
+	if !f.metricsSecure && f.metricsAddr != "0" {
+		log.Info("Serving /metrics in plain HTTP without authentication (--metrics-secure=false): for local runs only", "address", f.metricsAddr)
 	}
 	log.Info("Starting replica", "providerNamespace", f.providerNamespace, "hub", hub.Host)
 	if err := replica.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/zapr"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
@@ -27,6 +28,8 @@ type resyncFlags struct {
 	deletionQPS, liveQPS, dependentsQPS    float64
 	liveBurst, workers, dependentsBurst    int
 	claimPasses                            int
+	// ownerKinds and extraDependentKinds: nil takes the resync's defaults.
+	ownerKinds, extraDependentKinds []schema.GroupKind
 }
 
 // register adds the flags; the replica gets the loop's flags too.
@@ -55,6 +58,30 @@ func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
 	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents")
 	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
 	fs.IntVar(&r.claimPasses, prefix+"claim-passes", d.ClaimPasses, "passes a dependent claimed by a live owner may keep a stale anchor before the claim is reported expired (and the pass after collects it)")
+	fs.Func(prefix+"owner-kinds", "owner kinds read live on a project's plane, as group/Kind,... (the plane's role must grant get on each); anchors of other kinds stay unknown, kind-not-configured (default "+
+		resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds)+"; never Secrets)", func(v string) error {
+		kinds, err := groupKindsFlag(v, func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} })
+		r.ownerKinds = kinds
+		return err
+	})
+	fs.Func(prefix+"extra-dependent-kinds", "hub kinds the dependents check lists besides anchors and what the live path writes, as group/Kind,...: only for legacy dependents of other kinds, and each needs its own list grant (docs/operations.md; default none; never Secrets)", func(v string) error {
+		kinds, err := groupKindsFlag(v, func(ks []schema.GroupKind) resync.Options { return resync.Options{ExtraDependentKinds: ks} })
+		r.extraDependentKinds = kinds
+		return err
+	})
+}
+
+// groupKindsFlag parses a group/Kind list flag and validates it as the resync option
+// opts puts it in. An empty value is an empty list, not the default.
+func groupKindsFlag(v string, opts func([]schema.GroupKind) resync.Options) ([]schema.GroupKind, error) {
+	kinds, err := resync.ParseGroupKinds(v)
+	if err != nil {
+		return nil, err
+	}
+	if kinds == nil {
+		kinds = []schema.GroupKind{}
+	}
+	return kinds, opts(kinds).Validate()
 }
 
 func (r resyncFlags) options() resync.Options {
@@ -66,7 +93,8 @@ func (r resyncFlags) options() resync.Options {
 		DeletionQPS: float32(r.deletionQPS), DeletionBurst: r.deletionBurst,
 		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
 		DependentsQPS: float32(r.dependentsQPS), DependentsBurst: r.dependentsBurst,
-		ClaimPasses: r.claimPasses,
+		ClaimPasses:    r.claimPasses,
+		LiveOwnerKinds: r.ownerKinds, ExtraDependentKinds: r.extraDependentKinds,
 	}
 }
 

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -48,8 +50,14 @@ type Options struct {
 	LeaseNamespace string
 	// Identity names this replica (the pod name in a Deployment). Required.
 	Identity string
-	// MetricsAddr serves /metrics; "0" turns it off. Default ":8080".
+	// MetricsAddr serves /metrics; "0" turns it off. Default ":8443".
 	MetricsAddr string
+	// InsecureMetrics serves /metrics in plain HTTP to anyone who can reach the port,
+	// for local runs only (--metrics-secure=false). By default it is served over HTTPS,
+	// and every scrape must carry a bearer token the hub authenticates (TokenReview)
+	// and authorizes for get on /metrics (SubjectAccessReview): series carry project
+	// names, which one tenant must not learn of another.
+	InsecureMetrics bool
 	// HealthAddr serves /healthz and /readyz; "0" turns it off. Default ":8081".
 	HealthAddr string
 	// Registry receives anchorage's own metrics. Default controller-runtime's global
@@ -99,7 +107,7 @@ func (o *Options) defaults() error {
 		o.LeaseNamespace = o.ProviderNamespace
 	}
 	if o.MetricsAddr == "" {
-		o.MetricsAddr = ":8080"
+		o.MetricsAddr = ":8443"
 	}
 	if o.HealthAddr == "" {
 		o.HealthAddr = ":8081"
@@ -188,7 +196,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	mgr, err := mcmanager.New(opts.Hub, sh, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 opts.Logger,
-		Metrics:                metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                MetricsServerOptions(opts.MetricsAddr, opts.InsecureMetrics),
 		HealthProbeBindAddress: opts.HealthAddr,
 		// Controller-runtime's leader election stays off: with it on, the kubeconfig
 		// provider's Secret watcher would run only on one replica (docs/design.md, Sharding).
@@ -232,6 +240,23 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
 	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: rs}, nil
+}
+
+// MetricsServerOptions serves /metrics on addr: over HTTPS (a self-signed certificate
+// unless one is mounted in the metrics server's certificate directory), authenticated
+// and authorized against the hub, unless insecure.
+func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
+	if insecure {
+		return metricsserver.Options{BindAddress: addr}
+	}
+	return metricsserver.Options{
+		BindAddress:    addr,
+		SecureServing:  true,
+		FilterProvider: filters.WithAuthenticationAndAuthorization,
+		// HTTP/1.1 only: HTTP/2's stream resets let an unauthenticated client make the
+		// server work before any token is checked (CVE-2023-44487, CVE-2023-39325).
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
+	}
 }
 
 // UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".

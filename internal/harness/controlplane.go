@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,8 +37,18 @@ rules:
 - level: None
 `
 
+// secretReadsAuditRule records reads of Secrets too, at Metadata level (which Secret,
+// by whom; never the data), for a test that must show whose Secrets were read.
+const secretReadsAuditRule = `- level: Metadata
+  resources: [{group: "", resources: ["secrets"]}]
+`
+
 // PlaneOptions configures a ControlPlane.
 type PlaneOptions struct {
+	// AuditSecretReads records every request on Secrets, reads included, besides the
+	// writes every plane records. Off by default: tests that read the audit log for
+	// writes would otherwise have to tell reads apart.
+	AuditSecretReads bool
 	// CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// GarbageCollector starts kube-controller-manager with the garbage collector and
@@ -74,7 +85,12 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 		return nil, err
 	}
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	policyText := auditPolicy
+	if opts.AuditSecretReads {
+		// Before the final "level: None": the first matching rule wins.
+		policyText = strings.Replace(auditPolicy, "- level: None\n", secretReadsAuditRule+"- level: None\n", 1)
+	}
+	if err := os.WriteFile(policy, []byte(policyText), 0o600); err != nil {
 		return nil, err
 	}
 	p := &ControlPlane{Name: name, dir: dir, AuditLogPath: filepath.Join(dir, "audit.log")}

@@ -41,6 +41,8 @@ type Env struct {
 
 	mu       sync.Mutex
 	projects map[string]*Project
+	// bound holds the planes on which ProjectUser is bound to the plane's role already.
+	bound map[*ControlPlane]bool
 }
 
 // Project is a project exposed to managers: its control plane, reached through a
@@ -53,7 +55,7 @@ type Project struct {
 
 // NewEnv wraps a running hub and creates the provider namespace.
 func NewEnv(ctx context.Context, hub *ControlPlane) (*Env, error) {
-	e := &Env{Hub: hub, ProviderNamespace: DefaultProviderNamespace, projects: map[string]*Project{}}
+	e := &Env{Hub: hub, ProviderNamespace: DefaultProviderNamespace, projects: map[string]*Project{}, bound: map[*ControlPlane]bool{}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ProviderNamespace}}
 	if err := hub.Client.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating provider namespace: %w", err)
@@ -134,10 +136,22 @@ func (e *Env) Close() {
 }
 
 func (e *Env) writeSecret(ctx context.Context, name string, plane *ControlPlane, via string, annotations map[string]string) error {
-	// The project's kubeconfig user is the manager's identity on that plane.
-	cfg, _, err := plane.User("anchorage-project", "system:masters")
+	// The project's kubeconfig user is the manager's identity on that plane, bound only
+	// to the plane's role, as an operator binds it (docs/operations.md).
+	cfg, _, err := plane.User(ProjectUser)
 	if err != nil {
 		return err
+	}
+	e.mu.Lock()
+	bound := e.bound[plane]
+	e.mu.Unlock()
+	if !bound {
+		if err := BindProjectRole(ctx, plane, ProjectUser); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		e.bound[plane] = true
+		e.mu.Unlock()
 	}
 	kc, err := KubeconfigVia(cfg, via)
 	if err != nil {

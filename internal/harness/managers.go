@@ -17,6 +17,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,9 +38,11 @@ var ErrStuck = errors.New("harness: call stuck")
 
 // ManagerOptions configures one in-process manager.
 type ManagerOptions struct {
-	// LeastPrivilege runs the manager as a user bound only to config/rbac's ClusterRole
-	// instead of system:masters.
-	LeastPrivilege bool
+	// Admin runs the manager on the hub as system:masters instead of a user bound only
+	// to config/rbac's roles (the product's hub permissions, the default). Only for a
+	// test that needs what the product never has; the project planes are reached with
+	// the projects' kubeconfig users either way (Env.AddProject).
+	Admin bool
 	// Logger for the manager; default discards.
 	Logger logr.Logger
 	// Adjust is applied to the app options last.
@@ -79,14 +82,14 @@ func (e *Env) StartManagerT(t testing.TB, name string, opts ManagerOptions) *Man
 func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions) (*Manager, error) {
 	m := &Manager{Name: name, User: "anchorage-" + name, Registry: prometheus.NewRegistry(), done: make(chan error, 1)}
 	var groups []string
-	if !opts.LeastPrivilege {
+	if opts.Admin {
 		groups = []string{"system:masters"}
 	}
 	hubCfg, _, err := e.Hub.User(m.User, groups...)
 	if err != nil {
 		return nil, err
 	}
-	if opts.LeastPrivilege {
+	if !opts.Admin {
 		if err := e.bindManagerRole(ctx, m.User); err != nil {
 			return nil, err
 		}
@@ -242,7 +245,7 @@ func (f *faultyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // WrappedRoundTripper lets client-go reach the real transport to cancel requests.
 func (f *faultyTransport) WrappedRoundTripper() http.RoundTripper { return f.next }
 
-// bindManagerRole binds user to the roles generated into config/rbac/role.yaml: the
+// bindManagerRole binds user, on the hub, to the roles generated into config/rbac/role.yaml: the
 // ClusterRole cluster-wide, and each namespaced Role in this Env's provider (and lease)
 // namespace, where the deployment's kustomization would put it.
 func (e *Env) bindManagerRole(ctx context.Context, user string) error {
@@ -270,7 +273,7 @@ func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 				Subjects:   subjects,
 			}
-			if err := e.Hub.Client.Create(ctx, binding); err != nil {
+			if err := e.Hub.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
 			}
 		case "Role":
@@ -287,12 +290,17 @@ func (e *Env) bindManagerRole(ctx context.Context, user string) error {
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 				Subjects:   subjects,
 			}
-			if err := e.Hub.Client.Create(ctx, binding); err != nil {
+			if err := e.Hub.Client.Create(ctx, binding); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("binding %s to %s: %w", user, role.Name, err)
 			}
 		}
 	}
-	return nil
+	// The authorizer learns of new bindings through its own watch: wait until it has,
+	// so the manager's first requests are not refused (a refused Lease write at start
+	// would only delay the join, but would show in timing-sensitive tests).
+	return WaitAllowed(ctx, e.Hub, user, authorizationv1.ResourceAttributes{
+		Namespace: e.ProviderNamespace, Verb: "get", Group: "coordination.k8s.io", Resource: "leases",
+	})
 }
 
 // LoggerFromEnv is the logger of managers started without one, and of the test binary:

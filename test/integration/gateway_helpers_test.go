@@ -67,17 +67,11 @@ func newGatewayTest(t *testing.T, plane *harness.ControlPlane) *gatewayTest {
 	return gt
 }
 
-// startManager starts a replica with fast protocol timings and this test's class.
+// startManager starts a replica with fast protocol timings and this test's class,
+// under the generated roles on the hub and the planes.
 func (gt *gatewayTest) startManager(name string) *harness.Manager {
 	gt.t.Helper()
-	return gt.startManagerAs(name, false)
-}
-
-// startManagerAs starts a replica as startManager does; leastPrivilege runs it as a hub
-// user bound only to config/rbac's ClusterRole.
-func (gt *gatewayTest) startManagerAs(name string, leastPrivilege bool) *harness.Manager {
-	gt.t.Helper()
-	return gt.env.StartManagerT(gt.t, name+"-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: leastPrivilege, Adjust: func(o *app.Options) {
+	return gt.env.StartManagerT(gt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: gt.class}
 	}})

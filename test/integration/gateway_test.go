@@ -140,12 +140,13 @@ func TestGatewayProxyProgramsTheHub(t *testing.T) {
 
 // TestGatewayDeletingTheProxyLeavesNoAnchor: deleting the proxy removes both anchors
 // within seconds, the proxy and its upstream objects go, and the hub's garbage
-// collector removes the downstream objects. The manager runs on the hub with only the
-// generated RBAC role, so the markers are proven sufficient for the whole round trip.
+// collector removes the downstream objects. The manager runs with only the generated
+// roles, on the hub and on the plane (every test's default), so the markers are proven
+// sufficient for the whole round trip.
 func TestGatewayDeletingTheProxyLeavesNoAnchor(t *testing.T) {
 	gt := newGatewayTest(t, planeA)
 	g, ctx := gt.g, gt.ctx
-	gt.startManagerAs("del", true)
+	gt.startManager("del")
 	p := gt.createProxy(gt.newProxy("web", "a.example.com"))
 	gt.waitProgrammed("web")
 	gw, route := gt.upstream("web")

@@ -241,7 +241,7 @@ func TestLeastPrivilegeManagerDiscoversProjects(t *testing.T) {
 	project := "lp-" + rand.String(4)
 	_, err := e.AddProject(ctx, project, planeB)
 	g.Expect(err).NotTo(HaveOccurred())
-	m := e.StartManagerT(t, "least-"+rand.String(4), harness.ManagerOptions{LeastPrivilege: true, Adjust: harness.WithTimings(harness.FastTimings)})
+	m := e.StartManagerT(t, "least-"+rand.String(4), harness.ManagerOptions{Adjust: harness.WithTimings(harness.FastTimings)})
 	g.Eventually(func() []string { return discovered(m) }, 30*time.Second, 100*time.Millisecond).Should(HaveLen(1))
 	// With only the generated roles it still joins, coordinates, and claims the project.
 	g.Eventually(func() map[string]string {

@@ -229,7 +229,7 @@ func (h *benchHub) plantOrphans(ctx context.Context, b *testing.B) []*corev1.Con
 // share one project memory: the hub is real, the plane in memory, rate limits off
 // (the hub lists at up to 1,000 per second).
 func (h *benchHub) passMaker(b *testing.B, opts Options) func() *pass {
-	deps, err := NewHubDependentLister(hubConfig, nil, 1000, 1000)
+	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 1000, 1000)
 	if err != nil {
 		b.Fatal(err)
 	}

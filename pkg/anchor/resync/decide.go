@@ -119,6 +119,11 @@ const (
 	// That kind is unknown for the rest of the pass; the plane is not unreachable, and
 	// no other anchor waits for it. The report's detail names the missing permission.
 	ReasonForbidden Reason = "forbidden"
+	// ReasonKindNotConfigured: the owner's kind is not one the resync reads live
+	// (Options.LiveOwnerKinds, --resync-owner-kinds), so the plane's role grants no get
+	// on it and it is never read. The report's detail names the permission and the flag.
+	// No other anchor waits for it.
+	ReasonKindNotConfigured Reason = "kind-not-configured"
 	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
 	// project was first held here (a repointed Secret, a restored plane). Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
@@ -145,7 +150,7 @@ var reasonsByDecision = map[Decision][]Reason{
 	Keep:    {ReasonInCache, ReasonLive, ReasonFinalizing},
 	Suspect: {ReasonNotInCache, ReasonUIDMismatch, ReasonTerminatingUnfinalized, ReasonAwaitingConfirmation, ReasonBelowMinimumAge, ReasonAwaitingReattach, ReasonClaimExpired},
 	Collect: {ReasonNotFound, ReasonReplaced, ReasonNamespaceRecreated, ReasonNamespaceGone, ReasonProjectRetired},
-	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonForbidden, ReasonPlaneChanged, ReasonPlaneUnverified,
+	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonForbidden, ReasonKindNotConfigured, ReasonPlaneChanged, ReasonPlaneUnverified,
 		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret},
 }
 
@@ -197,6 +202,9 @@ const (
 	Failed
 	// Forbidden: the plane refused the read (403): the manager may not read the kind.
 	Forbidden
+	// NotConfigured: the kind is not one the resync reads live (Options.LiveOwnerKinds):
+	// no read was made.
+	NotConfigured
 )
 
 // Observation is the outcome of one read of the upstream owner.
@@ -429,6 +437,8 @@ func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
 			return Verdict{Decision: Unknown, Reason: ReasonKindNotServed}, "", true
 		case Forbidden:
 			return Verdict{Decision: Unknown, Reason: ReasonForbidden}, "", true
+		case NotConfigured:
+			return Verdict{Decision: Unknown, Reason: ReasonKindNotConfigured}, "", true
 		default:
 			return Verdict{Decision: Unknown, Reason: ReasonReadError}, "", true
 		}

@@ -219,6 +219,11 @@ func TestDecide(t *testing.T) {
 			f.Namespace, f.Live = NamespaceMatches, Observation{State: Forbidden}
 			return f
 		}, Verdict{Decision: Unknown, Reason: ReasonForbidden}},
+		{"a kind the resync is not configured to read is unknown, naming the configuration", func() Facts {
+			f := base()
+			f.Namespace, f.Live = NamespaceMatches, Observation{State: NotConfigured}
+			return f
+		}, Verdict{Decision: Unknown, Reason: ReasonKindNotConfigured}},
 		{"a retired project: its absence is the proof, to be confirmed", func() Facts {
 			f := base()
 			f.Retired, f.Plane = true, PlaneUnverified
@@ -290,7 +295,7 @@ func TestDecideNeverCollectsWithoutProof(t *testing.T) {
 		{State: NotRead}, {State: Present, UID: anchorUID}, {State: Present, UID: otherUID}, {State: Absent},
 		{State: NotWatched}, {State: NotServed}, {State: Failed},
 		{State: Present, UID: anchorUID, Deleting: at(-time.Minute), Finalizers: []string{finalizer}},
-		{State: Present, UID: anchorUID, Deleting: at(-time.Minute)}, {State: Forbidden},
+		{State: Present, UID: anchorUID, Deleting: at(-time.Minute)}, {State: Forbidden}, {State: NotConfigured},
 	}
 	namespaces := []NamespaceState{NamespaceNotRead, NamespaceMatches, NamespaceRecreated, NamespaceGone, NamespaceUnknown}
 	planes := []PlaneState{PlaneVerified, PlaneChanged, PlaneUnverified}

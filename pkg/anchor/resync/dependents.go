@@ -2,6 +2,7 @@ package resync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -18,13 +19,14 @@ import (
 )
 
 // DependentLister lists, live, the metadata of the objects in one hub namespace that
-// could hang on an anchor: every namespaced kind the hub serves. It is called in two
-// steps so that each request of a pass can run in its own admission step: Kinds once
-// per pass, then List per kind and namespace. calls is the number of API requests made,
-// for the pass's accounting.
+// could hang on an anchor: the kinds the live path writes there (DependentKindsOf). It
+// is called in two steps so that each request of a pass can run in its own admission
+// step: Kinds once per pass, then List per kind and namespace. calls is the number of
+// API requests made, for the pass's accounting.
 type DependentLister interface {
-	// Kinds returns the namespaced kinds the hub serves and can list. Partial discovery
-	// is an error: a kind that could not be discovered could hold a live dependent.
+	// Kinds returns the listed kinds the hub serves. A failed discovery of a group that
+	// holds one of them is an error: a kind that could not be discovered could hold a
+	// live dependent.
 	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
 	// List returns the metadata of every object of kind in namespace.
 	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
@@ -36,35 +38,65 @@ type DependentKind struct {
 	Kind     string
 }
 
-// skippedDependentResources are never listed: Events are not workloads, a cascade into
-// them takes no traffic down, and a busy namespace holds more of them than of anything
-// else.
-var skippedDependentResources = map[schema.GroupResource]bool{
-	{Group: "", Resource: "events"}:              true,
-	{Group: "events.k8s.io", Resource: "events"}: true,
+// anchorKind is the kind of anchors themselves: always listed, because which anchors
+// exist in a namespace (an owner's recreated anchor, objects hanging on two anchors)
+// is part of every judgement.
+var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
+
+// DependentKindsOf returns the kinds the dependents scan lists: anchors (ConfigMaps),
+// every kind writes says the live path writes on the hub, and extra (an operator's
+// legacy dependents, --resync-extra-dependent-kinds), each once, in that order.
+//
+// Only these, and never every served kind (docs/design.md, No cascade into live
+// objects): a live owner can re-attach only what the live path writes, so nothing else
+// can ever be claimed, and listing every kind needs cluster-wide list on every
+// resource, every Secret of the hub included.
+func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.GroupKind) []schema.GroupKind {
+	out := []schema.GroupKind{anchorKind}
+	add := func(gk schema.GroupKind) {
+		if !slices.Contains(out, gk) {
+			out = append(out, gk)
+		}
+	}
+	var written []schema.GroupKind
+	for _, ws := range writes {
+		for _, w := range ws {
+			written = append(written, schema.GroupKind{Group: w.Group, Kind: w.Kind})
+		}
+	}
+	// Map order is random; the scan's order (and its request log) should not be.
+	slices.SortFunc(written, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
+	for _, gk := range written {
+		add(gk)
+	}
+	for _, gk := range extra {
+		add(gk)
+	}
+	return out
 }
 
-// hubDependents lists through discovery and the metadata API.
+// hubDependents lists the configured kinds through discovery and the metadata API.
 type hubDependents struct {
 	disc discovery.DiscoveryInterface
 	meta metadata.Interface
+	// kinds are the group-kinds listed (DependentKindsOf).
+	kinds []schema.GroupKind
 	// pageSize bounds each list response.
 	pageSize int64
 }
 
-// NewDependentLister returns a DependentLister over discovery and the metadata API.
-func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interface) DependentLister {
-	return &hubDependents{disc: disc, meta: meta, pageSize: 500}
+// NewDependentLister returns a DependentLister of kinds over discovery and the
+// metadata API.
+func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interface, kinds []schema.GroupKind) DependentLister {
+	return &hubDependents{disc: disc, meta: meta, kinds: slices.Clone(kinds), pageSize: 500}
 }
 
-// NewHubDependentLister returns a DependentLister of the hub at cfg (through hc when
-// not nil), with a client-side rate limit of its own (qps, burst; the defaults of
-// Options when zero). Deprecation warnings are dropped: listing every served kind
-// lists the deprecated ones too, on every pass.
-func NewHubDependentLister(cfg *rest.Config, hc *http.Client, qps float32, burst int) (DependentLister, error) {
+// NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through
+// hc when not nil), with a client-side rate limit of its own (qps, burst; the defaults
+// of Options when zero).
+func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	d := Options{}.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
-	cfg.WarningHandler = rest.NoWarnings{}
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = d.DependentsQPS, d.DependentsBurst, nil
 	if qps > 0 {
 		cfg.QPS = qps
@@ -86,17 +118,27 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, qps float32, burst
 	if err != nil {
 		return nil, fmt.Errorf("building the hub metadata client: %w", err)
 	}
-	return NewDependentLister(disc, md), nil
+	return NewDependentLister(disc, md, kinds), nil
 }
 
-// Kinds implements DependentLister. Discovery runs on every call: a kind installed
-// since the last pass must be seen.
+// Kinds implements DependentLister. Discovery runs on every call: a CRD of a listed
+// kind installed since the last pass must be seen. A listed kind the hub does not
+// serve has no objects to list and is left out.
 func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 	// Aggregated discovery answers /api and /apis: two requests.
 	calls := 2
 	lists, err := discovery.ServerPreferredNamespacedResources(h.disc)
 	if err != nil {
-		return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+		// A group that failed discovery matters only if a listed kind may live in it.
+		var failed *discovery.ErrGroupDiscoveryFailed
+		if !errors.As(err, &failed) {
+			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+		}
+		for gv := range failed.Groups {
+			if slices.ContainsFunc(h.kinds, func(gk schema.GroupKind) bool { return gk.Group == gv.Group }) {
+				return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+			}
+		}
 	}
 	var out []DependentKind
 	for _, list := range lists {
@@ -105,8 +147,11 @@ func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 		}
 		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || skippedDependentResources[gv.WithResource(r.Name).GroupResource()] {
+			if strings.Contains(r.Name, "/") || !slices.Contains(h.kinds, gv.WithKind(r.Kind).GroupKind()) {
 				continue
+			}
+			if !slices.Contains(r.Verbs, "list") {
+				return nil, calls, fmt.Errorf("the hub serves %s without list: its dependents cannot be read", gv.WithKind(r.Kind).GroupKind())
 			}
 			out = append(out, DependentKind{Resource: gv.WithResource(r.Name), Kind: r.Kind})
 		}

@@ -34,8 +34,8 @@
 //  4. collect: anchors already terminating are skipped (ActionAlreadyTerminating). Above
 //     HaltAbove candidates, their dependents are judged first and only the collectable
 //     ones count; above the ceiling still, halt (Warning Event, metric). Otherwise,
-//     oldest first and namespace by namespace, read the namespace's objects live (every
-//     namespaced kind the hub serves), judge the candidates' dependents (unlabelled and
+//     oldest first and namespace by namespace, read the namespace's objects live (anchors
+//     and the kinds the live path writes, DependentKindsOf), judge the candidates' dependents (unlabelled and
 //     own-owner dependents are the anchor's garbage; one is claimed only by a live owner
 //     that would write its kind and name, Options.Writes, for at most ClaimPasses passes;
 //     a dependent labelled for the anchor's own owner has that owner read live again just

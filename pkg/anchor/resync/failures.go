@@ -42,3 +42,9 @@ func forbiddenDetail(verb string, gr schema.GroupResource, namespace string) str
 	}
 	return fmt.Sprintf("forbidden: the manager may not %s %s %s on the project's plane; anchors of this kind stay unknown until it may", verb, gr.String(), where)
 }
+
+// notConfiguredDetail names what reading an owner of a kind the resync is not
+// configured for would take, for the report.
+func notConfiguredDetail(gk schema.GroupKind) string {
+	return fmt.Sprintf("kind-not-configured: the resync reads %s owners on no plane (add it to --resync-owner-kinds, and get on it to the plane's role, anchorage-project); anchors of this kind stay unknown until then", gk.String())
+}

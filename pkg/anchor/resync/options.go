@@ -3,6 +3,7 @@ package resync
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -16,6 +17,19 @@ var DefaultFinalizers = map[schema.GroupKind]string{
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateway.networking.datumapis.com/gateway-controller",
 	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "gateway.networking.datumapis.com/gateway-controller-gc",
 }
+
+// DefaultLiveOwnerKinds are the owner kinds the resync reads live on a project's
+// plane by default: the kinds the live path anchors (DefaultFinalizers). The plane's
+// ClusterRole (config/rbac/project-role.yaml) grants get on exactly these.
+var DefaultLiveOwnerKinds = []schema.GroupKind{
+	{Group: "networking.datumapis.com", Kind: "HTTPProxy"},
+	{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
+	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+}
+
+// secretKind is never read live nor listed: reading it would need read access to a
+// tenant's (or the hub's) credentials, which the manager must not hold.
+var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 
 // Options are the resync's knobs. Zero values take the defaults stated on each
 // field; Validate rejects combinations that would make the safety rules meaningless.
@@ -55,7 +69,7 @@ type Options struct {
 	LiveQPS   float32
 	LiveBurst int
 	// DependentsQPS and DependentsBurst rate-limit the hub lists that read anchors'
-	// dependents (every namespaced kind, per namespace with candidates), across all
+	// dependents (each kind of DependentKindsOf, per namespace with candidates), across all
 	// projects of a replica. Default 50 and 100.
 	DependentsQPS   float32
 	DependentsBurst int
@@ -78,6 +92,14 @@ type Options struct {
 	// that would write a dependent's kind and name can claim it. Default
 	// DefaultHubWrites.
 	Writes map[schema.GroupKind][]HubWrite
+	// LiveOwnerKinds are the owner kinds read live on a plane to prove them absent; an
+	// anchor of another kind is unknown (kind-not-configured), with a detail naming the
+	// permission it would need. Default DefaultLiveOwnerKinds. Never Secrets.
+	LiveOwnerKinds []schema.GroupKind
+	// ExtraDependentKinds are hub kinds the dependents scan lists besides anchors and
+	// what the live path writes (DependentKindsOf): legacy dependents an operator knows
+	// of. Default none. Never Secrets.
+	ExtraDependentKinds []schema.GroupKind
 	// Clock drives periods, ages and confirmation. Default the real clock. Rate limits
 	// and timeouts always run on the real clock.
 	Clock clock.WithTicker
@@ -123,6 +145,9 @@ func (o Options) WithDefaults() Options {
 	if o.Writes == nil {
 		o.Writes = DefaultHubWrites
 	}
+	if o.LiveOwnerKinds == nil {
+		o.LiveOwnerKinds = DefaultLiveOwnerKinds
+	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
@@ -142,7 +167,60 @@ func (o Options) Validate() error {
 	case o.ConfirmAfter >= o.Period:
 		return fmt.Errorf("the confirmation delay (%s) must be shorter than the resync period (%s)", o.ConfirmAfter, o.Period)
 	}
+	if err := validKinds("live owner kinds", o.LiveOwnerKinds); err != nil {
+		return err
+	}
+	return validKinds("extra dependent kinds", o.ExtraDependentKinds)
+}
+
+// validKinds refuses a kind without a name, a wildcard and Secrets: each kind listed
+// becomes a grant in the manager's RBAC, and none of these may.
+func validKinds(what string, kinds []schema.GroupKind) error {
+	for _, gk := range kinds {
+		switch {
+		case gk.Kind == "":
+			return fmt.Errorf("%s: %q names no kind (want group/Kind, or Kind for the core group)", what, gk.String())
+		case strings.Contains(gk.Group, "*") || strings.Contains(gk.Kind, "*"):
+			return fmt.Errorf("%s: %q: no wildcards", what, gk.String())
+		case gk == secretKind:
+			return fmt.Errorf("%s: Secrets are never read: the manager holds no access to Secrets outside its provider namespace", what)
+		}
+	}
 	return nil
+}
+
+// ParseGroupKinds parses a comma-separated list of group/Kind (Kind alone for the core
+// group), as the flags take them. Empty is none.
+func ParseGroupKinds(s string) ([]schema.GroupKind, error) {
+	var out []schema.GroupKind
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		gk := schema.GroupKind{Kind: item}
+		if group, kind, ok := strings.Cut(item, "/"); ok {
+			gk = schema.GroupKind{Group: group, Kind: kind}
+		}
+		if gk.Kind == "" || strings.Contains(gk.Kind, "/") {
+			return nil, fmt.Errorf("%q: want group/Kind, or Kind for the core group", item)
+		}
+		out = append(out, gk)
+	}
+	return out, nil
+}
+
+// FormatGroupKinds is ParseGroupKinds' inverse.
+func FormatGroupKinds(kinds []schema.GroupKind) string {
+	var parts []string
+	for _, gk := range kinds {
+		if gk.Group == "" {
+			parts = append(parts, gk.Kind)
+			continue
+		}
+		parts = append(parts, gk.Group+"/"+gk.Kind)
+	}
+	return strings.Join(parts, ",")
 }
 
 func (o Options) timing() Timing {

@@ -1,6 +1,7 @@
 package resync_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,11 @@ func TestResyncOptionsValidate(t *testing.T) {
 		{"confirmation must come before the next pass", resync.Options{Period: time.Minute, ConfirmAfter: time.Minute}, "confirmation delay"},
 		{"negative durations", resync.Options{MinAge: -time.Second}, "must not be negative"},
 		{"negative limits", resync.Options{LiveQPS: -1}, "must not be negative"},
+		{"Secrets are never an owner kind read live", resync.Options{LiveOwnerKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
+		{"Secrets are never listed as dependents", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
+		{"no wildcard kinds", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Group: "*", Kind: "*"}}}, "no wildcards"},
+		{"a kind has a name", resync.Options{LiveOwnerKinds: []schema.GroupKind{{Group: "apps"}}}, "names no kind"},
+		{"an extra dependent kind", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Group: "apps", Kind: "Deployment"}}}, ""},
 	}
 	for _, tc := range cases {
 		err := tc.opts.Validate()
@@ -55,5 +61,51 @@ func TestResyncOptionsValidate(t *testing.T) {
 	d := resync.Options{}.WithDefaults()
 	if d.MinAge != 5*time.Minute || d.Disabled || d.DryRun {
 		t.Errorf("defaults: minimum age %s, disabled %t, dry-run %t; want 5m, on, deleting", d.MinAge, d.Disabled, d.DryRun)
+	}
+}
+
+// The dependents scan lists anchors and what the live path writes on the hub, derived
+// from the one table of writes, plus an operator's extra kinds: never every kind.
+func TestDependentKindsOfTheLivePathsWrites(t *testing.T) {
+	got := resync.DependentKindsOf(resync.DefaultHubWrites, nil)
+	want := []schema.GroupKind{
+		{Kind: "ConfigMap"}, {Group: "cert-manager.io", Kind: "Certificate"},
+		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}, {Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("DependentKindsOf(DefaultHubWrites) = %v, want %v", got, want)
+	}
+	extra := resync.DependentKindsOf(resync.DefaultHubWrites, []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Kind: "ConfigMap"}})
+	if !slices.Equal(extra, append(want, schema.GroupKind{Group: "apps", Kind: "Deployment"})) {
+		t.Errorf("with extra kinds: %v", extra)
+	}
+}
+
+func TestParseGroupKinds(t *testing.T) {
+	got, err := resync.ParseGroupKinds(" apps/Deployment, ConfigMap ,,networking.datumapis.com/HTTPProxy")
+	want := []schema.GroupKind{{Group: "apps", Kind: "Deployment"}, {Kind: "ConfigMap"}, {Group: "networking.datumapis.com", Kind: "HTTPProxy"}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ParseGroupKinds = %v, %v; want %v", got, err, want)
+	}
+	if s := resync.FormatGroupKinds(want); s != "apps/Deployment,ConfigMap,networking.datumapis.com/HTTPProxy" {
+		t.Errorf("FormatGroupKinds = %q", s)
+	}
+	for _, bad := range []string{"apps/", "a/b/c"} {
+		if _, err := resync.ParseGroupKinds(bad); err == nil {
+			t.Errorf("ParseGroupKinds(%q) accepted", bad)
+		}
+	}
+}
+
+// The owner kinds read live by default are exactly the kinds the live path anchors
+// (those it finalizes): the plane's role grants get on these and nothing else.
+func TestDefaultLiveOwnerKindsAreTheAnchoredKinds(t *testing.T) {
+	for gk := range resync.DefaultFinalizers {
+		if !slices.Contains(resync.DefaultLiveOwnerKinds, gk) {
+			t.Errorf("%s is anchored but not read live by default", gk)
+		}
+	}
+	if len(resync.DefaultLiveOwnerKinds) != len(resync.DefaultFinalizers) {
+		t.Errorf("DefaultLiveOwnerKinds %v: want the kinds of DefaultFinalizers", resync.DefaultLiveOwnerKinds)
 	}
 }

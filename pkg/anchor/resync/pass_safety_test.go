@@ -252,22 +252,48 @@ func TestPassForbiddenKindIsUnknownForThatKindOnly(t *testing.T) {
 	var legacy []*corev1.ConfigMap
 	for i := range 4 {
 		o := f.owner(fmt.Sprintf("s-%d", i), uidWithPrefix("00000000"))
-		o.Kind = "Secret"
+		o.Kind = "Service"
 		legacy = append(legacy, f.anchorIn(o, f.hubNS))
 	}
 	orphan := f.anchorIn(f.owner("gone", uidWithPrefix("ffffffff")), f.hubNS)
 	reads := 0
-	f.plane = forbiddenKind("Secret", "secrets", &reads)
+	f.plane = forbiddenKind("Service", "services", &reads)
 	first, second := f.confirm()
 	g.Expect(f.line(first, orphan).Reason).To(Equal(ReasonAwaitingConfirmation), f.line(first, orphan).Detail)
 	g.Expect(f.line(second, orphan).Action).To(Equal(ActionDeleted))
 	for _, a := range legacy {
 		l := f.line(second, a)
 		g.Expect(l.Verdict).To(Equal(Verdict{Decision: Unknown, Reason: ReasonForbidden}))
-		g.Expect(l.Detail).To(ContainSubstring("get secrets"))
+		g.Expect(l.Detail).To(ContainSubstring("get services"))
 		g.Expect(f.exists(a)).To(BeTrue())
 	}
 	g.Expect(reads).To(Equal(2), "one read of the forbidden kind per pass")
+}
+
+// An anchor whose owner is of a kind the resync is not configured to read live (here
+// Secret, which it never reads) is unknown, kind-not-configured, with a detail naming
+// the flag and the role; the plane is never asked, and other orphans are collected.
+func TestPassUnconfiguredKindIsUnknownAndNeverRead(t *testing.T) {
+	f := newPassFixture(t)
+	g := f.g
+	var legacy []*corev1.ConfigMap
+	for i := range 3 {
+		o := f.owner(fmt.Sprintf("s-%d", i), uidWithPrefix("00000000"))
+		o.Kind = "Secret"
+		legacy = append(legacy, f.anchorIn(o, f.hubNS))
+	}
+	orphan := f.anchorIn(f.owner("gone", uidWithPrefix("ffffffff")), f.hubNS)
+	reads := 0
+	f.plane = forbiddenKind("Secret", "secrets", &reads)
+	_, second := f.confirm()
+	g.Expect(f.line(second, orphan).Action).To(Equal(ActionDeleted))
+	for _, a := range legacy {
+		l := f.line(second, a)
+		g.Expect(l.Verdict).To(Equal(Verdict{Decision: Unknown, Reason: ReasonKindNotConfigured}))
+		g.Expect(l.Detail).To(And(ContainSubstring("--resync-owner-kinds"), ContainSubstring("anchorage-project")))
+		g.Expect(f.exists(a)).To(BeTrue())
+	}
+	g.Expect(reads).To(BeZero(), "a kind not configured is never read")
 }
 
 // Finding 6: an anchor already terminating is skipped and reported, and neither counted

@@ -52,7 +52,11 @@ func newPassFixture(t *testing.T) *passFixture {
 	f.clock = clocktesting.NewFakeClock(time.Now().Add(time.Hour))
 	// The fixture's owners are ConfigMaps, and their live path (as far as claims go)
 	// writes a ConfigMap of the owner's name.
-	f.opts = Options{Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}}}.WithDefaults()
+	// Owners are ConfigMaps here (and Services, for a kind the plane refuses).
+	f.opts = Options{
+		Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
+		LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}},
+	}.WithDefaults()
 	f.memory = newProjectMemory(f.opts)
 	f.provider = "prov-" + rand.String(6)
 	for _, name := range []string{f.provider, "up-" + rand.String(6)} {
@@ -96,7 +100,7 @@ func (f *passFixture) run() PassReport {
 	f.t.Helper()
 	anchors, _, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
-	deps, err := NewHubDependentLister(hubConfig, nil, 0, 0)
+	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	p := newPass(passDeps{
 		holder: "test", admission: openAdmission{}, hub: staticHub{c: hub}, anchors: anchors, dependents: deps,

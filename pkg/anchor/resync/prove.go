@@ -6,8 +6,10 @@ package resync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,6 +136,16 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
 	}
 	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
+	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
+		// Never read: the plane's role grants get on the configured kinds only, and a
+		// read bound to be refused tells nothing the configuration does not. Whether
+		// the plane serves the kind at all is still told apart (discovery needs no
+		// grant): a kind not served needs no permission, only an operator's look.
+		if _, err := p.plane.Mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
+			return Observation{State: NotServed}, err.Error(), nil
+		}
+		return Observation{State: NotConfigured}, notConfiguredDetail(gk), nil
+	}
 	if detail, ok := p.forbidden[gk]; ok {
 		return Observation{State: Forbidden}, detail, nil
 	}

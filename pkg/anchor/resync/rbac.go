@@ -1,24 +1,25 @@
 package resync
 
-// Hub permissions of the resync (the project planes need get on the owners' kinds and
-// on namespaces, which the gateway path already holds):
+// Hub permissions of the resync (the plane's are in internal/planerbac):
 //
 //   - ConfigMaps: list and watch for the metadata-only anchor cache, delete for
 //     collection; get, create and update for the plane identity records in the lease
 //     namespace (update notes the Secret a record was verified with and honours an
 //     operator's acknowledgement), delete for a retired project's record; list for the
-//     tombstones of retired projects.
+//     tombstones of retired projects and for the anchors among an anchor's dependents.
 //   - Namespaces: get, for the deletion switch on the lease namespace.
 //   - Secrets: get and list in the provider namespace, to find a project's kubeconfig
-//     Secret (metadata only); the shard's namespaced Role already grants them.
-//   - Every resource: list, because an anchor's dependents are read, just before it is
-//     deleted, from metadata lists of every namespaced kind the hub serves (as the
-//     hub's garbage collector does). The lists are made only in ns-<uuid> namespaces
-//     and only for metadata, but RBAC cannot say so: this grants listing Secrets too.
+//     Secret (metadata only); the shard's namespaced Role grants them, nothing else does.
+//   - The dependents scan: list, metadata only, of exactly the kinds the live path writes
+//     on the hub (DependentKindsOf(DefaultHubWrites): Gateways, HTTPRoutes,
+//     cert-manager Certificates) besides anchors. config/config_test.go checks the
+//     generated role grants list on each. Kinds an operator adds with
+//     --resync-extra-dependent-kinds need a grant of their own (docs/operations.md).
 //   - Events: create and patch, for collections and halts.
 //
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
-// +kubebuilder:rbac:groups=*,resources=*,verbs=list
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=list
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

@@ -148,7 +148,7 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 		return nil, fmt.Errorf("adding the anchor cache: %w", err)
 	}
 	ro := cfg.Options.WithDefaults()
-	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), ro.DependentsQPS, ro.DependentsBurst)
+	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), ro.DependentsQPS, ro.DependentsBurst)
 	if err != nil {
 		return nil, err
 	}
