@@ -26,13 +26,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Project plane (documented, not bound by config/rbac):
-// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies/status,verbs=get;patch
-// +kubebuilder:rbac:groups=networking.datumapis.com,resources=httpproxies/finalizers,verbs=update
-// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Project plane: see internal/planerbac (the generated config/rbac/project-role.yaml).
 //
 // Hub (the proxy's own anchor, if a previous manager left one):
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;delete
