@@ -224,6 +224,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if !opts.Resync.Disabled {
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue,
+			// Retired projects (a tombstone, no Secret) are collected by the coordinator.
+			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
 			Recorder: opts.ResyncRecorder, Registry: opts.Registry, Logger: opts.Logger,

@@ -95,6 +95,10 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 // nothing until its process has watched Leases for one full LeaseDuration, so it never
 // mistakes "not seen yet" for "unchanged".
 func (s *Shard) coordinate(ctx context.Context, holder string) {
+	// Coordinator-only work (EnterCoordinator) is admitted for as long as this runs
+	// under a live leadership context, warm-up included: it does not depend on the
+	// Leases observed.
+	defer s.lead(ctx, holder)()
 	log := s.log.WithValues("coordinator", holder)
 	if wait := s.observer.started.Add(s.t.LeaseDuration).Sub(s.clock.Now()); wait > 0 {
 		log.Info("Coordinating after warm-up", "wait", wait)

@@ -46,6 +46,9 @@
 // resourceVersion it read, so a late renew by the old incarnation conflicts. A member
 // Lease whose holder changes to a new incarnation proves the old incarnation's validity
 // ended (the rejoin waited LeaseDuration > RenewDeadline), so its projects move at once.
+// Work that belongs to no project (the resync's passes over retired projects) runs only
+// inside EnterCoordinator: admitted while this incarnation leads and is valid, with a
+// context that ends at the end of validity or when leadership ends.
 //
 // Assignment is weighted rendezvous hashing of projects over live members, written into
 // the project Lease with updates conditional on the resourceVersion read. Only the

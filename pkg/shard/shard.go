@@ -89,6 +89,7 @@ type Shard struct {
 	hubReader  client.Reader
 	drains     map[string]time.Time // planned hand-overs in progress, by project
 	handedOff  map[string]handOff   // assignments this replica began handing over
+	leading    *leadership          // this replica's current term as coordinator; nil when not leading
 	stopEvents func()
 	draining   atomic.Bool // shutting down: hand everything over
 }

@@ -52,9 +52,13 @@
 // memory, so a project that changes hands starts confirming again (which only delays);
 // a plane repointed before the project was ever held is recorded as it is then.
 // Anchors of a project with no Secret are reported (anchorage_resync_unowned_anchors,
-// the sweep) and never deleted by a shard; with a tombstone (LabelTombstone) the sweep
-// collects them (proof project-retired, confirmed on two passes) and drops the
-// project's plane record, the only path that deletes a record.
+// the sweep) and never deleted without a tombstone. With a tombstone (LabelTombstone),
+// the project is retired: no shard holds it, so the coordinator replica passes over it
+// every Period under the shard's coordinator admission (retired.go; Config.
+// RetiredAdmission and RetiredHub, CoordinatorAccess) and collects its anchors (proof
+// project-retired, confirmed on two passes) under the replica's throttle and dry-run,
+// and drops the project's plane record, the only path that deletes a record. The sweep
+// collects them the same way.
 //
 // The operator's controls, none of which needs a restart, are described in
 // docs/recovery.md: the AnnotationDeletion switch on the lease namespace, the

@@ -29,6 +29,12 @@ type Config struct {
 	// hub writes go through the validity-guarded writer.
 	Admission Admission
 	Hub       HubAccess
+	// RetiredAdmission and RetiredHub are the shard's coordinator admission and hub
+	// clients (CoordinatorAccess): with both set, the coordinator collects the anchors
+	// of projects retired by a tombstone (retired.go). Nil: those anchors are only
+	// reported, and `manager sweep` collects them.
+	RetiredAdmission Admission
+	RetiredHub       HubAccess
 	// Holder returns this replica's current incarnation, for records and reports.
 	Holder func() string
 	// Enqueue asks the live path to reconcile an owner (pkg/gateway's Setup.Enqueue), so
@@ -75,6 +81,10 @@ type Resync struct {
 	loops   map[string]*projectLoop
 	history *passHistory
 	halted  map[string]string
+
+	// retired is what passes over retired projects keep between passes, by project.
+	// Only Start's goroutine touches it.
+	retired map[string]*projectMemory
 }
 
 // projectLoop is one engagement's loop.
@@ -96,6 +106,9 @@ func New(cfg Config) (*Resync, error) {
 	}
 	if cfg.Admission == nil || cfg.Hub == nil || cfg.Anchors == nil || cfg.Dependents == nil || cfg.HubReader == nil {
 		return nil, errors.New("resync: admission, hub access, anchor cache, dependents lister and hub reader are required")
+	}
+	if (cfg.RetiredAdmission == nil) != (cfg.RetiredHub == nil) {
+		return nil, errors.New("resync: retired admission and retired hub access are set together or not at all")
 	}
 	if cfg.ProviderNamespace == "" || cfg.LeaseNamespace == "" {
 		return nil, errors.New("resync: provider and lease namespaces are required")
@@ -132,6 +145,7 @@ func New(cfg Config) (*Resync, error) {
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),
 		loops:   map[string]*projectLoop{}, history: history, halted: map[string]string{},
+		retired: map[string]*projectMemory{},
 	}, nil
 }
 
@@ -170,8 +184,9 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 	return r, nil
 }
 
-// Start runs until ctx ends: it lets engaged loops run, and reports anchors whose
-// project matches no Secret every period.
+// Start runs until ctx ends: it lets engaged loops run, and every period reports
+// anchors whose project matches no Secret and, on the coordinator, passes over the
+// projects among them that a tombstone retires (retired.go).
 func (r *Resync) Start(ctx context.Context) error {
 	close(r.started)
 	defer func() {
@@ -186,8 +201,11 @@ func (r *Resync) Start(ctx context.Context) error {
 		return nil
 	}
 	for {
-		r.reportUnowned(ctx)
-		t := r.opts.Clock.NewTimer(r.opts.Period)
+		delay := r.opts.Period
+		if retired, ok := r.reportUnowned(ctx); ok {
+			delay = r.collectRetired(ctx, retired)
+		}
+		t := r.opts.Clock.NewTimer(delay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -384,14 +402,17 @@ func (r *Resync) updateHaltedLocked() {
 	}
 }
 
-// reportUnowned counts the cached anchors whose project matches no kubeconfig Secret.
-// They are never touched by a shard; an operator collects them (docs/recovery.md).
-func (r *Resync) reportUnowned(ctx context.Context) {
+// reportUnowned counts the cached anchors whose project matches no kubeconfig Secret,
+// and returns the projects among them that a tombstone retires (sorted), with ok false
+// when what it read was incomplete. No shard holds such a project: only the anchors of
+// retired projects are collected, by the coordinator; the rest are only reported, and an
+// operator collects them (docs/recovery.md).
+func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
 	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
 	all, _, err := s.list(ctx, r.cfg.HubReader)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
-		return
+		return nil, false
 	}
 	known := map[string]bool{}
 	for i := range all {
@@ -400,7 +421,7 @@ func (r *Resync) reportUnowned(ctx context.Context) {
 	anchors, err := r.cfg.Anchors.All(ctx)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
-		return
+		return nil, false
 	}
 	count := 0
 	projects := map[string]int{}
@@ -416,27 +437,35 @@ func (r *Resync) reportUnowned(ctx context.Context) {
 		}
 	}
 	r.m.unowned.Set(float64(count))
-	if count > 0 {
-		names := make([]string, 0, len(projects))
-		for p := range projects {
-			names = append(names, p)
-		}
-		sort.Strings(names)
-		if len(names) > 10 {
-			names = append(names[:10], "...")
-		}
-		var retired []string
-		if tombs, err := tombstones(ctx, r.cfg.HubReader, r.cfg.LeaseNamespace); err == nil {
-			for p := range projects {
-				if tombs[p] != "" {
-					retired = append(retired, p)
-				}
-			}
-			sort.Strings(retired)
-		}
-		r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted by a shard; those of retired projects (tombstone) are collected by `manager sweep --once`",
-			"anchors", count, "projects", names, "retired", retired)
+	if count == 0 {
+		return nil, true
 	}
+	names := make([]string, 0, len(projects))
+	for p := range projects {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
+	tombs, err := tombstones(ctx, r.cfg.HubReader, r.cfg.LeaseNamespace)
+	if err != nil {
+		r.log.Info("Reading the tombstones of retired projects failed", "error", err.Error())
+		return nil, false
+	}
+	for p := range projects {
+		if tombs[p] != "" {
+			retired = append(retired, p)
+		}
+	}
+	sort.Strings(retired)
+	how := "collected by the coordinator replica after the absence is confirmed on two passes"
+	if r.cfg.RetiredAdmission == nil {
+		how = "collected by `manager sweep --once` (replicas collect none: no coordinator admission configured)"
+	}
+	r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted unless a tombstone retires the project; those of retired projects are "+how,
+		"anchors", count, "projects", names, "retired", retired)
+	return retired, true
 }
 
 // Passes returns how many passes over project ran to their end on this replica.
