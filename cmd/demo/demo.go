@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -195,6 +196,14 @@ func (d *demo) stopAll(w io.Writer) {
 		_ = p.plane.Stop()
 	}
 	if d.hub != nil {
+		// The hub's audit log (every Secret request, reads included) outlives the hub in
+		// the demo's folder: the demo's test reads from it who read which Secrets.
+		if data, err := os.ReadFile(d.hub.AuditLogPath); err == nil {
+			_ = os.WriteFile(filepath.Join(d.dir, hubAuditLog), data, 0o600)
+		}
 		_ = d.hub.Stop()
 	}
 }
+
+// hubAuditLog is the name of the copy of the hub's audit log in the demo's folder.
+const hubAuditLog = "hub-audit.log"

@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
 )
 
@@ -72,6 +73,27 @@ func TestDemo(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(handover).To(BeNumerically(">", 0), "a hand-over after the kill")
 	g.Expect(took).To(BeNumerically("<", 5*time.Minute), "the demo's promise")
+
+	// Least privilege, from the hub's own record of the whole run: the replicas read
+	// Secrets in the provider namespace (the projects' kubeconfig Secrets) and nowhere
+	// else. The reads seen there show that the log records reads at all.
+	events, err := harness.ReadAuditLog(filepath.Join(work, hubAuditLog), 0)
+	g.Expect(err).NotTo(HaveOccurred(), "the hub's audit log is kept in the demo's folder")
+	var inProvider int
+	var elsewhere []string
+	for _, ev := range events {
+		if ev.ObjectRef.Resource != "secrets" || !strings.HasPrefix(ev.UserAgent, "anchorage/") {
+			continue
+		}
+		if ev.ObjectRef.Namespace == providerNamespace {
+			inProvider++
+			continue
+		}
+		elsewhere = append(elsewhere, ev.Verb+" "+ev.ObjectRef.Namespace+"/"+ev.ObjectRef.Name+" by "+ev.User.Username)
+	}
+	t.Logf("Secret requests by the replicas: %d in %s, %d elsewhere", inProvider, providerNamespace, len(elsewhere))
+	g.Expect(inProvider).To(BeNumerically(">", 0), "the replicas' Secret reads in the provider namespace are in the audit log")
+	g.Expect(elsewhere).To(BeEmpty(), "no Secret request by a replica outside the provider namespace")
 
 	// The replica processes it started are gone.
 	pids := replicaPID.FindAllStringSubmatch(stdout.String(), -1)

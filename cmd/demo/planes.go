@@ -29,7 +29,7 @@ func (d *demo) startPlanes(ctx context.Context) error {
 		return err
 	}
 	began := time.Now()
-	if d.hub, err = harness.StartControlPlane("demo-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
+	if d.hub, err = harness.StartControlPlane("demo-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true, AuditSecretReads: true}); err != nil {
 		return err
 	}
 	if d.hubKubeconfig, err = d.adminKubeconfig(d.hub, "hub"); err != nil {

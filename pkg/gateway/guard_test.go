@@ -99,27 +99,7 @@ func wantResult(v guardVerdict) reconcile.Result {
 
 // readOnly is a project cache that serves objs and fails the test on any write.
 func readOnly(t *testing.T, s *runtime.Scheme, objs ...client.Object) client.WithWatch {
-	fail := func(verb string) error {
-		t.Errorf("unexpected project %s", verb)
-		return errors.New("unexpected write")
-	}
-	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), interceptor.Funcs{
-		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-			return fail("Create")
-		},
-		Update: func(context.Context, client.WithWatch, client.Object, ...client.UpdateOption) error {
-			return fail("Update")
-		},
-		Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-			return fail("Patch")
-		},
-		Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
-			return fail("Delete")
-		},
-		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-			return fail("status Patch")
-		},
-	})
+	return failingOn(t, fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).Build(), "project", false)
 }
 
 // liveWith is a live project view holding objs and the proxy as tc gives it.

@@ -80,17 +80,18 @@ func (p pendingAdmission) Enter(context.Context, string) (context.Context, func(
 
 // unexpectedCalls is a client that fails the test on any call.
 func unexpectedCalls(t *testing.T, s *runtime.Scheme, what string) client.Client {
+	return failingOn(t, fake.NewClientBuilder().WithScheme(s).Build(), what, true)
+}
+
+// failingOn wraps c so that every write fails the test (and every read too, when
+// reads is set): client-go's catch-all reactor, for tests that must prove a decision
+// touches nothing.
+func failingOn(t *testing.T, c client.WithWatch, what string, reads bool) client.WithWatch {
 	fail := func(verb string) error {
 		t.Errorf("unexpected %s call to the %s", verb, what)
 		return errors.New("unexpected call")
 	}
-	return interceptor.NewClient(fake.NewClientBuilder().WithScheme(s).Build(), interceptor.Funcs{
-		Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
-			return fail("Get")
-		},
-		List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-			return fail("List")
-		},
+	funcs := interceptor.Funcs{
 		Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 			return fail("Create")
 		},
@@ -106,7 +107,16 @@ func unexpectedCalls(t *testing.T, s *runtime.Scheme, what string) client.Client
 		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
 			return fail("status Patch")
 		},
-	})
+	}
+	if reads {
+		funcs.Get = func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+			return fail("Get")
+		}
+		funcs.List = func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+			return fail("List")
+		}
+	}
+	return interceptor.NewClient(c, funcs)
 }
 
 // TestGatewayReconcilerWritesNothingWhenTheLiveObjectIsNotTheCachedOne: whatever the
