@@ -172,6 +172,12 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	opts.ProjectRESTOptions = append([]func(*rest.Config) error{func(c *rest.Config) error {
 		c.UserAgent = userAgent
+		if c.QPS == 0 {
+			// All of a project's work goes through this client, and the live guard reads
+			// the owners again before every create: client-go's default of 5 requests a
+			// second makes a project with dozens of new proxies wait minutes.
+			c.QPS, c.Burst = 50, 100
+		}
 		return nil
 	}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
