@@ -10,8 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,20 +18,18 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
-	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/shard"
@@ -422,12 +419,13 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 }
 
 // TestResyncForbiddenKindDelaysNoOtherOrphan: the project's kubeconfig names a user
-// bound only to config/rbac's ClusterRole on the plane (docs/operations.md), which
-// grants no get on Secrets: the real API server answers 403 to every read of one.
-// Four legacy anchors of Secrets, named to sort before every other anchor of the
-// project, are reported unknown/forbidden (the missing permission named) and kept; they
-// do not make the plane unreachable, and every other orphan of the project is
-// collected as soon as its proof is confirmed.
+// bound only to the generated plane role (config/rbac/project-role.yaml), and the
+// operator has asked the resync to read ConfigMap owners live without extending that
+// role: the real API server answers 403 to every read of one. Four legacy anchors of
+// ConfigMaps, named to sort before every other anchor of the project, are reported
+// unknown/forbidden (the missing permission named) and kept; they do not make the plane
+// unreachable, and every other orphan of the project is collected as soon as its proof
+// is confirmed.
 func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	rt := newResyncTest(t, planeC)
 	g, ctx := rt.g, rt.ctx
@@ -435,7 +433,8 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	user := "anchorage-project-" + rand.String(5)
 	cfg, _, err := planeC.User(user)
 	g.Expect(err).NotTo(HaveOccurred())
-	bindManagerClusterRole(ctx, g, planeC, user)
+	// Bound to the generated plane role only, which grants no ConfigMaps on the plane.
+	g.Expect(harness.BindProjectRole(ctx, planeC, user)).To(Succeed())
 	kc, err := harness.KubeconfigVia(cfg, rt.env.Project(rt.project).Proxy.Addr())
 	g.Expect(err).NotTo(HaveOccurred())
 	secret := projectSecret(ctx, g, rt.env, rt.project)
@@ -445,20 +444,20 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	restricted, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() bool {
-		return apierrors.IsForbidden(restricted.Get(ctx, client.ObjectKey{Namespace: rt.ns.Name, Name: "any"}, &corev1.Secret{}))
-	}, 10*time.Second, resyncPoll).Should(BeTrue(), "the project's user may not get Secrets")
+		return apierrors.IsForbidden(restricted.Get(ctx, client.ObjectKey{Namespace: rt.ns.Name, Name: "any"}, &corev1.ConfigMap{}))
+	}, 10*time.Second, resyncPoll).Should(BeTrue(), "the project's user may not get ConfigMaps")
 
 	var forbidden []planted
 	for i := range 4 {
 		name := fmt.Sprintf("legacy-%d", i)
 		uid := types.UID("00000000" + string(uuid.NewUUID())[8:])
 		if i%2 == 0 {
-			// A Secret of that name exists (with another UID: the name sorts the anchor
+			// A ConfigMap of that name exists (with another UID: the name sorts the anchor
 			// first); a 403 proves nothing either way.
-			s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rt.ns.Name}}
-			g.Expect(planeC.Client.Create(ctx, s)).To(Succeed())
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: rt.ns.Name}}
+			g.Expect(planeC.Client.Create(ctx, cm)).To(Succeed())
 		}
-		owner := anchor.Owner{Project: rt.project, Kind: "Secret", Namespace: rt.ns.Name, Name: name, UID: uid}
+		owner := anchor.Owner{Project: rt.project, Kind: "ConfigMap", Namespace: rt.ns.Name, Name: name, UID: uid}
 		p := plant(ctx, g, owner, rt.hubNS(), true)
 		forbidden = append(forbidden, p)
 	}
@@ -484,7 +483,11 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	}
 	alive := rt.liveGateway("alive")
 
-	m := rt.startResync("forbidden", nil)
+	// ConfigMap owners are configured to be read live (the operator's opt-in), but the
+	// plane's role was not extended: every read of them is the API server's 403.
+	m := rt.startResync("forbidden", func(o *app.Options) {
+		o.Resync.LiveOwnerKinds = append(slices.Clone(resync.DefaultLiveOwnerKinds), schema.GroupKind{Kind: "ConfigMap"})
+	})
 	before := m.Replica.Resync.Passes(rt.project)
 	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, rep resync.PassReport) {
 		var left []string
@@ -510,7 +513,7 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 		l, ok := rep.Find(f.anchor.Name)
 		g.Expect(ok).To(BeTrue())
 		g.Expect(l.Verdict).To(Equal(resync.Verdict{Decision: resync.Unknown, Reason: resync.ReasonForbidden}))
-		g.Expect(l.Detail).To(ContainSubstring("secrets"), "the missing permission is named")
+		g.Expect(l.Detail).To(ContainSubstring("configmaps"), "the missing permission is named")
 		g.Expect(exists(ctx, g, f.anchor)).To(BeTrue())
 		g.Expect(exists(ctx, g, f.downstream)).To(BeTrue())
 	}
@@ -610,32 +613,4 @@ func sweepDryRun(ctx context.Context, g Gomega, e *harness.Env) ([]resync.PassRe
 	var out bytes.Buffer
 	g.Expect(resync.WriteTable(&out, reports, unowned)).To(Succeed())
 	return reports, out.String()
-}
-
-// bindManagerClusterRole binds user, on plane, to the ClusterRole of
-// config/rbac/role.yaml alone: what docs/operations.md grants the user named in a
-// project's kubeconfig.
-func bindManagerClusterRole(ctx context.Context, g Gomega, plane *harness.ControlPlane, user string) {
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	bound := false
-	for _, doc := range strings.Split(string(data), "\n---") {
-		var kind struct{ Kind string }
-		g.Expect(yaml.Unmarshal([]byte(doc), &kind)).To(Succeed())
-		if kind.Kind != "ClusterRole" {
-			continue
-		}
-		role := &rbacv1.ClusterRole{}
-		g.Expect(yaml.Unmarshal([]byte(doc), role)).To(Succeed())
-		if err := plane.Client.Create(ctx, role); err != nil && !apierrors.IsAlreadyExists(err) {
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-		g.Expect(plane.Client.Create(ctx, &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: user},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-		})).To(Succeed())
-		bound = true
-	}
-	g.Expect(bound).To(BeTrue(), "config/rbac/role.yaml has a ClusterRole")
 }
