@@ -87,6 +87,9 @@ func parseFlags(args []string, out io.Writer) (flags, error) {
 	if f.weight <= 0 {
 		return f, fmt.Errorf("--weight must be positive, got %g", f.weight)
 	}
+	if err := f.resync.refuseZeroLimits(); err != nil {
+		return f, err
+	}
 	if err := f.resync.options().Validate(); err != nil {
 		return f, fmt.Errorf("resync: %w", err)
 	}

@@ -30,6 +30,8 @@ type resyncFlags struct {
 	claimPasses                            int
 	// ownerKinds and extraDependentKinds: nil takes the resync's defaults.
 	ownerKinds, extraDependentKinds []schema.GroupKind
+	// prefix is what the flags' names start with ("resync-" on a replica, "" in sweep).
+	prefix string
 }
 
 // register adds the flags; the replica gets the loop's flags too.
@@ -44,6 +46,7 @@ func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
 	} else {
 		prefix = ""
 	}
+	r.prefix = prefix
 	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, "decide and report, delete nothing")
 	fs.DurationVar(&r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
 	fs.DurationVar(&r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
@@ -82,6 +85,28 @@ func groupKindsFlag(v string, opts func([]schema.GroupKind) resync.Options) ([]s
 		kinds = []schema.GroupKind{}
 	}
 	return kinds, opts(kinds).Validate()
+}
+
+// refuseZeroLimits refuses a deletion cap, ceiling, rate or burst of 0. In the options a
+// zero takes the default (50, 500, 10/s, 20): an operator who writes 0 to mean "delete
+// nothing" would get the default's deletions. The flags already start at the defaults,
+// so a 0 here was written on purpose; the error names the flag and the ways that do
+// delete nothing.
+func (r resyncFlags) refuseZeroLimits() error {
+	for _, l := range []struct {
+		name string
+		zero bool
+	}{
+		{"max-deletions-per-pass", r.maxDeletions == 0},
+		{"halt-above", r.haltAbove == 0},
+		{"deletion-qps", r.deletionQPS == 0},
+		{"deletion-burst", r.deletionBurst == 0},
+	} {
+		if l.zero {
+			return fmt.Errorf("--%s%s=0 is refused: it would mean the default, not zero; to delete nothing use --%sdry-run (or the deletion switch, docs/recovery.md)", r.prefix, l.name, r.prefix)
+		}
+	}
+	return nil
 }
 
 func (r resyncFlags) options() resync.Options {
@@ -126,6 +151,9 @@ func runSweep(args []string, out, errOut io.Writer) error {
 	}
 	if !once {
 		return errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
+	}
+	if err := r.refuseZeroLimits(); err != nil {
+		return err
 	}
 	opts := r.options()
 	opts.Disabled = false

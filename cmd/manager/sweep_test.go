@@ -16,6 +16,12 @@ func TestSweepFlags(t *testing.T) {
 		{"the sweep runs one pass", []string{"--dry-run"}, "--once is required"},
 		{"an unknown flag", []string{"--once", "--resync-period=1m"}, "flag provided but not defined: -resync-period"},
 		{"a cap above the ceiling", []string{"--once", "--max-deletions-per-pass=10", "--halt-above=5"}, "ceiling (5) must not be below the per-pass cap (10)"},
+		// A zero safety limit once silently became its default (50, 500, 10/s): an
+		// operator who writes 0 to mean "delete nothing" must be told, not obeyed otherwise.
+		{"a zero cap", []string{"--once", "--max-deletions-per-pass=0"}, "--max-deletions-per-pass=0"},
+		{"a zero ceiling", []string{"--once", "--halt-above=0"}, "--halt-above=0"},
+		{"a zero deletion rate", []string{"--once", "--deletion-qps=0"}, "--deletion-qps=0"},
+		{"a zero deletion burst", []string{"--once", "--deletion-burst=0"}, "--deletion-burst=0"},
 	}
 	for _, tc := range cases {
 		err := runSweep(tc.args, io.Discard, io.Discard)
@@ -33,6 +39,9 @@ func TestReplicaResyncFlags(t *testing.T) {
 	o := f.resync.options()
 	if o.Disabled || !o.DryRun || o.MinAge != 10*time.Minute || o.Period != 20*time.Minute {
 		t.Errorf("resync options %+v: want on, dry-run, minimum age 10m, period 20m", o)
+	}
+	if _, err := parseFlags([]string{"--identity=a", "--resync-max-deletions-per-pass=0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--resync-max-deletions-per-pass=0") || !strings.Contains(err.Error(), "--resync-dry-run") {
+		t.Errorf("a zero deletion cap on a replica: got %v, want a refusal naming the flag and the way to delete nothing", err)
 	}
 	if _, err := parseFlags([]string{"--identity=a", "--resync-confirm-after=20m"}, io.Discard); err == nil || !strings.Contains(err.Error(), "confirmation delay") {
 		t.Errorf("a confirmation delay beyond the period: got %v", err)
