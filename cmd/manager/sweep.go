@@ -123,46 +123,70 @@ func (r resyncFlags) options() resync.Options {
 	}
 }
 
-// runSweep is `manager sweep --once`: one resync pass over every project, without
-// sharding, printing the operator's table on out.
-func runSweep(args []string, out, errOut io.Writer) error {
+// sweepConfig is a parsed `manager sweep` command line.
+type sweepConfig struct {
+	kubeconfigPath, providerNamespace, leaseNamespace string
+	opts                                              resync.Options
+	help                                              bool
+}
+
+// parseSweep parses and checks the sweep's command line.
+func parseSweep(args []string, errOut io.Writer) (sweepConfig, error) {
 	var (
-		kubeconfigPath, providerNamespace, leaseNamespace string
-		once                                              bool
-		r                                                 resyncFlags
+		c                   sweepConfig
+		once, deleteAnchors bool
+		r                   resyncFlags
 	)
 	fs := flag.NewFlagSet("manager sweep", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&kubeconfigPath, "kubeconfig", "", "kubeconfig of the hub cluster (default: in-cluster or $KUBECONFIG)")
-	fs.StringVar(&providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
-	fs.StringVar(&leaseNamespace, "lease-namespace", "", "hub namespace holding the plane identity records and the deletion switch (default: --provider-namespace)")
+	fs.StringVar(&c.kubeconfigPath, "kubeconfig", "", "kubeconfig of the hub cluster (default: in-cluster or $KUBECONFIG)")
+	fs.StringVar(&c.providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
+	fs.StringVar(&c.leaseNamespace, "lease-namespace", "", "hub namespace holding the plane identity records and the deletion switch (default: --provider-namespace)")
 	fs.BoolVar(&once, "once", false, "run one pass and exit (required)")
+	fs.BoolVar(&deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
 	r.register(fs, false)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(errOut)
 			fs.PrintDefaults()
-			return nil
+			c.help = true
+			return c, nil
 		}
-		return err
+		return c, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	if !once {
-		return errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
+		return c, errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
+	}
+	if deleteAnchors && r.dryRun {
+		return c, errors.New("--delete and --dry-run contradict each other: the sweep is a dry run unless --delete is given")
 	}
 	if err := r.refuseZeroLimits(); err != nil {
-		return err
+		return c, err
 	}
-	opts := r.options()
-	opts.Disabled = false
+	c.opts = r.options()
+	// An operator looking at a backlog deletes nothing by accident.
+	c.opts.DryRun = !deleteAnchors
+	c.opts.Disabled = false
 	// The sweep's confirmation waits on the real clock; only the confirmation delay
 	// must be shorter than a period it never runs.
-	opts.Period = max(opts.Period, 2*opts.ConfirmAfter)
-	if err := opts.Validate(); err != nil {
-		return fmt.Errorf("resync: %w", err)
+	c.opts.Period = max(c.opts.Period, 2*c.opts.ConfirmAfter)
+	if err := c.opts.Validate(); err != nil {
+		return c, fmt.Errorf("resync: %w", err)
 	}
+	return c, nil
+}
+
+// runSweep is `manager sweep --once`: one resync pass over every project, without
+// sharding, printing the operator's table on out.
+func runSweep(args []string, out, errOut io.Writer) error {
+	c, err := parseSweep(args, errOut)
+	if err != nil || c.help {
+		return err
+	}
+	kubeconfigPath, providerNamespace, leaseNamespace, opts := c.kubeconfigPath, c.providerNamespace, c.leaseNamespace, c.opts
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfigPath != "" {
 		loading.ExplicitPath = kubeconfigPath

@@ -51,3 +51,35 @@ func TestReplicaResyncFlags(t *testing.T) {
 		t.Errorf("--resync=false: got %v, disabled %t", err, f.resync.options().Disabled)
 	}
 }
+
+// TestSweepIsADryRunUnlessAskedToDelete: an operator running the sweep to look at a
+// backlog deletes nothing unless the command line says --delete.
+func TestSweepIsADryRunUnlessAskedToDelete(t *testing.T) {
+	cases := []struct {
+		reason  string
+		args    []string
+		wantDry bool
+		wantErr string
+	}{
+		{"no flag: a dry run", []string{"--once"}, true, ""},
+		{"--dry-run, as before: a dry run", []string{"--once", "--dry-run"}, true, ""},
+		{"--delete deletes", []string{"--once", "--delete"}, false, ""},
+		{"both contradict each other", []string{"--once", "--delete", "--dry-run"}, false, "--delete and --dry-run"},
+	}
+	for _, tc := range cases {
+		c, err := parseSweep(tc.args, io.Discard)
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tc.reason, err)
+			continue
+		}
+		if c.opts.DryRun != tc.wantDry {
+			t.Errorf("%s: dry run %t, want %t", tc.reason, c.opts.DryRun, tc.wantDry)
+		}
+	}
+}
