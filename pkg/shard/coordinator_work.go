@@ -71,12 +71,7 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 	if err != nil {
 		return nil, nil, err
 	}
-	// Context deadlines run on the real clock; translate the validity end.
-	wctx, cancel := context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
-	if !gateEnforced {
-		wctx, cancel = context.WithCancel(ctx)
-	}
-	stop := context.AfterFunc(term.ctx, cancel)
+	wctx, cancel, stop := s.admittedContext(ctx, until, term.ctx)
 	var once sync.Once
 	release := func() {
 		once.Do(func() {

@@ -155,12 +155,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	h.mu.Unlock()
 
 	start := s.clock.Now()
-	// Context deadlines run on the real clock; translate the validity end.
-	wctx, cancel := context.WithDeadline(ctx, time.Now().Add(until.Sub(start)))
-	if !gateEnforced {
-		wctx, cancel = context.WithCancel(ctx)
-	}
-	stop := context.AfterFunc(h.ctx, cancel)
+	wctx, cancel, stop := s.admittedContext(ctx, until, h.ctx)
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
@@ -176,6 +171,18 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 		})
 	}
 	return wctx, release, nil
+}
+
+// admittedContext is the context of admitted work: it ends at until, the end of this
+// incarnation's validity (context deadlines run on the real clock, so until is
+// translated from the injected one), or when scope (the holding, the leadership term)
+// ends. stop detaches it from scope; cancel ends it.
+func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
+	wctx, cancel = context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
+	if !gateEnforced {
+		wctx, cancel = context.WithCancel(ctx)
+	}
+	return wctx, cancel, context.AfterFunc(scope, cancel)
 }
 
 // refusalLocked decides whether h admits work for project now, for the incarnation

@@ -249,12 +249,7 @@ func uidWithPrefix(prefix string) types.UID {
 func TestPassForbiddenKindIsUnknownForThatKindOnly(t *testing.T) {
 	f := newPassFixture(t)
 	g := f.g
-	var legacy []*corev1.ConfigMap
-	for i := range 4 {
-		o := f.owner(fmt.Sprintf("s-%d", i), uidWithPrefix("00000000"))
-		o.Kind = "Service"
-		legacy = append(legacy, f.anchorIn(o, f.hubNS))
-	}
+	legacy := f.legacyAnchors("Service", 4)
 	orphan := f.anchorIn(f.owner("gone", uidWithPrefix("ffffffff")), f.hubNS)
 	reads := 0
 	f.plane = forbiddenKind("Service", "services", &reads)
@@ -276,12 +271,7 @@ func TestPassForbiddenKindIsUnknownForThatKindOnly(t *testing.T) {
 func TestPassUnconfiguredKindIsUnknownAndNeverRead(t *testing.T) {
 	f := newPassFixture(t)
 	g := f.g
-	var legacy []*corev1.ConfigMap
-	for i := range 3 {
-		o := f.owner(fmt.Sprintf("s-%d", i), uidWithPrefix("00000000"))
-		o.Kind = "Secret"
-		legacy = append(legacy, f.anchorIn(o, f.hubNS))
-	}
+	legacy := f.legacyAnchors("Secret", 3)
 	orphan := f.anchorIn(f.owner("gone", uidWithPrefix("ffffffff")), f.hubNS)
 	reads := 0
 	f.plane = forbiddenKind("Secret", "secrets", &reads)
@@ -418,4 +408,16 @@ func TestPassNoClaimWithoutReattachingReconciler(t *testing.T) {
 	_, rep := f.confirm()
 	g.Expect(f.line(rep, stale).Action).To(Equal(ActionDeleted))
 	g.Expect(f.enqueued).To(BeEmpty())
+}
+
+// legacyAnchors plants n anchors of core-group owners of kind in the fixture's hub
+// namespace, named to sort before every other anchor of the project.
+func (f *passFixture) legacyAnchors(kind string, n int) []*corev1.ConfigMap {
+	var out []*corev1.ConfigMap
+	for i := range n {
+		o := f.owner(fmt.Sprintf("s-%d", i), uidWithPrefix("00000000"))
+		o.Kind = kind
+		out = append(out, f.anchorIn(o, f.hubNS))
+	}
+	return out
 }
