@@ -125,8 +125,18 @@ func (r PassReport) Find(name string) (AnchorReport, bool) {
 // anchors whose project matches no Secret (reported, never touched).
 func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error {
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Project < reports[j].Project })
-	var b strings.Builder
 	for _, r := range reports {
+		if err := WriteProjectTable(w, r); err != nil {
+			return err
+		}
+	}
+	return WriteUnownedTable(w, unowned)
+}
+
+// WriteProjectTable prints one project's block of the operator's table.
+func WriteProjectTable(w io.Writer, r PassReport) error {
+	var b strings.Builder
+	{
 		fmt.Fprintf(&b, "PROJECT %s\n", r.Project)
 		fmt.Fprintf(&b, "  plane %s", r.Plane)
 		if r.PlaneDetail != "" {
@@ -161,6 +171,14 @@ func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error
 		writeAnchorRows(&b, r.Anchors)
 		b.WriteString("\n")
 	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteUnownedTable prints the anchors whose project matches no Secret (reported, never
+// touched); nothing when there are none.
+func WriteUnownedTable(w io.Writer, unowned []AnchorReport) error {
+	var b strings.Builder
 	if len(unowned) > 0 {
 		fmt.Fprintf(&b, "NO PROJECT SECRET (reported, never touched)\n")
 		writeAnchorRows(&b, unowned)

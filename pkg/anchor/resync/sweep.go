@@ -39,6 +39,14 @@ type SweepOptions struct {
 	// Scheme for the clients. Default client-go's.
 	Scheme *runtime.Scheme
 	Logger logr.Logger
+	// Projects, when not empty, limits the sweep to these projects (named as their
+	// kubeconfig Secrets name them); anchors of other projects are neither passed over
+	// nor reported.
+	Projects []string
+	// OnReport, when set, receives each project's report as soon as it is final (after
+	// its confirmation round when it needs one), so a caller can stream rows. Sweep
+	// still returns every report.
+	OnReport func(PassReport)
 }
 
 // Sweep runs one resync pass, without sharding, over every project that has a
