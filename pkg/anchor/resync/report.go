@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -273,4 +274,28 @@ func (p *pass) reportOf(it *item) AnchorReport {
 		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
 		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
 	}
+}
+
+// WriteProjectJSON prints one project's report as one JSON object on one line (JSON
+// Lines), for `manager sweep -o json`.
+func WriteProjectJSON(w io.Writer, r PassReport) error {
+	return json.NewEncoder(w).Encode(struct {
+		Kind string `json:"kind"`
+		PassReport
+	}{"project", r})
+}
+
+// WriteUnownedJSON prints each anchor whose project matches no Secret as one JSON
+// object on its own line.
+func WriteUnownedJSON(w io.Writer, unowned []AnchorReport) error {
+	enc := json.NewEncoder(w)
+	for _, a := range unowned {
+		if err := enc.Encode(struct {
+			Kind string `json:"kind"`
+			AnchorReport
+		}{"unowned-anchor", a}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
