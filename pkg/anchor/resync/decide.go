@@ -144,6 +144,11 @@ const (
 	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret. Such
 	// anchors belong to no shard and are never deleted by one.
 	ReasonNoProjectSecret Reason = "no-project-secret"
+	// ReasonUnreadableKubeconfig: the project's kubeconfig Secret cannot be turned into
+	// a client of its plane (no kubeconfig key, a kubeconfig that does not parse, a
+	// client that cannot be built). The sweep reports such a project's anchors and
+	// passes over none of them.
+	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig"
 )
 
 var reasonsByDecision = map[Decision][]Reason{
@@ -151,7 +156,7 @@ var reasonsByDecision = map[Decision][]Reason{
 	Suspect: {ReasonNotInCache, ReasonUIDMismatch, ReasonTerminatingUnfinalized, ReasonAwaitingConfirmation, ReasonBelowMinimumAge, ReasonAwaitingReattach, ReasonClaimExpired},
 	Collect: {ReasonNotFound, ReasonReplaced, ReasonNamespaceRecreated, ReasonNamespaceGone, ReasonProjectRetired},
 	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonForbidden, ReasonKindNotConfigured, ReasonPlaneChanged, ReasonPlaneUnverified,
-		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret},
+		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret, ReasonUnreadableKubeconfig},
 }
 
 // ReasonsOf lists the reasons that lead to d.

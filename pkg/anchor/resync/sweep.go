@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -50,27 +51,34 @@ type SweepOptions struct {
 }
 
 // Sweep runs one resync pass, without sharding, over every project that has a
-// kubeconfig Secret, and reports the anchors of projects that have none (never touched).
+// kubeconfig Secret (or only over opts.Projects), and reports the anchors of projects
+// that have none (never touched).
 // Proofs of absence seen in a first round are confirmed by a second round after the
 // confirmation delay, so a sweep takes about Resync.ConfirmAfter. Owners are read live
 // (a one-shot sweep has no caches). It is meant for an operator, against a hub where the
 // replicas are stopped or set to dry-run, or with --dry-run.
+//
+// A project whose Secret cannot give a client of its plane (no kubeconfig key, a
+// kubeconfig that does not parse) is a row of its own: plane unverified, the Secret and
+// the reason in PlaneDetail and Aborted, its anchors listed as Unknown
+// (ReasonUnreadableKubeconfig) and untouched. It is not an error: the other projects
+// are swept. So is a project named twice, and a project of opts.Projects that matches
+// no Secret, no tombstone and no anchor.
+//
+// Each report is final when it is handed to opts.OnReport (from the calling goroutine,
+// one call at a time, once per project): the rows that need no pass first, then each
+// project after its first round unless a proof waits for confirmation, the others
+// after the confirmation round. The returned error joins the passes' failures; when ctx
+// ends during the confirmation delay, the waiting projects are reported as aborted and
+// ctx's error is returned with every report.
 func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport, error) {
 	ro := opts.Resync.WithDefaults()
 	if err := ro.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("resync options: %w", err)
 	}
-	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		if err := corev1.AddToScheme(opts.Scheme); err != nil {
-			return nil, nil, err
-		}
-	}
-	if opts.LeaseNamespace == "" {
-		opts.LeaseNamespace = opts.ProviderNamespace
-	}
-	if opts.SecretLabel == "" {
-		opts.SecretLabel = DefaultSecretLabel
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, nil, err
 	}
 	log := opts.Logger
 	if log.GetSink() == nil {
@@ -89,21 +97,9 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		return nil, nil, err
 	}
 	sec := secrets{namespace: opts.ProviderNamespace, label: opts.SecretLabel, projectAnnotation: opts.SecretProjectAnnotation}
-	planes, duplicates, err := sweepPlanes(ctx, hub, sec, opts.Scheme)
+	plan, err := planSweep(ctx, hub, sec, opts, anchors, ro)
 	if err != nil {
 		return nil, nil, err
-	}
-	// Projects with no Secret that a tombstone retires are passed over too, with no
-	// plane: their anchors are collected once the retirement is confirmed.
-	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
-	if err != nil {
-		return nil, nil, err
-	}
-	for project := range anchors.byProject {
-		if _, ok := planes[project]; ok || duplicates[project] != nil || retired[project] == "" {
-			continue
-		}
-		planes[project] = Plane{}
 	}
 
 	var recorder events.EventRecorder
@@ -118,140 +114,333 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		recorder = b.NewRecorder(opts.Scheme, "anchorage-sweep")
 	}
 
-	shared := passDeps{
-		holder: "sweep", admission: openAdmission{}, hub: staticHub{c: hub},
-		anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
-		events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
+	s := &sweeper{
+		deps: passDeps{
+			holder: "sweep", admission: openAdmission{}, hub: staticHub{c: hub},
+			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
+			events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
+		},
+		log: log, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
-	passes := map[string]*projectMemory{}
-	run := func(project string, plane Plane) (PassReport, error) {
-		mem := passes[project]
-		if mem == nil {
-			mem = newProjectMemory(ro)
-			passes[project] = mem
-		}
-		p := newPass(shared, project, plane, mem, log.WithValues("project", project))
-		return p.run(ctx)
+	for _, r := range plan.settled {
+		s.deliver(r)
 	}
+	err = s.passAll(ctx, plan.planes)
+	out := make([]PassReport, 0, len(s.reports))
+	for _, r := range s.reports {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
+	return out, unownedReports(anchors, s.reports, plan.selected, ro.Clock.Now()), err
+}
 
+// withDefaults fills in the scheme, the lease namespace and the Secret label.
+func (opts SweepOptions) withDefaults() (SweepOptions, error) {
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := corev1.AddToScheme(opts.Scheme); err != nil {
+			return opts, err
+		}
+	}
+	if opts.LeaseNamespace == "" {
+		opts.LeaseNamespace = opts.ProviderNamespace
+	}
+	if opts.SecretLabel == "" {
+		opts.SecretLabel = DefaultSecretLabel
+	}
+	return opts, nil
+}
+
+// projectSelection is the set of projects a sweep covers; nil covers every project.
+type projectSelection map[string]bool
+
+func selectProjects(names []string) projectSelection {
+	if len(names) == 0 {
+		return nil
+	}
+	sel := projectSelection{}
+	for _, n := range names {
+		sel[n] = true
+	}
+	return sel
+}
+
+// covers reports whether the sweep covers project.
+func (s projectSelection) covers(project string) bool { return s == nil || s[project] }
+
+// sweepPlan is what a sweep works on: a plane per project to pass over, and the rows
+// that are final before any pass (projects named twice, unreadable Secrets, named
+// projects that match nothing), sorted by project.
+type sweepPlan struct {
+	selected projectSelection
+	planes   map[string]Plane
+	settled  []PassReport
+}
+
+// planSweep reads the Secrets and tombstones and decides, for each covered project,
+// whether it gets a pass or a row of its own.
+func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (sweepPlan, error) {
+	plan := sweepPlan{selected: selectProjects(opts.Projects)}
+	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, plan.selected)
+	if err != nil {
+		return plan, err
+	}
+	plan.planes = found.planes
+	// Projects with no Secret that a tombstone retires are passed over too, with no
+	// plane: their anchors are collected once the retirement is confirmed.
+	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
+	if err != nil {
+		return plan, err
+	}
+	for project := range anchors.byProject {
+		if !plan.selected.covers(project) || found.has(project) || retired[project] == "" {
+			continue
+		}
+		plan.planes[project] = Plane{}
+	}
+	row := func(project string) PassReport {
+		return PassReport{Project: project, Holder: "sweep", Start: ro.Clock.Now(), DryRun: ro.DryRun, Plane: PlaneUnverified}
+	}
+	for project, names := range found.duplicates {
+		r := row(project)
+		r.Aborted = fmt.Sprintf("named by %d kubeconfig Secrets (%s): skipped until only one names it", len(names), strings.Join(names, ", "))
+		plan.settled = append(plan.settled, r)
+	}
+	for project, bad := range found.unreadable {
+		r := row(project)
+		r.PlaneDetail = fmt.Sprintf("kubeconfig Secret %s/%s is unreadable: %v", sec.namespace, bad.secret, bad.err)
+		r.Aborted = fmt.Sprintf("not swept: kubeconfig Secret %s/%s: %v", sec.namespace, bad.secret, bad.err)
+		r.Anchors = untouchedAnchors(anchors.byProject[project], Verdict{Decision: Unknown, Reason: ReasonUnreadableKubeconfig},
+			fmt.Sprintf("Secret %s/%s", sec.namespace, bad.secret), ro.Clock.Now())
+		plan.settled = append(plan.settled, r)
+	}
+	for _, project := range opts.Projects {
+		if found.has(project) || retired[project] != "" || hasAnchors(anchors.byProject[project]) || plan.hasSettled(project) {
+			continue
+		}
+		r := row(project)
+		r.PlaneDetail = "no kubeconfig Secret"
+		r.Aborted = fmt.Sprintf("no kubeconfig Secret in %s names project %q and no anchor on the hub belongs to it", sec.namespace, project)
+		plan.settled = append(plan.settled, r)
+	}
+	sort.Slice(plan.settled, func(i, j int) bool { return plan.settled[i].Project < plan.settled[j].Project })
+	return plan, nil
+}
+
+func (p sweepPlan) hasSettled(project string) bool {
+	for _, r := range p.settled {
+		if r.Project == project {
+			return true
+		}
+	}
+	return false
+}
+
+// hasAnchors reports whether items hold anything that looks like an anchor.
+func hasAnchors(items []metav1.PartialObjectMetadata) bool {
+	for i := range items {
+		if looksLikeAnchor(&items[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// sweeper runs the passes of one sweep and delivers each project's final report.
+type sweeper struct {
+	deps     passDeps
+	log      logr.Logger
+	memory   map[string]*projectMemory
+	reports  map[string]PassReport
+	onReport func(PassReport)
+}
+
+// deliver records r as its project's final report and hands it to OnReport.
+func (s *sweeper) deliver(r PassReport) {
+	s.reports[r.Project] = r
+	if s.onReport != nil {
+		s.onReport(r)
+	}
+}
+
+// pass runs one pass over project, keeping the project's memory between rounds.
+func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassReport, error) {
+	mem := s.memory[project]
+	if mem == nil {
+		mem = newProjectMemory(s.deps.opts)
+		s.memory[project] = mem
+	}
+	rep, err := newPass(s.deps, project, plane, mem, s.log.WithValues("project", project)).run(ctx)
+	if err != nil {
+		err = fmt.Errorf("project %q: %w", project, err)
+	}
+	return rep, err
+}
+
+// passAll runs the first round over every plane, delivering each report that waits
+// for no confirmation, then, after the latest confirmation time, the confirmation
+// round over the others.
+func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	names := make([]string, 0, len(planes))
 	for p := range planes {
 		names = append(names, p)
 	}
 	sort.Strings(names)
-	reports := map[string]PassReport{}
-	for project, names := range duplicates {
-		reports[project] = PassReport{
-			Project: project, Holder: "sweep", Start: ro.Clock.Now(), DryRun: ro.DryRun, Plane: PlaneUnverified,
-			Aborted: fmt.Sprintf("named by %d kubeconfig Secrets (%s): skipped until only one names it", len(names), strings.Join(names, ", ")),
-		}
-	}
 	var errs []error
+	pending := map[string]PassReport{}
 	due := time.Time{}
 	for _, project := range names {
-		rep, err := run(project, planes[project])
+		rep, err := s.pass(ctx, project, planes[project])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("project %q: %w", project, err))
+			errs = append(errs, err)
 		}
-		reports[project] = rep
-		if !rep.PendingConfirmation.IsZero() && rep.PendingConfirmation.After(due) {
+		if rep.PendingConfirmation.IsZero() {
+			s.deliver(rep)
+			continue
+		}
+		pending[project] = rep
+		if rep.PendingConfirmation.After(due) {
 			due = rep.PendingConfirmation
 		}
 	}
-	if !due.IsZero() {
-		select {
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		case <-ro.Clock.After(due.Sub(ro.Clock.Now())):
-		}
+	if len(pending) == 0 {
+		return errors.Join(errs...)
+	}
+	clock := s.deps.opts.Clock
+	select {
+	case <-ctx.Done():
 		for _, project := range names {
-			if reports[project].PendingConfirmation.IsZero() {
-				continue
+			if rep, ok := pending[project]; ok {
+				rep.Aborted = fmt.Sprintf("interrupted before the confirmation round: %v", ctx.Err())
+				s.deliver(rep)
 			}
-			rep, err := run(project, planes[project])
-			if err != nil {
-				errs = append(errs, fmt.Errorf("project %q: %w", project, err))
-			}
-			reports[project] = rep
 		}
+		return errors.Join(append(errs, ctx.Err())...)
+	case <-clock.After(due.Sub(clock.Now())):
 	}
-	out := make([]PassReport, 0, len(reports))
 	for _, project := range names {
-		out = append(out, reports[project])
+		if _, ok := pending[project]; !ok {
+			continue
+		}
+		rep, err := s.pass(ctx, project, planes[project])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		s.deliver(rep)
 	}
-	for project := range duplicates {
-		out = append(out, reports[project])
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
-	return out, unownedReports(anchors, reports, ro.Clock.Now()), errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
-// sweepPlanes builds a live-only Plane per project from the kubeconfig Secrets, each
-// carrying the UID of the Secret it was built from. A project named by two or more
-// Secrets gets no plane: it is returned in duplicates with the Secrets' names, to be
-// skipped and reported (as the shard refuses to engage it).
-func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme) (map[string]Plane, map[string][]string, error) {
+// foundPlanes is what the kubeconfig Secrets give: a plane per project, the projects
+// named by two or more Secrets (with the Secrets' names), and the projects whose
+// Secret gives no client.
+type foundPlanes struct {
+	planes     map[string]Plane
+	duplicates map[string][]string
+	unreadable map[string]unreadableSecret
+}
+
+// unreadableSecret is a kubeconfig Secret that gives no client of its plane.
+type unreadableSecret struct {
+	secret string
+	err    error
+}
+
+// has reports whether a Secret names project.
+func (f foundPlanes) has(project string) bool {
+	_, plane := f.planes[project]
+	_, bad := f.unreadable[project]
+	return plane || bad || f.duplicates[project] != nil
+}
+
+// sweepPlanes builds a live-only Plane per covered project from the kubeconfig
+// Secrets, each carrying the UID of the Secret it was built from. A project named by
+// two or more Secrets gets no plane: it is returned in duplicates with the Secrets'
+// names, to be skipped and reported (as the shard refuses to engage it). A Secret that
+// gives no client is returned in unreadable, with the reason; it ends nothing.
+func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, selected projectSelection) (foundPlanes, error) {
+	found := foundPlanes{planes: map[string]Plane{}, duplicates: map[string][]string{}, unreadable: map[string]unreadableSecret{}}
 	list := &corev1.SecretList{}
 	if err := hub.List(ctx, list, client.InNamespace(sec.namespace), client.MatchingLabels{sec.label: "true"}); err != nil {
-		return nil, nil, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
+		return found, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
 	}
 	byProject := map[string][]*corev1.Secret{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		byProject[sec.projectOf(s)] = append(byProject[sec.projectOf(s)], s)
+		if project := sec.projectOf(s); selected.covers(project) {
+			byProject[project] = append(byProject[project], s)
+		}
 	}
-	planes, duplicates := map[string]Plane{}, map[string][]string{}
 	for project, named := range byProject {
 		if len(named) > 1 {
 			for _, s := range named {
-				duplicates[project] = append(duplicates[project], s.Name)
+				found.duplicates[project] = append(found.duplicates[project], s.Name)
 			}
-			sort.Strings(duplicates[project])
+			sort.Strings(found.duplicates[project])
 			continue
 		}
-		s := named[0]
-		cfg, err := clientcmd.RESTConfigFromKubeConfig(s.Data["kubeconfig"])
+		plane, err := planeOfSecret(named[0], scheme)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the kubeconfig of project %q (Secret %s): %w", project, s.Name, err)
+			found.unreadable[project] = unreadableSecret{secret: named[0].Name, err: err}
+			continue
 		}
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			return nil, nil, err
-		}
-		mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-		if err != nil {
-			return nil, nil, err
-		}
-		live, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
-		if err != nil {
-			return nil, nil, err
-		}
-		planes[project] = Plane{Live: live, Mapper: mapper, SecretUID: s.UID}
+		found.planes[project] = plane
 	}
-	return planes, duplicates, nil
+	return found, nil
 }
 
-// unownedReports lists the anchors of projects that have no Secret and no pass report
-// (a project with a tombstone, or named by two Secrets, has one).
-func unownedReports(anchors *listedAnchors, reports map[string]PassReport, now time.Time) []AnchorReport {
+// planeOfSecret builds a live-only client of the plane a kubeconfig Secret names.
+func planeOfSecret(s *corev1.Secret, scheme *runtime.Scheme) (Plane, error) {
+	data, ok := s.Data["kubeconfig"]
+	if !ok || len(data) == 0 {
+		return Plane{}, errors.New(`no "kubeconfig" key`)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	if err != nil {
+		return Plane{}, fmt.Errorf("kubeconfig does not parse: %w", err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return Plane{}, fmt.Errorf("building the HTTP client: %w", err)
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return Plane{}, fmt.Errorf("building the REST mapper: %w", err)
+	}
+	live, err := client.New(cfg, client.Options{Scheme: scheme, HTTPClient: hc, Mapper: mapper})
+	if err != nil {
+		return Plane{}, fmt.Errorf("building the client: %w", err)
+	}
+	return Plane{Live: live, Mapper: mapper, SecretUID: s.UID}, nil
+}
+
+// unownedReports lists the anchors of covered projects that have no Secret and no
+// pass report (a project with a tombstone, or named by two Secrets, has one).
+func unownedReports(anchors *listedAnchors, reports map[string]PassReport, selected projectSelection, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for project, items := range anchors.byProject {
-		if _, ok := reports[project]; ok {
+		if _, ok := reports[project]; ok || !selected.covers(project) {
 			continue
 		}
-		for i := range items {
-			obj := &items[i]
-			if !looksLikeAnchor(obj) {
-				continue
-			}
-			owner, _ := anchor.Decode(obj.Name, obj.Labels)
-			out = append(out, AnchorReport{
-				Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, Owner: owner, Labels: obj.Labels,
-				Age:     max(now.Sub(obj.CreationTimestamp.Time), 0),
-				Verdict: Verdict{Decision: Unknown, Reason: ReasonNoProjectSecret},
-				Detail:  fmt.Sprintf("project %q", project),
-			})
+		out = append(out, untouchedAnchors(items, Verdict{Decision: Unknown, Reason: ReasonNoProjectSecret}, fmt.Sprintf("project %q", project), now)...)
+	}
+	return out
+}
+
+// untouchedAnchors turns the anchors among items into report lines with verdict v and
+// detail, for anchors no pass looks at.
+func untouchedAnchors(items []metav1.PartialObjectMetadata, v Verdict, detail string, now time.Time) []AnchorReport {
+	var out []AnchorReport
+	for i := range items {
+		obj := &items[i]
+		if !looksLikeAnchor(obj) {
+			continue
 		}
+		owner, _ := anchor.Decode(obj.Name, obj.Labels)
+		out = append(out, AnchorReport{
+			Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, Owner: owner, Labels: obj.Labels,
+			Age: max(now.Sub(obj.CreationTimestamp.Time), 0), Verdict: v, Detail: detail,
+		})
 	}
 	return out
 }

@@ -10,11 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
 )
 
 // hubKubeconfig returns a kubeconfig of the package's API server.
@@ -84,4 +87,147 @@ func TestPassUsesTheSecretOfItsPlane(t *testing.T) {
 	g.Expect(f.exists(orphan)).To(BeTrue())
 	err := hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(f.project)}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing recorded from a plane of another Secret: %v", err)
+}
+
+// sweepFixture is a provider namespace of kubeconfig Secrets on the package's API
+// server, which plays the hub and every project's plane: owners are ConfigMaps in one
+// upstream namespace, their anchors live in its mapped namespace on the hub.
+type sweepFixture struct {
+	t        *testing.T
+	g        *WithT
+	ctx      context.Context
+	provider string
+	upstream *corev1.Namespace
+	hubNS    string
+}
+
+func newSweepFixture(t *testing.T) *sweepFixture {
+	t.Helper()
+	c := needHub(t)
+	f := &sweepFixture{t: t, g: NewWithT(t), ctx: context.Background(), provider: "prov-" + rand.String(6)}
+	f.g.Expect(c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.provider}})).To(Succeed())
+	f.upstream = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "up-" + rand.String(6)}}
+	f.g.Expect(c.Create(f.ctx, f.upstream)).To(Succeed())
+	f.hubNS = anchor.MappedNamespace(f.upstream.UID)
+	f.g.Expect(c.Create(f.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.hubNS}})).To(Succeed())
+	return f
+}
+
+// project returns a fresh project name.
+func (f *sweepFixture) project() string { return "p-" + rand.String(6) }
+
+// secret creates project's kubeconfig Secret holding kubeconfig under the
+// "kubeconfig" key, or no such key when kubeconfig is nil.
+func (f *sweepFixture) secret(project string, kubeconfig []byte) *corev1.Secret {
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: project, Namespace: f.provider, Labels: map[string]string{DefaultSecretLabel: "true"}}}
+	if kubeconfig != nil {
+		s.Data = map[string][]byte{"kubeconfig": kubeconfig}
+	} else {
+		s.Data = map[string][]byte{"other": []byte("x")}
+	}
+	f.g.Expect(hub.Create(f.ctx, s)).To(Succeed())
+	return s
+}
+
+// staleAnchor creates an anchor of project whose owner does not exist upstream.
+func (f *sweepFixture) staleAnchor(project string) *corev1.ConfigMap {
+	return f.anchorOf(anchor.Owner{Project: project, Kind: "ConfigMap", Namespace: f.upstream.Name, Name: "gone-" + rand.String(4), UID: uuid.NewUUID()})
+}
+
+// liveAnchor creates an upstream ConfigMap and its anchor for project.
+func (f *sweepFixture) liveAnchor(project string) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live-" + rand.String(4), Namespace: f.upstream.Name}}
+	f.g.Expect(hub.Create(f.ctx, cm)).To(Succeed())
+	return f.anchorOf(anchor.Owner{Project: project, Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID})
+}
+
+func (f *sweepFixture) anchorOf(owner anchor.Owner) *corev1.ConfigMap {
+	a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(owner.UID), Namespace: f.hubNS, Labels: owner.Labels()}}
+	f.g.Expect(hub.Create(f.ctx, a)).To(Succeed())
+	return a
+}
+
+// exists reports whether obj is still on the hub with its UID.
+func (f *sweepFixture) exists(obj *corev1.ConfigMap) bool {
+	got := &corev1.ConfigMap{}
+	err := hub.Get(f.ctx, client.ObjectKeyFromObject(obj), got)
+	if apierrors.IsNotFound(err) {
+		return false
+	}
+	f.g.Expect(err).NotTo(HaveOccurred())
+	return got.UID == obj.UID
+}
+
+// options are the sweep's options over the fixture: owners are ConfigMaps read live,
+// anchors are old enough at once, and a proof is confirmed after confirm.
+func (f *sweepFixture) options(dryRun bool, confirm time.Duration) SweepOptions {
+	return SweepOptions{
+		Hub: hubConfig, ProviderNamespace: f.provider,
+		Resync: Options{
+			DryRun: dryRun, MinAge: time.Millisecond, ConfirmAfter: confirm,
+			Writes:         map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
+			LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}},
+		},
+	}
+}
+
+func reportsByProject(reports []PassReport) map[string]PassReport {
+	out := map[string]PassReport{}
+	for _, r := range reports {
+		out[r.Project] = r
+	}
+	return out
+}
+
+func unownedNames(unowned []AnchorReport) []string {
+	var out []string
+	for _, a := range unowned {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// Issue 18: one Secret whose kubeconfig cannot be read is that project's row (plane
+// unverified, its anchors listed and untouched), not the end of the whole sweep.
+func TestSweepReportsAnUnreadableKubeconfigAndGoesOn(t *testing.T) {
+	f := newSweepFixture(t)
+	g := f.g
+	good, garbled, keyless := f.project(), f.project(), f.project()
+	f.secret(good, hubKubeconfig(t))
+	f.secret(garbled, []byte("this: is: not: a kubeconfig: ["))
+	f.secret(keyless, nil)
+	goodAnchor, garbledAnchor, keylessAnchor := f.staleAnchor(good), f.staleAnchor(garbled), f.staleAnchor(keyless)
+
+	reports, unowned, err := Sweep(f.ctx, f.options(false, time.Second))
+	g.Expect(err).NotTo(HaveOccurred())
+	rows := reportsByProject(reports)
+
+	g.Expect(rows).To(HaveKey(good))
+	g.Expect(rows[good].Plane).To(Equal(PlaneVerified))
+	a, ok := rows[good].Find(goodAnchor.Name)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(a.Decision).To(Equal(Collect))
+	g.Expect(a.Reason).To(Equal(ReasonNotFound))
+	g.Expect(a.Action).To(Equal(ActionDeleted))
+	g.Expect(f.exists(goodAnchor)).To(BeFalse(), "the good project's stale anchor is collected")
+
+	for project, anchorOf := range map[string]*corev1.ConfigMap{garbled: garbledAnchor, keyless: keylessAnchor} {
+		g.Expect(rows).To(HaveKey(project))
+		row := rows[project]
+		g.Expect(row.Plane).To(Equal(PlaneUnverified))
+		g.Expect(row.PlaneDetail).To(ContainSubstring("Secret " + f.provider + "/" + project))
+		g.Expect(row.Aborted).To(ContainSubstring("Secret " + f.provider + "/" + project))
+		a, ok := row.Find(anchorOf.Name)
+		g.Expect(ok).To(BeTrue(), "the anchors of %s are listed", project)
+		g.Expect(a.Verdict).To(Equal(Verdict{Decision: Unknown, Reason: ReasonUnreadableKubeconfig}))
+		g.Expect(a.Action).To(Equal(ActionNone))
+		g.Expect(f.exists(anchorOf)).To(BeTrue(), "the anchor of %s is untouched", project)
+	}
+	g.Expect(rows[keyless].PlaneDetail).To(ContainSubstring(`no "kubeconfig" key`))
+	g.Expect(unownedNames(unowned)).NotTo(ContainElements(garbledAnchor.Name, keylessAnchor.Name), "listed in their rows, not as unowned")
+
+	var out strings.Builder
+	g.Expect(WriteTable(&out, reports, unowned)).To(Succeed())
+	g.Expect(out.String()).To(ContainSubstring(string(ReasonUnreadableKubeconfig)))
+	g.Expect(out.String()).To(ContainSubstring("PROJECT " + garbled))
 }
