@@ -3,6 +3,7 @@ package resync
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,4 +231,109 @@ func TestSweepReportsAnUnreadableKubeconfigAndGoesOn(t *testing.T) {
 	g.Expect(WriteTable(&out, reports, unowned)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring(string(ReasonUnreadableKubeconfig)))
 	g.Expect(out.String()).To(ContainSubstring("PROJECT " + garbled))
+}
+
+// Projects limits the sweep: the other projects' anchors are neither passed over nor
+// reported (not as unowned either), their Secrets are not even read, and a named
+// project that matches nothing gets a row saying so.
+func TestSweepCoversOnlyTheNamedProjects(t *testing.T) {
+	f := newSweepFixture(t)
+	g := f.g
+	chosen, other, otherBroken, ghostNamed, ghostOther, typo := f.project(), f.project(), f.project(), f.project(), f.project(), f.project()
+	f.secret(chosen, hubKubeconfig(t))
+	f.secret(other, hubKubeconfig(t))
+	f.secret(otherBroken, []byte("not a kubeconfig ["))
+	chosenAnchor, otherAnchor := f.staleAnchor(chosen), f.staleAnchor(other)
+	ghostNamedAnchor, ghostOtherAnchor := f.staleAnchor(ghostNamed), f.staleAnchor(ghostOther)
+
+	opts := f.options(false, time.Second)
+	opts.Projects = []string{chosen, ghostNamed, typo}
+	reports, unowned, err := Sweep(f.ctx, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	rows := reportsByProject(reports)
+
+	g.Expect(rows).To(HaveLen(2), "one row for the chosen project, one for the misspelt one: %v", rows)
+	g.Expect(rows[chosen].Plane).To(Equal(PlaneVerified))
+	a, ok := rows[chosen].Find(chosenAnchor.Name)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(a.Action).To(Equal(ActionDeleted))
+	g.Expect(f.exists(chosenAnchor)).To(BeFalse())
+
+	g.Expect(rows).To(HaveKey(typo))
+	g.Expect(rows[typo].Plane).To(Equal(PlaneUnverified))
+	g.Expect(rows[typo].Aborted).To(ContainSubstring(`no kubeconfig Secret in ` + f.provider + ` names project "` + typo + `"`))
+	g.Expect(rows[typo].Anchors).To(BeEmpty())
+
+	g.Expect(f.exists(otherAnchor)).To(BeTrue(), "the other project's stale anchor is untouched")
+	err = hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(other)}, &corev1.ConfigMap{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no pass over the other project records its plane: %v", err)
+	g.Expect(hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(chosen)}, &corev1.ConfigMap{})).To(Succeed())
+
+	names := unownedNames(unowned)
+	g.Expect(names).To(ContainElement(ghostNamedAnchor.Name), "a named project with anchors and no Secret is reported as unowned")
+	g.Expect(names).NotTo(ContainElements(ghostOtherAnchor.Name, otherAnchor.Name))
+	for _, a := range unowned {
+		g.Expect(a.Owner.Project).To(Equal(ghostNamed), "only the named projects' anchors are reported")
+	}
+}
+
+// delivery is one call of OnReport.
+type delivery struct {
+	at     time.Time
+	report PassReport
+}
+
+// OnReport receives each project's report once, as soon as it is final: a project with
+// nothing waiting for confirmation before the confirmation round, the others after it
+// with their confirmed verdicts, and never two calls at once.
+func TestSweepStreamsEachReportWhenFinal(t *testing.T) {
+	f := newSweepFixture(t)
+	g := f.g
+	quick, slow, broken := f.project(), f.project(), f.project()
+	f.secret(quick, hubKubeconfig(t))
+	f.secret(slow, hubKubeconfig(t))
+	f.secret(broken, nil)
+	quickAnchor, slowAnchor := f.liveAnchor(quick), f.staleAnchor(slow)
+	f.staleAnchor(broken)
+
+	const confirm = 3 * time.Second
+	opts := f.options(true, confirm)
+	opts.Projects = []string{quick, slow, broken}
+	var got []delivery
+	var inside, overlapped atomic.Int32
+	opts.OnReport = func(r PassReport) {
+		if inside.Add(1) != 1 {
+			overlapped.Add(1)
+		}
+		got = append(got, delivery{at: time.Now(), report: r})
+		time.Sleep(10 * time.Millisecond)
+		inside.Add(-1)
+	}
+	start := time.Now()
+	reports, _, err := Sweep(f.ctx, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(overlapped.Load()).To(BeZero(), "OnReport is never called concurrently")
+
+	order := make([]string, 0, len(got))
+	byProject := map[string]delivery{}
+	for _, d := range got {
+		order = append(order, d.report.Project)
+		byProject[d.report.Project] = d
+	}
+	g.Expect(order).To(Equal([]string{broken, quick, slow}), "settled rows first, then the first round, then the confirmation round")
+	g.Expect(byProject[quick].at.Sub(start)).To(BeNumerically("<", confirm), "a project with nothing to confirm is delivered before the confirmation delay ends")
+	g.Expect(byProject[slow].at.Sub(start)).To(BeNumerically(">=", confirm), "a project with a proof to confirm is delivered after the confirmation round")
+	g.Expect(byProject[quick].at.Before(byProject[slow].at)).To(BeTrue())
+
+	q, _ := byProject[quick].report.Find(quickAnchor.Name)
+	g.Expect(q.Decision).To(Equal(Keep))
+	s, _ := byProject[slow].report.Find(slowAnchor.Name)
+	g.Expect(s.Decision).To(Equal(Collect), "the confirmed verdict, not the first round's")
+	g.Expect(s.Action).To(Equal(ActionDryRun))
+	g.Expect(byProject[slow].report.PendingConfirmation.IsZero()).To(BeTrue())
+
+	g.Expect(reports).To(HaveLen(3))
+	for _, r := range reports {
+		g.Expect(byProject[r.Project].report).To(Equal(r), "Sweep returns what it streamed")
+	}
 }
