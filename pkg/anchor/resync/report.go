@@ -276,24 +276,156 @@ func (p *pass) reportOf(it *item) AnchorReport {
 	}
 }
 
+// The sweep's JSON Lines (`manager sweep -o json`): one JSON object per line, each with
+// a "kind". Keys are always present unless said otherwise; durations are in seconds.
+//
+// A project line, kind "project", is one project's PassReport:
+//
+//	kind             "project"
+//	project          the project's name
+//	plane            "verified", "changed" or "unverified"
+//	planeDetail      what explains plane ("" when nothing does)
+//	dryRun, excluded, switchedOff, retired
+//	                 why Collect decisions were not acted on; retired: the project has
+//	                 a tombstone and no kubeconfig Secret
+//	aborted          "" or why the pass ended early or was not run
+//	halt             "" or why deletions halted ("ceiling", "plane-changed")
+//	counts           {keep, suspect, collect, deleted, unknown}: anchors per decision;
+//	                 deleted counts the collect decisions whose anchor was deleted
+//	apiCalls         requests the pass made, hub and project
+//	durationSeconds  how long the pass took (a number with a fraction)
+//	anchors          the anchor objects below ([] when none)
+//
+// An anchor object:
+//
+//	namespace, name, uid   the anchor on the hub
+//	owner            {group, kind, namespace, name} of the upstream owner; group is
+//	                 left out for the core group; owner is null for a malformed anchor
+//	decision         "keep", "suspect", "collect" or "unknown"
+//	reason           the reason of the decision (docs/design.md lists them)
+//	action           "none", or what the pass did beyond deciding ("deleted",
+//	                 "dry-run", "switched-off", ...: the Action constants)
+//	ageSeconds       the anchor's age, in whole seconds
+//	dependents       the names of its dependents; null when they were not read
+//	detail           what an operator needs to act ("" when nothing)
+//
+// An unowned-anchor line, kind "unowned-anchor", is an anchor whose project matches no
+// kubeconfig Secret (reported, never touched): "kind", "project" (as the anchor's
+// labels name it; "" when they name none), then the keys of an anchor object.
+
+// projectJSON is a project line.
+type projectJSON struct {
+	Kind            string       `json:"kind"`
+	Project         string       `json:"project"`
+	Plane           string       `json:"plane"`
+	PlaneDetail     string       `json:"planeDetail"`
+	DryRun          bool         `json:"dryRun"`
+	Excluded        bool         `json:"excluded"`
+	SwitchedOff     bool         `json:"switchedOff"`
+	Retired         bool         `json:"retired"`
+	Aborted         string       `json:"aborted"`
+	Halt            string       `json:"halt"`
+	Counts          countsJSON   `json:"counts"`
+	APICalls        int          `json:"apiCalls"`
+	DurationSeconds float64      `json:"durationSeconds"`
+	Anchors         []anchorJSON `json:"anchors"`
+}
+
+// countsJSON counts a project's anchors per decision.
+type countsJSON struct {
+	Keep    int `json:"keep"`
+	Suspect int `json:"suspect"`
+	Collect int `json:"collect"`
+	Deleted int `json:"deleted"`
+	Unknown int `json:"unknown"`
+}
+
+// anchorJSON is an anchor object.
+type anchorJSON struct {
+	Namespace  string     `json:"namespace"`
+	Name       string     `json:"name"`
+	UID        string     `json:"uid"`
+	Owner      *ownerJSON `json:"owner"`
+	Decision   string     `json:"decision"`
+	Reason     string     `json:"reason"`
+	Action     string     `json:"action"`
+	AgeSeconds int64      `json:"ageSeconds"`
+	Dependents []string   `json:"dependents"`
+	Detail     string     `json:"detail"`
+}
+
+// ownerJSON is an anchor's upstream owner.
+type ownerJSON struct {
+	Group     string `json:"group,omitempty"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// unownedJSON is an unowned-anchor line.
+type unownedJSON struct {
+	Kind    string `json:"kind"`
+	Project string `json:"project"`
+	anchorJSON
+}
+
+func projectJSONOf(r PassReport) projectJSON {
+	out := projectJSON{
+		Kind: "project", Project: r.Project, Plane: r.Plane.String(), PlaneDetail: r.PlaneDetail,
+		DryRun: r.DryRun, Excluded: r.Excluded, SwitchedOff: r.SwitchedOff, Retired: r.Retired,
+		Aborted: r.Aborted, Halt: r.Halt,
+		Counts: countsJSON{
+			Keep: r.Count(Keep), Suspect: r.Count(Suspect), Collect: r.Count(Collect),
+			Deleted: r.CountAction(ActionDeleted), Unknown: r.Count(Unknown),
+		},
+		APICalls: r.APICalls, DurationSeconds: r.Duration.Seconds(), Anchors: make([]anchorJSON, 0, len(r.Anchors)),
+	}
+	for _, a := range r.Anchors {
+		out.Anchors = append(out.Anchors, anchorJSONOf(a))
+	}
+	return out
+}
+
+func anchorJSONOf(a AnchorReport) anchorJSON {
+	out := anchorJSON{
+		Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Decision: a.Decision.String(), Reason: string(a.Reason),
+		Action: string(a.Action), AgeSeconds: int64(a.Age / time.Second), Dependents: a.Dependents, Detail: a.Detail,
+	}
+	if out.Action == "" {
+		out.Action = "none"
+	}
+	if a.Owner.Kind != "" {
+		out.Owner = &ownerJSON{Group: a.Owner.Group, Kind: a.Owner.Kind, Namespace: a.Owner.Namespace, Name: a.Owner.Name}
+	}
+	return out
+}
+
+// projectOfLabels is the project an anchor's labels name, "" when they name none.
+func projectOfLabels(labels map[string]string) string {
+	p, err := anchor.ProjectFromClusterName(labels[anchor.LabelClusterName])
+	if err != nil {
+		return ""
+	}
+	return p
+}
+
 // WriteProjectJSON prints one project's report as one JSON object on one line (JSON
-// Lines), for `manager sweep -o json`.
+// Lines), for `manager sweep -o json`; the shape is described above projectJSON.
 func WriteProjectJSON(w io.Writer, r PassReport) error {
-	return json.NewEncoder(w).Encode(struct {
-		Kind string `json:"kind"`
-		PassReport
-	}{"project", r})
+	return json.NewEncoder(w).Encode(projectJSONOf(r))
 }
 
 // WriteUnownedJSON prints each anchor whose project matches no Secret as one JSON
-// object on its own line.
+// object on its own line (kind "unowned-anchor"; the shape is described above
+// projectJSON).
 func WriteUnownedJSON(w io.Writer, unowned []AnchorReport) error {
 	enc := json.NewEncoder(w)
 	for _, a := range unowned {
-		if err := enc.Encode(struct {
-			Kind string `json:"kind"`
-			AnchorReport
-		}{"unowned-anchor", a}); err != nil {
+		line := unownedJSON{Kind: "unowned-anchor", Project: projectOfLabels(a.Labels), anchorJSON: anchorJSONOf(a)}
+		if line.Project == "" {
+			line.Project = a.Owner.Project
+		}
+		if err := enc.Encode(line); err != nil {
 			return err
 		}
 	}
