@@ -45,8 +45,9 @@ type SweepOptions struct {
 	// nor reported.
 	Projects []string
 	// OnReport, when set, receives each project's report as soon as it is final (after
-	// its confirmation round when it needs one), so a caller can stream rows. Sweep
-	// still returns every report.
+	// its confirmation round when it needs one), so a caller can stream rows. It is
+	// called once per project, from the goroutine that called Sweep, one call at a
+	// time. Sweep still returns every report.
 	OnReport func(PassReport)
 }
 

@@ -459,3 +459,33 @@ func TestWriteUnownedJSONShape(t *testing.T) {
 	g.Expect(WriteUnownedJSON(&out, nil)).To(Succeed())
 	g.Expect(out.String()).To(BeEmpty())
 }
+
+// A sweep interrupted during the confirmation delay still delivers, once, the report
+// of each project waiting for confirmation (marked interrupted, nothing collected), and
+// returns every report with the context's error.
+func TestSweepInterruptedBeforeConfirmingReportsEveryProject(t *testing.T) {
+	f := newSweepFixture(t)
+	g := f.g
+	quick, slow := f.project(), f.project()
+	f.secret(quick, hubKubeconfig(t))
+	f.secret(slow, hubKubeconfig(t))
+	f.liveAnchor(quick)
+	slowAnchor := f.staleAnchor(slow)
+
+	opts := f.options(false, time.Minute)
+	opts.Projects = []string{quick, slow}
+	delivered := map[string]int{}
+	opts.OnReport = func(r PassReport) { delivered[r.Project]++ }
+	ctx, cancel := context.WithTimeout(f.ctx, 3*time.Second)
+	defer cancel()
+	reports, _, err := Sweep(ctx, opts)
+	g.Expect(err).To(MatchError(context.DeadlineExceeded))
+	g.Expect(delivered).To(Equal(map[string]int{quick: 1, slow: 1}))
+	rows := reportsByProject(reports)
+	g.Expect(rows).To(HaveLen(2))
+	g.Expect(rows[quick].Aborted).To(BeEmpty())
+	g.Expect(rows[slow].Aborted).To(ContainSubstring("interrupted before the confirmation round"))
+	a, _ := rows[slow].Find(slowAnchor.Name)
+	g.Expect(a.Decision).To(Equal(Suspect))
+	g.Expect(f.exists(slowAnchor)).To(BeTrue())
+}
