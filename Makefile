@@ -7,8 +7,32 @@ GO_FILES = $(shell find . -name '*.go' -not -path './bin/*' -not -path './tmp/*'
 # API servers, and timing-sensitive tests must not compete for 2 cores.
 TEST_FLAGS ?= -count=1 -p 1 -timeout 50m
 
-.PHONY: all test unit lint k8s-binaries manifests build demo fuzz bench bench-smoke bench-smoke-nogate bench-binaries
+# The manager's version stamp (make build, make docker-build): internal/version.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+LDFLAGS := -X anchorage/internal/version.Version=$(VERSION) -X anchorage/internal/version.Commit=$(COMMIT) -X anchorage/internal/version.BuildDate=$(DATE)
+# The image make docker-build builds and make deploy puts into the Deployment.
+IMG ?= anchorage-manager:dev
+CONTAINER_TOOL ?= docker
+KUBECTL ?= kubectl
+# What make deploy and make undeploy apply and delete: config/default or an overlay.
+DEPLOY_DIR ?= config/default
+# Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
+RUN_FLAGS ?=
 
+.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy demo fuzz bench bench-smoke bench-smoke-nogate bench-binaries
+.DEFAULT_GOAL := all
+
+## help: every target with what it does: the `## target:` comment block above each one.
+help:
+	@awk '/^## / { block = block (block == "" ? "" : " ") substr($$0, 4); next } \
+		/^[a-zA-Z][a-zA-Z0-9_-]*:/ { name = $$0; sub(/:.*/, "", name); desc = block; \
+			if (index(desc, name ": ") == 1) desc = substr(desc, length(name) + 3); \
+			if (block != "") printf "  %-20s %s\n", name, desc } \
+		{ block = "" }' $(firstword $(MAKEFILE_LIST))
+
+## all: the default goal, same as build.
 all: build
 
 ## test: build the control-plane binaries if missing, lint, then run unit and integration tests.
@@ -38,9 +62,31 @@ demo: k8s-binaries build
 	go build -o bin/demo ./cmd/demo
 	bin/demo --manager=bin/manager $(DEMO_FLAGS)
 
-## build: the manager binary into bin/manager.
+## build: the manager binary into bin/manager, stamped with VERSION, COMMIT and DATE.
 build:
-	CGO_ENABLED=0 go build -o bin/manager ./cmd/manager
+	CGO_ENABLED=0 go build -ldflags "$(LDFLAGS)" -o bin/manager ./cmd/manager
+
+## run: bin/manager against the hub in $KUBECONFIG as $(whoami)-local, plain-HTTP
+## metrics on :8080 (no TokenReview), health on :8081; add flags with RUN_FLAGS=.
+run: build
+	bin/manager --identity=$$(whoami)-local --metrics-secure=false --metrics-bind-address=:8080 \
+		--health-probe-bind-address=:8081 $(RUN_FLAGS)
+
+## docker-build: the manager image IMG (anchorage-manager:dev), a static binary on scratch.
+docker-build:
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) \
+		--build-arg DATE=$(DATE) -t $(IMG) .
+
+## deploy: apply config/namespace (once, kept forever), then DEPLOY_DIR (config/default)
+## with its image set to IMG, to the cluster of the current kubectl context.
+deploy:
+	$(KUBECTL) apply -k config/namespace
+	$(KUBECTL) kustomize $(DEPLOY_DIR) | sed 's|image: anchorage-manager:latest$$|image: $(IMG)|' | $(KUBECTL) apply -f -
+
+## undeploy: delete what deploy applied from DEPLOY_DIR; never the namespace, which
+## holds the projects' kubeconfig Secrets and the Leases.
+undeploy:
+	$(KUBECTL) delete -k $(DEPLOY_DIR) --ignore-not-found
 
 ## fuzz: one minute of fuzzing on the anchor label decoder.
 fuzz:

@@ -145,9 +145,9 @@ func byKind(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstr
 }
 
 // TestDefaultAppliesToAnAPIServer renders config/default and applies it to a real API
-// server: the Namespace for real, then everything else with server-side dry-run, so a
-// manifest the API server refuses (a bad field, a bad selector, an invalid probe) fails
-// here and not in a cluster.
+// server: config/namespace's Namespace for real (it is applied first, on its own), then
+// everything else with server-side dry-run, so a manifest the API server refuses (a bad
+// field, a bad selector, an invalid probe) fails here and not in a cluster.
 func TestDefaultAppliesToAnAPIServer(t *testing.T) {
 	needAPIServer(t)
 	g := NewWithT(t)
@@ -155,20 +155,15 @@ func TestDefaultAppliesToAnAPIServer(t *testing.T) {
 	objs := render(t, configDir("default"))
 	c, err := client.New(hubConfig, client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
+	createNamespaces(t, c, configDir("namespace"))
 
 	var kinds []string
 	for _, o := range objs {
 		kinds = append(kinds, o.GetKind())
-		if o.GetKind() == "Namespace" {
-			g.Expect(c.Create(ctx, o.DeepCopy())).To(Succeed(), "creating Namespace %s", o.GetName())
-		}
 	}
-	g.Expect(kinds).To(ConsistOf("Namespace", "ServiceAccount", "ClusterRole", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
+	g.Expect(kinds).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
 		"Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"))
 	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			continue
-		}
 		err := c.Create(ctx, o.DeepCopy(), client.DryRunAll, client.FieldOwner("anchorage-config-test"))
 		g.Expect(err).NotTo(HaveOccurred(), "server-side dry-run of %s %s", o.GetKind(), o.GetName())
 		if ns := o.GetNamespace(); ns != "" {

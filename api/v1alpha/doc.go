@@ -7,6 +7,11 @@
 // malformed proxy is refused by the API server with a message naming the field, and no
 // controller ever has to decide what to do with one.
 //
+// `kubectl get ahp` (the short name) and `kubectl get anchorage` (the category) list
+// HTTPProxies with their hostnames, address and Programmed condition. Neither is
+// `proxy` or `proxies`: those belong to Contour's HTTPProxy, a different kind of the
+// same name that a cluster may also serve.
+//
 // +kubebuilder:object:generate=true
 // +groupName=networking.datumapis.com
 package v1alpha

@@ -25,17 +25,44 @@ import (
 // serviceAccount is the identity config/default gives the manager.
 const serviceAccount = "anchorage-manager"
 
-// installedKinds are the kinds of config/default the demo applies: what the replicas
-// need to run as the manager's ServiceAccount. The Deployment, its disruption budget and
-// metrics Service stay out: the replicas are local processes.
+// installedKinds are the kinds of config/namespace and config/default the demo applies:
+// what the replicas need to run as the manager's ServiceAccount. The Deployment, its
+// disruption budget and metrics Service stay out: the replicas are local processes.
 var installedKinds = map[string]bool{
 	"Namespace": true, "ServiceAccount": true, "ClusterRole": true, "Role": true, "ClusterRoleBinding": true, "RoleBinding": true,
 }
 
-// installRBAC renders config/default with kustomize and creates its namespace,
+// installRBAC renders config/namespace and config/default with kustomize, as an
+// operator applies them (the namespace first), and creates the namespace,
 // ServiceAccount and RBAC on the hub; it returns what it created, as "Kind name".
 func installRBAC(ctx context.Context, c client.Client) ([]string, error) {
-	dir := filepath.Join(testenv.RepoRoot(), "config", "default")
+	var objs []*unstructured.Unstructured
+	for _, dir := range []string{"namespace", "default"} {
+		rendered, err := renderConfig(filepath.Join(testenv.RepoRoot(), "config", dir))
+		if err != nil {
+			return nil, err
+		}
+		objs = append(objs, rendered...)
+	}
+	// The Namespace first: everything else lives in it or binds into it.
+	var created []string
+	for _, first := range []bool{true, false} {
+		for _, u := range objs {
+			if (u.GetKind() == "Namespace") != first {
+				continue
+			}
+			if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+				return nil, fmt.Errorf("creating %s %s from config/namespace and config/default: %w", u.GetKind(), u.GetName(), err)
+			}
+			created = append(created, u.GetKind()+" "+u.GetName())
+		}
+	}
+	return created, nil
+}
+
+// renderConfig renders the kustomization in dir and returns the objects of the kinds
+// the demo installs.
+func renderConfig(dir string) ([]*unstructured.Unstructured, error) {
 	resMap, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), dir)
 	if err != nil {
 		return nil, fmt.Errorf("rendering %s: %w", dir, err)
@@ -54,20 +81,7 @@ func installRBAC(ctx context.Context, c client.Client) ([]string, error) {
 			objs = append(objs, u)
 		}
 	}
-	// The Namespace first: everything else lives in it or binds into it.
-	var created []string
-	for _, first := range []bool{true, false} {
-		for _, u := range objs {
-			if (u.GetKind() == "Namespace") != first {
-				continue
-			}
-			if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-				return nil, fmt.Errorf("creating %s %s from config/default: %w", u.GetKind(), u.GetName(), err)
-			}
-			created = append(created, u.GetKind()+" "+u.GetName())
-		}
-	}
-	return created, nil
+	return objs, nil
 }
 
 // serviceAccountKubeconfig mints a token for the manager's ServiceAccount (as the

@@ -64,16 +64,16 @@ func (d *demo) adminKubeconfig(plane *harness.ControlPlane, name string) (string
 	return path, os.WriteFile(path, kc, 0o600)
 }
 
-// registerProjects does what an operator does on the hub: install config/default's
-// namespace, ServiceAccount and RBAC, and add each project as a Secret in the provider
-// namespace with the project plane's kubeconfig.
+// registerProjects does what an operator does on the hub: install config/namespace's
+// namespace and config/default's ServiceAccount and RBAC, and add each project as a
+// Secret in the provider namespace with the project plane's kubeconfig.
 func (d *demo) registerProjects(ctx context.Context) error {
 	c := d.hub.Client
 	created, err := installRBAC(ctx, c)
 	if err != nil {
 		return err
 	}
-	d.say("from config/default (rendered with kustomize): %s", strings.Join(created, ", "))
+	d.say("from config/namespace and config/default (rendered with kustomize): %s", strings.Join(created, ", "))
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", providerNamespace, err)
 	}
