@@ -105,10 +105,10 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	dev := o.Development
 	level, stack := o.Level, o.StacktraceLevel
 	if level == nil {
-		level = pick(dev, zapcore.DebugLevel, zapcore.InfoLevel)
+		level = levelIf(dev, zapcore.DebugLevel, zapcore.InfoLevel)
 	}
 	if stack == nil {
-		stack = pick(dev, zapcore.WarnLevel, zapcore.ErrorLevel)
+		stack = levelIf(dev, zapcore.WarnLevel, zapcore.ErrorLevel)
 	}
 	timeEncoder := o.TimeEncoder
 	if timeEncoder == nil {
@@ -136,7 +136,8 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	return zap.New(zapcore.NewCore(enc, sink, level), opts...)
 }
 
-func pick(cond bool, a, b zapcore.Level) zapcore.Level {
+// levelIf returns a when cond holds, else b.
+func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
 	if cond {
 		return a
 	}
