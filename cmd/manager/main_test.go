@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -45,9 +44,11 @@ current-context: hub
 		args   []string
 		want   string
 	}{
-		{"unknown flag", []string{"--identity=a", "--no-such-flag"}, "flag provided but not defined: -no-such-flag"},
-		{"bad lease timings", []string{"--identity=a", "--lease-duration=5s"}, "lease timings: lease duration (5s) must be greater than renew deadline (10s)"},
-		{"bad log level", []string{"--identity=a", "--log-level=loud"}, `--log-level "loud"`},
+		{"unknown flag", []string{"--identity=a", "--no-such-flag"}, "unknown flag: --no-such-flag"},
+		{"bad lease timings", []string{"--identity=a", "--lease-duration=5s"}, "--lease-duration (5s) must be greater than --renew-deadline (10s)"},
+		{"bad log level", []string{"--identity=a", "--log-level=loud"}, `invalid argument "loud" for "--log-level"`},
+		{"bad duration", []string{"--identity=a", "--lease-duration=15"}, "such as 15s"},
+		{"sweep after a common flag, bad flag", []string{"--kubeconfig=" + kubeconfig, "sweep", "--once", "--output=yaml"}, `--output "yaml"`},
 		{"unreachable hub", []string{"--identity=a", "--kubeconfig=" + kubeconfig, "--hub-timeout=2s", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, "hub http://" + deadAddr + " unreachable"},
 	}
 	for _, tc := range cases {
@@ -56,7 +57,7 @@ current-context: hub
 		out, err := cmd.CombinedOutput()
 		g.Expect(err).To(HaveOccurred(), tc.reason)
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-		g.Expect(lines[0]).To(HavePrefix("manager: "), tc.reason)
+		g.Expect(lines[0]).To(MatchRegexp(`^manager( sweep)?: `), tc.reason)
 		g.Expect(lines[0]).To(ContainSubstring(tc.want), tc.reason)
 		g.Expect(lines).To(HaveLen(1), "%s: want one line, got:\n%s", tc.reason, out)
 	}
@@ -66,7 +67,7 @@ current-context: hub
 // processes (harness.TimingFlags) set exactly the timings an in-process test manager
 // runs with, so the three run one protocol.
 func TestTimingFlagsSetTheManagersTimings(t *testing.T) {
-	f, err := parseFlags(append([]string{"--identity=a"}, harness.TimingFlags(harness.FastTimings)...), io.Discard)
+	f, err := parseReplica(append([]string{"--identity=a"}, harness.TimingFlags(harness.FastTimings)...)...)
 	if err != nil {
 		t.Fatalf("the manager refuses harness.TimingFlags: %v", err)
 	}

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
 	"time"
 
-	"github.com/go-logr/zapr"
-	"go.uber.org/zap"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
@@ -29,62 +34,82 @@ type resyncFlags struct {
 	liveBurst, workers, dependentsBurst    int
 	claimPasses                            int
 	// ownerKinds and extraDependentKinds: nil takes the resync's defaults.
-	ownerKinds, extraDependentKinds []schema.GroupKind
+	ownerKinds, extraDependentKinds kindsValue
 	// prefix is what the flags' names start with ("resync-" on a replica, "" in sweep).
 	prefix string
 }
 
+// kindsValue is a group/Kind list flag, validated as the resync option it fills.
+type kindsValue struct {
+	kinds []schema.GroupKind
+	// def is what String shows while the flag is not given.
+	def string
+	// option puts a list where resync.Options.Validate checks it.
+	option func([]schema.GroupKind) resync.Options
+}
+
+// Set parses a group/Kind list. An empty value is an empty list, not the default.
+func (k *kindsValue) Set(v string) error {
+	kinds, err := resync.ParseGroupKinds(v)
+	if err != nil {
+		return err
+	}
+	if kinds == nil {
+		kinds = []schema.GroupKind{}
+	}
+	if err := k.option(kinds).Validate(); err != nil {
+		return err
+	}
+	k.kinds = kinds
+	return nil
+}
+
+func (k *kindsValue) String() string {
+	if k.kinds == nil {
+		return k.def
+	}
+	return resync.FormatGroupKinds(k.kinds)
+}
+
+func (k *kindsValue) Type() string { return "group/Kind,..." }
+
 // register adds the flags; the replica gets the loop's flags too.
-func (r *resyncFlags) register(fs *flag.FlagSet, replica bool) {
+func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 	d := resync.Options{}.WithDefaults()
 	prefix := "resync-"
 	if replica {
 		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
-		fs.DurationVar(&r.period, prefix+"period", d.Period, "time between two resync passes over one project")
-		fs.DurationVar(&r.jitter, prefix+"initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
+		durationVar(fs, &r.period, prefix+"period", d.Period, "time between two resync passes over one project")
+		durationVar(fs, &r.jitter, prefix+"initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
 		fs.IntVar(&r.workers, prefix+"workers", d.Workers, "resync passes running at once")
 	} else {
 		prefix = ""
 	}
 	r.prefix = prefix
-	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, "decide and report, delete nothing")
-	fs.DurationVar(&r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
-	fs.DurationVar(&r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
-	fs.DurationVar(&r.stuckAfter, prefix+"stuck-after", d.StuckAfter, "an owner terminating with our finalizer for longer is reported unknown")
+	dryRunUsage := "decide and report, delete nothing"
+	if !replica {
+		dryRunUsage += " (the default without --delete; refused together with it)"
+	}
+	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, dryRunUsage)
+	durationVar(fs, &r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
+	durationVar(fs, &r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
+	durationVar(fs, &r.stuckAfter, prefix+"stuck-after", d.StuckAfter, "an owner terminating with our finalizer for longer is reported unknown")
 	fs.IntVar(&r.maxDeletions, prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
-	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project qualify deletes none and raises an alert")
+	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
 	fs.Float64Var(&r.deletionQPS, prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
 	fs.IntVar(&r.deletionBurst, prefix+"deletion-burst", d.DeletionBurst, "burst of anchor deletions")
 	fs.Float64Var(&r.liveQPS, prefix+"live-qps", float64(d.LiveQPS), "live reads of one project plane per second")
 	fs.IntVar(&r.liveBurst, prefix+"live-burst", d.LiveBurst, "burst of live reads of one project plane")
-	fs.DurationVar(&r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
-	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents")
+	durationVar(fs, &r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
+	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents (anchors and the kinds the live path writes on the hub, once per pass and hub namespace)")
 	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
 	fs.IntVar(&r.claimPasses, prefix+"claim-passes", d.ClaimPasses, "passes a dependent claimed by a live owner may keep a stale anchor before the claim is reported expired (and the pass after collects it)")
-	fs.Func(prefix+"owner-kinds", "owner kinds read live on a project's plane, as group/Kind,... (the plane's role must grant get on each); anchors of other kinds stay unknown, kind-not-configured (default "+
-		resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds)+"; never Secrets)", func(v string) error {
-		kinds, err := groupKindsFlag(v, func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} })
-		r.ownerKinds = kinds
-		return err
-	})
-	fs.Func(prefix+"extra-dependent-kinds", "hub kinds the dependents check lists besides anchors and what the live path writes, as group/Kind,...: only for legacy dependents of other kinds, and each needs its own list grant (docs/operations.md; default none; never Secrets)", func(v string) error {
-		kinds, err := groupKindsFlag(v, func(ks []schema.GroupKind) resync.Options { return resync.Options{ExtraDependentKinds: ks} })
-		r.extraDependentKinds = kinds
-		return err
-	})
-}
-
-// groupKindsFlag parses a group/Kind list flag and validates it as the resync option
-// opts puts it in. An empty value is an empty list, not the default.
-func groupKindsFlag(v string, opts func([]schema.GroupKind) resync.Options) ([]schema.GroupKind, error) {
-	kinds, err := resync.ParseGroupKinds(v)
-	if err != nil {
-		return nil, err
-	}
-	if kinds == nil {
-		kinds = []schema.GroupKind{}
-	}
-	return kinds, opts(kinds).Validate()
+	r.ownerKinds = kindsValue{def: resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds),
+		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} }}
+	fs.Var(&r.ownerKinds, prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
+	r.extraDependentKinds = kindsValue{
+		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{ExtraDependentKinds: ks} }}
+	fs.Var(&r.extraDependentKinds, prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
 }
 
 // refuseZeroLimits refuses a deletion cap, ceiling, rate or burst of 0. In the options a
@@ -119,56 +144,64 @@ func (r resyncFlags) options() resync.Options {
 		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
 		DependentsQPS: float32(r.dependentsQPS), DependentsBurst: r.dependentsBurst,
 		ClaimPasses:    r.claimPasses,
-		LiveOwnerKinds: r.ownerKinds, ExtraDependentKinds: r.extraDependentKinds,
+		LiveOwnerKinds: r.ownerKinds.kinds, ExtraDependentKinds: r.extraDependentKinds.kinds,
 	}
+}
+
+// Output formats of the sweep.
+const (
+	outputTable = "table"
+	outputJSON  = "json"
+)
+
+// sweepFlags is the sweep's own command line, besides the common flags.
+type sweepFlags struct {
+	once, deleteAnchors, force bool
+	projects                   []string
+	output                     string
+	resync                     resyncFlags
+}
+
+func (s *sweepFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.once, "once", false, "run one pass and exit (required)")
+	fs.BoolVar(&s.deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
+	fs.BoolVar(&s.force, "force", false, "with --delete, delete even while replicas hold valid member Leases (they may be deleting too); without it such a sweep is refused")
+	fs.StringSliceVar(&s.projects, "project", nil, "sweep only these projects (as their kubeconfig Secrets name them); repeat the flag or give a comma list (default every project)")
+	fs.StringVarP(&s.output, "output", "o", outputTable, "output format: table, or json (JSON Lines: one line per project, then one per anchor without a project Secret)")
+	s.resync.register(fs, false)
 }
 
 // sweepConfig is a parsed `manager sweep` command line.
 type sweepConfig struct {
 	kubeconfigPath, providerNamespace, leaseNamespace string
 	opts                                              resync.Options
-	help                                              bool
+	projects                                          []string
+	output                                            string
+	force                                             bool
 }
 
-// parseSweep parses and checks the sweep's command line.
-func parseSweep(args []string, errOut io.Writer) (sweepConfig, error) {
-	var (
-		c                   sweepConfig
-		once, deleteAnchors bool
-		r                   resyncFlags
-	)
-	fs := flag.NewFlagSet("manager sweep", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.kubeconfigPath, "kubeconfig", "", "kubeconfig of the hub cluster (default: in-cluster or $KUBECONFIG)")
-	fs.StringVar(&c.providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
-	fs.StringVar(&c.leaseNamespace, "lease-namespace", "", "hub namespace holding the plane identity records and the deletion switch (default: --provider-namespace)")
-	fs.BoolVar(&once, "once", false, "run one pass and exit (required)")
-	fs.BoolVar(&deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
-	r.register(fs, false)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(errOut)
-			fs.PrintDefaults()
-			c.help = true
-			return c, nil
-		}
-		return c, err
-	}
-	if fs.NArg() > 0 {
-		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	if !once {
+// config checks the sweep's command line and returns what the sweep runs with.
+func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
+	c := sweepConfig{kubeconfigPath: common.kubeconfig, providerNamespace: common.providerNamespace, leaseNamespace: common.leaseNamespace,
+		projects: s.projects, output: s.output, force: s.force}
+	if !s.once {
 		return c, errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
 	}
-	if deleteAnchors && r.dryRun {
+	if s.deleteAnchors && s.resync.dryRun {
 		return c, errors.New("--delete and --dry-run contradict each other: the sweep is a dry run unless --delete is given")
 	}
-	if err := r.refuseZeroLimits(); err != nil {
+	if s.output != outputTable && s.output != outputJSON {
+		return c, fmt.Errorf("--output %q: want table or json", s.output)
+	}
+	if slices.Contains(s.projects, "") {
+		return c, errors.New("--project: an empty project name")
+	}
+	if err := s.resync.refuseZeroLimits(); err != nil {
 		return c, err
 	}
-	c.opts = r.options()
+	c.opts = s.resync.options()
 	// An operator looking at a backlog deletes nothing by accident.
-	c.opts.DryRun = !deleteAnchors
+	c.opts.DryRun = !s.deleteAnchors
 	c.opts.Disabled = false
 	// The sweep's confirmation waits on the real clock; only the confirmation delay
 	// must be shorter than a period it never runs.
@@ -179,36 +212,113 @@ func parseSweep(args []string, errOut io.Writer) (sweepConfig, error) {
 	return c, nil
 }
 
-// runSweep is `manager sweep --once`: one resync pass over every project, without
-// sharding, printing the operator's table on out.
-func runSweep(args []string, out, errOut io.Writer) error {
-	c, err := parseSweep(args, errOut)
-	if err != nil || c.help {
+// runSweep is `manager sweep --once`: one resync pass over every project (or those
+// --project names), without sharding, printing a row per project on out as it is final
+// and the anchors without a project Secret at the end.
+func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
+	ctx, out := cmd.Context(), cmd.OutOrStdout()
+	hub, err := common.hubConfig()
+	if err != nil {
 		return err
 	}
-	kubeconfigPath, providerNamespace, leaseNamespace, opts := c.kubeconfigPath, c.providerNamespace, c.leaseNamespace, c.opts
-	loading := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfigPath != "" {
-		loading.ExplicitPath = kubeconfigPath
+	log := setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+	if !c.opts.DryRun && !c.force {
+		if err := refuseWhileReplicasRun(ctx, hub, c.leaseNamespaceOrDefault()); err != nil {
+			return err
+		}
 	}
-	hub, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("loading hub kubeconfig: %w", err)
-	}
-	zl, err := zap.NewProductionConfig().Build()
-	if err != nil {
-		return fmt.Errorf("building logger: %w", err)
-	}
-	log := zapr.NewLogger(zl).WithValues("replica", "sweep")
-	ctrl.SetLogger(log)
-	ctx := ctrl.SetupSignalHandler()
+	p := newSweepPrinter(out, c.output, c.projects)
 	reports, unowned, err := resync.Sweep(ctx, resync.SweepOptions{
-		Hub: hub, ProviderNamespace: providerNamespace, LeaseNamespace: leaseNamespace,
+		Hub: hub, ProviderNamespace: c.providerNamespace, LeaseNamespace: c.leaseNamespace,
 		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
-		Resync: opts, Scheme: app.Scheme(), Logger: log,
+		Resync: c.opts, Scheme: app.Scheme(), Logger: log,
+		Projects: c.projects, OnReport: p.report,
 	})
-	if werr := resync.WriteTable(out, reports, unowned); werr != nil && err == nil {
+	if werr := p.finish(reports, unowned); werr != nil && err == nil {
 		err = werr
 	}
 	return err
+}
+
+func (c sweepConfig) leaseNamespaceOrDefault() string {
+	if c.leaseNamespace != "" {
+		return c.leaseNamespace
+	}
+	return c.providerNamespace
+}
+
+// refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may
+// be valid: running replicas resync the same anchors, and two deleters at once break the
+// per-pass cap and ceiling each one keeps.
+func refuseWhileReplicasRun(ctx context.Context, hub *rest.Config, namespace string) error {
+	cs, err := kubernetes.NewForConfig(hub)
+	if err != nil {
+		return fmt.Errorf("building the hub client: %w", err)
+	}
+	leases, err := cs.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{LabelSelector: shard.LabelRole + "=" + shard.RoleMember})
+	if err != nil {
+		return fmt.Errorf("listing member Leases in %s (to check no replica runs): %w", namespace, err)
+	}
+	if pods := shard.ValidMembers(leases.Items, time.Now()); len(pods) > 0 {
+		return fmt.Errorf("refusing to delete: replicas %s hold valid member Leases in %s and resync the same anchors; scale the Deployment to 0, or pass --force",
+			strings.Join(pods, ", "), namespace)
+	}
+	return nil
+}
+
+// sweepPrinter writes the sweep's rows: each project's as soon as the sweep reports it
+// final, the projects the sweep returns without having reported them at the end (sorted),
+// then the anchors without a project Secret.
+type sweepPrinter struct {
+	mu      sync.Mutex
+	w       io.Writer
+	format  string
+	only    map[string]bool // nil: every project
+	printed map[string]bool
+	err     error
+}
+
+func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinter {
+	p := &sweepPrinter{w: w, format: format, printed: map[string]bool{}}
+	if len(projects) > 0 {
+		p.only = map[string]bool{}
+		for _, name := range projects {
+			p.only[name] = true
+		}
+	}
+	return p
+}
+
+// report writes one project's row unless it was written already or is not asked for.
+// It is resync.SweepOptions.OnReport, and may be called from several goroutines.
+func (p *sweepPrinter) report(r resync.PassReport) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.printed[r.Project] || (p.only != nil && !p.only[r.Project]) || p.err != nil {
+		return
+	}
+	p.printed[r.Project] = true
+	if p.format == outputJSON {
+		p.err = resync.WriteProjectJSON(p.w, r)
+	} else {
+		p.err = resync.WriteProjectTable(p.w, r)
+	}
+}
+
+// finish writes the reports not streamed yet, then the unowned anchors.
+func (p *sweepPrinter) finish(reports []resync.PassReport, unowned []resync.AnchorReport) error {
+	sorted := slices.Clone(reports)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Project < sorted[j].Project })
+	for _, r := range sorted {
+		p.report(r)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return p.err
+	}
+	if p.format == outputJSON {
+		return resync.WriteUnownedJSON(p.w, unowned)
+	}
+	return resync.WriteUnownedTable(p.w, unowned)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +13,7 @@ func TestSweepFlags(t *testing.T) {
 		want   string
 	}{
 		{"the sweep runs one pass", []string{"--dry-run"}, "--once is required"},
-		{"an unknown flag", []string{"--once", "--resync-period=1m"}, "flag provided but not defined: -resync-period"},
+		{"an unknown flag", []string{"--once", "--resync-period=1m"}, "unknown flag: --resync-period"},
 		{"a cap above the ceiling", []string{"--once", "--max-deletions-per-pass=10", "--halt-above=5"}, "ceiling (5) must not be below the per-pass cap (10)"},
 		// A zero safety limit once silently became its default (50, 500, 10/s): an
 		// operator who writes 0 to mean "delete nothing" must be told, not obeyed otherwise.
@@ -24,7 +23,7 @@ func TestSweepFlags(t *testing.T) {
 		{"a zero deletion burst", []string{"--once", "--deletion-burst=0"}, "--deletion-burst=0"},
 	}
 	for _, tc := range cases {
-		err := runSweep(tc.args, io.Discard, io.Discard)
+		_, err := parseSweep(tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.want)
 		}
@@ -32,7 +31,7 @@ func TestSweepFlags(t *testing.T) {
 }
 
 func TestReplicaResyncFlags(t *testing.T) {
-	f, err := parseFlags([]string{"--identity=a", "--resync-min-age=10m", "--resync-dry-run", "--resync-period=20m"}, io.Discard)
+	f, err := parseReplica("--identity=a", "--resync-min-age=10m", "--resync-dry-run", "--resync-period=20m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +39,13 @@ func TestReplicaResyncFlags(t *testing.T) {
 	if o.Disabled || !o.DryRun || o.MinAge != 10*time.Minute || o.Period != 20*time.Minute {
 		t.Errorf("resync options %+v: want on, dry-run, minimum age 10m, period 20m", o)
 	}
-	if _, err := parseFlags([]string{"--identity=a", "--resync-max-deletions-per-pass=0"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--resync-max-deletions-per-pass=0") || !strings.Contains(err.Error(), "--resync-dry-run") {
+	if _, err := parseReplica("--identity=a", "--resync-max-deletions-per-pass=0"); err == nil || !strings.Contains(err.Error(), "--resync-max-deletions-per-pass=0") || !strings.Contains(err.Error(), "--resync-dry-run") {
 		t.Errorf("a zero deletion cap on a replica: got %v, want a refusal naming the flag and the way to delete nothing", err)
 	}
-	if _, err := parseFlags([]string{"--identity=a", "--resync-confirm-after=20m"}, io.Discard); err == nil || !strings.Contains(err.Error(), "confirmation delay") {
+	if _, err := parseReplica("--identity=a", "--resync-confirm-after=20m"); err == nil || !strings.Contains(err.Error(), "confirmation delay") {
 		t.Errorf("a confirmation delay beyond the period: got %v", err)
 	}
-	f, err = parseFlags([]string{"--identity=a", "--resync=false"}, io.Discard)
+	f, err = parseReplica("--identity=a", "--resync=false")
 	if err != nil || !f.resync.options().Disabled {
 		t.Errorf("--resync=false: got %v, disabled %t", err, f.resync.options().Disabled)
 	}
@@ -67,7 +66,7 @@ func TestSweepIsADryRunUnlessAskedToDelete(t *testing.T) {
 		{"both contradict each other", []string{"--once", "--delete", "--dry-run"}, false, "--delete and --dry-run"},
 	}
 	for _, tc := range cases {
-		c, err := parseSweep(tc.args, io.Discard)
+		c, err := parseSweep(tc.args...)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.wantErr)

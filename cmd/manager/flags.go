@@ -1,0 +1,186 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
+)
+
+// durationValue is a duration flag whose error says what a duration looks like: Go's
+// own ("missing unit in duration") does not tell an operator who wrote 15 to write 15s.
+type durationValue time.Duration
+
+func (d *durationValue) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as 15s, 1m30s or 500ms (a number needs a unit: %ss)", s)
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) Type() string   { return "duration" }
+
+// durationVar adds a duration flag with durationValue's errors.
+func durationVar(fs *pflag.FlagSet, p *time.Duration, name string, def time.Duration, usage string) {
+	*p = def
+	fs.Var((*durationValue)(p), name, usage)
+}
+
+// commonFlags are persistent on the root command: the replica and the sweep both take them.
+type commonFlags struct {
+	kubeconfig, providerNamespace, leaseNamespace string
+	log                                           logFlags
+}
+
+func (c *commonFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig of the hub cluster (default: $KUBECONFIG, or in-cluster)")
+	fs.StringVar(&c.providerNamespace, "provider-namespace", "anchorage-system", "hub namespace holding the projects' kubeconfig Secrets")
+	fs.StringVar(&c.leaseNamespace, "lease-namespace", "", "hub namespace holding member, coordinator and project Leases, the plane identity records and the deletion switch (default: --provider-namespace)")
+	c.log.register(fs)
+}
+
+// hubConfig loads the hub's REST config from --kubeconfig, $KUBECONFIG or the pod's
+// service account, and says which of the three to give when none is there.
+func (c *commonFlags) hubConfig() (*rest.Config, error) {
+	loading := clientcmd.NewDefaultClientConfigLoadingRules()
+	if c.kubeconfig != "" {
+		loading.ExplicitPath = c.kubeconfig
+	}
+	hub, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, errors.New("no hub kubeconfig: pass --kubeconfig, set $KUBECONFIG, or run in a cluster")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading hub kubeconfig: %w", err)
+	}
+	return hub, nil
+}
+
+// replicaFlags is a parsed replica command line (`manager` or `manager run`).
+type replicaFlags struct {
+	identity, metricsAddr, healthAddr, recordFile         string
+	leaseDuration, renewDeadline, retryPeriod, hubTimeout time.Duration
+	claimDeadline                                         time.Duration
+	weight                                                float64
+	metricsSecure                                         bool
+	resync                                                resyncFlags
+	gateway                                               gateway.Config
+}
+
+func (f *replicaFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.identity, "identity", os.Getenv("POD_NAME"), "this replica's name, normally the pod name (the Deployment passes it through the downward API)")
+	// The default is read from the environment: show where from, not this shell's value.
+	fs.Lookup("identity").DefValue = "$POD_NAME"
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address serving /metrics; 0 turns it off")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token the hub authorizes for get on /metrics; false serves plain HTTP to anyone, for local runs only")
+	fs.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address serving /healthz and /readyz; 0 turns it off")
+	durationVar(fs, &f.leaseDuration, "lease-duration", 15*time.Second, "member Lease duration; must exceed --renew-deadline")
+	durationVar(fs, &f.renewDeadline, "renew-deadline", 10*time.Second, "member Lease renew deadline (validity after a renew is sent); must exceed 1.2 x --retry-period")
+	durationVar(fs, &f.retryPeriod, "retry-period", 2*time.Second, "member Lease retry period: the interval between renews and coordinator passes")
+	durationVar(fs, &f.claimDeadline, "claim-deadline", 0, "how long an assigned project may stay unclaimed before it moves on (0: 2 x --lease-duration)")
+	fs.Float64Var(&f.weight, "weight", 1, "this replica's share of projects relative to others")
+	fs.StringVar(&f.recordFile, "record-file", "", "append a JSON line per admitted unit of project work (replica, project, start, end, claim) to this file, for audits and bench/")
+	durationVar(fs, &f.hubTimeout, "hub-timeout", 10*time.Second, "how long to wait for the hub at start-up (an unreachable hub exits with code 1)")
+	f.registerGateway(fs)
+	f.resync.register(fs, true)
+}
+
+// gatewayFlags name the gateway.Config fields the flags set, in the order Validate
+// checks them; each knows how to put its value into a Config.
+var gatewayFlags = []struct {
+	name, def, usage string
+	field            func(*gateway.Config) *string
+}{
+	{"gateway-class", gateway.DefaultGatewayClassName, "class of the upstream Gateways this manager programs; Gateways of other classes are never touched",
+		func(c *gateway.Config) *string { return &c.GatewayClassName }},
+	{"downstream-gateway-class", gateway.DefaultDownstreamGatewayClassName, "class written into the downstream Gateways on the hub",
+		func(c *gateway.Config) *string { return &c.DownstreamGatewayClassName }},
+	{"controller-name", gateway.DefaultControllerName, "this manager's name in Gateway API status (a domain-prefixed path)",
+		func(c *gateway.Config) *string { return &c.ControllerName }},
+	{"issuer-name", gateway.DefaultIssuerName, "cert-manager issuer every downstream Certificate names",
+		func(c *gateway.Config) *string { return &c.CertificateIssuer.Name }},
+	{"issuer-kind", gateway.DefaultIssuerKind, "kind of that issuer: ClusterIssuer or Issuer",
+		func(c *gateway.Config) *string { return &c.CertificateIssuer.Kind }},
+	{"issuer-group", gateway.DefaultIssuerGroup, "API group of that issuer",
+		func(c *gateway.Config) *string { return &c.CertificateIssuer.Group }},
+	{"event-source", gateway.DefaultEventSource, "reporting component of the Events the gateway data path writes",
+		func(c *gateway.Config) *string { return &c.EventSource }},
+}
+
+func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
+	for _, g := range gatewayFlags {
+		fs.StringVar(g.field(&f.gateway), g.name, g.def, g.usage)
+	}
+}
+
+// checkGateway validates the gateway configuration one flag at a time (the others at
+// their defaults, which are valid), so the error names the flag that is wrong.
+func (f *replicaFlags) checkGateway() error {
+	for _, g := range gatewayFlags {
+		var one gateway.Config
+		*g.field(&one) = *g.field(&f.gateway)
+		if err := one.Validate(); err != nil {
+			return fmt.Errorf("--%s: %w", g.name, err)
+		}
+	}
+	if err := f.gateway.Validate(); err != nil {
+		return fmt.Errorf("gateway flags: %w", err)
+	}
+	return nil
+}
+
+func (f *replicaFlags) timings() shard.Timings {
+	return shard.Timings{LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod, ClaimDeadline: f.claimDeadline}
+}
+
+// checkTimings checks the member Lease timings as shard.Timings.Validate does, naming
+// the flags.
+func (f *replicaFlags) checkTimings() error {
+	switch {
+	case f.retryPeriod <= 0:
+		return fmt.Errorf("--retry-period must be positive, got %s", f.retryPeriod)
+	case float64(f.renewDeadline) <= 1.2*float64(f.retryPeriod):
+		return fmt.Errorf("--renew-deadline (%s) must be greater than 1.2 x --retry-period (%s)", f.renewDeadline, f.retryPeriod)
+	case f.leaseDuration <= f.renewDeadline:
+		return fmt.Errorf("--lease-duration (%s) must be greater than --renew-deadline (%s)", f.leaseDuration, f.renewDeadline)
+	case f.claimDeadline < 0:
+		return fmt.Errorf("--claim-deadline must not be negative, got %s (0 means 2 x --lease-duration)", f.claimDeadline)
+	}
+	if err := f.timings().WithDefaults().Validate(); err != nil {
+		return fmt.Errorf("--lease-duration, --renew-deadline, --retry-period: %w", err)
+	}
+	return nil
+}
+
+// check validates a parsed replica command line; every error names its flag.
+func (f *replicaFlags) check() error {
+	if f.identity == "" {
+		return errors.New("--identity is required when $POD_NAME is not set")
+	}
+	if err := f.checkTimings(); err != nil {
+		return err
+	}
+	if f.weight <= 0 {
+		return fmt.Errorf("--weight must be positive, got %g", f.weight)
+	}
+	if err := f.checkGateway(); err != nil {
+		return err
+	}
+	if err := f.resync.refuseZeroLimits(); err != nil {
+		return err
+	}
+	if err := f.resync.options().Validate(); err != nil {
+		return fmt.Errorf("resync: %w", err)
+	}
+	return nil
+}

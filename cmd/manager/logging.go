@@ -1,0 +1,155 @@
+package main
+
+import (
+	goflag "flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/zapr"
+	"github.com/spf13/pflag"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// logFlags are the logging flags, common to every command: controller-runtime's zap
+// flags, with --zap-log-level taking the same values as the short alias --log-level.
+type logFlags struct {
+	zap   ctrlzap.Options
+	level levelValue
+}
+
+// levelNames are the named levels --log-level and --zap-log-level accept.
+var levelNames = map[string]zapcore.Level{
+	"debug": zapcore.DebugLevel,
+	"info":  zapcore.InfoLevel,
+	"warn":  zapcore.WarnLevel,
+	"error": zapcore.ErrorLevel,
+	"panic": zapcore.PanicLevel,
+}
+
+// levelValue is the value of --log-level and --zap-log-level. Both flags share one, so
+// when both are given the later one on the command line wins.
+type levelValue struct {
+	text  string
+	level zapcore.Level
+	given bool
+}
+
+var _ pflag.Value = (*levelValue)(nil)
+
+// parseLevel reads a named level or a verbosity 0-10 (logr's V(n) is zap's level -n).
+func parseLevel(s string) (zapcore.Level, error) {
+	if l, ok := levelNames[strings.ToLower(s)]; ok {
+		return l, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 || n > 10 {
+		return 0, fmt.Errorf("want debug, info, warn, error, panic or a verbosity 0-10 (higher is more verbose)")
+	}
+	return zapcore.Level(-n), nil
+}
+
+func (v *levelValue) Set(s string) error {
+	l, err := parseLevel(s)
+	if err != nil {
+		return err
+	}
+	v.text, v.level, v.given = s, l, true
+	return nil
+}
+
+func (v *levelValue) String() string {
+	if v.text == "" {
+		return "info"
+	}
+	return v.text
+}
+
+func (v *levelValue) Type() string { return "level" }
+
+// register adds the logging flags to fs. Ours come first: AddGoFlagSet skips a name fs
+// already has, so controller-runtime's --zap-log-level (which refuses warn) is replaced.
+func (l *logFlags) register(fs *pflag.FlagSet) {
+	fs.Var(&l.level, "log-level", "log level: debug, info, warn, error, or a verbosity 0-10 (higher is more verbose); short for --zap-log-level, and when both are given the later one wins")
+	fs.Var(&l.level, "zap-log-level", "log level: debug, info, warn, error, panic, or a verbosity 0-10 (info, or debug with --zap-devel, when neither is given); the same as --log-level")
+	gfs := goflag.NewFlagSet("zap", goflag.ContinueOnError)
+	l.zap.BindFlags(gfs)
+	fs.AddGoFlagSet(gfs)
+	// The Go flags report no default; say what applies when they are not given.
+	for name, def := range map[string]string{"zap-encoder": "json", "zap-stacktrace-level": "error", "zap-time-encoding": "epoch"} {
+		if f := fs.Lookup(name); f != nil {
+			f.DefValue = def
+		}
+	}
+}
+
+// options returns the zap options the flags chose.
+func (l *logFlags) options() ctrlzap.Options {
+	o := l.zap
+	if l.level.given {
+		o.Level = zap.NewAtomicLevelAt(l.level.level)
+	}
+	return o
+}
+
+// newZapLogger builds the zap logger the options describe, writing to w. Without flags it
+// is today's production logger: JSON lines, level info, epoch timestamps, the caller, a
+// stack trace from error up, and no sampling (every line is kept).
+func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
+	dev := o.Development
+	level, stack := o.Level, o.StacktraceLevel
+	if level == nil {
+		level = levelIf(dev, zapcore.DebugLevel, zapcore.InfoLevel)
+	}
+	if stack == nil {
+		stack = levelIf(dev, zapcore.WarnLevel, zapcore.ErrorLevel)
+	}
+	timeEncoder := o.TimeEncoder
+	if timeEncoder == nil {
+		timeEncoder = zapcore.EpochTimeEncoder
+	}
+	setTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = timeEncoder }
+	var enc zapcore.Encoder
+	switch {
+	case o.NewEncoder != nil:
+		enc = o.NewEncoder(setTime)
+	case dev:
+		c := zap.NewDevelopmentEncoderConfig()
+		setTime(&c)
+		enc = zapcore.NewConsoleEncoder(c)
+	default:
+		c := zap.NewProductionEncoderConfig()
+		setTime(&c)
+		enc = zapcore.NewJSONEncoder(c)
+	}
+	sink := zapcore.Lock(zapcore.AddSync(w))
+	opts := []zap.Option{zap.AddCaller(), zap.AddStacktrace(stack), zap.ErrorOutput(sink)}
+	if dev {
+		opts = append(opts, zap.Development())
+	}
+	return zap.New(zapcore.NewCore(enc, sink, level), opts...)
+}
+
+// levelIf returns a when cond holds, else b.
+func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
+	if cond {
+		return a
+	}
+	return b
+}
+
+// setupLogging builds the logger the flags describe on w, naming the replica, and makes it
+// controller-runtime's and klog's, so client-go's lines (leader election, throttling)
+// come out in the same JSON stream.
+func setupLogging(l *logFlags, w io.Writer, replica string) logr.Logger {
+	log := zapr.NewLogger(newZapLogger(l.options(), w)).WithValues("replica", replica)
+	ctrl.SetLogger(log)
+	klog.SetLogger(log)
+	return log
+}

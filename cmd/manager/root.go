@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"anchorage/internal/version"
+)
+
+// runners are what the commands do once their command line is parsed and checked; tests
+// swap them to parse without a hub.
+type runners struct {
+	replica func(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error
+	sweep   func(cmd *cobra.Command, common *commonFlags, c sweepConfig) error
+}
+
+var defaultRunners = runners{replica: runReplica, sweep: runSweep}
+
+// newRootCommand builds `manager` and its subcommands. The root runs a replica, as
+// `manager run` does; the flags common to the replica and the sweep are persistent on
+// the root, so they are accepted before or after the subcommand.
+func newRootCommand(r runners) *cobra.Command {
+	var common commonFlags
+	root := &cobra.Command{
+		Use:   "manager",
+		Short: "anchorage's controller manager",
+		Long: "manager runs one anchorage replica: it joins the replicas' membership on the hub, takes its share of\n" +
+			"projects, programs their gateways and resyncs their anchors (docs/operations.md).\n" +
+			"With no subcommand it runs a replica, as `manager run` does.",
+		Args:              cobra.NoArgs,
+		Version:           version.Get().String(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+	})
+	common.register(root.PersistentFlags())
+	// Ours, so that cobra does not take -v (a verbosity elsewhere) for it.
+	root.Flags().Bool("version", false, "print the version and exit")
+
+	replicaCmd, runCmd := replicaCommands(root, &common, r)
+	root.RunE = replicaCmd
+	root.AddCommand(runCmd, sweepCommand(&common, r), versionCommand())
+	return root
+}
+
+// replicaCommands gives root the replica's flags and returns its run function and the
+// explicit `manager run`, which shares both.
+func replicaCommands(root *cobra.Command, common *commonFlags, r runners) (func(*cobra.Command, []string) error, *cobra.Command) {
+	var f replicaFlags
+	fs := pflag.NewFlagSet("replica", pflag.ContinueOnError)
+	f.register(fs)
+	runE := func(cmd *cobra.Command, _ []string) error {
+		if err := f.check(); err != nil {
+			return err
+		}
+		return r.replica(cmd, common, &f)
+	}
+	run := &cobra.Command{
+		Use:   "run",
+		Short: "Run one replica (what manager does with no subcommand)",
+		Args:  cobra.NoArgs,
+		RunE:  runE,
+	}
+	root.Flags().AddFlagSet(fs)
+	run.Flags().AddFlagSet(fs)
+	return runE, run
+}
+
+func sweepCommand(common *commonFlags, r runners) *cobra.Command {
+	var s sweepFlags
+	cmd := &cobra.Command{
+		Use:   "sweep --once",
+		Short: "Run one anchor resync pass over every project, without sharding, and print what it decided",
+		Long: "sweep runs one anchor resync pass over every project (or those --project names) and prints a row per\n" +
+			"project, then the anchors whose project has no kubeconfig Secret. It is a dry run unless --delete is\n" +
+			"given; a deleting sweep is refused while replicas hold valid member Leases, unless --force.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := s.config(common)
+			if err != nil {
+				return err
+			}
+			return r.sweep(cmd, common, c)
+		},
+	}
+	s.register(cmd.Flags())
+	return cmd
+}
+
+func versionCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the build's version, commit and date",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return printVersion(cmd.OutOrStdout(), output, version.Get())
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: empty for one line, or json")
+	return cmd
+}
+
+// printVersion writes info as one line, or as JSON with -o json.
+func printVersion(w io.Writer, output string, info version.Info) error {
+	switch output {
+	case "":
+		_, err := fmt.Fprintln(w, info.String())
+		return err
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(info)
+	}
+	return fmt.Errorf("--output %q: want json, or nothing for one line", output)
+}

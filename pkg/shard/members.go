@@ -1,0 +1,40 @@
+package shard
+
+import (
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// RoleMember is the LabelRole value of member Leases.
+const RoleMember = roleMember
+
+// ValidMembers returns, sorted, the pods whose member Lease may still be valid at now: a
+// holder is named and the last renew plus the Lease duration is not yet past. A Lease
+// naming a holder without a renew time or a duration cannot be proved expired and counts
+// as valid. Unlike the coordinator, which compares only its own observations, this
+// compares the remote renew time with the local clock: it is meant for one-shot operator
+// checks (manager sweep --delete), which have no history of observations; a replica never
+// uses it.
+func ValidMembers(leases []coordinationv1.Lease, now time.Time) []string {
+	var pods []string
+	for _, l := range leases {
+		if memberMayBeValid(l.Spec, now) {
+			pods = append(pods, PodOf(*l.Spec.HolderIdentity))
+		}
+	}
+	sort.Strings(pods)
+	return pods
+}
+
+// memberMayBeValid decides one member Lease for ValidMembers.
+func memberMayBeValid(s coordinationv1.LeaseSpec, now time.Time) bool {
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" {
+		return false
+	}
+	if s.RenewTime == nil || s.LeaseDurationSeconds == nil {
+		return true
+	}
+	return now.Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second))
+}
