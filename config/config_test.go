@@ -19,7 +19,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	. "github.com/onsi/gomega"
@@ -649,43 +648,6 @@ func renderWithPrometheus(t *testing.T) ([]promRule, *unstructured.Unstructured,
 		t.Fatal("config/prometheus renders no PrometheusRule")
 	}
 	return rules, prometheusRule, objs
-}
-
-// TestAlertsComponent renders the alert component and parses its rules: each has a
-// name, an expression, a severity and a summary; durations parse; the rules cover what
-// the operator's guide promises.
-func TestAlertsComponent(t *testing.T) {
-	g := NewWithT(t)
-	rules, obj := renderAlerts(t)
-	g.Expect(obj.GetNamespace()).To(Equal(deployNamespace))
-	g.Expect(rules).NotTo(BeEmpty())
-	names := map[string]bool{}
-	for _, r := range rules {
-		g.Expect(r.Alert).NotTo(BeEmpty(), "every rule is an alert: %+v", r)
-		g.Expect(names[r.Alert]).To(BeFalse(), "alert %s defined twice", r.Alert)
-		names[r.Alert] = true
-		g.Expect(strings.TrimSpace(r.Expr)).NotTo(BeEmpty(), r.Alert)
-		g.Expect(r.Labels).To(HaveKey("severity"), r.Alert)
-		g.Expect([]string{"critical", "warning"}).To(ContainElement(r.Labels["severity"]), r.Alert)
-		g.Expect(r.Annotations["summary"]).NotTo(BeEmpty(), r.Alert)
-		if r.For != "" {
-			_, err := time.ParseDuration(r.For)
-			g.Expect(err).NotTo(HaveOccurred(), "%s: for %q", r.Alert, r.For)
-		}
-		g.Expect(strings.Count(r.Expr, "(")).To(Equal(strings.Count(r.Expr, ")")), "%s: unbalanced parentheses in %q", r.Alert, r.Expr)
-	}
-	// The alerts the issue and docs/operations.md name.
-	for _, want := range []string{
-		"AnchorageProjectsUnowned", "AnchorageProjectsUnclaimed", "AnchorageDrainStuck", "AnchorageResyncHalted",
-		"AnchorageAnchorsUnknownTooLong", "AnchorageResyncStale",
-	} {
-		g.Expect(names).To(HaveKey(want))
-	}
-	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "operations.md"))
-	g.Expect(err).NotTo(HaveOccurred())
-	for name := range names {
-		g.Expect(string(doc)).To(ContainSubstring(name), "docs/operations.md explains every alert")
-	}
 }
 
 // metricName finds metric names in PromQL.

@@ -158,6 +158,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := checkHub(ctx, opts.Hub, opts.HubCheckTimeout); err != nil {
 		return nil, err
 	}
+	if err := registerBuildInfo(opts.Registry); err != nil {
+		return nil, err
+	}
 	opts.Hub = rest.CopyConfig(opts.Hub)
 	if opts.Hub.QPS == 0 {
 		// The hub serves every project's downstream objects: client-go's default of 5

@@ -73,6 +73,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, err
 	}
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
+	// The HTTPProxy gauge counts a project only while it is engaged here.
+	if err := mgr.Add(metrics.Proxies); err != nil {
+		return nil, fmt.Errorf("adding the HTTPProxy condition gauge: %w", err)
+	}
 
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &gatewayv1.HTTPRoute{}, routeParentIndex, routeParentKeys); err != nil {
 		return nil, fmt.Errorf("indexing HTTPRoutes by parent Gateway: %w", err)

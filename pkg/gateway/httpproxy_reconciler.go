@@ -87,6 +87,9 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 	}
 	proxy := &v1alpha.HTTPProxy{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, proxy); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.proxyGone(project, req.NamespacedName)
+		}
 		return nil, client.IgnoreNotFound(err)
 	}
 	return &proxyScope{
@@ -323,7 +326,11 @@ func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, e
 // writeStatusAndRequeue is the finish step, run however the phases ended: it patches
 // the status they decided and asks to be called again when finalize is waiting.
 func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *proxyScope, _ error) (reconcile.Result, error) {
-	return reconcile.Result{RequeueAfter: s.requeueAfter}, r.writeStatus(ctx, s)
+	err := r.writeStatus(ctx, s)
+	if err == nil && !s.refused {
+		r.Metrics.proxyObserved(s.project, s.proxy)
+	}
+	return reconcile.Result{RequeueAfter: s.requeueAfter}, err
 }
 
 // writeStatus patches the status the phases decided, if it changed.

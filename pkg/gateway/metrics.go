@@ -5,6 +5,10 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/api/v1alpha"
 )
 
 // Label values. Every combination is created at start, so dashboards show zeros rather
@@ -31,6 +35,9 @@ type Metrics struct {
 	// guardRefusals counts reconciles stopped by the live guard, by the kind of the
 	// live owner that failed it.
 	guardRefusals *prometheus.CounterVec
+	// Proxies is the gauge of HTTPProxies by condition; add it to the manager
+	// (SetupWithManager does) so that it follows the projects engaged.
+	Proxies *ProxyConditions
 }
 
 // NewMetrics creates the counters and registers them with reg. Registering twice with
@@ -59,6 +66,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		return nil, err
 	}
 	if m.guardRefusals, err = register(reg, m.guardRefusals); err != nil {
+		return nil, err
+	}
+	if m.Proxies, err = registerProxyConditions(reg, NewProxyConditions()); err != nil {
 		return nil, err
 	}
 	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate} {
@@ -107,4 +117,25 @@ func (m *Metrics) anchorDelete(kind string, err error) {
 
 func (m *Metrics) guardRefusal(kind string, v guardVerdict) {
 	m.guardRefusals.WithLabelValues(kind, string(v)).Inc()
+}
+
+// proxyObserved records the status a reconcile wrote (or found) for a live proxy, and
+// forgets one that is terminating.
+func (m *Metrics) proxyObserved(project string, proxy *v1alpha.HTTPProxy) {
+	if m == nil || m.Proxies == nil {
+		return
+	}
+	if proxy.DeletionTimestamp != nil {
+		m.Proxies.forget(project, client.ObjectKeyFromObject(proxy))
+		return
+	}
+	m.Proxies.observe(project, proxy)
+}
+
+// proxyGone forgets a proxy that no longer exists.
+func (m *Metrics) proxyGone(project string, key types.NamespacedName) {
+	if m == nil || m.Proxies == nil {
+		return
+	}
+	m.Proxies.forget(project, key)
 }

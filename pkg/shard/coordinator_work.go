@@ -28,13 +28,27 @@ func (s *Shard) lead(ctx context.Context, holder string) func() {
 	term := &leadership{holder: holder, ctx: ctx}
 	s.mu.Lock()
 	s.leading = term
+	s.exportLeadingLocked()
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		if s.leading == term {
 			s.leading = nil
+			s.exportLeadingLocked()
 		}
 		s.mu.Unlock()
+	}
+}
+
+// exportLeadingLocked sets the coordinator gauge from the current term (s.mu held).
+func (s *Shard) exportLeadingLocked() {
+	if s.m == nil {
+		return
+	}
+	if s.leading != nil {
+		s.m.coordinator.Set(1)
+	} else {
+		s.m.coordinator.Set(0)
 	}
 }
 

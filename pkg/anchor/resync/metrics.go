@@ -22,7 +22,7 @@ const (
 var haltReasons = []string{HaltCeiling, HaltPlaneChanged}
 
 // resyncMetrics are the resync's metrics. No label carries a project, except the
-// last-success gauge, which exists only for projects this replica holds.
+// held-since and last-success gauges, which exist only for projects this replica holds.
 type resyncMetrics struct {
 	passes      *prometheus.CounterVec
 	seen        prometheus.Counter
@@ -33,6 +33,7 @@ type resyncMetrics struct {
 	halts       *prometheus.CounterVec
 	halted      *prometheus.GaugeVec
 	lastSuccess *prometheus.GaugeVec
+	heldSince   *prometheus.GaugeVec
 	unowned     prometheus.Gauge
 	deletionOff prometheus.Gauge
 }
@@ -57,12 +58,14 @@ func newResyncMetrics(reg prometheus.Registerer) (*resyncMetrics, error) {
 			Help: "Held projects whose last pass halted deletions, by reason. Alert on any non-zero value."}, []string{"reason"}),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "anchorage_resync_last_success_timestamp_seconds",
 			Help: "Time of the last successful pass of each project this replica holds (removed when the project is lost)."}, []string{"project"}),
+		heldSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "anchorage_resync_held_since_timestamp_seconds",
+			Help: "Time this replica's resync took on each project it holds (removed when the project is lost); with the last-success gauge, a project never passed successfully is still visible."}, []string{"project"}),
 		unowned: prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_resync_unowned_anchors",
 			Help: "Cached anchors whose project matches no kubeconfig Secret: reported, never deleted by a shard."}),
 		deletionOff: prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_resync_deletion_switched_off",
 			Help: "1 when the last read of the runtime switch found deletion off (or could not read it)."}),
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.seen, m.decisions, m.actions, m.duration, m.apiCalls, m.halts, m.halted, m.lastSuccess, m.unowned, m.deletionOff} {
+	for _, c := range []prometheus.Collector{m.passes, m.seen, m.decisions, m.actions, m.duration, m.apiCalls, m.halts, m.halted, m.lastSuccess, m.heldSince, m.unowned, m.deletionOff} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

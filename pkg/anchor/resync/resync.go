@@ -229,6 +229,9 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 			return nil
 		}
 		l.cancel()
+	} else {
+		// Taken on now: a re-engagement (a new cluster) keeps the original time.
+		r.m.heldSince.WithLabelValues(project).Set(float64(r.opts.Clock.Now().Unix()))
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	l := &projectLoop{cluster: cl, cancel: cancel}
@@ -243,6 +246,7 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 			delete(r.loops, project)
 			delete(r.halted, project)
 			r.m.lastSuccess.DeleteLabelValues(project)
+			r.m.heldSince.DeleteLabelValues(project)
 			r.updateHaltedLocked()
 		}
 		r.mu.Unlock()

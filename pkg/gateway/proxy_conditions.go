@@ -1,0 +1,149 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+
+	"anchorage/api/v1alpha"
+)
+
+// proxyConditionTypes are the HTTPProxy conditions anchorage_httpproxies counts. A proxy
+// that does not carry one yet counts as Unknown for it.
+var proxyConditionTypes = []string{v1alpha.ConditionAccepted, v1alpha.ConditionProgrammed}
+
+var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
+
+// ProxyConditions is the gauge anchorage_httpproxies{project,condition,status}: the
+// HTTPProxies of each project this replica holds, by condition and status, as the
+// HTTPProxy reconciler last decided them. It counts only engaged projects: a project's
+// series go when its engagement ends (lost or handed over), so two replicas never both
+// report it for longer than a hand-over, and a proxy found gone or terminating leaves
+// the count. The counts are made at scrape time, so no series outlives its project.
+type ProxyConditions struct {
+	desc *prometheus.Desc
+
+	mu       sync.Mutex
+	projects map[string]*engagedProject
+}
+
+// engagedProject is one engagement of a project and the last conditions of its proxies.
+type engagedProject struct {
+	proxies map[types.NamespacedName]map[string]metav1.ConditionStatus
+}
+
+// NewProxyConditions returns an empty gauge, not registered.
+func NewProxyConditions() *ProxyConditions {
+	return &ProxyConditions{
+		desc: prometheus.NewDesc("anchorage_httpproxies",
+			"HTTPProxies of the projects this replica holds, by condition (Accepted, Programmed) and status (True, False, Unknown).",
+			[]string{"project", "condition", "status"}, nil),
+		projects: map[string]*engagedProject{},
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (p *ProxyConditions) Describe(ch chan<- *prometheus.Desc) { ch <- p.desc }
+
+// Collect implements prometheus.Collector: every engaged project reports every
+// condition and status, zeros included.
+func (p *ProxyConditions) Collect(ch chan<- prometheus.Metric) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for project, e := range p.projects {
+		for _, typ := range proxyConditionTypes {
+			counts := e.countByStatus(typ)
+			for _, st := range conditionStatuses {
+				ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(counts[st]), project, typ, string(st))
+			}
+		}
+	}
+}
+
+// countByStatus counts the project's proxies by the status of condition typ.
+func (e *engagedProject) countByStatus(typ string) map[metav1.ConditionStatus]int {
+	counts := map[metav1.ConditionStatus]int{}
+	for _, conds := range e.proxies {
+		st, ok := conds[typ]
+		if !ok {
+			st = metav1.ConditionUnknown
+		}
+		counts[st]++
+	}
+	return counts
+}
+
+// Engage implements multicluster.Aware: the project is counted from now until ctx
+// ends, which is when this replica loses it or hands it over. A re-engagement starts
+// the project afresh; the end of an older engagement leaves a newer one alone.
+func (p *ProxyConditions) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
+	project := string(name)
+	e := &engagedProject{proxies: map[types.NamespacedName]map[string]metav1.ConditionStatus{}}
+	p.mu.Lock()
+	p.projects[project] = e
+	p.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.projects[project] == e {
+			delete(p.projects, project)
+		}
+	}()
+	return nil
+}
+
+// Start implements manager.Runnable: the gauge needs nothing running.
+func (p *ProxyConditions) Start(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// observe records a proxy's conditions. A project not engaged here (a reconcile that
+// finished after the project was lost) records nothing.
+func (p *ProxyConditions) observe(project string, proxy *v1alpha.HTTPProxy) {
+	conds := map[string]metav1.ConditionStatus{}
+	for _, typ := range proxyConditionTypes {
+		if c := meta.FindStatusCondition(proxy.Status.Conditions, typ); c != nil {
+			conds[typ] = c.Status
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.projects[project]; ok {
+		e.proxies[types.NamespacedName{Namespace: proxy.Namespace, Name: proxy.Name}] = conds
+	}
+}
+
+// forget drops a proxy that is gone or terminating.
+func (p *ProxyConditions) forget(project string, key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.projects[project]; ok {
+		delete(e.proxies, key)
+	}
+}
+
+// registerProxyConditions registers p with reg, or returns the gauge already there
+// (two replicas in one process sharing a registry share it).
+func registerProxyConditions(reg prometheus.Registerer, p *ProxyConditions) (*ProxyConditions, error) {
+	err := reg.Register(p)
+	if err == nil {
+		return p, nil
+	}
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(*ProxyConditions); ok {
+			return existing, nil
+		}
+	}
+	return nil, fmt.Errorf("registering the HTTPProxy condition gauge: %w", err)
+}
