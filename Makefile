@@ -21,7 +21,7 @@ DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
 
-.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy demo fuzz bench bench-smoke bench-smoke-nogate bench-binaries
+.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-smoke bench-smoke-nogate bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
@@ -35,8 +35,9 @@ help:
 ## all: the default goal, same as build.
 all: build
 
-## test: build the control-plane binaries if missing, lint, then run unit and integration tests.
-test: k8s-binaries lint
+## test: build the control-plane binaries if missing, install kubectl and promtool if
+## missing, lint, then run unit and integration tests.
+test: k8s-binaries tools lint
 	go test $(TEST_FLAGS) ./...
 
 ## unit: tests that need no API server.
@@ -47,6 +48,10 @@ unit:
 lint:
 	go vet ./...
 	@out="$$(gofmt -l $(GO_FILES))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+## tools: kubectl and promtool from Debian's packages, when missing (hack/install-tools.sh).
+tools:
+	@hack/install-tools.sh
 
 ## k8s-binaries: etcd, kube-apiserver, kube-controller-manager built offline into bin/k8s/<version>.
 k8s-binaries:
