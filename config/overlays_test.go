@@ -375,9 +375,17 @@ func checkSplitGrantsOnAPIServer(t *testing.T, objs []*unstructured.Unstructured
 		each("", "secrets", deployNamespace, "get", "list", "watch")...)
 	mustNot := append(each("coordination.k8s.io", "leases", deployNamespace, "get", "create", "update"),
 		each("", "secrets", leaseNamespace, "get", "list", "watch")...)
+	// The API server's RBAC authorizer learns of new Roles through its own watch: a
+	// grant just created may be refused for a moment. Wait for each required grant
+	// (bounded), then check the refusals against an authorizer that has seen the Roles.
 	for _, a := range must {
-		if !allowed(t, c, user, groups, a) {
-			t.Errorf("split-namespaces: the manager may not %s; it needs to", a)
+		deadline := time.Now().Add(15 * time.Second)
+		for !allowed(t, c, user, groups, a) {
+			if time.Now().After(deadline) {
+				t.Errorf("split-namespaces: the manager may not %s; it needs to", a)
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	for _, a := range mustNot {
