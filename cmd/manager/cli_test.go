@@ -167,7 +167,9 @@ func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 	}{
 		{"a duration without its unit", []string{"--lease-duration=15"}, []string{"--lease-duration", "15s"}},
 		{"a sweep duration without its unit", []string{"sweep", "--once", "--confirm-after=30"}, []string{"--confirm-after", "30s"}},
-		{"lease shorter than renew", []string{"--lease-duration=-1s"}, []string{"--lease-duration (-1s) must be greater than --renew-deadline (10s)"}},
+		{"lease shorter than renew", []string{"--lease-duration=8s"}, []string{"--lease-duration (8s) must be greater than --renew-deadline (10s)"}},
+		{"a negative lease", []string{"--lease-duration=-1s"}, []string{"--lease-duration must be positive, got -1s"}},
+		{"a zero renew deadline", []string{"--renew-deadline=0s"}, []string{"--renew-deadline must be positive"}},
 		{"renew too close to retry", []string{"--retry-period=9s"}, []string{"--renew-deadline (10s) must be greater than 1.2 x --retry-period (9s)"}},
 		{"no retry period", []string{"--retry-period=0s"}, []string{"--retry-period must be positive"}},
 		{"a negative claim deadline", []string{"--claim-deadline=-1s"}, []string{"--claim-deadline"}},

@@ -143,23 +143,31 @@ func (f *replicaFlags) timings() shard.Timings {
 	return shard.Timings{LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod, ClaimDeadline: f.claimDeadline}
 }
 
-// checkTimings checks the member Lease timings as shard.Timings.Validate does, naming
-// the flags.
+// timingFlags name the member Lease timings in errors as the flags that set them; the
+// timings no flag sets are named by what they derive from.
+var timingFlags = shard.TimingNames{
+	LeaseDuration: "--lease-duration", RenewDeadline: "--renew-deadline", RetryPeriod: "--retry-period",
+	CallTimeout:   "the call timeout (derived from --lease-duration and --renew-deadline)",
+	ClaimDeadline: "--claim-deadline (0 means 2 x --lease-duration)",
+	DrainDeadline: "the drain deadline (derived from --lease-duration)", ShutdownDeadline: "the shutdown deadline (derived from --lease-duration)",
+}
+
+// checkTimings checks the member Lease timings as the shard will, naming the flags. A
+// zero or negative Lease timing is refused before the shard's defaults would replace it
+// (the flags start at the defaults, so a 0 was written on purpose).
 func (f *replicaFlags) checkTimings() error {
-	switch {
-	case f.retryPeriod <= 0:
-		return fmt.Errorf("--retry-period must be positive, got %s", f.retryPeriod)
-	case float64(f.renewDeadline) <= 1.2*float64(f.retryPeriod):
-		return fmt.Errorf("--renew-deadline (%s) must be greater than 1.2 x --retry-period (%s)", f.renewDeadline, f.retryPeriod)
-	case f.leaseDuration <= f.renewDeadline:
-		return fmt.Errorf("--lease-duration (%s) must be greater than --renew-deadline (%s)", f.leaseDuration, f.renewDeadline)
-	case f.claimDeadline < 0:
+	for _, d := range []struct {
+		flag  string
+		value time.Duration
+	}{{"--lease-duration", f.leaseDuration}, {"--renew-deadline", f.renewDeadline}, {"--retry-period", f.retryPeriod}} {
+		if d.value <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", d.flag, d.value)
+		}
+	}
+	if f.claimDeadline < 0 {
 		return fmt.Errorf("--claim-deadline must not be negative, got %s (0 means 2 x --lease-duration)", f.claimDeadline)
 	}
-	if err := f.timings().WithDefaults().Validate(); err != nil {
-		return fmt.Errorf("--lease-duration, --renew-deadline, --retry-period: %w", err)
-	}
-	return nil
+	return f.timings().WithDefaults().ValidateNaming(timingFlags)
 }
 
 // check validates a parsed replica command line; every error names its flag.

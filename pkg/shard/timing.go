@@ -63,20 +63,36 @@ func (t Timings) WithDefaults() Timings {
 }
 
 // Validate rejects timings under which validity could outlive a takeover.
-func (t Timings) Validate() error {
+func (t Timings) Validate() error { return t.ValidateNaming(timingWords) }
+
+// TimingNames say how ValidateNaming's errors name each timing: in words by default, as
+// the flags that set them on a command line.
+type TimingNames struct {
+	LeaseDuration, RenewDeadline, RetryPeriod, CallTimeout string
+	ClaimDeadline, DrainDeadline, ShutdownDeadline         string
+}
+
+var timingWords = TimingNames{
+	LeaseDuration: "lease duration", RenewDeadline: "renew deadline", RetryPeriod: "retry period",
+	CallTimeout: "call timeout", ClaimDeadline: "claim deadline",
+	DrainDeadline: "drain deadline", ShutdownDeadline: "shutdown deadline",
+}
+
+// ValidateNaming is Validate with the errors naming each timing as n says.
+func (t Timings) ValidateNaming(n TimingNames) error {
 	switch {
 	case t.RetryPeriod <= 0:
-		return fmt.Errorf("retry period must be positive, got %s", t.RetryPeriod)
+		return fmt.Errorf("%s must be positive, got %s", n.RetryPeriod, t.RetryPeriod)
 	case float64(t.RenewDeadline) <= 1.2*float64(t.RetryPeriod):
-		return fmt.Errorf("renew deadline (%s) must be greater than 1.2 x retry period (%s)", t.RenewDeadline, t.RetryPeriod)
+		return fmt.Errorf("%s (%s) must be greater than 1.2 x %s (%s)", n.RenewDeadline, t.RenewDeadline, n.RetryPeriod, t.RetryPeriod)
 	case t.LeaseDuration <= t.RenewDeadline:
-		return fmt.Errorf("lease duration (%s) must be greater than renew deadline (%s)", t.LeaseDuration, t.RenewDeadline)
+		return fmt.Errorf("%s (%s) must be greater than %s (%s)", n.LeaseDuration, t.LeaseDuration, n.RenewDeadline, t.RenewDeadline)
 	case t.CallTimeout <= 0 || t.CallTimeout >= t.LeaseDuration-t.RenewDeadline:
-		return fmt.Errorf("call timeout (%s) must be positive and below lease duration - renew deadline (%s)", t.CallTimeout, t.LeaseDuration-t.RenewDeadline)
+		return fmt.Errorf("%s (%s) must be positive and below %s - %s (%s)", n.CallTimeout, t.CallTimeout, n.LeaseDuration, n.RenewDeadline, t.LeaseDuration-t.RenewDeadline)
 	case t.ClaimDeadline <= 0:
-		return fmt.Errorf("claim deadline must be positive, got %s", t.ClaimDeadline)
+		return fmt.Errorf("%s must be positive, got %s", n.ClaimDeadline, t.ClaimDeadline)
 	case t.DrainDeadline <= 0 || t.ShutdownDeadline <= 0:
-		return fmt.Errorf("drain (%s) and shutdown (%s) deadlines must be positive", t.DrainDeadline, t.ShutdownDeadline)
+		return fmt.Errorf("%s (%s) and %s (%s) must be positive", n.DrainDeadline, t.DrainDeadline, n.ShutdownDeadline, t.ShutdownDeadline)
 	}
 	return nil
 }
