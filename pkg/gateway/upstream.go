@@ -79,9 +79,10 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 // finalizeUpstream is the finalize phase of an upstream Gateway or HTTPRoute (obj, of
 // kind, carrying finalizer): nothing while obj is not terminating; once it is, and
 // still carries our finalizer, deleteDownstream removes what it put in its hub
-// namespace (skipped when the upstream namespace is gone: the anchor is still found by
-// name and the hub's garbage collector takes its dependents), then its anchor goes and
-// the finalizer is removed. The reconcile ends here whenever obj is terminating.
+// namespace (skipped when the upstream namespace is gone: the hub's anchor cache still
+// says where the anchor is, and the hub's garbage collector takes its dependents), then
+// its anchor goes and the finalizer is removed. The reconcile ends here whenever obj is
+// terminating.
 func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
