@@ -29,17 +29,25 @@ import (
 //
 // hub must be an uncached client (see the package doc): the lookup is a field-selected
 // list across all namespaces, and deciding on a cache's past view could delete an
-// anchor recreated since.
+// anchor recreated since. That list is a scan of every ConfigMap on the hub by the API
+// server, so Delete is for tools and one-off callers; the finalizers, which run once
+// per deleted object, use DeleteIndexed.
 func Delete(ctx context.Context, hub client.Client, owner Owner) error {
 	if err := owner.Validate(); err != nil {
 		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
 	}
-	return deleteAnchor(ctx, hub, owner.UID, func(got Owner) error {
+	return deleteAnchor(ctx, hub, owner.UID, isOwner(owner))
+}
+
+// isOwner returns the match of Delete and DeleteIndexed: the anchor must decode to
+// owner exactly.
+func isOwner(owner Owner) func(Owner) error {
+	return func(got Owner) error {
 		if got != owner {
 			return fmt.Errorf("it is the anchor of %s, not of %s: %w", got, owner, ErrForeign)
 		}
 		return nil
-	})
+	}
 }
 
 // DeleteNamed deletes the anchor named after uid, like Delete, for callers that know
@@ -73,7 +81,14 @@ func deleteAnchor(ctx context.Context, hub client.Client, uid types.UID, match f
 		return fmt.Errorf("deleting anchor %s: found in namespaces %s, deleting none: %w", name, strings.Join(namespaces, ", "), ErrAmbiguous)
 	}
 
-	cm := &found[0]
+	return deleteIfOwners(ctx, hub, &found[0], match)
+}
+
+// deleteIfOwners deletes cm, a ConfigMap's metadata as just read from the hub, when it
+// is an anchor that match accepts: its name and labels decode (Decode), it has no
+// ownerReferences, and it is not already being deleted. The delete is conditional on the
+// UID and resourceVersion read (DeleteAsChecked).
+func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialObjectMetadata, match func(Owner) error) error {
 	key := client.ObjectKeyFromObject(cm)
 	got, err := Decode(cm.Name, cm.Labels)
 	if err != nil {

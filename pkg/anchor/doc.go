@@ -36,8 +36,11 @@
 //
 // Attach and EnsureMappedNamespace work with any client, but a cached client makes
 // them slower to converge (a Get that misses an object the cache has not seen yet turns
-// into AlreadyExists and an error the caller retries). Delete and DeleteNamed must be
-// given an uncached client: they find anchors with a field selector on metadata.name
-// across all namespaces, which only the API server answers, and they must see what is
-// on the hub now, not what a cache saw.
+// into AlreadyExists and an error the caller retries). Delete, DeleteNamed and
+// DeleteIndexed must be given an uncached client: they must see what is on the hub now,
+// not what a cache saw. Delete and DeleteNamed find anchors with a field selector on
+// metadata.name across all namespaces, which only the API server answers, at the cost
+// of a scan of every ConfigMap on the hub; DeleteIndexed, which the finalizers use, reads
+// the one anchor in its mapped namespace and takes only its ambiguity check from a cache
+// (a NameIndex), which its doc argues can only make it more cautious.
 package anchor

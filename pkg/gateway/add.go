@@ -25,6 +25,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 )
 
 // Options configure SetupWithManager. Zero values take the documented defaults.
@@ -36,6 +37,10 @@ type Options struct {
 	Admission Admission
 	// Registry receives the package's metrics. Default controller-runtime's registry.
 	Registry prometheus.Registerer
+	// Anchors is the hub's anchor cache, indexed by name, that the finalizers' ambiguity
+	// check reads (anchor.DeleteIndexed). Default: one built on the manager's hub
+	// connection (resync.NewAnchorCache) and added to the manager.
+	Anchors anchor.NameIndex
 }
 
 // Setup is the gateway data path wired into a manager.
@@ -72,6 +77,11 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	if opts.Anchors == nil {
+		if opts.Anchors, err = addAnchorCache(ctx, mgr); err != nil {
+			return nil, err
+		}
+	}
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
 	// The HTTPProxy gauge counts a project only while it is engaged here.
 	if err := mgr.Add(metrics.Proxies); err != nil {
@@ -91,7 +101,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		Owns(&gatewayv1.HTTPRoute{}).
 		Owns(&corev1.Service{}).
 		WatchesRawSource(s.proxies.source()).
-		Complete(&HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+		Complete(&HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
 	}
@@ -102,7 +112,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(&GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+		Complete(&GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
@@ -114,11 +124,25 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		Watches(&gatewayv1.Gateway{}, routesOfGateway).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
-		Complete(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics})
+		Complete(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
 	return s, nil
+}
+
+// addAnchorCache builds the hub's anchor cache on the manager's hub connection and adds
+// it to the manager, which starts it with the other caches.
+func addAnchorCache(ctx context.Context, mgr mcmanager.Manager) (anchor.NameIndex, error) {
+	local := mgr.GetLocalManager()
+	anchors, err := resync.NewAnchorCache(ctx, local.GetConfig(), resync.AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
+	if err != nil {
+		return nil, fmt.Errorf("building the finalizers' anchor cache: %w", err)
+	}
+	if err := local.Add(anchors); err != nil {
+		return nil, fmt.Errorf("adding the finalizers' anchor cache: %w", err)
+	}
+	return anchors, nil
 }
 
 // HubCacheByObject restricts the hub cache's Gateways and HTTPRoutes to downstream

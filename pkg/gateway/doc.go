@@ -40,11 +40,13 @@
 //     reused by a recreated owner of the same name hangs on the current anchor.
 //   - Finalizers delete a downstream object only when it hangs on the finalized owner's
 //     anchor (one re-attached to a newer owner is left alone), with UID and
-//     resourceVersion preconditions, and then delete the anchor by name across the hub
-//     (anchor.Delete), whether or not the downstream objects or the upstream namespace
-//     still exist.
+//     resourceVersion preconditions, and then delete the anchor with a GET in its mapped
+//     namespace and a DELETE conditional on what it returned, the ambiguity check served
+//     by the hub's anchor cache (anchor.DeleteIndexed): no list of the hub's ConfigMaps,
+//     whether or not the downstream objects or the upstream namespace still exist.
 //   - Hub decisions are made on live reads (liveClient); the hub cache serves only the
-//     watches that map downstream objects back to their owners.
+//     watches that map downstream objects back to their owners, and the anchor cache
+//     only the finalizers' ambiguity check.
 //   - Nothing is overwritten that carries another owner's labels (hub) or another
 //     controller's reference (project); such conflicts are reported, never resolved by
 //     deleting.

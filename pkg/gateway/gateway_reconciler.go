@@ -22,7 +22,7 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // GatewayReconciler mirrors upstream Gateways of our class to the hub: a downstream
 // Gateway and one Certificate per HTTPS listener in ns-<namespace UID>, all hanging on
@@ -32,6 +32,9 @@ type GatewayReconciler struct {
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
+	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
+	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	Anchors anchor.NameIndex
 }
 
 // gatewayScope is what one reconcile of one Gateway works on.
@@ -63,6 +66,7 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 	if u == nil || err != nil {
 		return nil, err
 	}
+	u.anchors = r.Anchors
 	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 

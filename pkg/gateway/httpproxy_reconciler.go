@@ -28,8 +28,9 @@ import (
 
 // Project plane: see internal/planerbac (the generated config/rbac/project-role.yaml).
 //
-// Hub (the proxy's own anchor, if a previous manager left one):
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;delete
+// Hub (the proxy's own anchor, if a previous manager left one; the anchor cache
+// watches the anchors for the ambiguity check):
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;delete
 
 // finalizeRecheck bounds how long a terminating proxy waits before looking again at
 // the upstream objects it deleted; their deletion events normally bring it back sooner.
@@ -44,6 +45,9 @@ type HTTPProxyReconciler struct {
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
+	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
+	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	Anchors anchor.NameIndex
 }
 
 // proxyScope is what one reconcile of one proxy works on.
@@ -108,9 +112,11 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 }
 
 // finalize deletes the proxy's Gateway, HTTPRoute and Services (only those it
-// controls, with UID preconditions) and any anchor of the proxy itself, and removes the
-// finalizer once the Gateway and route are gone, which is after their own finalizers
-// have cleaned the hub. Gone is read live, not from the cache.
+// controls, with UID preconditions), and once the Gateway and route are gone, which is
+// after their own finalizers have cleaned the hub, any anchor of the proxy itself, then
+// removes the finalizer. Gone is read live, not from the cache. The requeues that wait
+// for the Gateway and route make no call to the hub at all: the proxy's anchor is
+// deleted once, in the pass that removes the finalizer.
 func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool, error) {
 	if s.proxy.DeletionTimestamp == nil {
 		return false, nil
@@ -148,27 +154,33 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 			}
 		}
 	}
-	if err := r.deleteOwnAnchor(ctx, s); err != nil {
-		return true, err
-	}
 	if remaining > 0 {
 		s.log.V(4).Info("Waiting for the proxy's Gateway and HTTPRoute to be finalized", "remaining", remaining)
 		s.requeueAfter = finalizeRecheck
 		return true, nil
 	}
+	if err := r.deleteOwnAnchor(ctx, s); err != nil {
+		return true, err
+	}
 	s.log.V(2).Info("Finalized HTTPProxy", "uid", s.proxy.UID)
 	return true, removeFinalizer(ctx, writer, s.proxy, v1alpha.HTTPProxyFinalizer)
 }
 
-// deleteOwnAnchor deletes an anchor named after the proxy itself. This manager hangs
-// nothing on proxies, but a previous one may have.
+// deleteOwnAnchor deletes an anchor named after the proxy itself, in the mapped
+// namespace of the proxy's namespace (read live), with a GET and a DELETE and no list
+// (anchor.DeleteIndexed). This manager hangs nothing on proxies, but a previous one may
+// have.
 func (r *HTTPProxyReconciler) deleteOwnAnchor(ctx context.Context, s *proxyScope) error {
+	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.proxy.Namespace)
+	if err != nil {
+		return err
+	}
 	hub, err := hubFor(ctx, r.Clusters, s.project)
 	if err != nil {
 		return err
 	}
 	owner := anchor.OwnerOf(s.project, v1alpha.GroupVersion.WithKind(kindHTTPProxy), s.proxy)
-	err = anchor.Delete(ctx, hub, owner)
+	err = anchor.DeleteIndexed(ctx, hub, r.Anchors, hubNS, owner)
 	r.Metrics.anchorDelete(kindHTTPProxy, err)
 	if err != nil {
 		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)

@@ -21,7 +21,7 @@ import (
 // Hub:
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // HTTPRouteReconciler mirrors upstream HTTPRoutes attached to our Gateways to the hub:
 // a downstream HTTPRoute in ns-<namespace UID>, attached to the downstream Gateways,
@@ -31,6 +31,9 @@ type HTTPRouteReconciler struct {
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
+	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
+	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	Anchors anchor.NameIndex
 }
 
 // routeScope is what one reconcile of one HTTPRoute works on.
@@ -61,6 +64,7 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 	if u == nil || err != nil {
 		return nil, err
 	}
+	u.anchors = r.Anchors
 	return &routeScope{upstream: *u, route: route}, nil
 }
 

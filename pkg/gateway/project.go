@@ -19,7 +19,8 @@ import (
 
 // mappedNamespaceOf returns the hub namespace of the upstream namespace name, read
 // live, or "" when the upstream namespace no longer exists (a purged namespace: the
-// anchor is still found by name, and the hub's garbage collector takes its dependents).
+// hub's anchor cache still says where the anchor is, and the hub's garbage collector
+// takes its dependents).
 func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) (string, error) {
 	ns := &corev1.Namespace{}
 	err := project.Get(ctx, client.ObjectKey{Name: name}, ns)

@@ -31,6 +31,7 @@ type upstream struct {
 	project string
 	cluster cluster.Cluster
 	hub     client.Client // live
+	anchors anchor.NameIndex
 	owner   anchor.Owner
 	log     logr.Logger
 	events  events.EventRecorder
@@ -78,9 +79,10 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 // finalizeUpstream is the finalize phase of an upstream Gateway or HTTPRoute (obj, of
 // kind, carrying finalizer): nothing while obj is not terminating; once it is, and
 // still carries our finalizer, deleteDownstream removes what it put in its hub
-// namespace (skipped when the upstream namespace is gone: the anchor is still found by
-// name and the hub's garbage collector takes its dependents), then its anchor goes and
-// the finalizer is removed. The reconcile ends here whenever obj is terminating.
+// namespace (skipped when the upstream namespace is gone: the hub's anchor cache still
+// says where the anchor is, and the hub's garbage collector takes its dependents), then
+// its anchor goes and the finalizer is removed. The reconcile ends here whenever obj is
+// terminating.
 func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
@@ -98,14 +100,17 @@ func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.
 			return true, err
 		}
 	}
-	return true, m.releaseAnchor(ctx, u, obj, finalizer)
+	return true, m.releaseAnchor(ctx, u, obj, finalizer, hubNS)
 }
 
 // releaseAnchor is the last step of every upstream finalizer: delete the owner's anchor
-// (found by name across the hub, so it goes even when the downstream objects or the
-// upstream namespace already have), then remove the finalizer from obj.
-func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Object, finalizer string) error {
-	err := anchor.Delete(ctx, u.hub, u.owner)
+// in hubNS, its mapped namespace ("" when the upstream namespace is gone: the hub's
+// anchor cache then says where the anchor is), with a GET and a DELETE and no list
+// (anchor.DeleteIndexed), then remove the finalizer from obj. Nothing follows the
+// delete but the finalizer's removal, so a finalizer never waits holding a deleted
+// anchor; a retry after a failed removal costs one GET that finds the anchor gone.
+func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Object, finalizer, hubNS string) error {
+	err := anchor.DeleteIndexed(ctx, u.hub, u.anchors, hubNS, u.owner)
 	m.anchorDelete(u.owner.Kind, err)
 	if err != nil {
 		u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", u.owner.Kind, err)

@@ -21,6 +21,7 @@ import (
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 )
 
@@ -70,6 +71,29 @@ func (o oneProject) Hub(context.Context, string) (client.Client, client.Reader, 
 	return hub.Client, hub.Client, nil
 }
 
+// hubAnchorCache starts the hub's anchor cache for a test that drives a reconciler
+// directly (SetupWithManager builds one for the manager), and waits for it to sync.
+func hubAnchorCache(t *testing.T) *resync.AnchorCache {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	anchors, err := resync.NewAnchorCache(ctx, hub.Config, resync.AnchorCacheOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := anchors.Start(ctx); err != nil {
+			t.Errorf("anchor cache: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	if !anchors.WaitForCacheSync(ctx) {
+		t.Fatal("the anchor cache did not sync")
+	}
+	return anchors
+}
+
 // TestGatewayRecreateAfterFinalizeCreatesNothing drives the GatewayReconciler directly
 // with a cache that still shows a Gateway whose deletion has been finalized (by another
 // replica): the live path creates no hub namespace, no anchor and no downstream object,
@@ -82,7 +106,7 @@ func TestGatewayRecreateAfterFinalizeCreatesNothing(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	metrics, err := gateway.NewMetrics(registry)
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: gateway.Config{GatewayClassName: gt.class}.WithDefaults(), Metrics: metrics}
+	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: gateway.Config{GatewayClassName: gt.class}.WithDefaults(), Metrics: metrics, Anchors: hubAnchorCache(t)}
 	key := client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}
 	reconcileWithCache := func(cached client.Object) error {
 		cl := &staleCluster{
@@ -178,6 +202,7 @@ func TestGatewayFinalizerWorksWhenTheUpstreamNamespaceIsPurged(t *testing.T) {
 		Admission: gateway.OpenAdmission{},
 		Config:    gateway.Config{GatewayClassName: gt.class}.WithDefaults(),
 		Metrics:   metrics,
+		Anchors:   hubAnchorCache(t),
 	}
 	key := client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}
 	reconcileNow := func() error {
