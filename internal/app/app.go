@@ -223,8 +223,13 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := provider.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
 	}
+	// One hub anchor cache, shared by the finalizers' ambiguity check and the resync.
+	anchors, err := resync.AddAnchorCache(ctx, mgr)
+	if err != nil {
+		return nil, err
+	}
 	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{
-		Config: opts.Gateway, Clusters: sh, Admission: sh, Registry: opts.Registry,
+		Config: opts.Gateway, Clusters: sh, Admission: sh, Registry: opts.Registry, Anchors: anchors,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the gateway controllers: %w", err)
@@ -232,7 +237,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	var rs *resync.Resync
 	if !opts.Resync.Disabled {
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
-			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue,
+			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
 			// Retired projects (a tombstone, no Secret) are collected by the coordinator.
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,

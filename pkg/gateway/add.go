@@ -78,7 +78,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, err
 	}
 	if opts.Anchors == nil {
-		if opts.Anchors, err = addAnchorCache(ctx, mgr); err != nil {
+		if opts.Anchors, err = resync.AddAnchorCache(ctx, mgr); err != nil {
 			return nil, err
 		}
 	}
@@ -129,20 +129,6 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
 	return s, nil
-}
-
-// addAnchorCache builds the hub's anchor cache on the manager's hub connection and adds
-// it to the manager, which starts it with the other caches.
-func addAnchorCache(ctx context.Context, mgr mcmanager.Manager) (anchor.NameIndex, error) {
-	local := mgr.GetLocalManager()
-	anchors, err := resync.NewAnchorCache(ctx, local.GetConfig(), resync.AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
-	if err != nil {
-		return nil, fmt.Errorf("building the finalizers' anchor cache: %w", err)
-	}
-	if err := local.Add(anchors); err != nil {
-		return nil, fmt.Errorf("adding the finalizers' anchor cache: %w", err)
-	}
-	return anchors, nil
 }
 
 // HubCacheByObject restricts the hub cache's Gateways and HTTPRoutes to downstream

@@ -149,24 +149,38 @@ func New(cfg Config) (*Resync, error) {
 	}, nil
 }
 
-// Setup builds the hub anchor cache and the Resync, and adds both to mgr. hub
-// writes and reads for projects go through cfg.Hub; the cache, the dependents lister
-// and the events use the hub manager's own connection.
-func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
+// AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to
+// mgr, which starts it with its other caches. A replica builds one and shares it
+// between the resync and the gateway finalizers (their ambiguity check).
+func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
 	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
 	if err := local.Add(anchors); err != nil {
 		return nil, fmt.Errorf("adding the anchor cache: %w", err)
+	}
+	return anchors, nil
+}
+
+// Setup builds the Resync, and the hub anchor cache unless cfg.Anchors already holds
+// one, and adds them to mgr. hub writes and reads for projects go through cfg.Hub; the
+// cache, the dependents lister and the events use the hub manager's own connection.
+func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
+	local := mgr.GetLocalManager()
+	if cfg.Anchors == nil {
+		anchors, err := AddAnchorCache(ctx, mgr)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Anchors = anchors
 	}
 	ro := cfg.Options.WithDefaults()
 	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), ro.DependentsQPS, ro.DependentsBurst)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Anchors = anchors
 	cfg.Dependents = deps
 	if cfg.HubReader == nil {
 		cfg.HubReader = local.GetAPIReader()
