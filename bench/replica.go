@@ -40,6 +40,8 @@ type Replica struct {
 type ReplicaOptions struct {
 	// NoResync turns the anchor resync off (ownership-only runs).
 	NoResync bool
+	// ResyncPeriod replaces the scenarios' 5 s resync period when set.
+	ResyncPeriod time.Duration
 }
 
 // StartReplica starts the coordinator's binary as replica name in run r.
@@ -58,6 +60,9 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		"--provider-namespace=" + r.Namespace, "--lease-namespace=" + r.Namespace,
 		"--record-file=" + rep.RecordPath,
 		"--resync-period=5s", "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
+	}
+	if o.ResyncPeriod > 0 {
+		args = append(args, "--resync-period="+o.ResyncPeriod.String())
 	}
 	switch c {
 	case Sharded:
