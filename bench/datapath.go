@@ -175,6 +175,9 @@ func (e *Env) RunDataPath(ctx context.Context, c Coordinator, bins Binaries, o D
 	if !d.waitAllOwned(ctx) {
 		d.note("not every project had an owner %s after start", d.sched.OwnedWithin)
 	}
+	if !d.waitOwnersSteady(ctx, names) {
+		d.note("project owners still changing %s after every project had one", ownersSteadyWithin)
+	}
 	d.tracker = newProgramTracker()
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
@@ -201,6 +204,38 @@ func (e *Env) RunDataPath(ctx context.Context, c Coordinator, bins Binaries, o D
 	d.stopAll()
 	stopObs()
 	return d.result(res, hub, owners)
+}
+
+// Owners are steady once no project changed hands for ownersSteadyFor; the wait is
+// bounded by ownersSteadyWithin. A coordinator that hands projects on as its peers
+// join (the baseline learns of a peer at its registry's refresh) would otherwise
+// count its start-up in the data path's latencies.
+const (
+	ownersSteadyFor    = 10 * time.Second
+	ownersSteadyWithin = time.Minute
+)
+
+// waitOwnersSteady waits until the owner of every project has not changed for
+// ownersSteadyFor, and reports whether that happened within ownersSteadyWithin.
+func (d *dataPathRun) waitOwnersSteady(ctx context.Context, projects []string) bool {
+	owners := func() string {
+		now := time.Now()
+		out := ""
+		for _, p := range projects {
+			out += p + "=" + d.obs.OwnerAt(p, now) + ","
+		}
+		return out
+	}
+	began, last, since := time.Now(), owners(), time.Now()
+	for time.Since(since) < ownersSteadyFor {
+		if time.Since(began) > ownersSteadyWithin || !sleepCtx(ctx, 500*time.Millisecond) {
+			return false
+		}
+		if now := owners(); now != last {
+			last, since = now, time.Now()
+		}
+	}
+	return true
 }
 
 // perPlane returns how many proxies plane i gets: Proxies spread evenly, the first
