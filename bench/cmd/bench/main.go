@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"anchorage/bench"
 	"anchorage/internal/harness"
 )
@@ -52,6 +55,9 @@ func main() {
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
 	flag.Parse()
+	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
+	// the report needs; without a logger they print a warning and a stack.
+	ctrllog.SetLogger(logr.Discard())
 	code, err := run(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
