@@ -19,6 +19,7 @@ import (
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
 )
 
 // DataPathOptions size and pace the data-path run.
@@ -36,6 +37,9 @@ type DataPathOptions struct {
 	// ResyncPeriod is the replicas' anchor resync period: longer than the run, so the
 	// finalizers alone clean up and no resync pass is counted as their cost.
 	ResyncPeriod time.Duration
+	// Timings are the replicas' Lease timings; nil: the scenarios' (harness.FastTimings,
+	// a 3 s Lease).
+	Timings *shard.Timings
 }
 
 // FullDataPath is make bench's data-path section; SmallDataPath a development size.
@@ -167,7 +171,7 @@ func (e *Env) RunDataPath(ctx context.Context, c Coordinator, bins Binaries, o D
 	defer stopObs()
 	go d.obs.Run(obsCtx, 500*time.Millisecond, false)
 	for i := 0; i < o.Replicas; i++ {
-		if err := d.startWith(ReplicaOptions{ResyncPeriod: o.ResyncPeriod}); err != nil {
+		if err := d.startWith(ReplicaOptions{ResyncPeriod: o.ResyncPeriod, Timings: o.Timings}); err != nil {
 			return res, err
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"anchorage/bench"
 	"anchorage/internal/harness"
+	"anchorage/pkg/shard"
 )
 
 type options struct {
@@ -31,7 +32,7 @@ type options struct {
 	projects, replicas              string
 	smoke, scale                    bool
 	planes                          int
-	only                            string
+	only, dataPathTimings           string
 	dataPath, dataPathSmall         bool
 	dataPathPlanes, dataPathProxies int
 }
@@ -52,6 +53,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
+	flag.StringVar(&o.dataPathTimings, "data-path-timings", "fast", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s)")
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
 	flag.Parse()
@@ -176,6 +178,10 @@ func dataPathOptions(o options) bench.DataPathOptions {
 	}
 	if o.dataPathProxies > 0 {
 		d.Proxies = o.dataPathProxies
+	}
+	if o.dataPathTimings == "default" {
+		t := shard.DefaultTimings()
+		d.Timings = &t
 	}
 	return d
 }
