@@ -57,7 +57,10 @@ func DataPathTargets(r *Report) []Target {
 	deleteCost := Target{Name: fmt.Sprintf("hub requests per deleted proxy ≤ %.1f × the design minimum", deleteCostLimit), Measured: notAvailable}
 	lists := Target{Name: "no ConfigMap LIST in the deletion phase other than informer (re)lists", Measured: notAvailable}
 	if okA {
-		if per, ok := a.DeleteCostPerProxy(); ok {
+		if per, ok := a.DeleteCostPerProxy(); ok && a.NotClean > 0 {
+			// Requests for proxies still being deleted fall outside the phase: no verdict.
+			deleteCost.Measured = fmt.Sprintf("%.2f per proxy vs %.0f, but %d of %d proxies not clean", per, a.MinimumDelete.Total(), a.NotClean, a.Deleted)
+		} else if ok {
 			ratio := per / a.MinimumDelete.Total()
 			deleteCost.Measured = fmt.Sprintf("%.2f per proxy vs %.0f (%.2f ×)", per, a.MinimumDelete.Total(), ratio)
 			deleteCost.Met = verdictOf(ratio <= deleteCostLimit+limitSlack)

@@ -236,7 +236,8 @@ func TestCleanTimes(t *testing.T) {
 
 // TestDataPathTargets: the cost per deleted proxy against 1.5 × the minimum, the
 // finalizer lists (by name or other, not informer ones), and anchorage's p99s against
-// the baseline's; without the baseline the latency targets have no verdict.
+// the baseline's; without the baseline the latency targets have no verdict, and with
+// a proxy not clean the cost has none (its requests fall outside the phase).
 func TestDataPathTargets(t *testing.T) {
 	_, minDel := DesignMinimum(1, 50)
 	anch := DataPathResult{
@@ -261,6 +262,10 @@ func TestDataPathTargets(t *testing.T) {
 	anch.DeleteRequests.ConfigMapLists[ListByName] = 1
 	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch}}), []string{"no", "no", "n/a", "n/a"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+	anch.NotClean = 1
+	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[0]; got != "n/a" {
+		t.Errorf("cost verdict with a proxy not clean = %v, want n/a", got)
 	}
 	if got := verdicts(&Report{}); !slices.Equal(got, []string{"n/a", "n/a", "n/a", "n/a"}) {
 		t.Errorf("verdicts without data = %v", got)
