@@ -104,14 +104,7 @@ func (l *Load) create(ctx context.Context, p ProjectLoad) error {
 	l.next++
 	name := fmt.Sprintf("px-%d", l.next)
 	l.mu.Unlock()
-	px := &v1alpha.HTTPProxy{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace},
-		Spec: v1alpha.HTTPProxySpec{
-			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".bench.example.com")},
-			Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
-		},
-	}
-	if err := l.client(p).Create(ctx, px); err != nil {
+	if err := l.client(p).Create(ctx, benchProxy(name, p.Namespace)); err != nil {
 		return fmt.Errorf("creating %s/%s: %w", p.Name, name, err)
 	}
 	l.mu.Lock()
@@ -119,6 +112,18 @@ func (l *Load) create(ctx context.Context, p ProjectLoad) error {
 	l.ops["create"]++
 	l.mu.Unlock()
 	return nil
+}
+
+// benchProxy is the load's HTTPProxy name in namespace: one hostname, named after it,
+// and one backend.
+func benchProxy(name, namespace string) *v1alpha.HTTPProxy {
+	return &v1alpha.HTTPProxy{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: v1alpha.HTTPProxySpec{
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".bench.example.com")},
+			Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
+		},
+	}
 }
 
 // pick returns a random live proxy of p, removing it from the live set when take.

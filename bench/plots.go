@@ -53,6 +53,7 @@ func plotJobs(r *Report) []plotJob {
 		plotJob{HandOverPlot, 7 * vg.Inch, 4 * vg.Inch, func() (*plot.Plot, error) { return handOverPlot(r, cs) }},
 		plotJob{LeaseWritesPlot, 7 * vg.Inch, 4 * vg.Inch, func() (*plot.Plot, error) { return leaseWritesPlot(r, cs) }},
 		plotJob{MemoryPlot, 7 * vg.Inch, 4 * vg.Inch, func() (*plot.Plot, error) { return memoryPlot(r, cs) }},
+		plotJob{DataPathPlot, 7 * vg.Inch, 4 * vg.Inch, func() (*plot.Plot, error) { return dataPathPlot(r) }},
 	)
 }
 

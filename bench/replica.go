@@ -12,6 +12,7 @@ import (
 
 	"anchorage/internal/harness"
 	"anchorage/internal/proc"
+	"anchorage/pkg/shard"
 )
 
 // The sharded coordinator's timings. Anchorage replicas run harness.FastTimings, and the
@@ -40,6 +41,12 @@ type Replica struct {
 type ReplicaOptions struct {
 	// NoResync turns the anchor resync off (ownership-only runs).
 	NoResync bool
+	// ResyncPeriod replaces the scenarios' 5 s resync period when set.
+	ResyncPeriod time.Duration
+	// Timings replaces harness.FastTimings when set: anchorage's four timing flags; the
+	// baseline's fence Lease gets its LeaseDuration and renews and probes every
+	// RetryPeriod.
+	Timings *shard.Timings
 }
 
 // StartReplica starts the coordinator's binary as replica name in run r.
@@ -59,15 +66,22 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		"--record-file=" + rep.RecordPath,
 		"--resync-period=5s", "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
 	}
+	if o.ResyncPeriod > 0 {
+		args = append(args, "--resync-period="+o.ResyncPeriod.String())
+	}
+	timings, renew, probe := harness.FastTimings, fenceRenew, shardedProbe
+	if o.Timings != nil {
+		timings, renew, probe = *o.Timings, o.Timings.RetryPeriod, o.Timings.RetryPeriod
+	}
 	switch c {
 	case Sharded:
-		args = append(args, "--lease-duration="+harness.FastTimings.LeaseDuration.String(),
-			"--renew="+fenceRenew.String(), "--probe="+shardedProbe.String())
+		args = append(args, "--lease-duration="+timings.LeaseDuration.String(),
+			"--renew="+renew.String(), "--probe="+probe.String())
 		if o.NoResync {
 			args = append(args, "--resync=false")
 		}
 	default:
-		args = append(args, harness.TimingFlags(harness.FastTimings)...)
+		args = append(args, harness.TimingFlags(timings)...)
 		args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 		if o.NoResync {
 			args = append(args, "--resync=false")

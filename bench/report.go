@@ -70,6 +70,7 @@ func renderMarkdown(r *Report, plots map[string]bool) string {
 	writeScenarios(&b, r, plots)
 	writeLeaseLoad(&b, r, plots)
 	writeMemory(&b, r, plots)
+	writeDataPath(&b, r, plots)
 	return b.String()
 }
 

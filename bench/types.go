@@ -169,4 +169,6 @@ type Report struct {
 	Scenarios     []ScenarioResult `json:"scenarios"`
 	LeaseLoad     []LeaseLoad      `json:"leaseLoad"`
 	Memory        []Memory         `json:"memory"`
+	// DataPath is the data-path section, one result per coordinator.
+	DataPath []DataPathResult `json:"dataPath,omitempty"`
 }

@@ -43,8 +43,21 @@ const secretReadsAuditRule = `- level: Metadata
   resources: [{group: "", resources: ["secrets"]}]
 `
 
+// allRequestsAuditPolicy records every request, reads and watches included, at
+// Metadata level (never a body): what a test counting requests by verb needs.
+const allRequestsAuditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+`
+
 // PlaneOptions configures a ControlPlane.
 type PlaneOptions struct {
+	// AuditAllRequests records every request (reads, lists and watches too) besides the
+	// writes every plane records, for a run that counts requests by verb. It supersedes
+	// AuditSecretReads.
+	AuditAllRequests bool
 	// AuditSecretReads records every request on Secrets, reads included, besides the
 	// writes every plane records. Off by default: tests that read the audit log for
 	// writes would otherwise have to tell reads apart.
@@ -89,6 +102,9 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 	if opts.AuditSecretReads {
 		// Before the final "level: None": the first matching rule wins.
 		policyText = strings.Replace(auditPolicy, "- level: None\n", secretReadsAuditRule+"- level: None\n", 1)
+	}
+	if opts.AuditAllRequests {
+		policyText = allRequestsAuditPolicy
 	}
 	if err := os.WriteFile(policy, []byte(policyText), 0o600); err != nil {
 		return nil, err

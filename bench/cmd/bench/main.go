@@ -18,16 +18,23 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"anchorage/bench"
 	"anchorage/internal/harness"
+	"anchorage/pkg/shard"
 )
 
 type options struct {
-	out, manager, baseline, nogate string
-	coordinators, scenarios        string
-	projects, replicas             string
-	smoke, scale                   bool
-	planes                         int
+	out, manager, baseline, nogate  string
+	coordinators, scenarios         string
+	projects, replicas              string
+	smoke, scale                    bool
+	planes                          int
+	only, dataPathTimings           string
+	dataPath, dataPathSmall         bool
+	dataPathPlanes, dataPathProxies int
 }
 
 func main() {
@@ -43,7 +50,16 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "short correctness run; exit 1 on an overlap, a late write in a pause, an anchor left or a wrongful deletion")
 	flag.BoolVar(&o.scale, "scale", true, "run the Lease-write and memory runs (off with --smoke)")
 	flag.IntVar(&o.planes, "planes", 3, "real project planes of the scenarios")
+	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
+	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
+	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
+	flag.StringVar(&o.dataPathTimings, "data-path-timings", "fast", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s)")
+	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
+	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
 	flag.Parse()
+	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
+	// the report needs; without a logger they print a warning and a stack.
+	ctrllog.SetLogger(logr.Discard())
 	code, err := run(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
@@ -80,30 +96,22 @@ func run(o options) (int, error) {
 	if o.smoke {
 		sched = bench.SmokeSchedule
 	}
-	logf("starting a hub and %d project planes (logs and records in %s)", o.planes, work)
-	env, err := bench.StartEnv(o.planes, o.scale && !o.smoke, work)
-	if err != nil {
-		return 0, err
-	}
-	defer env.Stop()
-
-	if o.scenarios == "none" {
-		scenarios = nil
-	}
-	for _, s := range scenarios {
-		for _, c := range coords {
-			logf("scenario %s, coordinator %s", s, c)
-			res, err := env.RunScenario(ctx, bench.Coordinator(c), bench.Scenario(s), bins, sched, logf)
-			if err != nil {
-				return 0, fmt.Errorf("%s/%s: %w", c, s, err)
-			}
-			rep.Scenarios = append(rep.Scenarios, res)
-		}
-	}
-	if o.scale && !o.smoke {
-		if err := scaleRuns(ctx, env, bins, coords, o, rep); err != nil {
+	switch o.only {
+	case "":
+		if err := mainSections(ctx, o, coords, scenarios, bins, sched, work, rep); err != nil {
 			return 0, err
 		}
+		if o.dataPath && !o.smoke {
+			if err := dataPathSection(ctx, o, coords, bins, work, rep); err != nil {
+				return 0, err
+			}
+		}
+	case "data-path":
+		if err := dataPathSection(ctx, o, coords, bins, work, rep); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, fmt.Errorf("--only %q: want data-path", o.only)
 	}
 	rep.Finished = time.Now()
 	if err := bench.WriteReport(o.out, rep); err != nil {
@@ -129,6 +137,74 @@ func run(o options) (int, error) {
 		}
 	}
 	return code, nil
+}
+
+// mainSections runs the scenarios and the lightweight runs on their own control
+// planes, stopped before it returns.
+func mainSections(ctx context.Context, o options, coords, scenarios []string, bins bench.Binaries, sched bench.Schedule, work string, rep *bench.Report) error {
+	logf("starting a hub and %d project planes (logs and records in %s)", o.planes, work)
+	env, err := bench.StartEnv(o.planes, o.scale && !o.smoke, work)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	if o.scenarios == "none" {
+		scenarios = nil
+	}
+	for _, s := range scenarios {
+		for _, c := range coords {
+			logf("scenario %s, coordinator %s", s, c)
+			res, err := env.RunScenario(ctx, bench.Coordinator(c), bench.Scenario(s), bins, sched, logf)
+			if err != nil {
+				return fmt.Errorf("%s/%s: %w", c, s, err)
+			}
+			rep.Scenarios = append(rep.Scenarios, res)
+		}
+	}
+	if o.scale && !o.smoke {
+		return scaleRuns(ctx, env, bins, coords, o, rep)
+	}
+	return nil
+}
+
+// dataPathOptions sizes the data-path section from the flags.
+func dataPathOptions(o options) bench.DataPathOptions {
+	d := bench.FullDataPath
+	if o.dataPathSmall {
+		d = bench.SmallDataPath
+	}
+	if o.dataPathPlanes > 0 {
+		d.Planes = o.dataPathPlanes
+	}
+	if o.dataPathProxies > 0 {
+		d.Proxies = o.dataPathProxies
+	}
+	if o.dataPathTimings == "default" {
+		t := shard.DefaultTimings()
+		d.Timings = &t
+	}
+	return d
+}
+
+// dataPathSection starts the data-path section's hub and planes once and runs every
+// coordinator on them in turn (each run cleans up after itself).
+func dataPathSection(ctx context.Context, o options, coords []string, bins bench.Binaries, work string, rep *bench.Report) error {
+	d := dataPathOptions(o)
+	logf("data path: starting a hub and %d project planes", d.Planes)
+	env, err := bench.StartDataPathEnv(d.Planes, work)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	for _, c := range coords {
+		logf("data path, coordinator %s: %d planes × %d proxies, %d replicas", c, d.Planes, d.Proxies, d.Replicas)
+		res, err := env.RunDataPath(ctx, bench.Coordinator(c), bins, d, logf)
+		if err != nil {
+			return fmt.Errorf("data path %s: %w", c, err)
+		}
+		rep.DataPath = append(rep.DataPath, res)
+	}
+	return nil
 }
 
 // scaleRuns measures Lease writes at each project count (R=2) and memory at 100

@@ -1,0 +1,277 @@
+// The data path's cost: the design minimum of hub requests per proxy, percentiles of
+// latencies, and the hub requests a run's replicas sent, from the hub's audit log.
+
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// MinimumCost is the hub requests, by verb, that one proxy needs at the least.
+type MinimumCost map[string]float64
+
+// Total sums the requests of every verb.
+func (m MinimumCost) Total() float64 {
+	var t float64
+	for _, v := range m {
+		t += v
+	}
+	return t
+}
+
+// DesignMinimum is what docs/design.md ("Gateway path", anchors, deletion) needs from
+// the hub, per proxy, and nothing more:
+//
+//   - programming a proxy with hostnames hostnames, one of proxiesPerNamespace in a
+//     fresh upstream namespace: the create of the mapped namespace (once per upstream
+//     namespace, so amortized over its proxies), the two anchors (the upstream
+//     Gateway's and HTTPRoute's), the downstream Gateway and HTTPRoute and one
+//     Certificate per hostname — creates only, since nothing is there to read;
+//   - deleting it: the two anchor deletes, each a GET in the mapped namespace (the live
+//     read that proves what is deleted) and a DELETE with that read's UID and
+//     resourceVersion as preconditions. The downstream objects go with their anchor
+//     (the hub's garbage collector, not a replica).
+//
+// A proxiesPerNamespace below 1 counts as 1.
+func DesignMinimum(hostnames, proxiesPerNamespace int) (create, del MinimumCost) {
+	perNamespace := float64(max(proxiesPerNamespace, 1))
+	const anchors = 2 // the upstream Gateway's and the HTTPRoute's
+	create = MinimumCost{"create": 1/perNamespace + anchors + 1 + 1 + float64(hostnames)}
+	del = MinimumCost{"get": anchors, "delete": anchors}
+	return create, del
+}
+
+// Latency is the p50, p99 and max of a set of durations.
+type Latency struct {
+	N   int           `json:"n"`
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+	Max time.Duration `json:"max"`
+}
+
+// Percentile returns the nearest-rank p-th percentile of xs (0 < p ≤ 100): the
+// smallest value at least p percent of the values are at or below. False when xs is
+// empty. xs is not modified.
+func Percentile(xs []time.Duration, p float64) (time.Duration, bool) {
+	if len(xs) == 0 || p <= 0 || p > 100 {
+		return 0, false
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[max(rank, 1)-1], true
+}
+
+// LatencyOf summarizes ds; the zero Latency when ds is empty.
+func LatencyOf(ds []time.Duration) Latency {
+	l := Latency{N: len(ds)}
+	l.P50, _ = Percentile(ds, 50)
+	l.P99, _ = Percentile(ds, 99)
+	l.Max, _ = Max(ds)
+	return l
+}
+
+// requestEvent is an audit event with the fields a request count needs besides the
+// ones every check reads.
+type requestEvent struct {
+	auditEvent
+	// Stage is ResponseComplete for a finished request; a watch also logs
+	// ResponseStarted.
+	Stage      string `json:"stage"`
+	RequestURI string `json:"requestURI"`
+}
+
+// readRequests reads the audit log at path from offset on.
+func readRequests(path string, offset int64) ([]requestEvent, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []requestEvent
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 16<<20)
+	for s.Scan() {
+		var e requestEvent
+		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s: parsing audit line: %w", path, err)
+		}
+		out = append(out, e)
+	}
+	return out, s.Err()
+}
+
+// Kinds of ConfigMap LIST a replica sends, as ClassifyConfigMapList tells them.
+const (
+	// ListInformer is an informer's list (initial or relist): it names a
+	// resourceVersion to start its watch from.
+	ListInformer = "informer"
+	// ListByName selects one name (fieldSelector metadata.name=…): what the old
+	// finalizer sent to find an anchor across every namespace.
+	ListByName = "by-name"
+	// ListOther is any other list (the resync's pages, for one).
+	ListOther = "other"
+)
+
+// ClassifyConfigMapList tells a ConfigMap LIST's kind from its request URI: a name
+// field selector first (whatever else it carries), then a resourceVersion parameter
+// (what a reflector's list always names), else other.
+func ClassifyConfigMapList(requestURI string) string {
+	q := url.Values{}
+	if u, err := url.Parse(requestURI); err == nil {
+		q = u.Query()
+	}
+	for _, sel := range q["fieldSelector"] {
+		for _, term := range strings.Split(sel, ",") {
+			if strings.HasPrefix(strings.TrimSpace(term), "metadata.name=") {
+				return ListByName
+			}
+		}
+	}
+	if q.Has("resourceVersion") {
+		return ListInformer
+	}
+	return ListOther
+}
+
+// RequestCount is the hub requests of a run's replicas in one phase.
+type RequestCount struct {
+	// ByVerb counts requests by verb; ByVerbResource by "verb resource".
+	ByVerb         map[string]int `json:"byVerb"`
+	ByVerbResource map[string]int `json:"byVerbResource"`
+	// ConfigMapLists counts ConfigMap LISTs by ClassifyConfigMapList's kind.
+	ConfigMapLists map[string]int `json:"configMapLists"`
+}
+
+// Total sums every verb.
+func (c RequestCount) Total() int {
+	t := 0
+	for _, v := range c.ByVerb {
+		t += v
+	}
+	return t
+}
+
+// countsAsDataPath says whether a hub request is the data path's: sent by one of
+// users (the run's replicas; the harness's own requests are not), finished
+// (ResponseComplete), not a watch (a connection, not a request per object) and not
+// on Leases or Events (coordination and reporting, counted elsewhere).
+func countsAsDataPath(e requestEvent, users map[string]bool) bool {
+	return users[e.User.Username] && e.Stage == "ResponseComplete" && e.Verb != "watch" &&
+		!isLeaseOrEvent(e.ObjectRef.Resource)
+}
+
+// CountRequests counts the data path's hub requests (countsAsDataPath) received in
+// [from, to).
+func CountRequests(events []requestEvent, users map[string]bool, from, to time.Time) RequestCount {
+	c := RequestCount{ByVerb: map[string]int{}, ByVerbResource: map[string]int{}, ConfigMapLists: map[string]int{}}
+	for _, e := range events {
+		at := e.RequestReceivedTimestamp
+		if !countsAsDataPath(e, users) || at.Before(from) || !at.Before(to) {
+			continue
+		}
+		c.ByVerb[e.Verb]++
+		c.ByVerbResource[e.Verb+" "+e.ObjectRef.Resource]++
+		if e.Verb == "list" && e.ObjectRef.Resource == "configmaps" {
+			c.ConfigMapLists[ClassifyConfigMapList(e.RequestURI)]++
+		}
+	}
+	return c
+}
+
+// PerProxy divides every verb's count by n proxies (nil when n is 0).
+func (c RequestCount) PerProxy(n int) map[string]float64 {
+	if n == 0 {
+		return nil
+	}
+	out := map[string]float64{}
+	for v, k := range c.ByVerb {
+		out[v] = float64(k) / float64(n)
+	}
+	return out
+}
+
+// hubObject names one object on the hub.
+type hubObject struct{ resource, namespace, name string }
+
+// objectLife is when an object was last created and last deleted.
+type objectLife struct{ created, deleted time.Time }
+
+// CleanTimes returns, for every proxy in deleted (when its deletion was requested),
+// how long after that every hub object created for it (x.proxyOf: its anchors, its
+// downstream Gateway, HTTPRoute and Certificates) was deleted, from the hub's audit
+// events (successful creates and deletes, by anyone: the garbage collector deletes
+// the downstream objects). A proxy one of whose objects was not deleted after its last
+// create is listed in notClean; a proxy with no hub object at all is in neither.
+func CleanTimes(events []requestEvent, x ProxyIndex, deleted map[ProxyKey]time.Time) (clean map[ProxyKey]time.Duration, notClean []ProxyKey) {
+	lives := map[ProxyKey]map[hubObject]*objectLife{}
+	for _, e := range events {
+		ref := e.ObjectRef
+		p, inRun := x.Projects[ref.Namespace]
+		if !inRun || !succeeded(e.auditEvent) || (e.Verb != "create" && e.Verb != "delete") {
+			continue
+		}
+		proxy, ok, known := x.proxyOf(p, ref.Resource, ref.Name)
+		if !ok || !known {
+			continue
+		}
+		if lives[proxy] == nil {
+			lives[proxy] = map[hubObject]*objectLife{}
+		}
+		key := hubObject{ref.Resource, ref.Namespace, ref.Name}
+		life := lives[proxy][key]
+		if life == nil {
+			life = &objectLife{}
+			lives[proxy][key] = life
+		}
+		if e.Verb == "create" && e.StageTimestamp.After(life.created) {
+			life.created = e.StageTimestamp
+		}
+		if e.Verb == "delete" && e.StageTimestamp.After(life.deleted) {
+			life.deleted = e.StageTimestamp
+		}
+	}
+	clean = map[ProxyKey]time.Duration{}
+	for proxy, at := range deleted {
+		objects := lives[proxy]
+		if len(objects) == 0 {
+			continue
+		}
+		last, ok := lastDeletion(objects)
+		if !ok {
+			notClean = append(notClean, proxy)
+			continue
+		}
+		clean[proxy] = max(last.Sub(at), 0)
+	}
+	sort.Slice(notClean, func(i, j int) bool { return notClean[i].Name < notClean[j].Name })
+	return clean, notClean
+}
+
+// lastDeletion returns the latest delete among objects, false when one of them was
+// not deleted after it was last created.
+func lastDeletion(objects map[hubObject]*objectLife) (time.Time, bool) {
+	var last time.Time
+	for _, life := range objects {
+		if life.deleted.IsZero() || life.deleted.Before(life.created) {
+			return time.Time{}, false
+		}
+		if life.deleted.After(last) {
+			last = life.deleted
+		}
+	}
+	return last, true
+}

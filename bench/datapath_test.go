@@ -1,0 +1,304 @@
+package bench
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDesignMinimum: creates only when programming (the mapped namespace amortized
+// over the proxies of its upstream namespace, two anchors, the downstream Gateway and
+// HTTPRoute, one Certificate per hostname); a GET and a DELETE per anchor when
+// deleting, whatever the hostnames.
+func TestDesignMinimum(t *testing.T) {
+	tests := []struct {
+		name                  string
+		hostnames, perNS      int
+		create                MinimumCost
+		del                   MinimumCost
+		createTotal, delTotal float64
+	}{
+		{"one proxy alone in its namespace", 1, 1, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 2}, 6, 4},
+		{"fifty proxies share the namespace's create", 1, 50, MinimumCost{"create": 5.02}, MinimumCost{"get": 2, "delete": 2}, 5.02, 4},
+		{"three hostnames: three Certificates", 3, 1, MinimumCost{"create": 8}, MinimumCost{"get": 2, "delete": 2}, 8, 4},
+		{"no proxies per namespace counts as one", 1, 0, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 2}, 6, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			create, del := DesignMinimum(tt.hostnames, tt.perNS)
+			if !sameCost(create, tt.create) || !sameCost(del, tt.del) {
+				t.Errorf("DesignMinimum(%d, %d) = %v, %v; want %v, %v", tt.hostnames, tt.perNS, create, del, tt.create, tt.del)
+			}
+			if math.Abs(create.Total()-tt.createTotal) > 1e-9 || del.Total() != tt.delTotal {
+				t.Errorf("totals = %v, %v; want %v, %v", create.Total(), del.Total(), tt.createTotal, tt.delTotal)
+			}
+		})
+	}
+}
+
+func sameCost(a, b MinimumCost) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if math.Abs(b[k]-v) > 1e-9 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestPercentile: nearest rank; p99 of 100 values is the 99th, of 10 the largest;
+// empty input and out-of-range p report false; the input is not modified.
+func TestPercentile(t *testing.T) {
+	hundred := make([]time.Duration, 100)
+	for i := range hundred {
+		hundred[i] = time.Duration(100-i) * time.Millisecond // descending: sorting is Percentile's job
+	}
+	ten := []time.Duration{10, 9, 8, 7, 6, 5, 4, 3, 2, 1}
+	tests := []struct {
+		name string
+		in   []time.Duration
+		p    float64
+		want time.Duration
+		ok   bool
+	}{
+		{"p50 of 100", hundred, 50, 50 * time.Millisecond, true},
+		{"p99 of 100", hundred, 99, 99 * time.Millisecond, true},
+		{"p100 of 100", hundred, 100, 100 * time.Millisecond, true},
+		{"p50 of 10", ten, 50, 5, true},
+		{"p99 of 10 is the max", ten, 99, 10, true},
+		{"p1 of 10 is the min", ten, 1, 1, true},
+		{"one value", []time.Duration{7}, 99, 7, true},
+		{"empty", nil, 50, 0, false},
+		{"p 0", ten, 0, 0, false},
+		{"p above 100", ten, 101, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := slices.Clone(tt.in)
+			got, ok := Percentile(in, tt.p)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("Percentile(p%v) = %v, %v; want %v, %v", tt.p, got, ok, tt.want, tt.ok)
+			}
+			if !slices.Equal(in, tt.in) {
+				t.Errorf("input modified")
+			}
+		})
+	}
+	l := LatencyOf(ten)
+	if l != (Latency{N: 10, P50: 5, P99: 10, Max: 10}) {
+		t.Errorf("LatencyOf = %+v", l)
+	}
+}
+
+// TestClassifyConfigMapList: a name field selector is the old finalizer's list,
+// whatever else the request names; a resourceVersion is an informer's; anything else
+// is other.
+func TestClassifyConfigMapList(t *testing.T) {
+	tests := []struct{ uri, want string }{
+		{"/api/v1/configmaps?fieldSelector=metadata.name%3Danchor-1234", ListByName},
+		{"/api/v1/configmaps?fieldSelector=metadata.namespace%21%3Dx%2Cmetadata.name%3Danchor-1", ListByName},
+		{"/api/v1/configmaps?fieldSelector=metadata.name%3Danchor-1&resourceVersion=0", ListByName},
+		{"/api/v1/configmaps?limit=500&resourceVersion=0", ListInformer},
+		{"/api/v1/namespaces/ns-1/configmaps?labelSelector=a%3Db&resourceVersion=4711", ListInformer},
+		{"/api/v1/configmaps?labelSelector=a&limit=500", ListOther},
+		{"/api/v1/configmaps?fieldSelector=metadata.namespace%3Dns-1", ListOther},
+		{"/api/v1/configmaps", ListOther},
+	}
+	for _, tt := range tests {
+		if got := ClassifyConfigMapList(tt.uri); got != tt.want {
+			t.Errorf("ClassifyConfigMapList(%q) = %q, want %q", tt.uri, got, tt.want)
+		}
+	}
+}
+
+// request is a synthetic request event: auditAt plus its stage and URI.
+func request(ms int, user, verb, resource, namespace, name string, code int, uri string) requestEvent {
+	return requestEvent{auditEvent: auditAt(ms, user, verb, resource, namespace, name, code), Stage: "ResponseComplete", RequestURI: uri}
+}
+
+// TestCountRequests: only the run's replicas' finished requests received in
+// [from, to) count, by verb and by verb and resource; watches, Leases, Events, the
+// harness's requests and a watch's ResponseStarted stage do not; failed requests do
+// (they cost the hub too); ConfigMap LISTs are split by kind.
+func TestCountRequests(t *testing.T) {
+	users := map[string]bool{"bench:r0": true, "bench:r1": true}
+	started := request(1100, "bench:r0", "get", "configmaps", "ns-1", "anchor-a", 200, "")
+	started.Stage = "ResponseStarted"
+	events := []requestEvent{
+		request(999, "bench:r0", "get", "configmaps", "ns-1", "anchor-a", 200, ""), // before the phase
+		request(1000, "bench:r0", "get", "configmaps", "ns-1", "anchor-a", 200, ""),
+		request(1001, "bench:r1", "delete", "configmaps", "ns-1", "anchor-a", 200, ""),
+		request(1002, "bench:r1", "delete", "configmaps", "ns-1", "anchor-b", 409, ""), // failed: still a request
+		request(1003, "bench:r0", "list", "configmaps", "", "", 200, "/api/v1/configmaps?fieldSelector=metadata.name%3Danchor-a"),
+		request(1004, "bench:r0", "list", "configmaps", "", "", 200, "/api/v1/configmaps?resourceVersion=0"),
+		request(1005, "bench:r0", "list", "certificates", "ns-1", "", 200, "/apis/cert-manager.io/v1/namespaces/ns-1/certificates?labelSelector=x"),
+		request(1006, "bench:r0", "watch", "configmaps", "", "", 200, "/api/v1/configmaps?watch=true"),
+		request(1007, "bench:r0", "update", "leases", "bench-r1", "m", 200, ""),
+		request(1008, "bench:r0", "create", "events", "bench-r1", "e", 201, ""),
+		request(1009, "admin", "get", "configmaps", "ns-1", "anchor-a", 200, ""), // the harness
+		started,
+		request(2000, "bench:r0", "get", "configmaps", "ns-1", "anchor-a", 200, ""), // at the phase's end: not in it
+	}
+	c := CountRequests(events, users, reportAt(1), reportAt(2))
+	wantVerb := map[string]int{"get": 1, "delete": 2, "list": 3}
+	if !mapsEqual(c.ByVerb, wantVerb) {
+		t.Errorf("ByVerb = %v, want %v", c.ByVerb, wantVerb)
+	}
+	wantVR := map[string]int{"get configmaps": 1, "delete configmaps": 2, "list configmaps": 2, "list certificates": 1}
+	if !mapsEqual(c.ByVerbResource, wantVR) {
+		t.Errorf("ByVerbResource = %v, want %v", c.ByVerbResource, wantVR)
+	}
+	wantLists := map[string]int{ListByName: 1, ListInformer: 1}
+	if !mapsEqual(c.ConfigMapLists, wantLists) {
+		t.Errorf("ConfigMapLists = %v, want %v", c.ConfigMapLists, wantLists)
+	}
+	if c.Total() != 6 {
+		t.Errorf("Total = %d, want 6", c.Total())
+	}
+	per := c.PerProxy(2)
+	if per["delete"] != 1 || per["list"] != 1.5 || per["get"] != 0.5 {
+		t.Errorf("PerProxy(2) = %v", per)
+	}
+	if c.PerProxy(0) != nil {
+		t.Errorf("PerProxy(0) = %v, want nil", c.PerProxy(0))
+	}
+}
+
+func mapsEqual[K comparable, V comparable](a, b map[K]V) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCleanTimes: a proxy is clean when every hub object created for it (its anchors
+// by owner, its downstream Gateway and HTTPRoute by name, its Certificates by prefix)
+// has a successful delete, by anyone, after its last create; the time is from the
+// proxy's delete request to the last of those deletes. One whose object was never
+// deleted, or was created again after its delete, is not clean; a proxy with no hub
+// object is neither; another namespace's objects and failed deletes do not count.
+func TestCleanTimes(t *testing.T) {
+	p := ProjectLoad{Name: "run-p0", Namespace: "bench-run"}
+	hubNS := "ns-00000000-0000-0000-0000-000000000001"
+	proxy := func(name string) ProxyKey { return ProxyKey{Project: p.Name, Namespace: p.Namespace, Name: name} }
+	owners := map[string]ProxyKey{"anchor-g1": proxy("px-1"), "anchor-r1": proxy("px-1"), "anchor-g2": proxy("px-2"), "anchor-g3": proxy("px-3")}
+	x := ProxyIndex{Projects: map[string]ProjectLoad{hubNS: p}, AnchorOwner: func(n string) (ProxyKey, bool) { k, ok := owners[n]; return k, ok }}
+	const gc = "system:kube-controller-manager"
+	ev := func(ms int, user, verb, resource, name string, code int) requestEvent {
+		return request(ms, user, verb, resource, hubNS, name, code, "")
+	}
+	events := []requestEvent{
+		// px-1: anchors, Gateway, HTTPRoute, Certificate; the GC's delete of the
+		// Certificate is the last.
+		ev(100, "bench:r0", "create", "configmaps", "anchor-g1", 201),
+		ev(110, "bench:r0", "create", "configmaps", "anchor-r1", 201),
+		ev(120, "bench:r0", "create", "gateways", "px-1", 201),
+		ev(130, "bench:r0", "create", "httproutes", "px-1", 201),
+		ev(140, "bench:r0", "create", "certificates", "px-1-https-px-1.example", 201),
+		ev(1200, "bench:r1", "delete", "gateways", "px-1", 200),
+		ev(1250, "bench:r1", "delete", "configmaps", "anchor-g1", 409), // failed
+		ev(1300, "bench:r1", "delete", "configmaps", "anchor-g1", 200),
+		ev(1400, "bench:r1", "delete", "configmaps", "anchor-r1", 200),
+		ev(1500, gc, "delete", "httproutes", "px-1", 200),
+		ev(1995, gc, "delete", "certificates", "px-1-https-px-1.example", 200),
+		request(9000, gc, "delete", "gateways", "ns-other", "px-1", 200, ""), // another namespace
+		// px-2: its anchor deleted, its Gateway never.
+		ev(200, "bench:r0", "create", "configmaps", "anchor-g2", 201),
+		ev(210, "bench:r0", "create", "gateways", "px-2", 201),
+		ev(1500, "bench:r0", "delete", "configmaps", "anchor-g2", 200),
+		// px-3: its anchor deleted, then created again.
+		ev(300, "bench:r0", "create", "configmaps", "anchor-g3", 201),
+		ev(1500, "bench:r0", "delete", "configmaps", "anchor-g3", 200),
+		ev(1600, "bench:r0", "create", "configmaps", "anchor-g3", 201),
+	}
+	deleted := map[ProxyKey]time.Time{proxy("px-1"): reportAt(1), proxy("px-2"): reportAt(1), proxy("px-3"): reportAt(1), proxy("px-4"): reportAt(1)}
+	clean, notClean := CleanTimes(events, x, deleted)
+	if len(clean) != 1 || clean[proxy("px-1")] != time.Second {
+		// 1995 ms received + 5 ms to the stage timestamp, less the delete at 1 s.
+		t.Errorf("clean = %v, want px-1 after 1s", clean)
+	}
+	if want := []ProxyKey{proxy("px-2"), proxy("px-3")}; !slices.Equal(notClean, want) {
+		t.Errorf("notClean = %v, want %v", notClean, want)
+	}
+}
+
+// TestDataPathTargets: the cost per deleted proxy against 1.5 × the minimum, the
+// finalizer lists (by name or other, not informer ones), and anchorage's p99s against
+// the baseline's; without the baseline the latency targets have no verdict, and with
+// a proxy not clean the cost has none (its requests fall outside the phase).
+func TestDataPathTargets(t *testing.T) {
+	_, minDel := DesignMinimum(1, 50)
+	anch := DataPathResult{
+		Coordinator: Anchorage, Deleted: 10, MinimumDelete: minDel,
+		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 30, "delete": 30}, ConfigMapLists: map[string]int{ListInformer: 2}},
+		ToProgrammed:   []time.Duration{time.Second, 2 * time.Second},
+		ToClean:        []time.Duration{3 * time.Second},
+	}
+	base := DataPathResult{Coordinator: Sharded, ToProgrammed: []time.Duration{3 * time.Second}, ToClean: []time.Duration{2 * time.Second}}
+	verdicts := func(r *Report) []string {
+		var out []string
+		for _, tg := range DataPathTargets(r) {
+			out = append(out, tg.Verdict())
+		}
+		return out
+	}
+	// 60 requests / 10 proxies = 6 per proxy = 1.5 × 4: met, at the limit.
+	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch, base}}), []string{"yes", "yes", "yes", "no"}; !slices.Equal(got, want) {
+		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+	anch.DeleteRequests.ByVerb["list"] = 1
+	anch.DeleteRequests.ConfigMapLists[ListByName] = 1
+	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch}}), []string{"no", "no", "n/a", "n/a"}; !slices.Equal(got, want) {
+		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+	anch.NotClean = 1
+	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[0]; got != "n/a" {
+		t.Errorf("cost verdict with a proxy not clean = %v, want n/a", got)
+	}
+	if got := verdicts(&Report{}); !slices.Equal(got, []string{"n/a", "n/a", "n/a", "n/a"}) {
+		t.Errorf("verdicts without data = %v", got)
+	}
+}
+
+// TestWriteReportDataPath: the data-path section, its targets and its plot appear
+// when the report has a data-path result.
+func TestWriteReportDataPath(t *testing.T) {
+	minCreate, minDel := DesignMinimum(1, 10)
+	d := DataPathResult{
+		Coordinator: Anchorage, Planes: 2, Proxies: 20, Replicas: 3, Created: 20, Deleted: 20,
+		ToProgrammed: []time.Duration{time.Second, 2 * time.Second}, ToClean: []time.Duration{time.Second},
+		CreateRequests: RequestCount{ByVerb: map[string]int{"create": 12}, ByVerbResource: map[string]int{"create configmaps": 12}},
+		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 40, "delete": 40}, ByVerbResource: map[string]int{"get configmaps": 40, "delete configmaps": 40}},
+		MinimumCreate:  minCreate, MinimumDelete: minDel, PeakRSS: []uint64{50e6, 60e6, 70e6},
+	}
+	dir := t.TempDir()
+	if err := WriteReport(dir, &Report{DataPath: []DataPathResult{d}}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, ReportFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(b)
+	for _, want := range []string{"## Data path", "create → Programmed p50 / p99 / max", "1.00 s / 2.00 s / 2.00 s",
+		"4.00 (1.00 × minimum 4.00)", "hub requests per deleted proxy ≤ 1.5 × the design minimum", "50.0, 60.0, 70.0", DataPathPlot} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q:\n%s", want, md)
+		}
+	}
+	if png, err := os.ReadFile(filepath.Join(dir, DataPathPlot)); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Errorf("%s not written as a PNG: %v", DataPathPlot, err)
+	}
+}
