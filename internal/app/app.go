@@ -195,7 +195,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		// The resync reads owners from project caches without starting informers.
-		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
+		// Each keeps only the REST mappings of the kinds it resolves (KindMapperOption).
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
