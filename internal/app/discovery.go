@@ -71,11 +71,9 @@ func (discoveryOnlyCache) GetInformerForKind(context.Context, schema.GroupVersio
 
 func (discoveryOnlyCache) RemoveInformer(context.Context, client.Object) error { return nil }
 
-// Start blocks until ctx ends, as a cache's Start does.
-func (discoveryOnlyCache) Start(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
-}
+// Start returns at once: there is nothing to run, and no goroutine per discovered
+// project waits in it (the provider starts every cluster in a goroutine of its own).
+func (discoveryOnlyCache) Start(context.Context) error { return nil }
 
 func (discoveryOnlyCache) WaitForCacheSync(context.Context) bool { return true }
 

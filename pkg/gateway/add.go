@@ -120,11 +120,12 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
 	}
-	for _, owned := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}} {
-		src := mcsource.TypedKind[client.Object, mcreconcile.Request](owned, enqueueControllingProxy)
-		if err := proxyCtrl.MultiClusterWatch(deferredSource{inner: src, gates: gates}); err != nil {
-			return nil, fmt.Errorf("watching the HTTPProxies' %T: %w", owned, err)
-		}
+	owned := deferredSource{gates: gates}
+	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+		owned.inners = append(owned.inners, mcsource.TypedKind[client.Object, mcreconcile.Request](kind, enqueueControllingProxy))
+	}
+	if err := proxyCtrl.MultiClusterWatch(owned); err != nil {
+		return nil, fmt.Errorf("watching the objects HTTPProxies own: %w", err)
 	}
 
 	err = mcbuilder.ControllerManagedBy(mgr).
@@ -150,7 +151,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	}
 	// A Gateway matters to routes only once it is ours, which opens the gate.
 	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway)
-	if err := routeCtrl.MultiClusterWatch(deferredSource{inner: gatewaysForRoutes, gates: gates}); err != nil {
+	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
 	s.gates = gates

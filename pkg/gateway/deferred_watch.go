@@ -114,46 +114,65 @@ func (g *gate) whenOpen(start func()) bool {
 	return false
 }
 
-// deferredSource is a multicluster source whose per-project sources start only once
-// the project's gate opens.
+// deferredSource is a multicluster source of one or more kinds whose per-project
+// sources start only once the project's gate opens. One deferredSource per controller
+// keeps the goroutines multicluster-runtime spends on every engaged source to one.
 type deferredSource struct {
-	inner mcsource.TypedSource[client.Object, mcreconcile.Request]
-	gates *projectGates
+	inners []mcsource.TypedSource[client.Object, mcreconcile.Request]
+	gates  *projectGates
 }
 
 var _ mcsource.TypedSource[client.Object, mcreconcile.Request] = deferredSource{}
 
 // ForCluster implements mcsource.TypedSource.
 func (d deferredSource) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
-	src, engage, err := d.inner.ForCluster(name, cl)
-	if err != nil || !engage {
-		return src, engage, err
+	var inners []source.TypedSource[mcreconcile.Request]
+	for _, in := range d.inners {
+		src, engage, err := in.ForCluster(name, cl)
+		if err != nil {
+			return nil, false, err
+		}
+		if engage {
+			inners = append(inners, src)
+		}
 	}
-	return &gatedSource{inner: src, project: name, gates: d.gates, gate: d.gates.engaged(name)}, true, nil
+	if len(inners) == 0 {
+		return source.TypedFunc[mcreconcile.Request](func(context.Context, workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error { return nil }), false, nil
+	}
+	return &gatedSource{inners: inners, project: name, gates: d.gates, gate: d.gates.engaged(name)}, true, nil
 }
 
-// gatedSource is one project's deferred source.
+// gatedSource is one project's deferred sources.
 type gatedSource struct {
-	inner   source.TypedSource[mcreconcile.Request]
+	inners  []source.TypedSource[mcreconcile.Request]
 	project multicluster.ClusterName
 	gates   *projectGates
 	gate    *gate
 }
 
-// Start starts the inner source now if the project's gate is open, else when it opens
-// (unless the engagement ended by then). No goroutine waits meanwhile.
+// Start starts the inner sources now if the project's gate is open, else when it
+// opens (unless the engagement ended by then). No goroutine waits meanwhile.
 func (s *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
 	context.AfterFunc(ctx, func() { s.gates.disengaged(s.project, s.gate) })
 	deferred := func() {
 		if ctx.Err() != nil {
 			return
 		}
-		if err := s.inner.Start(ctx, q); err != nil {
+		if err := s.startInners(ctx, q); err != nil {
 			ctrllog.FromContext(ctx).Error(err, "Starting a deferred watch", "project", s.project)
 		}
 	}
 	if s.gate.whenOpen(deferred) {
-		return s.inner.Start(ctx, q)
+		return s.startInners(ctx, q)
+	}
+	return nil
+}
+
+func (s *gatedSource) startInners(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	for _, in := range s.inners {
+		if err := in.Start(ctx, q); err != nil {
+			return err
+		}
 	}
 	return nil
 }

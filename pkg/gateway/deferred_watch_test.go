@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 )
 
 // countingSource is a multicluster source whose per-project sources count their starts.
@@ -55,7 +57,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestDeferredWatchStartsOnlyOnceAProxyOrGatewayIsReconciled(t *testing.T) {
 	gates := newProjectGates()
 	var starts atomic.Int32
-	d := deferredSource{inner: countingSource{starts: &starts}, gates: gates}
+	d := deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{countingSource{starts: &starts}, countingSource{starts: &starts}}, gates: gates}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	startFor(t, d, ctx, "idle")
@@ -73,26 +75,26 @@ func TestDeferredWatchStartsOnlyOnceAProxyOrGatewayIsReconciled(t *testing.T) {
 	if inner.calls.Load() != 1 {
 		t.Fatal("the opening reconciler did not reconcile")
 	}
-	eventually(t, "busy's deferred source started", func() bool { return starts.Load() == 1 })
+	eventually(t, "busy's two deferred sources started", func() bool { return starts.Load() == 2 })
 	if !gates.isOpen("busy") || gates.isOpen("idle") {
 		t.Fatalf("open: busy=%v idle=%v, want true, false", gates.isOpen("busy"), gates.isOpen("idle"))
 	}
 
 	// A source engaged once the project is open starts at once.
 	startFor(t, d, ctx, "busy")
-	if n := starts.Load(); n != 2 {
-		t.Fatalf("a source engaged with an open project: %d starts, want 2", n)
+	if n := starts.Load(); n != 4 {
+		t.Fatalf("sources engaged with an open project: %d starts, want 4", n)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if n := starts.Load(); n != 2 {
-		t.Fatalf("idle's source started (%d starts) though nothing opened it", n)
+	if n := starts.Load(); n != 4 {
+		t.Fatalf("idle's sources started (%d starts) though nothing opened them", n)
 	}
 }
 
 func TestDeferredWatchOfAnEndedEngagementNeverStarts(t *testing.T) {
 	gates := newProjectGates()
 	var starts atomic.Int32
-	d := deferredSource{inner: countingSource{starts: &starts}, gates: gates}
+	d := deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{countingSource{starts: &starts}, countingSource{starts: &starts}}, gates: gates}
 	ctx, cancel := context.WithCancel(context.Background())
 	startFor(t, d, ctx, "gone")
 	cancel()

@@ -3,8 +3,9 @@
 // process (the integration harness's manager, resync off, fast timings), and for each
 // project count P in --projects adds lightweight projects until there are P, waits until
 // the replica holds all of them, lets it settle, forces a GC and reports heap in use and
-// RSS; the heap profile of each step is written to --out/heap-P.pb.gz. Per project is
-// the step's heap in use minus the first step's (P=0), divided by P.
+// RSS; the heap and goroutine profiles of each step are written to --out/heap-P.pb.gz
+// and --out/goroutine-P.pb.gz. Per project is the step's heap in use minus the first
+// step's (P=0), divided by P.
 //
 // It starts two API servers: run it under the shared heavy lock.
 package main
@@ -165,7 +166,21 @@ func measure(profile string) (sample, error) {
 		return s, err
 	}
 	defer f.Close()
-	return s, pprof.WriteHeapProfile(f)
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		return s, err
+	}
+	return s, writeGoroutines(strings.Replace(profile, "heap-", "goroutine-", 1))
+}
+
+// writeGoroutines writes the goroutine profile, whose stacks are most of what RSS
+// holds beyond the heap.
+func writeGoroutines(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return pprof.Lookup("goroutine").WriteTo(f, 0)
 }
 
 // processRSS reads this process's resident set and its peak from /proc.
