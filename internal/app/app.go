@@ -67,7 +67,8 @@ type Options struct {
 	Logger logr.Logger
 	// HubCheckTimeout bounds the start-up probe of the hub. Default 10s.
 	HubCheckTimeout time.Duration
-	// ClusterOptions are applied to every project cluster the provider builds.
+	// ClusterOptions are applied to every project cluster the shard builds for a held
+	// project (the kubeconfig provider's clusters are discovery-only).
 	ClusterOptions []cluster.Option
 	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig
 	// (tests wrap the transport to cut a replica off).
@@ -185,15 +186,17 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace:      opts.ProviderNamespace,
-		ClusterOptions: append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...),
+		Namespace: opts.ProviderNamespace,
+		// Discovery only: the shard builds a held project's cluster from the config.
+		ClusterOptions: append(append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...), DiscoveryOnlyClusterOption()),
 		RESTOptions:    opts.ProjectRESTOptions,
 	})
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		// The resync reads owners from project caches without starting informers.
-		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption()}, opts.ClusterOptions...), Registry: opts.Registry,
+		// Each keeps only the REST mappings of the kinds it resolves (KindMapperOption).
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {

@@ -19,9 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
@@ -49,6 +51,20 @@ type Setup struct {
 	Metrics *Metrics
 
 	proxies, gateways, routes *enqueuer
+	gates                     *projectGates
+}
+
+// WatchesAllKinds reports whether project's deferred watches have started: an HTTPProxy
+// or one of our Gateways has been reconciled there since it was engaged.
+func (s *Setup) WatchesAllKinds(project string) bool {
+	return s.gates != nil && s.gates.isOpen(multicluster.ClusterName(project))
+}
+
+// enqueueControllingProxy enqueues the HTTPProxy controlling an object, as the
+// builder's Owns does.
+func enqueueControllingProxy(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return mchandler.ForCluster(handler.WithLowPriorityWhenUnchanged(handler.EnqueueRequestForOwner(
+		cl.GetScheme(), cl.GetRESTMapper(), &v1alpha.HTTPProxy{}, handler.OnlyControllerOwner())), name)
 }
 
 // routeParentIndex indexes HTTPRoutes by the "<namespace>/<name>" of every Gateway
@@ -93,17 +109,23 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	}
 	hubCache := mgr.GetLocalManager().GetCache()
 
-	err = mcbuilder.ControllerManagedBy(mgr).
+	// Watches past the three that notice our objects wait for the project's gate.
+	gates := newProjectGates()
+	proxyCtrl, err := mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
 		WithOptions(controllerOptions(mgr)).
 		For(&v1alpha.HTTPProxy{}).
-		Owns(&gatewayv1.Gateway{}).
-		Owns(&gatewayv1.HTTPRoute{}).
-		Owns(&corev1.Service{}).
 		WatchesRawSource(s.proxies.source()).
-		Complete(&HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
+		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
+	}
+	owned := deferredSource{gates: gates}
+	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+		owned.inners = append(owned.inners, mcsource.TypedKind[client.Object, mcreconcile.Request](kind, enqueueControllingProxy))
+	}
+	if err := proxyCtrl.MultiClusterWatch(owned); err != nil {
+		return nil, fmt.Errorf("watching the objects HTTPProxies own: %w", err)
 	}
 
 	err = mcbuilder.ControllerManagedBy(mgr).
@@ -112,22 +134,27 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(&GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
+		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
 
-	err = mcbuilder.ControllerManagedBy(mgr).
+	routeCtrl, err := mcbuilder.ControllerManagedBy(mgr).
 		Named("httproute").
 		WithOptions(controllerOptions(mgr)).
 		For(&gatewayv1.HTTPRoute{}).
-		Watches(&gatewayv1.Gateway{}, routesOfGateway).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
-		Complete(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
+		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
+	// A Gateway matters to routes only once it is ours, which opens the gate.
+	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway)
+	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
+		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
+	}
+	s.gates = gates
 	return s, nil
 }
 
@@ -209,8 +236,10 @@ func controllerOptions(mgr mcmanager.Manager) mccontroller.Options {
 	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation}
 }
 
-// WatchedKinds are the project kinds these controllers watch. The shard syncs their
-// informers before engaging the controllers with a project.
+// WatchedKinds are the project kinds these controllers watch from the moment they are
+// engaged with a project. The shard syncs their informers before engaging the
+// controllers. The other kinds (Services) are watched only once the project has an
+// HTTPProxy or one of our Gateways (deferred_watch.go).
 func WatchedKinds() []client.Object {
-	return []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}}
+	return []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}}
 }

@@ -42,10 +42,8 @@ func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	s.mu.Unlock()
 	s.log.V(1).Info("Discovered project", "project", project, "secret", name)
 	s.observer.poke()
-	go func() {
-		<-ctx.Done()
-		s.discoveryEnded(ctx, string(name))
-	}()
+	// No goroutine waits per discovered project: a replica discovers every project.
+	context.AfterFunc(ctx, func() { s.discoveryEnded(ctx, string(name)) })
 	return nil
 }
 

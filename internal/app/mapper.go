@@ -1,0 +1,198 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// A held project's REST mapper. Controller-runtime's dynamic mapper keeps, per project,
+// the discovery of every group the plane serves (its aggregated discovery fetches them
+// all at the first lookup): about 200 KB a project, most of an idle project's cost. A
+// replica resolves a handful of kinds in a project; kindMapper keeps only those.
+
+// KindMapperOption gives a project cluster a kindMapper instead of controller-runtime's
+// dynamic REST mapper.
+func KindMapperOption() cluster.Option {
+	return func(o *cluster.Options) {
+		o.MapperProvider = NewKindMapper
+	}
+}
+
+// NewKindMapper returns a REST mapper that asks the server, one group version at a
+// time, about the kinds it is asked to map, and keeps only their mappings. A kind the
+// server does not serve is looked up again at the next request (a CRD installed later
+// is found). The methods other than RESTMapping and RESTMappings, which nothing in a
+// replica calls on a project, go to a dynamic mapper built on first use.
+func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	return &kindMapper{
+		discovery: dc,
+		fallback:  sync.OnceValues(func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, httpClient) }),
+		mappings:  map[schema.GroupVersionKind]*meta.RESTMapping{},
+	}, nil
+}
+
+// serverResources is the part of a discovery client a kindMapper uses.
+type serverResources interface {
+	ServerGroups() (*metav1.APIGroupList, error)
+	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
+}
+
+type kindMapper struct {
+	discovery serverResources
+	fallback  func() (meta.RESTMapper, error)
+
+	mu       sync.RWMutex
+	mappings map[schema.GroupVersionKind]*meta.RESTMapping
+}
+
+var _ meta.RESTMapper = (*kindMapper)(nil)
+
+// RESTMapping returns the mapping of gk in the first of versions the server serves it
+// in; with no versions, in the group's preferred version.
+func (m *kindMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	versions = nonEmpty(versions)
+	if len(versions) == 0 {
+		preferred, err := m.preferredVersion(gk)
+		if err != nil {
+			return nil, err
+		}
+		versions = []string{preferred}
+	}
+	for _, v := range versions {
+		mapping, err := m.mappingIn(gk.WithVersion(v))
+		if err != nil {
+			return nil, err
+		}
+		if mapping != nil {
+			return mapping, nil
+		}
+	}
+	return nil, &meta.NoKindMatchError{GroupKind: gk, SearchedVersions: versions}
+}
+
+// RESTMappings returns the mapping RESTMapping finds, as a list.
+func (m *kindMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	mapping, err := m.RESTMapping(gk, versions...)
+	if err != nil {
+		return nil, err
+	}
+	return []*meta.RESTMapping{mapping}, nil
+}
+
+// mappingIn returns gvk's mapping, asking the server once for a kind not known yet;
+// nil when the server does not serve it.
+func (m *kindMapper) mappingIn(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m.mu.RLock()
+	mapping := m.mappings[gvk]
+	m.mu.RUnlock()
+	if mapping != nil {
+		return mapping, nil
+	}
+	resources, err := m.discovery.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("discovering %s: %w", gvk.GroupVersion(), err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind != gvk.Kind || strings.Contains(r.Name, "/") {
+			continue
+		}
+		scope := meta.RESTScopeRoot
+		if r.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		mapping = &meta.RESTMapping{Resource: gvk.GroupVersion().WithResource(r.Name), GroupVersionKind: gvk, Scope: scope}
+		m.mu.Lock()
+		m.mappings[gvk] = mapping
+		m.mu.Unlock()
+		return mapping, nil
+	}
+	return nil, nil
+}
+
+// preferredVersion returns the version the server prefers for gk's group.
+func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
+	groups, err := m.discovery.ServerGroups()
+	if err != nil {
+		return "", fmt.Errorf("discovering API groups: %w", err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name == gk.Group {
+			return g.PreferredVersion.Version, nil
+		}
+	}
+	return "", &meta.NoKindMatchError{GroupKind: gk}
+}
+
+// KindFor implements meta.RESTMapper through the fallback mapper.
+func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	f, err := m.fallback()
+	if err != nil {
+		return schema.GroupVersionKind{}, err
+	}
+	return f.KindFor(resource)
+}
+
+// KindsFor implements meta.RESTMapper through the fallback mapper.
+func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	f, err := m.fallback()
+	if err != nil {
+		return nil, err
+	}
+	return f.KindsFor(resource)
+}
+
+// ResourceFor implements meta.RESTMapper through the fallback mapper.
+func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	f, err := m.fallback()
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	return f.ResourceFor(input)
+}
+
+// ResourcesFor implements meta.RESTMapper through the fallback mapper.
+func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	f, err := m.fallback()
+	if err != nil {
+		return nil, err
+	}
+	return f.ResourcesFor(input)
+}
+
+// ResourceSingularizer implements meta.RESTMapper through the fallback mapper.
+func (m *kindMapper) ResourceSingularizer(resource string) (string, error) {
+	f, err := m.fallback()
+	if err != nil {
+		return "", err
+	}
+	return f.ResourceSingularizer(resource)
+}
+
+// nonEmpty drops empty versions (no version given).
+func nonEmpty(versions []string) []string {
+	var out []string
+	for _, v := range versions {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,191 @@
+package gateway
+
+import (
+	"context"
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
+)
+
+// A project that holds no HTTPProxy and no Gateway of our class (most projects, most of
+// the time) needs only the watches that notice one appearing: HTTPProxies, Gateways
+// and HTTPRoutes (a route carrying our finalizer must be finalized whatever else is
+// left). The other watches (the objects an HTTPProxy owns, and Gateways for the
+// routes attached to them) are deferred, per engaged project, until the first
+// reconcile of an HTTPProxy or of one of our Gateways there opens the project's gate.
+// A deferred watch that starts lists its kind first, so every object already there is
+// seen: nothing created while it was deferred is missed. An idle project so costs a
+// replica three informers with one handler each instead of four with seven.
+
+// projectGates holds one gate per engaged project.
+type projectGates struct {
+	mu    sync.Mutex
+	gates map[multicluster.ClusterName]*gate
+}
+
+func newProjectGates() *projectGates {
+	return &projectGates{gates: map[multicluster.ClusterName]*gate{}}
+}
+
+// gate starts the deferred watches of one project's engagement once opened.
+type gate struct {
+	mu      sync.Mutex
+	open    bool
+	pending []func()
+}
+
+// engaged returns the gate of project, creating a closed one for a new engagement.
+func (p *projectGates) engaged(project multicluster.ClusterName) *gate {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.gates[project]
+	if g == nil {
+		g = &gate{}
+		p.gates[project] = g
+	}
+	return g
+}
+
+// disengaged forgets project's gate g (a later engagement starts closed again).
+func (p *projectGates) disengaged(project multicluster.ClusterName, g *gate) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gates[project] == g {
+		delete(p.gates, project)
+	}
+}
+
+// open opens project's gate, if the project is engaged, and starts its deferred watches.
+func (p *projectGates) open(project multicluster.ClusterName) {
+	p.mu.Lock()
+	g := p.gates[project]
+	p.mu.Unlock()
+	if g != nil {
+		g.openNow()
+	}
+}
+
+// isOpen reports whether project's deferred watches have been started.
+func (p *projectGates) isOpen(project multicluster.ClusterName) bool {
+	p.mu.Lock()
+	g := p.gates[project]
+	p.mu.Unlock()
+	if g == nil {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
+func (g *gate) openNow() {
+	g.mu.Lock()
+	if g.open {
+		g.mu.Unlock()
+		return
+	}
+	g.open = true
+	pending := g.pending
+	g.pending = nil
+	g.mu.Unlock()
+	for _, start := range pending {
+		// Starting a watch waits for its informer to sync: not on the reconcile's time.
+		go start()
+	}
+}
+
+// whenOpen runs start now, and reports true, when g is open; otherwise it keeps start
+// for the opening.
+func (g *gate) whenOpen(start func()) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open {
+		return true
+	}
+	g.pending = append(g.pending, start)
+	return false
+}
+
+// deferredSource is a multicluster source of one or more kinds whose per-project
+// sources start only once the project's gate opens. One deferredSource per controller
+// keeps the goroutines multicluster-runtime spends on every engaged source to one.
+type deferredSource struct {
+	inners []mcsource.TypedSource[client.Object, mcreconcile.Request]
+	gates  *projectGates
+}
+
+var _ mcsource.TypedSource[client.Object, mcreconcile.Request] = deferredSource{}
+
+// ForCluster implements mcsource.TypedSource.
+func (d deferredSource) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
+	var inners []source.TypedSource[mcreconcile.Request]
+	for _, in := range d.inners {
+		src, engage, err := in.ForCluster(name, cl)
+		if err != nil {
+			return nil, false, err
+		}
+		if engage {
+			inners = append(inners, src)
+		}
+	}
+	if len(inners) == 0 {
+		return source.TypedFunc[mcreconcile.Request](func(context.Context, workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error { return nil }), false, nil
+	}
+	return &gatedSource{inners: inners, project: name, gates: d.gates, gate: d.gates.engaged(name)}, true, nil
+}
+
+// gatedSource is one project's deferred sources.
+type gatedSource struct {
+	inners  []source.TypedSource[mcreconcile.Request]
+	project multicluster.ClusterName
+	gates   *projectGates
+	gate    *gate
+}
+
+// Start starts the inner sources now if the project's gate is open, else when it
+// opens (unless the engagement ended by then). No goroutine waits meanwhile.
+func (s *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	context.AfterFunc(ctx, func() { s.gates.disengaged(s.project, s.gate) })
+	deferred := func() {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := s.startInners(ctx, q); err != nil {
+			ctrllog.FromContext(ctx).Error(err, "Starting a deferred watch", "project", s.project)
+		}
+	}
+	if s.gate.whenOpen(deferred) {
+		return s.startInners(ctx, q)
+	}
+	return nil
+}
+
+func (s *gatedSource) startInners(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+	for _, in := range s.inners {
+		if err := in.Start(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// opening is a reconciler that opens the project's gate before reconciling: its
+// requests mean the project has (or had) objects that the deferred watches serve.
+type opening struct {
+	gates *projectGates
+	reconcile.TypedReconciler[mcreconcile.Request]
+}
+
+// Reconcile implements reconcile.TypedReconciler.
+func (o opening) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	o.gates.open(req.ClusterName)
+	return o.TypedReconciler.Reconcile(ctx, req)
+}
