@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -40,8 +41,8 @@ const (
 )
 
 // AnchorCache is the resync's view of the hub's anchors: a metadata-only cache of the
-// ConfigMaps that carry LabelClusterName (never all ConfigMaps), with managed fields
-// stripped, indexed by the project their label decodes to. It never starts an informer
+// ConfigMaps that carry LabelClusterName (never all ConfigMaps), slimmed to the fields
+// its readers read (slimAnchor), indexed by the project their label decodes to. It never starts an informer
 // for anything else. Add it to the hub manager (it is a Runnable) and wait for
 // WaitForCacheSync before reading.
 type AnchorCache struct {
@@ -69,7 +70,7 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 		Mapper:                      opts.Mapper,
 		Scheme:                      scheme,
 		DefaultLabelSelector:        labels.NewSelector().Add(*req),
-		DefaultTransform:            cache.TransformStripManagedFields(),
+		DefaultTransform:            slimAnchor,
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
@@ -123,6 +124,55 @@ func (a *AnchorCache) list(ctx context.Context, opts ...client.ListOption) ([]me
 	}
 	return list.Items, nil
 }
+
+// slimAnchor is the anchor cache's transform: it keeps of each item only what the
+// cache's readers read, and shares the strings that repeat from item to item. The
+// readers are the resync (pass.go, collect.go, resync.go: name, namespace, UID,
+// resourceVersion for the delete's precondition, labels, ownerReferences for the
+// malformed check, creation and deletion timestamps, finalizers for the report) and the
+// finalizers' name index (pkg/anchor, indexed.go: name and namespace). Annotations,
+// managed fields, generateName and the rest are dropped. Anything that is not an
+// item's metadata (a deletion tombstone) passes as it is.
+func slimAnchor(obj any) (any, error) {
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: shared(o.APIVersion), Kind: shared(o.Kind)},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: o.Name, Namespace: shared(o.Namespace), UID: o.UID, ResourceVersion: o.ResourceVersion,
+			Labels: slimLabels(o.Labels), OwnerReferences: o.OwnerReferences,
+			CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp, Finalizers: o.Finalizers,
+		},
+	}, nil
+}
+
+// sharedLabelValues are the anchor labels whose values repeat across anchors (the
+// project, the owner's group, kind and namespace): one copy of each value is kept.
+var sharedLabelValues = map[string]bool{
+	anchor.LabelClusterName: true, anchor.LabelGroup: true, anchor.LabelKind: true, anchor.LabelNamespace: true,
+}
+
+// slimLabels copies labels with every key, and the values of sharedLabelValues,
+// shared with the other items.
+func slimLabels(in map[string]string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		if sharedLabelValues[k] {
+			v = shared(v)
+		}
+		out[shared(k)] = v
+	}
+	return out
+}
+
+// shared returns the canonical copy of s, so that equal strings of many items are held
+// once.
+func shared(s string) string { return unique.Make(s).Value() }
 
 func anchorMetadata() *metav1.PartialObjectMetadata {
 	obj := &metav1.PartialObjectMetadata{}
