@@ -11,12 +11,14 @@ import (
 	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"anchorage/pkg/anchor"
 )
@@ -144,5 +146,71 @@ func TestPassAPICallsFollowTheWork(t *testing.T) {
 	g.Expect(perOrphan).To(BeNumerically("<=", 3), "requests per collected anchor, amortized")
 	for _, a := range orphans {
 		g.Expect(f.exists(a)).To(BeFalse())
+	}
+}
+
+// listRefusingPlane reads the hub as the plane, answering 403 to every list of
+// ConfigMaps (a role that grants get only) and counting lists and gets of them; lists
+// record the resourceVersion they asked for.
+type listRefusingPlane struct {
+	refuse       bool
+	lists, gets  int
+	listVersions []string
+}
+
+func (l *listRefusingPlane) plane() Plane {
+	live := interceptor.NewClient(hub, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if obj.GetObjectKind().GroupVersionKind().Kind == "ConfigMap" {
+				l.gets++
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			lo := (&client.ListOptions{}).ApplyOptions(opts)
+			rv := ""
+			if lo.Raw != nil {
+				rv = lo.Raw.ResourceVersion
+			}
+			l.lists++
+			l.listVersions = append(l.listVersions, rv)
+			if l.refuse {
+				return apierrors.NewForbidden(corev1.Resource("configmaps"), "", fmt.Errorf("user cannot list resource %q", "configmaps"))
+			}
+			return c.List(ctx, list, opts...)
+		},
+	})
+	return Plane{Live: live, Mapper: hub.RESTMapper()}
+}
+
+// TestPassBatchedOwnerReads: owners of a kind the cache does not watch, several in one
+// namespace, are read with one list, which asks for no resourceVersion (a quorum read,
+// never the watch cache); a plane that refuses the list has them read with GETs, with
+// the same verdicts.
+func TestPassBatchedOwnerReads(t *testing.T) {
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("list refused %v", refuse), func(t *testing.T) {
+			f := newPassFixture(t)
+			g := f.g
+			var live []*corev1.ConfigMap
+			for i := range 3 {
+				live = append(live, f.anchorIn(f.liveOwner(fmt.Sprintf("alive-%d", i)), f.hubNS))
+			}
+			gone := f.anchorIn(f.owner("gone", uuid.NewUUID()), f.hubNS)
+			lp := &listRefusingPlane{refuse: refuse}
+			f.plane = lp.plane()
+			rep := f.run()
+			for _, a := range live {
+				g.Expect(f.line(rep, a).Verdict).To(Equal(Verdict{Decision: Keep, Reason: ReasonLive}))
+			}
+			g.Expect(f.line(rep, gone).Verdict).To(Equal(Verdict{Decision: Suspect, Reason: ReasonAwaitingConfirmation, Proof: ReasonNotFound}))
+			g.Expect(lp.lists).To(Equal(1), "one list of the namespace's owners")
+			g.Expect(lp.listVersions).To(ConsistOf(""), "a quorum read")
+			if refuse {
+				g.Expect(lp.gets).To(Equal(4), "a GET per owner once the list is refused")
+			} else {
+				g.Expect(lp.gets).To(BeZero())
+			}
+		})
 	}
 }

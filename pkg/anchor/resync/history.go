@@ -99,8 +99,14 @@ func slim(rep PassReport) PassReport {
 	return rep
 }
 
-// forget drops what is remembered of project: called when the replica loses it.
-func (h *passHistory) forget(project string) { h.projects.Remove(project) }
+// forget drops what is remembered of project: called when the replica loses it. A
+// history asked to keep full reports (an audit trail) keeps them until the LRU bound
+// drops them.
+func (h *passHistory) forget(project string) {
+	if !h.full {
+		h.projects.Remove(project)
+	}
+}
 
 // of returns what is remembered of project, without making it more recent: reading a
 // report is not a pass.

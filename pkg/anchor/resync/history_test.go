@@ -86,6 +86,11 @@ func TestPassHistoryKeepsTheLastReportsOfAProject(t *testing.T) {
 	if first, last := got.reports[0].APICalls, got.reports[depth-1].APICalls; first != 5 || last != depth+4 {
 		t.Errorf("reports run from pass %d to %d, want the last ones, 5 to %d", first, last, depth+4)
 	}
+	// An audit trail outlives the project's loss.
+	h.forget("a")
+	if len(h.of("a").reports) != depth {
+		t.Error("a full history forgot a lost project")
+	}
 	// A copy: changing it does not change what is remembered.
 	got.reports[0].APICalls = -1
 	if h.of("a").reports[0].APICalls != 5 {

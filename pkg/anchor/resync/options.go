@@ -83,9 +83,10 @@ type Options struct {
 	RememberedProjects int
 	// ReportHistory is how many reports per project a replica keeps for Reports, in
 	// full. Zero (the default): only the latest, with lines only for the anchors it did
-	// not keep (the kept ones are counted, PassReport.KeptUnlisted), so that what a
-	// replica remembers follows its work. Either way a project's reports are dropped
-	// when the replica loses it.
+	// not keep (the kept ones are counted, PassReport.KeptUnlisted), dropped when the
+	// replica loses the project, so that what a replica remembers follows its work. A
+	// positive depth is an audit trail (tests): those reports outlive the project's
+	// loss, within RememberedProjects.
 	ReportHistory int
 	// ClaimPasses bounds how many passes a dependent claimed by a live owner (one that
 	// would write that kind and name) keeps a stale anchor: the pass after that reports
