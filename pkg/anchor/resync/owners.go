@@ -90,7 +90,9 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 		return ownerList{}, nil
 	}
 	mapping, err := p.plane.Mapper.RESTMapping(b.GK)
-	if err != nil {
+	if err != nil || namespaced(mapping) != (b.Namespace != "") {
+		// Not mapped, or the owner's namespace does not fit the kind's scope: a list
+		// would not read what a GET reads; the GETs tell.
 		return ownerList{}, nil
 	}
 	out := ownerList{byName: map[string]Observation{}}
@@ -127,6 +129,11 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 			return out, nil
 		}
 	}
+}
+
+// namespaced reports whether mapping's kind lives in namespaces.
+func namespaced(mapping *meta.RESTMapping) bool {
+	return mapping.Scope != nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }
 
 // listOwnerPage lists one page of owners. No resourceVersion is set: the API server
