@@ -55,13 +55,15 @@ func newResyncTest(t *testing.T, plane *harness.ControlPlane) *resyncTest {
 }
 
 // startResync starts a replica with fast protocol timings, this test's gateway class
-// and the resync on its default settings except the fake clock (and what adjust sets).
+// and the resync on its default settings except the fake clock and a full report
+// history (and what adjust sets).
 func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harness.Manager {
 	rt.t.Helper()
 	return rt.env.StartManagerT(rt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: rt.class}
-		o.Resync = resync.Options{Clock: rt.clock}
+		// The tests read every pass since they began, every anchor's line included.
+		o.Resync = resync.Options{Clock: rt.clock, ReportHistory: 16}
 		if adjust != nil {
 			adjust(o)
 		}

@@ -2,6 +2,7 @@ package resync
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"runtime"
 	"sync"
@@ -28,12 +29,22 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// The benchmark's shape: 10,000 anchors in 100 hub namespaces, 1% orphans.
+// The benchmark's shape: -resync.bench-anchors anchors (10,000 unless told), 100 per hub
+// namespace; benchOrphans orphans, benchOrphansPerNS in each of the first namespaces
+// (orphans come in groups: an owner namespace torn down, a release removed).
+//
+//	flock /work/heavy.lock go test -run '^$' -bench 'BenchmarkResync' -benchtime 3x ./pkg/anchor/resync -resync.bench-anchors=100000
+var benchAnchors = flag.Int("resync.bench-anchors", 10000, "anchors of the resync benchmarks")
+
 const (
-	benchNamespaces   = 100
 	benchPerNamespace = 100
 	benchOrphans      = 100
+	benchOrphansPerNS = 10
 )
+
+func benchNamespaces() int {
+	return max(*benchAnchors/benchPerNamespace, benchOrphans/benchOrphansPerNS)
+}
 
 var gatewayGR = schema.GroupResource{Group: gatewayv1.GroupName, Resource: "gateways"}
 
@@ -104,8 +115,23 @@ func (l benchLive) Get(_ context.Context, key client.ObjectKey, obj client.Objec
 	return fmt.Errorf("unexpected live read of %s", pom.Kind)
 }
 
-func (l benchLive) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return fmt.Errorf("unexpected live list")
+// List answers the batched owner lists (one page, whatever the limit).
+func (l benchLive) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	l.p.calls.Add(1)
+	pl, ok := list.(*metav1.PartialObjectMetadataList)
+	if !ok || pl.Kind != "GatewayList" {
+		return fmt.Errorf("unexpected live list of %T %s", list, list.GetObjectKind().GroupVersionKind())
+	}
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	l.p.mu.Lock()
+	defer l.p.mu.Unlock()
+	pl.Items = nil
+	for key, uid := range l.p.live {
+		if key.Namespace == lo.Namespace {
+			pl.Items = append(pl.Items, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: uid}})
+		}
+	}
+	return nil
 }
 
 // benchHub is the hub side of the benchmark, built once per process: the anchors
@@ -143,7 +169,7 @@ func setupBenchHub(ctx context.Context) *benchHub {
 		return fail(err)
 	}
 	var namespaces, anchors []client.Object
-	for i := range benchNamespaces {
+	for i := range benchNamespaces() {
 		uid := uuid.NewUUID()
 		up := fmt.Sprintf("team-%03d", i)
 		h.upstream = append(h.upstream, up)
@@ -151,8 +177,8 @@ func setupBenchHub(ctx context.Context) *benchHub {
 		h.hubNS = append(h.hubNS, anchor.MappedNamespace(uid))
 		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: anchor.MappedNamespace(uid)}})
 	}
-	for i := range benchNamespaces {
-		for j := range benchPerNamespace {
+	for i := range benchNamespaces() {
+		for j := range min(benchPerNamespace, *benchAnchors-i*benchPerNamespace) {
 			o := anchor.Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: fmt.Sprintf("gw-%03d", j), UID: uuid.NewUUID()}
 			h.plane.live[client.ObjectKey{Namespace: o.Namespace, Name: o.Name}] = o.UID
 			anchors = append(anchors, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}})
@@ -160,7 +186,7 @@ func setupBenchHub(ctx context.Context) *benchHub {
 	}
 	// Namespaces first: anchors need them.
 	for _, objs := range [][]client.Object{namespaces, anchors} {
-		if err := createAll(ctx, objs, 16); err != nil {
+		if err := createAll(ctx, objs, 32); err != nil {
 			return fail(err)
 		}
 	}
@@ -194,7 +220,7 @@ func setupBenchHub(ctx context.Context) *benchHub {
 func (h *benchHub) plantOrphans(ctx context.Context, b *testing.B) []*corev1.ConfigMap {
 	var out []*corev1.ConfigMap
 	for k := range benchOrphans {
-		i := (k * 37) % benchNamespaces
+		i := k / benchOrphansPerNS
 		o := anchor.Owner{Project: h.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: h.upstream[i], Name: "gone-" + rand.String(8), UID: uuid.NewUUID()}
 		a := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: anchor.Name(o.UID), Namespace: h.hubNS[i], Labels: o.Labels()}}
 		if err := hub.Create(ctx, a); err != nil {
@@ -266,11 +292,14 @@ func benchSetup(b *testing.B) *benchHub {
 	return benchState
 }
 
-// BenchmarkResyncSteadyPass measures the common pass: 10,000 anchors whose owners are
-// all in the owner's cache. It makes no API call per anchor; the few per pass are the
-// Secret, the plane identity and its record.
-//
-//	go test -run '^$' -bench BenchmarkResyncSteadyPass ./pkg/anchor
+// BenchmarkResyncSteadyPass measures the common pass: every anchor's owner is in the
+// owner's cache. It makes no API call per anchor; the few per pass are the Secret, the
+// plane identity and its record. Besides the time of a pass (ms/steady-pass), it
+// reports the anchor cache's heap per 1,000 anchors (MB/1000-anchors, measured on the
+// real informer's store), and the heap of what a replica remembers of the project's
+// passes per 1,000 anchors: now (report-MB/1000-anchors: the latest report, slim) and
+// as it was (full-reports-MB/1000-anchors: 16 full reports, estimated as 16 times the
+// heap one full report holds).
 func BenchmarkResyncSteadyPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
@@ -290,18 +319,58 @@ func BenchmarkResyncSteadyPass(b *testing.B) {
 		calls += rep.APICalls
 		anchors += len(rep.Anchors)
 	}
+	b.StopTimer()
+	elapsed := b.Elapsed()
+	full, slim := reportHeap(ctx, b, newPass)
+	per1000 := func(bytes float64) float64 { return bytes / float64(h.cached) * 1000 / 1e6 }
+	b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/steady-pass")
 	b.ReportMetric(float64(calls)/float64(b.N), "calls/pass")
 	b.ReportMetric(float64(anchors)/float64(b.N), "anchors/pass")
-	b.ReportMetric(h.bytesPer1000, "cache-B/1k-anchors")
+	b.ReportMetric(h.bytesPer1000/1e6, "MB/1000-anchors")
+	b.ReportMetric(per1000(slim), "report-MB/1000-anchors")
+	b.ReportMetric(per1000(16*full), "full-reports-MB/1000-anchors")
 }
 
-// BenchmarkResyncPass measures one pass over 10,000 anchors in 100 namespaces with 1%
-// orphans, whose proofs were recorded by an earlier (untimed) pass: every orphan is
-// collected in the timed pass. The hub is the package's API server (anchor cache,
-// dependents' scans, deletions are real); the project plane is in memory, with an
-// owner cache that holds every live owner.
-//
-//	go test -run '^$' -bench BenchmarkResyncPass -benchtime 3x ./pkg/anchor
+// reportHeap returns the heap one full pass report holds, and the heap a default
+// history holds after two passes (the latest report, slim).
+func reportHeap(ctx context.Context, b *testing.B, newPass func() *pass) (full, slim float64) {
+	heap := func() uint64 {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	before := heap()
+	rep, err := newPass().run(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	full = float64(heap()) - float64(before)
+	runtime.KeepAlive(rep)
+	rep = PassReport{}
+	hist, err := newPassHistory(16, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	before = heap()
+	for range 2 {
+		rep, err := newPass().run(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		hist.add(rep, true)
+	}
+	slim = float64(heap()) - float64(before)
+	runtime.KeepAlive(hist)
+	return full, slim
+}
+
+// BenchmarkResyncPass measures the collection of benchOrphans orphans among the
+// anchors: a pass records their proofs (untimed), a second one ConfirmAfter later
+// collects them (timed). The hub is the package's API server (anchor cache, dependents'
+// scans, deletions are real); the project plane is in memory, with an owner cache that
+// holds every live owner. calls/collected-anchor is the requests of both passes beyond
+// those of a steady pass over the same live anchors, per anchor collected.
 func BenchmarkResyncPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
@@ -309,12 +378,18 @@ func BenchmarkResyncPass(b *testing.B) {
 	opts := Options{Clock: clk, MaxDeletionsPerPass: 1000, HaltAbove: 1000}.WithDefaults()
 	newPass := h.passMaker(b, opts)
 
-	var calls, collected, anchors, liveReads int
+	var calls, collected, anchors, liveReads, steady int
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
+		base, err := newPass().run(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		steady += base.APICalls
 		orphans := h.plantOrphans(ctx, b)
-		if _, err := newPass().run(ctx); err != nil {
+		proving, err := newPass().run(ctx)
+		if err != nil {
 			b.Fatal(err)
 		}
 		clk.Step(opts.ConfirmAfter + time.Second)
@@ -336,7 +411,7 @@ func BenchmarkResyncPass(b *testing.B) {
 			}
 			b.Fatalf("collected %d of %d orphans (%d unknown, %d suspect; plane %s %s)", got, len(orphans), rep.Count(Unknown), rep.Count(Suspect), rep.Plane, rep.PlaneDetail)
 		}
-		calls += rep.APICalls
+		calls += proving.APICalls + rep.APICalls
 		collected += rep.CountAction(ActionDeleted)
 		anchors += len(rep.Anchors)
 		liveReads += int(h.plane.liveCalls.Load())
@@ -345,10 +420,10 @@ func BenchmarkResyncPass(b *testing.B) {
 	b.StopTimer()
 	live := anchors - collected
 	b.ReportMetric(float64(liveReads)/float64(live), "calls/live-anchor")
-	b.ReportMetric(float64(calls)/float64(collected), "calls/collected-anchor")
-	b.ReportMetric(float64(calls)/float64(b.N), "calls/pass")
+	b.ReportMetric(float64(calls-2*steady)/float64(collected), "calls/collected-anchor")
+	b.ReportMetric(float64(calls)/float64(b.N), "calls/2-passes")
 	b.ReportMetric(float64(anchors)/float64(b.N), "anchors/pass")
-	b.ReportMetric(h.bytesPer1000, "cache-B/1k-anchors")
+	b.ReportMetric(h.bytesPer1000/1e6, "MB/1000-anchors")
 }
 
 // createAll creates objs on the hub with workers requests in flight, and returns the

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/http"
+	"strconv"
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -14,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -40,8 +45,8 @@ const (
 )
 
 // AnchorCache is the resync's view of the hub's anchors: a metadata-only cache of the
-// ConfigMaps that carry LabelClusterName (never all ConfigMaps), with managed fields
-// stripped, indexed by the project their label decodes to. It never starts an informer
+// ConfigMaps that carry LabelClusterName (never all ConfigMaps), slimmed to the fields
+// its readers read (slimAnchor), indexed by the project their label decodes to. It never starts an informer
 // for anything else. Add it to the hub manager (it is a Runnable) and wait for
 // WaitForCacheSync before reading.
 type AnchorCache struct {
@@ -69,23 +74,21 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 		Mapper:                      opts.Mapper,
 		Scheme:                      scheme,
 		DefaultLabelSelector:        labels.NewSelector().Add(*req),
-		DefaultTransform:            cache.TransformStripManagedFields(),
+		DefaultTransform:            slimAnchor,
 		ReaderFailOnMissingInformer: true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
 	obj := anchorMetadata()
-	if err := c.IndexField(ctx, obj, indexProject, projectIndexValue); err != nil {
-		return nil, fmt.Errorf("indexing anchors by project: %w", err)
-	}
-	if err := c.IndexField(ctx, obj, indexName, func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
-		return nil, fmt.Errorf("indexing anchors by name: %w", err)
-	}
 	// Registering the informer before Start makes it start with the cache; nothing else
 	// is ever registered, and reads of anything else fail.
-	if _, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
 		return nil, fmt.Errorf("registering the anchor informer: %w", err)
+	}
+	if err := inf.AddIndexers(anchorIndexers()); err != nil {
+		return nil, fmt.Errorf("indexing anchors: %w", err)
 	}
 	return &AnchorCache{cache: c}, nil
 }
@@ -104,9 +107,20 @@ func (a *AnchorCache) ProjectAnchors(ctx context.Context, project string) ([]met
 	return a.list(ctx, client.MatchingFields{indexProject: project})
 }
 
-// Named implements AnchorSource.
+// Named implements AnchorSource: the items of name's bucket, less those of other
+// names.
 func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
-	return a.list(ctx, client.MatchingFields{indexName: name})
+	items, err := a.list(ctx, client.MatchingFields{indexName: nameBucket(name)})
+	if err != nil {
+		return nil, err
+	}
+	out := items[:0]
+	for _, item := range items {
+		if item.Name == name {
+			out = append(out, item)
+		}
+	}
+	return out, nil
 }
 
 // All returns every cached item.
@@ -122,6 +136,106 @@ func (a *AnchorCache) list(ctx context.Context, opts ...client.ListOption) ([]me
 		return nil, fmt.Errorf("listing cached anchors: %w", err)
 	}
 	return list.Items, nil
+}
+
+// slimAnchor is the anchor cache's transform: it keeps of each item only what the
+// cache's readers read, and shares the strings that repeat from item to item. The
+// readers are the resync (pass.go, collect.go, resync.go: name, namespace, UID,
+// resourceVersion for the delete's precondition, labels, ownerReferences for the
+// malformed check, creation and deletion timestamps, finalizers for the report) and the
+// finalizers' name index (pkg/anchor, indexed.go: name and namespace). Annotations,
+// managed fields, generateName and the rest are dropped. Anything that is not an
+// item's metadata (a deletion tombstone) passes as it is.
+func slimAnchor(obj any) (any, error) {
+	o, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	// The item's own strings (its name, UID, resourceVersion and owner name) share one
+	// allocation: one block instead of four.
+	ownerName := o.Labels[anchor.LabelName]
+	own := o.Name + string(o.UID) + o.ResourceVersion + ownerName
+	name, rest := own[:len(o.Name)], own[len(o.Name):]
+	uid, rest := rest[:len(o.UID)], rest[len(o.UID):]
+	rv, ownerName := rest[:len(o.ResourceVersion)], rest[len(o.ResourceVersion):]
+	return &metav1.PartialObjectMetadata{
+		TypeMeta: metav1.TypeMeta{APIVersion: shared(o.APIVersion), Kind: shared(o.Kind)},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: shared(o.Namespace), UID: types.UID(uid), ResourceVersion: rv,
+			Labels: slimLabels(o.Labels, ownerName), OwnerReferences: o.OwnerReferences,
+			CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp, Finalizers: o.Finalizers,
+		},
+	}, nil
+}
+
+// sharedLabelValues are the anchor labels whose values repeat across anchors (the
+// project, the owner's group, kind and namespace): one copy of each value is kept.
+var sharedLabelValues = map[string]bool{
+	anchor.LabelClusterName: true, anchor.LabelGroup: true, anchor.LabelKind: true, anchor.LabelNamespace: true,
+}
+
+// slimLabels copies labels with every key, and the values of sharedLabelValues,
+// shared with the other items; ownerName (a copy of LabelName's value) stands for it.
+func slimLabels(in map[string]string, ownerName string) map[string]string {
+	if in == nil {
+		return nil
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		switch {
+		case sharedLabelValues[k]:
+			v = shared(v)
+		case k == anchor.LabelName:
+			v = ownerName
+		}
+		out[shared(k)] = v
+	}
+	return out
+}
+
+// shared returns the canonical copy of s, so that equal strings of many items are held
+// once.
+func shared(s string) string { return unique.Make(s).Value() }
+
+// The anchor cache's indexes are read only across namespaces, so each indexes an item
+// under its all-namespaces key alone, in controller-runtime's format for a field index
+// (what a List with MatchingFields and no namespace reads): half the entries of
+// cache.IndexField, which adds a per-namespace key to every item. The name index holds
+// name buckets, not names: an index value per anchor name costs a set per anchor,
+// several hundred bytes each; a bucket holds about a hundred anchors at 100,000, which
+// Named filters by name.
+const (
+	fieldIndexPrefix = "field:"
+	allNamespacesKey = "__all_namespaces/"
+	nameBuckets      = 1024
+)
+
+// anchorIndexers are the anchor cache's indexes: by project (projectIndexValue) and by
+// name bucket (nameBucket).
+func anchorIndexers() toolscache.Indexers {
+	return toolscache.Indexers{
+		fieldIndexPrefix + indexProject: func(obj any) ([]string, error) {
+			o, ok := obj.(client.Object)
+			if !ok {
+				return nil, fmt.Errorf("indexing anchors: %T is not an object", obj)
+			}
+			return []string{allNamespacesKey + projectIndexValue(o)[0]}, nil
+		},
+		fieldIndexPrefix + indexName: func(obj any) ([]string, error) {
+			o, ok := obj.(client.Object)
+			if !ok {
+				return nil, fmt.Errorf("indexing anchors: %T is not an object", obj)
+			}
+			return []string{allNamespacesKey + nameBucket(o.GetName())}, nil
+		},
+	}
+}
+
+// nameBucket returns the name index's bucket of name.
+func nameBucket(name string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return strconv.FormatUint(uint64(h.Sum32()%nameBuckets), 16)
 }
 
 func anchorMetadata() *metav1.PartialObjectMetadata {

@@ -118,9 +118,19 @@ func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*i
 	return true, nil
 }
 
-// readSwitch reads the runtime switch (one request) inside a step.
+// switchFresh is how long, within one pass, a read of the runtime switch stands for
+// the next namespaces' deletions: an operator's switch stops a pass within this time
+// (and any later pass at once), for one read per pass instead of one per namespace.
+const switchFresh = 5 * time.Second
+
+// readSwitch reads the runtime switch (one request) inside a step, unless this pass
+// read it less than switchFresh ago.
 func (p *pass) readSwitch(ctx context.Context) error {
+	if !p.switchReadAt.IsZero() && time.Since(p.switchReadAt) < switchFresh {
+		return nil
+	}
 	return p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
+		p.switchReadAt = time.Now()
 		on, err := deletionSwitch(ctx, r, p.leaseNamespace)
 		p.rep.APICalls++
 		p.rep.SwitchedOff = !on

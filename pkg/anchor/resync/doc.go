@@ -24,7 +24,8 @@
 //     is kept with no API call.
 //  2. prove: for suspects, read the upstream namespace (once per pass and namespace)
 //     and, unless its UID already proves the owner gone, the owner itself, live and
-//     rate-limited. A 403 makes that kind unknown (ReasonForbidden) for the rest of the
+//     rate-limited: with one quorum list per owner kind and namespace when several
+//     suspects share them (owners.go; GETs if the plane refuses the list). A 403 makes that kind unknown (ReasonForbidden) for the rest of the
 //     pass; only transport errors, timeouts, 5xx and 401 count toward the three failed
 //     reads in a row that make the plane unreachable for the rest of the pass. A pass
 //     that finds nearly every mapped namespace read gone or recreated halts as a changed
@@ -40,7 +41,8 @@
 //     that would write its kind and name, Options.Writes, for at most ClaimPasses passes;
 //     a dependent labelled for the anchor's own owner has that owner read live again just
 //     before the delete, and a sibling anchor of the owner claims it), enqueue live
-//     owners that claim one, read the runtime switch, and delete what is still Collect,
+//     owners that claim one, read the runtime switch (once per pass, again after 5 s),
+//     and delete what is still Collect,
 //     at most MaxDeletionsPerPass, rate-limited, with UID and resourceVersion
 //     preconditions, through the shard's validity-guarded writer, forgetting each anchor
 //     in the dependents index as it goes; each deletion is logged and evented with the

@@ -117,6 +117,26 @@ func (s secrets) find(ctx context.Context, hub client.Reader, project string) (*
 	return nil, calls, fmt.Errorf("project %q is named by %d kubeconfig Secrets", project, len(found))
 }
 
+// findKnown is find for a project whose Secret was found before under the name known:
+// that Secret is read by name (one GET) and, while it is still a kubeconfig Secret of
+// project, returned. A project whose name is no Secret name (it holds "/", and an
+// annotation names it) would otherwise list every kubeconfig Secret on every pass.
+func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, known string) (*metav1.PartialObjectMetadata, int, error) {
+	if known == "" || known == project {
+		return s.find(ctx, hub, project)
+	}
+	sec := secretMetadata()
+	err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: known}, sec)
+	switch {
+	case err == nil && sec.Labels[s.label] == "true" && s.projectOf(sec) == project:
+		return sec, 1, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return nil, 1, fmt.Errorf("reading the kubeconfig Secret %s of project %q: %w", known, project, err)
+	}
+	found, calls, err := s.find(ctx, hub, project)
+	return found, calls + 1, err
+}
+
 // list returns the metadata of every kubeconfig Secret.
 func (s secrets) list(ctx context.Context, hub client.Reader) ([]metav1.PartialObjectMetadata, int, error) {
 	list := &metav1.PartialObjectMetadataList{}

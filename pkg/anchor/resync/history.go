@@ -4,33 +4,39 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// historyLength is how many reports per project are kept for Reports.
-const historyLength = 16
-
-// projectHistory is what a replica remembers of its passes over one project.
+// projectHistory is what a replica remembers of its passes over one project it holds.
 type projectHistory struct {
-	// reports are the last historyLength reports, oldest first, aborted passes included.
+	// reports are the last reports, oldest first, aborted passes included: depth of
+	// them, and besides them the last completed one when none of them is.
 	reports []PassReport
 	// completed counts the passes that ran to their end.
 	completed int
 }
 
-// passHistory remembers the passes of the projects a replica passed over most recently.
-// Projects move between replicas and are created and deleted all the time; a replica
-// that runs for months must not keep a report for every project it ever held. The
-// least recently passed project is forgotten first, so with a bound above the number of
-// projects a replica holds, only projects it no longer holds are ever forgotten.
-// Callers hold Resync.mu.
+// passHistory remembers the passes of the projects a replica holds. What it keeps
+// follows the work: by default only a project's latest report, with lines only for
+// the anchors it did not keep (slim), and nothing of a project once it is lost
+// (forget). The LRU bound is a backstop against a caller that never forgets. Callers
+// hold Resync.mu.
 type passHistory struct {
 	projects *lru.Cache[string, *projectHistory]
+	// depth is how many reports per project are kept; full keeps every line of them.
+	depth int
+	full  bool
 }
 
-func newPassHistory(projects int) (*passHistory, error) {
+// newPassHistory remembers at most projects projects. depth 0 keeps each project's
+// latest report, slimmed; depth n > 0 keeps the last n reports in full (tests, audits).
+func newPassHistory(projects, depth int) (*passHistory, error) {
 	c, err := lru.New[string, *projectHistory](projects)
 	if err != nil {
 		return nil, err
 	}
-	return &passHistory{projects: c}, nil
+	h := &passHistory{projects: c, depth: depth, full: depth > 0}
+	if depth <= 0 {
+		h.depth = 1
+	}
+	return h, nil
 }
 
 // add records rep; completed says whether the pass ran to its end.
@@ -39,14 +45,67 @@ func (h *passHistory) add(rep PassReport, completed bool) {
 	if !ok {
 		ph = &projectHistory{}
 	}
-	ph.reports = append(ph.reports, rep)
-	if len(ph.reports) > historyLength {
-		ph.reports = append([]PassReport(nil), ph.reports[len(ph.reports)-historyLength:]...)
+	if !h.full {
+		rep = slim(rep)
 	}
+	kept := append(ph.reports, rep)
+	if len(kept) > h.depth {
+		// The last completed report outlives the window when no report in it is one:
+		// LastReport still answers.
+		var last *PassReport
+		if !completed {
+			last = lastCompleted(kept[:len(kept)-h.depth])
+			if lastCompleted(kept[len(kept)-h.depth:]) != nil {
+				last = nil
+			}
+		}
+		window := kept[len(kept)-h.depth:]
+		kept = make([]PassReport, 0, h.depth+1)
+		if last != nil {
+			kept = append(kept, *last)
+		}
+		kept = append(kept, window...)
+	}
+	ph.reports = kept
 	if completed {
 		ph.completed++
 	}
 	h.projects.Add(rep.Project, ph)
+}
+
+// lastCompleted returns the last report of reports that ran to its end, or nil.
+func lastCompleted(reports []PassReport) *PassReport {
+	for i := len(reports) - 1; i >= 0; i-- {
+		if reports[i].Aborted == "" {
+			return &reports[i]
+		}
+	}
+	return nil
+}
+
+// slim drops the lines of the anchors rep kept, counting them in KeptUnlisted: at
+// steady state nearly every anchor is kept, and a line per anchor per project is what
+// made the history cost half a gigabyte at 100,000 anchors.
+func slim(rep PassReport) PassReport {
+	var lines []AnchorReport
+	for _, a := range rep.Anchors {
+		if a.Decision == Keep {
+			rep.KeptUnlisted++
+			continue
+		}
+		lines = append(lines, a)
+	}
+	rep.Anchors = lines
+	return rep
+}
+
+// forget drops what is remembered of project: called when the replica loses it. A
+// history asked to keep full reports (an audit trail) keeps them until the LRU bound
+// drops them.
+func (h *passHistory) forget(project string) {
+	if !h.full {
+		h.projects.Remove(project)
+	}
 }
 
 // of returns what is remembered of project, without making it more recent: reading a

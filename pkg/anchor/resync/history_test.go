@@ -42,7 +42,7 @@ func TestPassHistoryForgetsTheLeastRecentlyPassedProject(t *testing.T) {
 		},
 	}
 	for _, tc := range cases {
-		h, err := newPassHistory(tc.bound)
+		h, err := newPassHistory(tc.bound, 0)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.reason, err)
 		}
@@ -71,19 +71,25 @@ func TestPassHistoryForgetsTheLeastRecentlyPassedProject(t *testing.T) {
 }
 
 func TestPassHistoryKeepsTheLastReportsOfAProject(t *testing.T) {
-	h, err := newPassHistory(1)
+	const depth = 16
+	h, err := newPassHistory(1, depth)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range historyLength + 5 {
+	for i := range depth + 5 {
 		h.add(PassReport{Project: "a", APICalls: i}, true)
 	}
 	got := h.of("a")
-	if len(got.reports) != historyLength || got.completed != historyLength+5 {
-		t.Fatalf("%d reports and %d completed passes, want %d and %d", len(got.reports), got.completed, historyLength, historyLength+5)
+	if len(got.reports) != depth || got.completed != depth+5 {
+		t.Fatalf("%d reports and %d completed passes, want %d and %d", len(got.reports), got.completed, depth, depth+5)
 	}
-	if first, last := got.reports[0].APICalls, got.reports[historyLength-1].APICalls; first != 5 || last != historyLength+4 {
-		t.Errorf("reports run from pass %d to %d, want the last ones, 5 to %d", first, last, historyLength+4)
+	if first, last := got.reports[0].APICalls, got.reports[depth-1].APICalls; first != 5 || last != depth+4 {
+		t.Errorf("reports run from pass %d to %d, want the last ones, 5 to %d", first, last, depth+4)
+	}
+	// An audit trail outlives the project's loss.
+	h.forget("a")
+	if len(h.of("a").reports) != depth {
+		t.Error("a full history forgot a lost project")
 	}
 	// A copy: changing it does not change what is remembered.
 	got.reports[0].APICalls = -1
@@ -92,8 +98,52 @@ func TestPassHistoryKeepsTheLastReportsOfAProject(t *testing.T) {
 	}
 }
 
+// By default a project's history is its latest report, without the lines of the
+// anchors it kept (counted instead), plus the last completed report when the latest
+// was aborted; a lost project is forgotten.
+func TestPassHistoryKeepsOnlyTheLatestSlimReport(t *testing.T) {
+	h, err := newPassHistory(10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func(keep, collect int) []AnchorReport {
+		var out []AnchorReport
+		for range keep {
+			out = append(out, AnchorReport{Verdict: Verdict{Decision: Keep, Reason: ReasonInCache}})
+		}
+		for range collect {
+			out = append(out, AnchorReport{Verdict: Verdict{Decision: Collect, Reason: ReasonNotFound}, Action: ActionDeleted})
+		}
+		return out
+	}
+	for i := range 5 {
+		h.add(PassReport{Project: "a", APICalls: i, Anchors: lines(1000, 2)}, true)
+	}
+	got := h.of("a").reports
+	if len(got) != 1 || got[0].APICalls != 4 {
+		t.Fatalf("remembered %d reports (%v), want the latest only", len(got), got)
+	}
+	if len(got[0].Anchors) != 2 || got[0].Count(Keep) != 1000 || got[0].CountAction(ActionDeleted) != 2 {
+		t.Errorf("latest report has %d lines, %d kept, %d deleted; want 2 lines (the anchors not kept), 1000 kept, 2 deleted",
+			len(got[0].Anchors), got[0].Count(Keep), got[0].CountAction(ActionDeleted))
+	}
+	h.add(PassReport{Project: "a", APICalls: 5, Aborted: "lost"}, false)
+	got = h.of("a").reports
+	if len(got) != 2 || got[0].APICalls != 4 || got[1].APICalls != 5 {
+		t.Errorf("after an aborted pass remembered %v, want the last completed and the aborted one", got)
+	}
+	h.add(PassReport{Project: "a", APICalls: 6}, true)
+	if got = h.of("a").reports; len(got) != 1 || got[0].APICalls != 6 {
+		t.Errorf("after a completed pass remembered %v, want it alone", got)
+	}
+	h.forget("a")
+	if got := h.of("a"); len(got.reports) != 0 || got.completed != 0 {
+		t.Errorf("a lost project is still remembered: %d reports", len(got.reports))
+	}
+}
+
 func TestPassHistoryRefusesNoRoom(t *testing.T) {
-	if _, err := newPassHistory(0); err == nil {
+	if _, err := newPassHistory(0, 0); err == nil {
 		t.Error("a history with room for no project was built")
 	}
 }

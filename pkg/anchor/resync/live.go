@@ -56,7 +56,9 @@ func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
 		if !ok {
 			continue
 		}
-		err = p.Cache.Get(ctx, key, cobj)
+		// Only read, and at once: a deep copy of every owner on every pass would cost
+		// more than the rest of a steady pass.
+		err = p.Cache.Get(ctx, key, cobj, client.UnsafeDisableDeepCopy)
 		var notCached *cache.ErrResourceNotCached
 		switch {
 		case err == nil:

@@ -81,6 +81,13 @@ type Options struct {
 	// (Reports, LastReport, Passes); the least recently passed is forgotten first. It
 	// should exceed the projects one replica holds. Default 4096.
 	RememberedProjects int
+	// ReportHistory is how many reports per project a replica keeps for Reports, in
+	// full. Zero (the default): only the latest, with lines only for the anchors it did
+	// not keep (the kept ones are counted, PassReport.KeptUnlisted), dropped when the
+	// replica loses the project, so that what a replica remembers follows its work. A
+	// positive depth is an audit trail (tests): those reports outlive the project's
+	// loss, within RememberedProjects.
+	ReportHistory int
 	// ClaimPasses bounds how many passes a dependent claimed by a live owner (one that
 	// would write that kind and name) keeps a stale anchor: the pass after that reports
 	// the claim expired (claim-expired), and the next one collects the anchor with the
@@ -160,7 +167,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.ReportHistory < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)

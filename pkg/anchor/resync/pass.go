@@ -53,7 +53,9 @@ type projectMemory struct {
 	claims map[types.UID]int
 	// retiredAt is when a pass first found the project retired (zero: not retired).
 	retiredAt time.Time
-	live      flowcontrol.RateLimiter
+	// secretName is the name of the project's kubeconfig Secret as last found.
+	secretName string
+	live       flowcontrol.RateLimiter
 }
 
 func newProjectMemory(o Options) *projectMemory {
@@ -109,6 +111,12 @@ type pass struct {
 	// forbidden holds the owner kinds the plane refused to let the manager read in this
 	// pass, with the missing permission: they are not read again in this pass.
 	forbidden map[schema.GroupKind]string
+	// ownerLists holds the batched lists of owners made in this pass (owners.go), and
+	// unlistable the owner kinds the plane refused to list.
+	ownerLists map[ownerBatch]ownerList
+	unlistable map[schema.GroupKind]bool
+	// switchReadAt is when the runtime switch was last read in this pass (zero: not yet).
+	switchReadAt time.Time
 	// retired: the project has no Secret and a tombstone (named tombstone) retires it.
 	retired   bool
 	tombstone string
@@ -150,6 +158,7 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
 	p.namespaces, p.others = map[string]NamespaceState{}, map[ownerKey]otherOwner{}
 	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
+	p.ownerLists, p.unlistable = map[ownerBatch]ownerList{}, map[schema.GroupKind]bool{}
 	err := p.phases(ctx)
 	p.rep.Duration = time.Since(started)
 	for _, it := range p.items {
@@ -194,10 +203,13 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 // examined only when a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
 	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
-		sec, calls, err := p.secrets.find(ctx, r, p.project)
+		sec, calls, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
 		p.rep.APICalls += calls
 		if err != nil {
 			return err
+		}
+		if sec != nil {
+			p.memory.secretName = sec.Name
 		}
 		if sec == nil {
 			return p.examineRetired(ctx, w, r)

@@ -29,7 +29,7 @@ func (p *pass) prove(ctx context.Context) error {
 			case NeedNamespace:
 				it.facts.Namespace, err = p.namespaceState(ctx, it.owner.Namespace, it.obj.Namespace)
 			case NeedLive:
-				it.facts.Live, it.detail, err = p.readOwner(ctx, it.owner)
+				it.facts.Live, it.detail, err = p.proveOwner(ctx, it.owner)
 			}
 			if err != nil {
 				return err
@@ -126,6 +126,18 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	}
 	p.namespaces[key] = st
 	return st, nil
+}
+
+// proveOwner reads owner live for a proof: from a batched list of its kind and
+// namespace when the pass has enough suspects there (owners.go), else with a GET.
+func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
+	if !p.unreachable && p.ownerReadable(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
+		obs, ok, err := p.batchedOwner(ctx, owner)
+		if err != nil || ok {
+			return obs, "", err
+		}
+	}
+	return p.readOwner(ctx, owner)
 }
 
 // readOwner reads owner live, rate-limited, in its own step. Only an abort is

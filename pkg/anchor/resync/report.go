@@ -80,6 +80,9 @@ type PassReport struct {
 	// Aborted is set when the pass ended early (project lost, not admitted).
 	Aborted string
 	Anchors []AnchorReport
+	// KeptUnlisted counts the kept anchors whose lines a replica's remembered report
+	// left out (Options.ReportHistory); Count(Keep) includes them.
+	KeptUnlisted int
 	// APICalls counts the requests the pass made, hub and project.
 	APICalls int
 	// PendingConfirmation is the earliest time a proof recorded in this pass can be
@@ -93,6 +96,9 @@ type PassReport struct {
 // Count returns how many anchors got decision d.
 func (r PassReport) Count(d Decision) int {
 	n := 0
+	if d == Keep {
+		n = r.KeptUnlisted
+	}
 	for _, a := range r.Anchors {
 		if a.Decision == d {
 			n++

@@ -130,7 +130,7 @@ func New(cfg Config) (*Resync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
 	}
-	history, err := newPassHistory(opts.RememberedProjects)
+	history, err := newPassHistory(opts.RememberedProjects, opts.ReportHistory)
 	if err != nil {
 		return nil, fmt.Errorf("pass history: %w", err)
 	}
@@ -259,6 +259,7 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		if r.loops[project] == l {
 			delete(r.loops, project)
 			delete(r.halted, project)
+			r.history.forget(project)
 			r.m.lastSuccess.DeleteLabelValues(project)
 			r.m.heldSince.DeleteLabelValues(project)
 			r.updateHaltedLocked()
@@ -494,7 +495,8 @@ func (r *Resync) Passes(project string) int {
 }
 
 // Reports returns the last reports of passes over project on this replica, oldest
-// first (aborted passes included).
+// first (aborted passes included), while it holds the project: by default only the
+// latest, without the lines of kept anchors (Options.ReportHistory).
 func (r *Resync) Reports(project string) []PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()

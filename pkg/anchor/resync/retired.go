@@ -124,6 +124,7 @@ func (r *Resync) forgetRetired(keep map[string]bool) {
 			continue // a Secret names it again and this replica holds it: the loop's now
 		}
 		delete(r.halted, p)
+		r.history.forget(p)
 		r.m.lastSuccess.DeleteLabelValues(p)
 	}
 	r.updateHaltedLocked()
