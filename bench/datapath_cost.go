@@ -4,17 +4,14 @@
 package bench
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
-	"io"
 	"math"
 	"net/url"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"anchorage/internal/harness"
 )
 
 // MinimumCost is the hub requests, by verb, that one proxy needs at the least.
@@ -93,25 +90,7 @@ type requestEvent struct {
 
 // readRequests reads the audit log at path from offset on.
 func readRequests(path string, offset int64) ([]requestEvent, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil, err
-	}
-	var out []requestEvent
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 16<<20)
-	for s.Scan() {
-		var e requestEvent
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("%s: parsing audit line: %w", path, err)
-		}
-		out = append(out, e)
-	}
-	return out, s.Err()
+	return harness.ReadJSONLines[requestEvent](path, offset)
 }
 
 // Kinds of ConfigMap LIST a replica sends, as ClassifyConfigMapList tells them.

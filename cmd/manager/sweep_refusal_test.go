@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"anchorage/internal/testenv"
 	"anchorage/pkg/shard"
@@ -30,7 +29,7 @@ func TestDeletingSweepIsRefusedWhileReplicasRun(t *testing.T) {
 		t.Skip("starts an API server")
 	}
 	g := NewWithT(t)
-	cfg := startAPIServer(t)
+	cfg := testenv.StartAPIServer(t)
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := t.Context()
@@ -91,26 +90,6 @@ func memberLease(ns, pod string, renewed time.Time, seconds int32) *coordination
 			RenewTime:            &metav1.MicroTime{Time: renewed},
 		},
 	}
-}
-
-// startAPIServer starts an envtest API server for one test and stops it at the end.
-func startAPIServer(t *testing.T) *rest.Config {
-	t.Helper()
-	dir, err := testenv.BinaryDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	return cfg
 }
 
 // writeKubeconfig writes cfg as a kubeconfig file, as an operator would pass it.

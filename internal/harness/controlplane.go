@@ -241,6 +241,12 @@ func (p *ControlPlane) AuditEvents() ([]AuditEvent, error) {
 
 // ReadAuditLog reads the audit events of the log at path from byte offset on.
 func ReadAuditLog(path string, offset int64) ([]AuditEvent, error) {
+	return ReadJSONLines[AuditEvent](path, offset)
+}
+
+// ReadJSONLines decodes each line of the file at path, from byte offset on, as a T: an
+// audit log read into whichever fields the caller needs.
+func ReadJSONLines[T any](path string, offset int64) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -249,11 +255,11 @@ func ReadAuditLog(path string, offset int64) ([]AuditEvent, error) {
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	var out []AuditEvent
+	var out []T
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 1<<20), 16<<20)
 	for s.Scan() {
-		var e AuditEvent
+		var e T
 		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s: parsing audit line: %w", path, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"testing"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -96,4 +97,25 @@ func RunWithHub(m interface{ Run() int }, use func(*rest.Config) error) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// StartAPIServer starts an API server (envtest: etcd and kube-apiserver) for one test,
+// stops it when the test ends, and returns its admin config.
+func StartAPIServer(t testing.TB) *rest.Config {
+	t.Helper()
+	dir, err := BinaryDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("starting envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	return cfg
 }

@@ -19,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
@@ -31,26 +30,6 @@ import (
 // The cost of an anchor deletion through the finalizers, counted on a real hub API
 // server (envtest): the project side is a fake plane, since only the hub's calls are
 // counted.
-
-// startHub starts an API server for one test and returns its admin config.
-func startHub(t *testing.T) *rest.Config {
-	t.Helper()
-	dir, err := testenv.BinaryDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("starting envtest: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stopping envtest: %v", err)
-		}
-	})
-	return cfg
-}
 
 // callCounter counts the requests sent through a transport it wraps, by verb and
 // resource ("get configmaps", "list configmaps", "delete configmaps", ...).
@@ -151,22 +130,15 @@ func countedClient(t *testing.T, cfg *rest.Config, counter *callCounter) client.
 // list and watch are not counted) and waits for it to sync.
 func startAnchorCache(t *testing.T, ctx context.Context, cfg *rest.Config) *resync.AnchorCache {
 	t.Helper()
-	anchors, err := resync.NewAnchorCache(ctx, cfg, resync.AnchorCacheOptions{})
+	anchors, stop, err := resync.StartSynced(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := anchors.Start(ctx); err != nil {
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
 			t.Errorf("anchor cache: %v", err)
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !anchors.WaitForCacheSync(ctx) {
-		t.Fatal("the anchor cache did not sync")
-	}
+	})
 	return anchors
 }
 
@@ -227,7 +199,7 @@ func (f *proxyAnchorFixture) releaseGateway(t *testing.T, ctx context.Context) {
 // the reconciles after it (three more). The anchor is gone at the end.
 func TestProxyFinalizerDeletesItsAnchorWithTwoCallsAndNoList(t *testing.T) {
 	ctx := context.Background()
-	cfg := startHub(t)
+	cfg := testenv.StartAPIServer(t)
 	setup, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +277,7 @@ func waitIndexed(t *testing.T, ctx context.Context, anchors anchor.NameIndex, na
 // nothing, keeps both and keeps its finalizer.
 func TestUpstreamFinalizerDeletesItsAnchorWithoutAList(t *testing.T) {
 	ctx := context.Background()
-	cfg := startHub(t)
+	cfg := testenv.StartAPIServer(t)
 	setup, err := client.New(cfg, client.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -75,22 +75,15 @@ func (o oneProject) Hub(context.Context, string) (client.Client, client.Reader, 
 // directly (SetupWithManager builds one for the manager), and waits for it to sync.
 func hubAnchorCache(t *testing.T) *resync.AnchorCache {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	anchors, err := resync.NewAnchorCache(ctx, hub.Config, resync.AnchorCacheOptions{})
+	anchors, stop, err := resync.StartSynced(context.Background(), hub.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := anchors.Start(ctx); err != nil {
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
 			t.Errorf("anchor cache: %v", err)
 		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	if !anchors.WaitForCacheSync(ctx) {
-		t.Fatal("the anchor cache did not sync")
-	}
+	})
 	return anchors
 }
 

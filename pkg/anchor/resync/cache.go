@@ -394,3 +394,21 @@ func (l *lazyCache) itemOf(list client.ObjectList) (client.Object, error) {
 	}
 	return cobj, nil
 }
+
+// StartSynced runs the cache outside a manager (a tool, a test) and waits until it has
+// synced. stop ends it and returns what its Start returned.
+func StartSynced(ctx context.Context, cfg *rest.Config) (c *AnchorCache, stop func() error, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	c, err = NewAnchorCache(ctx, cfg, AnchorCacheOptions{})
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	stop = func() error { cancel(); return <-done }
+	if !c.WaitForCacheSync(ctx) {
+		return nil, nil, errors.Join(errors.New("the anchor cache did not sync"), stop())
+	}
+	return c, stop, nil
+}
