@@ -11,13 +11,16 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// DeletionTolerance is how much later than its proxy's delete request a hub create may
-// arrive and still not count. The live guard reads the proxy and then sends one create
-// (docs/design.md, Residual windows, 4): a delete the project's API server receives
-// after that read cannot stop a create already on its way. What fits in between is the
-// delete's commit, one read's answer back to the replica and the create's request to
-// the hub, all on one machine; 100 ms leaves room for a loaded 2-core machine while
-// staying far below what a decision taken on a stale view shows (seconds).
+// DeletionTolerance is how much later than its proxy's delete (committed on the
+// project's API server) a hub create may arrive and still not count. The live guard
+// reads the proxy and then sends one create (docs/design.md, Residual windows, 4): a
+// delete committed after that read was served cannot stop a create already on its way.
+// What fits in between is one read's answer back to the replica and the create's request
+// to the hub, all on one machine; 100 ms leaves room for a loaded 2-core machine while
+// staying far below what a decision taken on a stale view shows (seconds). The delete's
+// own commit is not in the window: a read served while the delete is being written
+// rightly sees the proxy live (measured from the delete's request, a loaded plane's
+// commit time counted against the guard: 110 ms once in a smoke run).
 const DeletionTolerance = 100 * time.Millisecond
 
 // LateCreate is a hub object created for an HTTPProxy later than the proxy's delete
@@ -45,8 +48,10 @@ func ProxyDeletions(project, namespace string, events []auditEvent) map[ProxyKey
 			continue
 		}
 		k := ProxyKey{Project: project, Namespace: namespace, Name: ref.Name}
-		if at, ok := out[k]; !ok || e.RequestReceivedTimestamp.Before(at) {
-			out[k] = e.RequestReceivedTimestamp
+		// The commit (the response's stage time), not the request: a live read served
+		// while the delete was still being written sees the proxy live, rightly.
+		if at, ok := out[k]; !ok || e.StageTimestamp.Before(at) {
+			out[k] = e.StageTimestamp
 		}
 	}
 	return out

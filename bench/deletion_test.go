@@ -8,6 +8,12 @@ import (
 
 // auditAt is a synthetic audit event: verb on resource namespace/name by user, received
 // at t0+ms milliseconds, answered with code.
+// slowCommit makes e's commit (its stage time) come after its request.
+func slowCommit(e auditEvent, after time.Duration) auditEvent {
+	e.StageTimestamp = e.RequestReceivedTimestamp.Add(after)
+	return e
+}
+
 func auditAt(ms int, user, verb, resource, namespace, name string, code int) auditEvent {
 	var e auditEvent
 	e.Verb, e.User.Username = verb, user
@@ -19,7 +25,7 @@ func auditAt(ms int, user, verb, resource, namespace, name string, code int) aud
 }
 
 // TestCreatesAfterDeletion: from a project plane's audit log, each proxy's first
-// successful DELETE is its deletion time; every successful hub create by a replica for
+// successful DELETE, committed, is its deletion time; every successful hub create by a replica for
 // that proxy (its anchors, by the owner the observer saw; its downstream Gateway and
 // HTTPRoute by name; its Certificates by prefix) that the hub received more than
 // DeletionTolerance later is listed, latest last. Creates within the tolerance, failed
@@ -37,9 +43,15 @@ func TestCreatesAfterDeletion(t *testing.T) {
 		auditAt(2000, "admin", "delete", "httpproxies", "bench-run", "px-2", 200),
 		auditAt(100, "admin", "delete", "httpproxies", "elsewhere", "px-3", 200), // another namespace
 		auditAt(100, "admin", "create", "httpproxies", "bench-run", "px-4", 201),
+		slowCommit(auditAt(4000, "admin", "delete", "httpproxies", "bench-run", "px-5", 200), 200*time.Millisecond),
 	}
 	deleted := ProxyDeletions(p.Name, p.Namespace, plane)
-	wantDeleted := map[ProxyKey]time.Time{proxy("px-1"): reportAt(1), proxy("px-2"): reportAt(2)}
+	// A deletion's time is its commit (auditAt's stage time is 5 ms after the request).
+	commit := func(s float64, after time.Duration) time.Time { return reportAt(s).Add(after) }
+	wantDeleted := map[ProxyKey]time.Time{
+		proxy("px-1"): commit(1, 5*time.Millisecond), proxy("px-2"): commit(2, 5*time.Millisecond),
+		proxy("px-5"): commit(4, 200*time.Millisecond),
+	}
 	if len(deleted) != len(wantDeleted) {
 		t.Fatalf("deletions = %v, want %v", deleted, wantDeleted)
 	}
@@ -63,6 +75,7 @@ func TestCreatesAfterDeletion(t *testing.T) {
 		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "anchor-unseen", 201),             // owner never seen
 		auditAt(2500, "u-r2", "update", "httproutes", hubNS, "px-2", 200),                      // an update
 		auditAt(3000, "u-r2", "create", "httproutes", hubNS, "px-2", 201),                      // late route
+		auditAt(4250, "u-r0", "create", "gateways", hubNS, "px-5", 201),                        // 250 ms after the request, 50 after the commit: fine
 	}
 	writer := func(e auditEvent) string {
 		return map[string]string{"u-r0": "r0", "u-r1": "r1", "u-r2": "r2"}[e.User.Username]
@@ -77,15 +90,15 @@ func TestCreatesAfterDeletion(t *testing.T) {
 	got := CreatesAfterDeletion(hub, writer, index, deleted)
 
 	want := []LateCreate{
-		{Replica: "r1", Proxy: proxy("px-1"), Resource: "configmaps", Namespace: hubNS, Name: "anchor-a1", At: reportAt(1.35), Late: 350 * time.Millisecond},
-		{Replica: "r1", Proxy: proxy("px-1"), Resource: "certificates", Namespace: hubNS, Name: "px-1-https-px-1.example", At: reportAt(1.4), Late: 400 * time.Millisecond},
-		{Replica: "r2", Proxy: proxy("px-2"), Resource: "httproutes", Namespace: hubNS, Name: "px-2", At: reportAt(3), Late: time.Second},
+		{Replica: "r1", Proxy: proxy("px-1"), Resource: "configmaps", Namespace: hubNS, Name: "anchor-a1", At: reportAt(1.35), Late: 345 * time.Millisecond},
+		{Replica: "r1", Proxy: proxy("px-1"), Resource: "certificates", Namespace: hubNS, Name: "px-1-https-px-1.example", At: reportAt(1.4), Late: 395 * time.Millisecond},
+		{Replica: "r2", Proxy: proxy("px-2"), Resource: "httproutes", Namespace: hubNS, Name: "px-2", At: reportAt(3), Late: 995 * time.Millisecond},
 	}
 	if !slices.Equal(got.Late, want) {
 		t.Errorf("late creates:\n got %+v\nwant %+v", got.Late, want)
 	}
-	if got.Checked != 5 {
-		t.Errorf("checked %d creates, want 5 (every successful replica create for a deleted proxy)", got.Checked)
+	if got.Checked != 6 {
+		t.Errorf("checked %d creates, want 6 (every successful replica create for a deleted proxy)", got.Checked)
 	}
 	if got.Unattributed != 1 {
 		t.Errorf("unattributed anchors = %d, want 1", got.Unattributed)

@@ -315,7 +315,7 @@ func (a *anchorWatch) err() error {
 }
 
 // hubCreatesAfterDeletion compares, from the audit logs, every successful hub create
-// for one of the race's proxies with the proxy's delete request on its project plane.
+// for one of the race's proxies with the proxy's delete, committed on its project plane.
 // It returns the creates later than that plus readToWriteTolerance, how many creates it
 // checked, and the largest lateness seen (negative when every create came before its
 // proxy's delete).
@@ -332,8 +332,10 @@ func hubCreatesAfterDeletion(g Gomega, projects []raceProject, anchorOwners map[
 			if ev.Verb != "delete" || ref.Resource != "httpproxies" || ref.Namespace != p.ns.Name || !succeeded(ev) {
 				continue
 			}
-			if at, ok := deleted[ref.Name]; !ok || ev.RequestReceivedTimestamp.Before(at) {
-				deleted[ref.Name] = ev.RequestReceivedTimestamp
+			// The delete's commit, as bench's ProxyDeletions takes it: a live read served
+			// before it rightly sees the proxy live.
+			if at, ok := deleted[ref.Name]; !ok || ev.StageTimestamp.Before(at) {
+				deleted[ref.Name] = ev.StageTimestamp
 			}
 		}
 		for _, ev := range hubEvents {
