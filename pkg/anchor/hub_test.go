@@ -582,19 +582,7 @@ func TestDeleteIsConditionalOnUID(t *testing.T) {
 	// Between Delete's lookup and its delete call, someone deletes the anchor and writes
 	// a new one of the same name: the delete must not take the replacement.
 	var replacement types.UID
-	racing := interceptor.NewClient(c, interceptor.Funcs{
-		Delete: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := inner.Delete(ctx, original.DeepCopy()); err != nil {
-				return err
-			}
-			fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: original.Name, Labels: owner.Labels()}}
-			if err := inner.Create(ctx, fresh); err != nil {
-				return err
-			}
-			replacement = fresh.UID
-			return inner.Delete(ctx, obj, opts...)
-		},
-	})
+	racing := replacingBeforeDelete(c, original, owner, &replacement)
 
 	err = Delete(ctx, racing, owner)
 	g.Expect(err).To(HaveOccurred())
@@ -602,4 +590,23 @@ func TestDeleteIsConditionalOnUID(t *testing.T) {
 	stored, err := getConfigMap(t, ns, original.Name)
 	g.Expect(err).NotTo(HaveOccurred(), "the replacement must survive")
 	g.Expect(stored.UID).To(Equal(replacement))
+}
+
+// replacingBeforeDelete wraps c so that its Delete first deletes original and creates a
+// new anchor of the same name and owner (its UID stored in *replacement), then sends
+// the delete it was asked for: a replacement racing between a check and its delete.
+func replacingBeforeDelete(c client.WithWatch, original *corev1.ConfigMap, owner Owner, replacement *types.UID) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Delete: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := inner.Delete(ctx, original.DeepCopy()); err != nil {
+				return err
+			}
+			fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: original.Namespace, Name: original.Name, Labels: owner.Labels()}}
+			if err := inner.Create(ctx, fresh); err != nil {
+				return err
+			}
+			*replacement = fresh.UID
+			return inner.Delete(ctx, obj, opts...)
+		},
+	})
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // These tests give DeleteIndexed an index the test controls (so it can show the hub as
@@ -330,19 +329,7 @@ func TestDeleteIndexedIsConditionalOnTheRead(t *testing.T) {
 	original := createAnchor(t, ns, owner, nil)
 
 	var replacement types.UID
-	racing := interceptor.NewClient(c, interceptor.Funcs{
-		Delete: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			if err := inner.Delete(ctx, original.DeepCopy()); err != nil {
-				return err
-			}
-			fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: original.Name, Labels: owner.Labels()}}
-			if err := inner.Create(ctx, fresh); err != nil {
-				return err
-			}
-			replacement = fresh.UID
-			return inner.Delete(ctx, obj, opts...)
-		},
-	})
+	racing := replacingBeforeDelete(c, original, owner, &replacement)
 
 	err := DeleteIndexed(ctx, racing, indexShowing(owner, ns), ns, owner)
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a precondition failure is reported as such: %v", err)
