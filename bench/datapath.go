@@ -17,6 +17,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
@@ -97,11 +98,11 @@ func (d DataPathResult) Clean() Latency { return LatencyOf(d.ToClean) }
 // garbage collector that audits every request (reads too, for the counts by verb)
 // and n project planes, started a few at a time.
 func StartDataPathEnv(n int, dir string) (*Env, error) {
-	hubCRDs, err := harness.HubCRDs()
+	hubCRDs, err := testenv.HubCRDs()
 	if err != nil {
 		return nil, err
 	}
-	projectCRDs, err := harness.ProjectCRDs()
+	projectCRDs, err := testenv.ProjectCRDs()
 	if err != nil {
 		return nil, err
 	}

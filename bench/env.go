@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 )
 
 // Env is the control planes every run of one harness invocation shares: a hub with its
@@ -39,11 +40,11 @@ type Env struct {
 // StartEnv starts the hub and n project planes, and the lightweight projects' plane
 // when light.
 func StartEnv(n int, light bool, dir string) (*Env, error) {
-	hubCRDs, err := harness.HubCRDs()
+	hubCRDs, err := testenv.HubCRDs()
 	if err != nil {
 		return nil, err
 	}
-	projectCRDs, err := harness.ProjectCRDs()
+	projectCRDs, err := testenv.ProjectCRDs()
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/app"
-	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor/resync"
 )
@@ -63,7 +62,7 @@ func runMain(m *testing.M) int {
 			return 1
 		}
 		// The hub's CRDs: a replica's controllers are built against them.
-		crds, err := harness.HubCRDs()
+		crds, err := testenv.HubCRDs()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1

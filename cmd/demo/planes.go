@@ -16,15 +16,16 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 )
 
 // startPlanes starts the hub and the project planes and writes admin kubeconfigs.
 func (d *demo) startPlanes(ctx context.Context) error {
-	hubCRDs, err := harness.HubCRDs()
+	hubCRDs, err := testenv.HubCRDs()
 	if err != nil {
 		return err
 	}
-	projectCRDs, err := harness.ProjectCRDs()
+	projectCRDs, err := testenv.ProjectCRDs()
 	if err != nil {
 		return err
 	}

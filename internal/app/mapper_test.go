@@ -13,7 +13,6 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
-	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
 )
 
@@ -24,9 +23,9 @@ func TestKindMapperMapsLikeTheDynamicMapperAndFindsLateCRDs(t *testing.T) {
 	g := NewWithT(t)
 	dir, err := testenv.BinaryDir()
 	g.Expect(err).NotTo(HaveOccurred())
-	own, err := harness.ProjectCRDs()
+	own, err := testenv.ProjectCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
-	gw, err := harness.GatewayCRDs()
+	gw, err := testenv.GatewayCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	env := &envtest.Environment{BinaryAssetsDirectory: dir, CRDs: without(own, gw)}
 	cfg, err := env.Start()

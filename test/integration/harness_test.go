@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 )
 
 // One hub (with its garbage collector) and two project planes, shared by the tests in
@@ -42,12 +43,12 @@ func runSuite(m *testing.M) int {
 	if testing.Short() {
 		return m.Run()
 	}
-	hubCRDs, err := harness.HubCRDs()
+	hubCRDs, err := testenv.HubCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	projectCRDs, err := harness.ProjectCRDs()
+	projectCRDs, err := testenv.ProjectCRDs()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -15,6 +15,7 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 )
@@ -29,7 +30,7 @@ func TestLeastPrivilegeHubAuditShowsNoSecretReadOutsideProvider(t *testing.T) {
 	needEnvtest(t)
 	g := NewWithT(t)
 	ctx := context.Background()
-	crds, err := harness.HubCRDs()
+	crds, err := testenv.HubCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	auditedHub, err := harness.StartControlPlane("hub-secret-audit", harness.PlaneOptions{CRDs: crds, AuditSecretReads: true})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
 )
@@ -219,7 +220,7 @@ func TestResyncRepointedSecretHalts(t *testing.T) {
 	rep := rt.passes(m, rt.project, 1)
 	g.Expect(rep.Plane).To(Equal(resync.PlaneVerified))
 
-	crds, err := harness.ProjectCRDs()
+	crds, err := testenv.ProjectCRDs()
 	g.Expect(err).NotTo(HaveOccurred())
 	empty, err := harness.StartControlPlane("empty", harness.PlaneOptions{CRDs: crds})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package harness
+package testenv
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
-
-	"anchorage/internal/testenv"
 )
 
 // CertManagerVersion is the cert-manager release whose Certificate CRD the hub serves.
@@ -20,7 +18,7 @@ const CertManagerVersion = "v1.17.2"
 // ProjectCRDs are the CRDs a project control plane serves: HTTPProxy and the Gateway API
 // standard channel, read from the gateway-api module in the module cache.
 func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	own, err := readCRDDir(filepath.Join(testenv.RepoRoot(), "config", "crd", "bases"))
+	own, err := readCRDDir(filepath.Join(RepoRoot(), "config", "crd", "bases"))
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +45,7 @@ func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // GatewayCRDs reads the standard-channel CRDs shipped in the gateway-api module.
 func GatewayCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	dir, err := testenv.ModuleDir("sigs.k8s.io/gateway-api")
+	dir, err := ModuleDir("sigs.k8s.io/gateway-api")
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +56,7 @@ func GatewayCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // its labels and annotations hold "{{ ... }}" that an API server refuses, so they are
 // dropped; the schema is untouched.
 func CertificateCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
-	dir, err := testenv.DownloadedModuleDir("github.com/cert-manager/cert-manager", CertManagerVersion)
+	dir, err := DownloadedModuleDir("github.com/cert-manager/cert-manager", CertManagerVersion)
 	if err != nil {
 		return nil, err
 	}
