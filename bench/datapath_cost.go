@@ -36,15 +36,18 @@ func (m MinimumCost) Total() float64 {
 //     Certificate per hostname — creates only, since nothing is there to read;
 //   - deleting it: the two anchor deletes, each a GET in the mapped namespace (the live
 //     read that proves what is deleted) and a DELETE with that read's UID and
-//     resourceVersion as preconditions. The downstream objects go with their anchor
-//     (the hub's garbage collector, not a replica).
+//     resourceVersion as preconditions; and one DELETE of each downstream object (the
+//     Gateway, the HTTPRoute, one Certificate per hostname), which the upstream
+//     finalizers delete themselves so that deletion does not wait on the hub's garbage
+//     collector. Those need no read: the owner is terminating and its finalizer holds
+//     the names (the replica that wrote them conditions the delete on the UID it wrote).
 //
 // A proxiesPerNamespace below 1 counts as 1.
 func DesignMinimum(hostnames, proxiesPerNamespace int) (create, del MinimumCost) {
 	perNamespace := float64(max(proxiesPerNamespace, 1))
 	const anchors = 2 // the upstream Gateway's and the HTTPRoute's
 	create = MinimumCost{"create": 1/perNamespace + anchors + 1 + 1 + float64(hostnames)}
-	del = MinimumCost{"get": anchors, "delete": anchors}
+	del = MinimumCost{"get": anchors, "delete": anchors + 1 + 1 + float64(hostnames)}
 	return create, del
 }
 

@@ -23,10 +23,10 @@ func TestDesignMinimum(t *testing.T) {
 		del                   MinimumCost
 		createTotal, delTotal float64
 	}{
-		{"one proxy alone in its namespace", 1, 1, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 2}, 6, 4},
-		{"fifty proxies share the namespace's create", 1, 50, MinimumCost{"create": 5.02}, MinimumCost{"get": 2, "delete": 2}, 5.02, 4},
-		{"three hostnames: three Certificates", 3, 1, MinimumCost{"create": 8}, MinimumCost{"get": 2, "delete": 2}, 8, 4},
-		{"no proxies per namespace counts as one", 1, 0, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 2}, 6, 4},
+		{"one proxy alone in its namespace", 1, 1, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
+		{"fifty proxies share the namespace's create", 1, 50, MinimumCost{"create": 5.02}, MinimumCost{"get": 2, "delete": 5}, 5.02, 7},
+		{"three hostnames: three Certificates", 3, 1, MinimumCost{"create": 8}, MinimumCost{"get": 2, "delete": 7}, 8, 9},
+		{"no proxies per namespace counts as one", 1, 0, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -242,7 +242,7 @@ func TestDataPathTargets(t *testing.T) {
 	_, minDel := DesignMinimum(1, 50)
 	anch := DataPathResult{
 		Coordinator: Anchorage, Deleted: 10, MinimumDelete: minDel,
-		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 30, "delete": 30}, ConfigMapLists: map[string]int{ListInformer: 2}},
+		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 20, "delete": 50}, ConfigMapLists: map[string]int{ListInformer: 2}},
 		ToProgrammed:   []time.Duration{time.Second, 2 * time.Second},
 		ToClean:        []time.Duration{3 * time.Second},
 	}
@@ -254,14 +254,19 @@ func TestDataPathTargets(t *testing.T) {
 		}
 		return out
 	}
-	// 60 requests / 10 proxies = 6 per proxy = 1.5 × 4: met, at the limit.
+	// 70 requests / 10 proxies = 7 per proxy = 1.0 × 7: met.
 	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch, base}}), []string{"yes", "yes", "yes", "no"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
 	}
-	anch.DeleteRequests.ByVerb["list"] = 1
+	anch.DeleteRequests.ByVerb["list"] = 36 // 10.6 per proxy
 	anch.DeleteRequests.ConfigMapLists[ListByName] = 1
 	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch}}), []string{"no", "no", "n/a", "n/a"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
+	}
+	certLists := anch
+	certLists.DeleteRequests = RequestCount{ByVerb: map[string]int{"get": 20, "list": 1, "delete": 50}, ByVerbResource: map[string]int{"list certificates": 1}}
+	if got := verdicts(&Report{DataPath: []DataPathResult{certLists}})[1]; got != "no" {
+		t.Errorf("lists verdict with a Certificate LIST in the delete phase = %v, want no", got)
 	}
 	anch.NotClean = 1
 	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[0]; got != "n/a" {
@@ -280,7 +285,7 @@ func TestWriteReportDataPath(t *testing.T) {
 		Coordinator: Anchorage, Planes: 2, Proxies: 20, Replicas: 3, Created: 20, Deleted: 20,
 		ToProgrammed: []time.Duration{time.Second, 2 * time.Second}, ToClean: []time.Duration{time.Second},
 		CreateRequests: RequestCount{ByVerb: map[string]int{"create": 12}, ByVerbResource: map[string]int{"create configmaps": 12}},
-		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 40, "delete": 40}, ByVerbResource: map[string]int{"get configmaps": 40, "delete configmaps": 40}},
+		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 40, "delete": 100}, ByVerbResource: map[string]int{"get configmaps": 40, "delete configmaps": 40, "delete gateways": 20, "delete httproutes": 20, "delete certificates": 20}},
 		MinimumCreate:  minCreate, MinimumDelete: minDel, PeakRSS: []uint64{50e6, 60e6, 70e6},
 	}
 	dir := t.TempDir()
@@ -293,7 +298,7 @@ func TestWriteReportDataPath(t *testing.T) {
 	}
 	md := string(b)
 	for _, want := range []string{"## Data path", "create → Programmed p50 / p99 / max", "1.00 s / 2.00 s / 2.00 s",
-		"4.00 (1.00 × minimum 4.00)", "hub requests per deleted proxy ≤ 1.5 × the design minimum", "50.0, 60.0, 70.0", DataPathPlot} {
+		"7.00 (1.00 × minimum 7.00)", "hub requests per deleted proxy ≤ 1.5 × the design minimum", "50.0, 60.0, 70.0", DataPathPlot} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
 		}

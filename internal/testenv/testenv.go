@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"fmt"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,13 +102,13 @@ func RunWithHub(m interface{ Run() int }, use func(*rest.Config) error) int {
 
 // StartAPIServer starts an API server (envtest: etcd and kube-apiserver) for one test,
 // stops it when the test ends, and returns its admin config.
-func StartAPIServer(t testing.TB) *rest.Config {
+func StartAPIServer(t testing.TB, crds ...*apiextensionsv1.CustomResourceDefinition) *rest.Config {
 	t.Helper()
 	dir, err := BinaryDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: dir}
+	env := &envtest.Environment{BinaryAssetsDirectory: dir, CRDs: crds}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)

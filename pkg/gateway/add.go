@@ -43,6 +43,9 @@ type Options struct {
 	// check reads (anchor.DeleteIndexed). Default: one built on the manager's hub
 	// connection (resync.NewAnchorCache) and added to the manager.
 	Anchors anchor.NameIndex
+	// Written remembers the hub objects the Gateway and HTTPRoute reconcilers wrote,
+	// for their finalizers. Default: NewWrittenObjects(DefaultWrittenOwners).
+	Written *WrittenObjects
 }
 
 // Setup is the gateway data path wired into a manager.
@@ -93,6 +96,9 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, err
 	}
+	if opts.Written == nil {
+		opts.Written = NewWrittenObjects(DefaultWrittenOwners)
+	}
 	if opts.Anchors == nil {
 		if opts.Anchors, err = resync.AddAnchorCache(ctx, mgr); err != nil {
 			return nil, err
@@ -134,7 +140,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
+		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
@@ -145,7 +151,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.HTTPRoute{}).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
-		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
+		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}

@@ -89,6 +89,16 @@ func newCertificate(name, namespace, dnsName string, issuer IssuerRef) *unstruct
 	return c
 }
 
+// certificateRef is the Certificate named name in namespace, with nothing else set: what
+// a read or a delete by key needs.
+func certificateRef(name, namespace string) *unstructured.Unstructured {
+	c := &unstructured.Unstructured{}
+	c.SetGroupVersionKind(CertificateGVK)
+	c.SetName(name)
+	c.SetNamespace(namespace)
+	return c
+}
+
 // setCertificateSpec copies the fields this manager owns (dnsNames, secretName,
 // issuerRef) from src into dst and leaves the rest of dst's spec alone, so fields a
 // previous manager or an operator set survive a take-over.

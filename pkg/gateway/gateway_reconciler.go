@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,6 +36,9 @@ type GatewayReconciler struct {
 	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
 	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
 	Anchors anchor.NameIndex
+	// Written remembers the hub objects this replica wrote, so that the finalizer
+	// deletes each with one conditional call. Nil: the finalizer reads each first.
+	Written *WrittenObjects
 }
 
 // gatewayScope is what one reconcile of one Gateway works on.
@@ -66,30 +70,42 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors = r.Anchors
+	u.anchors, u.written = r.Anchors, r.Written
 	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 
 // finalize deletes what a terminating Gateway put on the hub: the downstream Gateway
 // and Certificates (when still there and still hanging on this Gateway's anchor), then
 // the anchor, found by name even when the upstream namespace is gone and even when the
-// downstream objects already are. Only then is the finalizer removed.
+// downstream objects already are. Only then is the finalizer removed. Nothing here
+// lists: the Certificates are the ones the Gateway's listeners name and the ones this
+// replica remembers writing for it (a listener removed before the live path cleaned
+// its Certificate up); one neither knows hangs on the anchor alone and goes with it
+// through the hub's garbage collector.
 func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.gw, kindGateway, GatewayFinalizer, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
 			return err
 		}
-		certs, err := w.certificates(ctx)
-		if err != nil {
-			return err
-		}
-		for _, c := range certs {
-			if err := w.deleteIfAttached(ctx, kindCertificate, c); err != nil {
+		for _, name := range certificateNamesToDelete(s.gw, w.written.namesOf(w.owner.UID, kindCertificate, w.ns)) {
+			if err := w.deleteAttached(ctx, kindCertificate, certificateRef(name, w.ns)); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// certificateNamesToDelete returns, sorted and once each, the names of the Certificates
+// a terminating Gateway's finalizer deletes: those of gw's certificate listeners and
+// the remembered ones this replica wrote for it.
+func certificateNamesToDelete(gw *gatewayv1.Gateway, remembered []string) []string {
+	names := slices.Clone(remembered)
+	for _, l := range certificateListeners(gw) {
+		names = append(names, CertificateName(gw.Name, l.Name))
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }
 
 // skipOtherClass ends the reconcile for a Gateway of another class: it is not ours to
@@ -157,7 +173,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	w := hubWriter{hub: hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	w := s.hubWriter(hub, hubNS, r.Metrics)
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(s.gw, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
 		return nil, err

@@ -34,6 +34,9 @@ type HTTPRouteReconciler struct {
 	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
 	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
 	Anchors anchor.NameIndex
+	// Written remembers the hub objects this replica wrote, so that the finalizer
+	// deletes each with one conditional call. Nil: the finalizer reads each first.
+	Written *WrittenObjects
 }
 
 // routeScope is what one reconcile of one HTTPRoute works on.
@@ -64,7 +67,7 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors = r.Anchors
+	u.anchors, u.written = r.Anchors, r.Written
 	return &routeScope{upstream: *u, route: route}, nil
 }
 
@@ -189,7 +192,7 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	if err != nil {
 		return err
 	}
-	w := hubWriter{hub: hub, owner: s.owner, ns: hubNS, metrics: r.Metrics}
+	w := s.hubWriter(hub, hubNS, r.Metrics)
 	_, err = w.apply(ctx, kindHTTPRoute, down, copyRouteSpec)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -23,6 +24,7 @@ type hubWriter struct {
 	owner   anchor.Owner
 	ns      string
 	metrics *Metrics
+	written *WrittenObjects
 }
 
 // apply makes the hub hold desired, attached to the owner's anchor: it creates it, or
@@ -48,6 +50,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 			return nil, fmt.Errorf("creating %s %s on the hub: %w", kind, key, err)
 		}
 		w.metrics.downstreamWrite(kind, resultCreated)
+		w.written.remember(w.owner.UID, kind, obj)
 		logf.FromContext(ctx).V(2).Info("Created downstream object", "kind", kind, "object", klog.KObj(obj), "anchor", anchor.Name(w.owner.UID))
 		return obj, nil
 	}
@@ -68,6 +71,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 		return nil, fmt.Errorf("attaching %s %s to its anchor: %w", kind, key, err)
 	}
 	if equality.Semantic.DeepEqual(existing, obj) {
+		w.written.remember(w.owner.UID, kind, existing)
 		return existing, nil
 	}
 	if err := w.hub.Update(ctx, obj); err != nil {
@@ -75,6 +79,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 		return nil, fmt.Errorf("updating %s %s on the hub: %w", kind, key, err)
 	}
 	w.metrics.downstreamWrite(kind, resultUpdated)
+	w.written.remember(w.owner.UID, kind, obj)
 	logf.FromContext(ctx).V(2).Info("Updated downstream object", "kind", kind, "object", klog.KObj(obj), "anchor", anchor.Name(w.owner.UID))
 	return obj, nil
 }
@@ -102,10 +107,18 @@ func notLabelledForAnotherOwner(obj client.Object, owner anchor.Owner) error {
 
 // deleteAttached deletes the hub object of obj's type and key when it hangs on the
 // owner's anchor. One hanging elsewhere has been re-attached by a newer owner of the
-// same name and is left alone; one already gone is fine. The delete is conditional on
-// the UID and resourceVersion just checked.
+// same name and is left alone; one already gone is fine. An object this replica wrote
+// for the owner (WrittenObjects) is deleted with one call conditional on the UID it
+// was written with; any other is read first and the delete is conditional on the UID
+// and resourceVersion just checked.
 func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.Object) error {
 	key := client.ObjectKeyFromObject(obj)
+	if uid, ok := w.written.uidOf(w.owner.UID, kind, key); ok {
+		done, err := w.deleteWritten(ctx, kind, obj, uid)
+		if done || err != nil {
+			return err
+		}
+	}
 	existing := newEmptyLike(obj)
 	err := w.hub.Get(ctx, key, existing)
 	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
@@ -115,6 +128,32 @@ func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.O
 		return fmt.Errorf("reading %s %s on the hub: %w", kind, key, err)
 	}
 	return w.deleteIfAttached(ctx, kind, existing)
+}
+
+// deleteWritten deletes obj's key on the hub if it still holds the object of uid that
+// this replica attached to the owner's anchor (see WrittenObjects for why that is proof
+// enough). Done is false when the hub holds another object there (the precondition
+// failed): the caller reads it and decides.
+func (w hubWriter) deleteWritten(ctx context.Context, kind string, obj client.Object, uid types.UID) (done bool, err error) {
+	key := client.ObjectKeyFromObject(obj)
+	target := newEmptyLike(obj)
+	target.SetNamespace(key.Namespace)
+	target.SetName(key.Name)
+	err = w.hub.Delete(ctx, target, client.Preconditions{UID: &uid})
+	switch {
+	case err == nil:
+		logf.FromContext(ctx).Info("Deleted downstream object", "kind", kind, "object", klog.KRef(key.Namespace, key.Name), "uid", uid)
+		w.metrics.downstreamWrite(kind, resultDeleted)
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	case apierrors.IsConflict(err):
+		w.written.forget(w.owner.UID, kind, key)
+		return false, nil
+	default:
+		w.metrics.downstreamWrite(kind, resultError)
+		return true, fmt.Errorf("deleting %s %s on the hub: %w", kind, key, err)
+	}
+	w.written.forget(w.owner.UID, kind, key)
+	return true, nil
 }
 
 func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing client.Object) error {
@@ -131,6 +170,7 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 	log.Info("Deleting downstream object", "kind", kind, "object", klog.KObj(existing), "uid", uid)
 	err := w.hub.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if apierrors.IsNotFound(err) {
+		w.written.forget(w.owner.UID, kind, key)
 		return nil
 	}
 	if err != nil {
@@ -138,6 +178,7 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 		return fmt.Errorf("deleting %s %s on the hub: %w", kind, key, err)
 	}
 	w.metrics.downstreamWrite(kind, resultDeleted)
+	w.written.forget(w.owner.UID, kind, key)
 	return nil
 }
 

@@ -32,6 +32,7 @@ type upstream struct {
 	cluster cluster.Cluster
 	hub     client.Client // live
 	anchors anchor.NameIndex
+	written *WrittenObjects
 	owner   anchor.Owner
 	log     logr.Logger
 	events  events.EventRecorder
@@ -96,7 +97,7 @@ func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.
 		return true, err
 	}
 	if hubNS != "" {
-		if err := deleteDownstream(ctx, hubWriter{hub: u.hub, owner: u.owner, ns: hubNS, metrics: m}); err != nil {
+		if err := deleteDownstream(ctx, u.hubWriter(u.hub, hubNS, m)); err != nil {
 			return true, err
 		}
 	}
@@ -116,5 +117,11 @@ func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Obj
 		u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", u.owner.Kind, err)
 		return fmt.Errorf("deleting the anchor of %s: %w", u.owner, err)
 	}
+	u.written.forgetOwner(u.owner.UID)
 	return removeFinalizer(ctx, u.cluster.GetClient(), obj, finalizer)
+}
+
+// hubWriter is the writer of the owner's downstream objects in hubNS through hub.
+func (u *upstream) hubWriter(hub client.Client, hubNS string, m *Metrics) hubWriter {
+	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: m, written: u.written}
 }
