@@ -93,7 +93,7 @@ const dataPathMinimumNote = "The design minimum (`DesignMinimum`, docs/design.md
 	"in a fresh upstream namespace: the mapped namespace's create (once per upstream namespace, amortized over its proxies), " +
 	"the two anchors (upstream Gateway and HTTPRoute), the downstream Gateway and HTTPRoute and H Certificates — creates only; " +
 	"per deleted proxy: the two anchor deletes, each a GET in the mapped namespace and a DELETE with its UID and resourceVersion " +
-	"as preconditions (the garbage collector removes the downstream objects). Measured: every hub request of the run's replicas " +
+	"as preconditions, and one DELETE of each downstream object (Gateway, HTTPRoute, H Certificates), which the finalizers delete themselves. Measured: every hub request of the run's replicas " +
 	"(their own users; the harness's requests are not counted) except watches and Lease and Event requests, from the hub's audit log, " +
 	"the create phase running from the first create to the first delete and the delete phase from the first delete until the hub held " +
 	"nothing of the run. Both coordinators run the same reconcilers (pkg/gateway, the same finalizers), so the ratio between them " +

@@ -35,6 +35,7 @@ type options struct {
 	only, dataPathTimings           string
 	dataPath, dataPathSmall         bool
 	dataPathPlanes, dataPathProxies int
+	dataPathPace                    time.Duration
 }
 
 func main() {
@@ -55,6 +56,7 @@ func main() {
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
 	flag.StringVar(&o.dataPathTimings, "data-path-timings", "fast", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s)")
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
+	flag.DurationVar(&o.dataPathPace, "data-path-pace", 0, "how long each plane takes to create its proxies, and again to delete them (default 60s; 10s with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
 	flag.Parse()
 	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
@@ -178,6 +180,9 @@ func dataPathOptions(o options) bench.DataPathOptions {
 	}
 	if o.dataPathProxies > 0 {
 		d.Proxies = o.dataPathProxies
+	}
+	if o.dataPathPace > 0 {
+		d.CreateOver, d.DeleteOver = o.dataPathPace, o.dataPathPace
 	}
 	if o.dataPathTimings == "default" {
 		t := shard.DefaultTimings()
