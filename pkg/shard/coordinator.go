@@ -2,6 +2,9 @@ package shard
 
 import (
 	"context"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -123,105 +126,128 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 	}
 }
 
-// assignPass expires silent members, then gives every engageable project a live holder.
+// assignPass plans a pass (PlanPass) from what this replica observes and carries it
+// out: suspect members are confirmed first, and when one of them was cleared the pass
+// is planned again on the new view; the project writes then go out in parallel,
+// coordinatorWrites at a time, so a slow hub costs a pass one round of latency rather
+// than one per project.
 func (s *Shard) assignPass(ctx context.Context, coordinator string) {
-	members, _, synced := s.observer.snapshot()
-	if !synced {
+	in, ok := s.passInput()
+	if !ok {
 		return
 	}
+	plan := PlanPass(in)
+	if len(plan.Confirm) > 0 {
+		cleared := runParallel(ctx, len(plan.Confirm), func(ctx context.Context, i int) bool {
+			return s.confirmExpired(ctx, plan.Confirm[i], coordinator)
+		})
+		if cleared > 0 {
+			if in, ok = s.passInput(); !ok {
+				return
+			}
+			plan = PlanPass(in)
+		}
+	}
+	s.mu.Lock()
+	for project, holder := range plan.Claimed {
+		s.claimFailures.forget(project, holder)
+	}
+	s.mu.Unlock()
+	runParallel(ctx, len(plan.Assign), func(ctx context.Context, i int) bool {
+		a := plan.Assign[i]
+		if !s.assign(ctx, a.Project, a.Lease, a.Exists, a.Holder, a.Reason) {
+			return false
+		}
+		if a.Unclaimed != "" {
+			s.mu.Lock()
+			s.claimFailures.record(a.Project, a.Unclaimed, s.clock.Now(), s.t.ClaimDeadline)
+			s.mu.Unlock()
+		}
+		return true
+	})
+	runParallel(ctx, len(plan.HandOvers), func(ctx context.Context, i int) bool {
+		h := plan.HandOvers[i]
+		return s.requestHandOver(ctx, h.Project, h.Lease, h.Next, h.Reason)
+	})
+	runParallel(ctx, len(plan.Remove), func(ctx context.Context, i int) bool {
+		return s.removeProjectLease(ctx, plan.Remove[i])
+	})
+}
+
+// passInput gathers what PlanPass decides from; false until the Lease watch has synced.
+func (s *Shard) passInput() (PassInput, bool) {
+	members, leases, synced := s.observer.snapshot()
+	if !synced {
+		return PassInput{}, false
+	}
+	projects := map[string]bool{}
+	for p := range s.discoveredProjects() {
+		projects[p] = true
+	}
 	now := s.clock.Now()
-	for _, m := range members {
-		if st, _ := ToMemberState(m, now, s.t.LeaseDuration); st == MemberSuspect {
-			s.confirmExpired(ctx, m, coordinator)
-		}
+	s.mu.Lock()
+	s.claimFailures.prune(now, s.t.ClaimDeadline)
+	failures := make(claimFailures, len(s.claimFailures))
+	for p, holders := range s.claimFailures {
+		failures[p] = maps.Clone(holders)
 	}
-	members, leases, _ := s.observer.snapshot()
-	now = s.clock.Now()
-	// Live members keep their projects; only eligible ones (not draining) get new ones.
-	var eligible []Member
-	liveSet, drainingSet := map[string]bool{}, map[string]bool{}
-	for _, m := range members {
-		if st, _ := ToMemberState(m, now, s.t.LeaseDuration); st != MemberLive {
-			continue
-		}
-		liveSet[m.Holder()] = true
-		if m.Lease.Annotations[AnnotationDraining] != "" {
-			drainingSet[m.Holder()] = true
-			continue
-		}
-		w, err := ParseWeight(m.Lease.Annotations[AnnotationWeight])
-		if err != nil {
-			w = 1
-		}
-		eligible = append(eligible, Member{Holder: m.Holder(), Pod: PodOf(m.Holder()), Weight: w})
-	}
-	projects := s.discoveredProjects()
-	inFlight := 0
-	for _, ob := range leases {
-		if ob.Lease.Annotations[AnnotationNextHolder] != "" {
-			inFlight++
-		}
-	}
-	for project := range projects {
-		ob, exists := leases[ProjectLeaseName(project)]
-		st, _ := ToProjectState(ob, liveSet, now, s.t.ClaimDeadline)
-		ranked := Rank(project, eligible)
-		switch {
-		case len(ranked) == 0:
-			continue
-		case st == ProjectUnassigned || st == ProjectOrphaned:
-			reason := map[bool]string{true: "orphaned", false: "new"}[st == ProjectOrphaned]
-			s.assign(ctx, project, ob, exists, ranked[0].Holder, reason)
-		case st == ProjectClaimOverdue:
-			if next, ok := NextAfter(project, ob.Holder(), eligible); ok && next.Holder != ob.Holder() {
-				s.assign(ctx, project, ob, exists, next.Holder, "claim_overdue")
+	s.mu.Unlock()
+	return PassInput{
+		Members: members, Vanished: s.observer.vanishedMembers(), Leases: leases, Projects: projects,
+		Failures: failures, Now: now, Timings: s.t, MaxHandoversInFlight: s.opts.MaxHandoversInFlight,
+	}, true
+}
+
+// coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
+const coordinatorWrites = 16
+
+// runParallel runs f for 0..n-1, coordinatorWrites at a time, and returns how many
+// returned true.
+func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) int {
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	slots := make(chan struct{}, coordinatorWrites)
+	for i := 0; i < n; i++ {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if f(ctx, i) {
+				done.Add(1)
 			}
-		case st == ProjectAssigned && drainingSet[ob.Holder()]:
-			// Not claimed yet, so nothing runs there: move it directly.
-			s.assign(ctx, project, ob, exists, ranked[0].Holder, "draining")
-		case st == ProjectClaimed && ranked[0].Holder != ob.Holder():
-			next := ob.Lease.Annotations[AnnotationNextHolder]
-			if next == ranked[0].Holder || (next == "" && inFlight >= s.opts.MaxHandoversInFlight) {
-				continue
-			}
-			reason := map[bool]string{true: "draining", false: "rebalance"}[drainingSet[ob.Holder()]]
-			if s.requestHandOver(ctx, project, ob, ranked[0].Holder, reason) && next == "" {
-				inFlight++
-			}
-		}
+		}()
 	}
-	// Leases of projects whose Secret is gone: delete once no live holder remains.
-	for name, ob := range leases {
-		project := ob.Lease.Annotations[AnnotationProject]
-		if _, ok := projects[project]; ok && ProjectLeaseName(project) == name {
-			continue
-		}
-		if liveSet[ob.Holder()] {
-			continue
-		}
-		cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
-		err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
-		cancel()
-		s.m.leaseWrite("project", true, err)
-		if err == nil {
-			s.log.Info("Deleted the Lease of a removed project", "project", project, "lease", name)
-		}
+	wg.Wait()
+	return int(done.Load())
+}
+
+// removeProjectLease deletes the Lease of a project no longer discovered, conditional
+// on the Lease as observed.
+func (s *Shard) removeProjectLease(ctx context.Context, ob Observed) bool {
+	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	defer cancel()
+	err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, ob.Lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
+	s.m.leaseWrite("project", true, err)
+	if err != nil {
+		return false
 	}
+	s.log.Info("Deleted the Lease of a removed project", "project", ob.Lease.Annotations[AnnotationProject], "lease", ob.Lease.Name)
+	return true
 }
 
 // confirmExpired reads a silent member's Lease directly; only the same resourceVersion
 // as last seen proves it unchanged for LeaseDuration. The coordinator then clears its
 // holder conditionally, so a late renew by that incarnation conflicts.
-func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) {
+func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) bool {
 	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
 	defer cancel()
 	cur, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Get(cctx, m.Lease.Name, metav1.GetOptions{})
 	if err != nil {
-		return
+		return false
 	}
 	if cur.ResourceVersion != m.Lease.ResourceVersion {
 		s.observer.record(cur)
-		return
+		return false
 	}
 	l := cur.DeepCopy()
 	l.Spec.HolderIdentity = nil
@@ -232,15 +258,16 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
 	s.m.leaseWrite("member", true, err)
 	if err != nil {
-		return
+		return false
 	}
 	s.observer.record(wrote)
 	s.events.Eventf(wrote, "Warning", "MemberExpired", "Member %s declared expired by %s after %s without a renew", m.Holder(), coordinator, s.t.LeaseDuration)
 	s.log.Info("Declared member expired", "member", m.Holder())
+	return true
 }
 
 // assign writes holder into the project's Lease, conditional on what was observed.
-func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists bool, holder, reason string) {
+func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists bool, holder, reason string) bool {
 	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
 	defer cancel()
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
@@ -271,12 +298,13 @@ func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists 
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			s.log.Info("Assigning project failed", "project", project, "holder", holder, "error", err.Error())
 		}
-		return
+		return false
 	}
 	s.observer.record(wrote)
 	s.m.assignments.WithLabelValues(reason).Inc()
 	s.events.Eventf(wrote, "Normal", "Assigned", "Project %s assigned to %s (%s, was %q)", project, holder, reason, ob.Holder())
 	s.log.Info("Assigned project", "project", project, "holder", holder, "reason", reason, "previous", ob.Holder())
+	return true
 }
 
 // requestHandOver asks the project's holder, through the Lease, to hand the project over

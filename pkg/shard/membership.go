@@ -272,6 +272,11 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time) 
 		m.rv, m.last = latest.ResourceVersion, latest
 		m.mu.Unlock()
 		return false
+	case apierrors.IsNotFound(err):
+		// Deleted (by hand, or by a restore): the coordinator may already count this
+		// incarnation gone, so it lapses now rather than run on until its validity ends.
+		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
+		return true
 	default:
 		m.log.V(1).Info("Renewing member Lease failed", "error", err.Error(), "validUntil", until)
 		return false

@@ -25,12 +25,15 @@ type leaseObserver struct {
 	mu       sync.RWMutex
 	members  map[string]Observed // by Lease name
 	projects map[string]Observed // by Lease name
+	// vanished are the holders of member Leases seen deleted, with when; forgotten when
+	// a member Lease names them again, or after vanishedKept.
+	vanished map[string]time.Time
 	synced   bool
 	notify   chan struct{}
 }
 
 func newLeaseObserver(clk clock.Clock) *leaseObserver {
-	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, notify: make(chan struct{}, 1)}
+	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, notify: make(chan struct{}, 1)}
 }
 
 // run watches Leases in namespace until ctx ends.
@@ -90,6 +93,9 @@ func (o *leaseObserver) observe(obj any) {
 		prev, seen := t[l.Name]
 		if !seen || (prev.Lease.ResourceVersion != l.ResourceVersion && !olderVersion(l.ResourceVersion, prev.Lease.ResourceVersion)) {
 			t[l.Name] = Observed{Lease: l, Changed: o.clock.Now()}
+			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+				delete(o.vanished, h)
+			}
 		}
 	}
 	o.mu.Unlock()
@@ -106,6 +112,9 @@ func (o *leaseObserver) forget(obj any) {
 	}
 	o.mu.Lock()
 	if t := o.table(l); t != nil {
+		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+			o.vanished[h] = o.clock.Now()
+		}
 		delete(t, l.Name)
 	}
 	o.mu.Unlock()
@@ -129,6 +138,26 @@ func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synce
 		projects[k] = v
 	}
 	return members, projects, o.synced
+}
+
+// vanishedKept is how long a vanished member is remembered: far longer than any Lease
+// duration, after which it no longer matters.
+const vanishedKept = time.Hour
+
+// vanishedMembers returns the holders of member Leases seen deleted, with when.
+func (o *leaseObserver) vanishedMembers() map[string]time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := o.clock.Now()
+	out := make(map[string]time.Time, len(o.vanished))
+	for h, at := range o.vanished {
+		if now.Sub(at) > vanishedKept {
+			delete(o.vanished, h)
+			continue
+		}
+		out[h] = at
+	}
+	return out
 }
 
 // project returns the observed Lease of a project.

@@ -80,18 +80,20 @@ type Shard struct {
 	observer *leaseObserver
 	member   *membership
 
-	mu         sync.Mutex
-	awares     []multicluster.Aware
-	indexers   []fieldIndex
-	found      map[string]discovered // by Secret name
-	holdings   map[string]*holding   // by project
-	hubWriter  client.Client
-	hubReader  client.Reader
-	drains     map[string]time.Time // planned hand-overs in progress, by project
-	handedOff  map[string]handOff   // assignments this replica began handing over
-	leading    *leadership          // this replica's current term as coordinator; nil when not leading
-	stopEvents func()
-	draining   atomic.Bool // shutting down: hand everything over
+	mu        sync.Mutex
+	awares    []multicluster.Aware
+	indexers  []fieldIndex
+	found     map[string]discovered // by Secret name
+	holdings  map[string]*holding   // by project
+	hubWriter client.Client
+	hubReader client.Reader
+	drains    map[string]time.Time // planned hand-overs in progress, by project
+	handedOff map[string]handOff   // assignments this replica began handing over
+	leading   *leadership          // this replica's current term as coordinator; nil when not leading
+	// claimFailures are the overdue claims this replica saw as coordinator.
+	claimFailures claimFailures
+	stopEvents    func()
+	draining      atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -149,11 +151,12 @@ func New(opts Options) (*Shard, error) {
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
-		observer:  newLeaseObserver(opts.Clock),
-		found:     map[string]discovered{},
-		holdings:  map[string]*holding{},
-		drains:    map[string]time.Time{},
-		handedOff: map[string]handOff{},
+		observer:      newLeaseObserver(opts.Clock),
+		found:         map[string]discovered{},
+		holdings:      map[string]*holding{},
+		drains:        map[string]time.Time{},
+		handedOff:     map[string]handOff{},
+		claimFailures: claimFailures{},
 	}
 	broadcaster := record.NewBroadcaster()
 	s.stopEvents = broadcaster.Shutdown

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
@@ -265,4 +267,72 @@ func TestShardDuplicateProjectSecretsAreNotEngaged(t *testing.T) {
 		}
 	}
 	g.Expect(admitting).To(Equal([]string{claimed["org/single"]}), "org/single admitted by its claimed holder alone")
+}
+
+// TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid (issue 19,
+// finding 3): an operator deletes a serving replica's member Lease. The replica's
+// incarnation lapses at its next renew (the renew finds no Lease) and it rejoins under
+// a new one; the coordinator moves none of its projects before the old incarnation's
+// validity has ended, and every project ends claimed again.
+func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("del", 8)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "del")
+	waitAllServed(g, e, ms, projects)
+	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	oldHolder := victim.Replica.Shard.Holder()
+
+	// Watch the victim's projects for the first write naming another holder.
+	moved := map[string]time.Time{}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watchCtx.Err() == nil {
+			leases, err := e.ProjectLeases(watchCtx)
+			now := time.Now()
+			if err == nil {
+				for _, p := range held {
+					l, ok := leases[p]
+					if _, seen := moved[p]; !seen && (!ok || ptrValue(l.Spec.HolderIdentity) != oldHolder) {
+						moved[p] = now
+					}
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: e.ProviderNamespace, Name: shard.MemberLeaseName(victim.Name)}}
+	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
+	g.Eventually(func() string { return victim.Replica.Shard.Holder() }, 20*time.Second, 50*time.Millisecond).
+		Should(And(Not(BeEmpty()), Not(Equal(oldHolder))), "rejoins under a new incarnation")
+	waitAllClaimed(g, e, projects)
+	time.Sleep(2 * harness.FastTimings.LeaseDuration) // any move the deletion causes has happened
+	stopWatch()
+	<-watched
+
+	var validUntil time.Time
+	for _, inc := range victim.Replica.Shard.Incarnations() {
+		if inc.Holder == oldHolder {
+			validUntil = inc.ValidUntil
+		}
+	}
+	g.Expect(validUntil.IsZero()).To(BeFalse(), "the old incarnation is in the history")
+	for p, at := range moved {
+		g.Expect(at.After(validUntil)).To(BeTrue(), "project %s moved off %s at %s, before its validity ended at %s", p, oldHolder, at.Format(time.StampMilli), validUntil.Format(time.StampMilli))
+	}
+	t.Logf("%d of %d projects moved after the member Lease was deleted; the old incarnation's validity ended at %s", len(moved), len(held), validUntil.Format(time.StampMilli))
+}
+
+func ptrValue(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -1,0 +1,266 @@
+package shard
+
+import (
+	"sort"
+	"time"
+)
+
+// The coordinator's pass as a pure decision: PlanPass maps what the coordinator
+// observes (member and project Leases, the members whose Lease vanished, the projects
+// discovered, the claim failures it remembers) and the time to the Lease writes it
+// should send. coordinator.go carries a plan out; nothing here reads or writes a Lease.
+//
+// Who may still be running a project — a member *holds on* — is decided more
+// cautiously than who may be given one:
+//
+//   - A member whose Lease names a holder holds on, live or suspect. Suspect means only
+//     that this coordinator has seen no change for a Lease duration, which a stalled
+//     watch produces as well as a dead member; only the conditional clear of the
+//     member's Lease (Confirm, carried out by confirmExpired) ends its hold.
+//   - A member whose Lease was deleted (by hand, or by a restore) holds on for a Lease
+//     duration after the deletion was seen: its last renew came before the deletion,
+//     so its validity has ended by then.
+//   - Only live members not draining are given projects, and a member whose claim of a
+//     project went overdue is left out of that project's ranking for a while
+//     (claimFailures), so that a claim that keeps failing does not flap between two
+//     members; a project no member can claim stays where it is and counts as unclaimed.
+
+// PassInput is what one coordinator pass decides from.
+type PassInput struct {
+	// Members are the member Leases by name, as observed.
+	Members map[string]Observed
+	// Vanished are the holders whose member Lease was seen deleted, with the local time
+	// of that observation.
+	Vanished map[string]time.Time
+	// Leases are the project Leases by name, as observed.
+	Leases map[string]Observed
+	// Projects are the projects discovered (engageable) by name.
+	Projects map[string]bool
+	// Failures are the claim failures the coordinator remembers.
+	Failures claimFailures
+	Now      time.Time
+	Timings  Timings
+	// MaxHandoversInFlight bounds the planned hand-overs requested at once.
+	MaxHandoversInFlight int
+}
+
+// Assignment writes Holder into a project's Lease (creating it when !Exists),
+// conditional on the Lease as observed.
+type Assignment struct {
+	Project string
+	Lease   Observed
+	Exists  bool
+	Holder  string
+	Reason  string
+	// Unclaimed is the holder whose overdue claim this assignment moves the project
+	// from ("" for other reasons): once written, it is remembered as a claim failure.
+	Unclaimed string
+}
+
+// HandOver asks a project's holder, through its Lease, to hand the project to Next.
+type HandOver struct {
+	Project string
+	Lease   Observed
+	Next    string
+	Reason  string
+}
+
+// PassPlan is what a pass writes, in the order it is carried out: confirmations first
+// (their outcome can change the rest, so the caller plans again after any of them
+// cleared a member), then the project writes, which are independent of each other.
+type PassPlan struct {
+	// Confirm are the suspect member Leases to read and, when unchanged, clear.
+	Confirm []Observed
+	// Assign, HandOvers and Remove (project Leases of removed projects, deleted
+	// conditionally once no member holds on to them) are the project writes.
+	Assign    []Assignment
+	HandOvers []HandOver
+	Remove    []Observed
+	// Claimed are the projects claimed by their holder, by project: that holder's claim
+	// failures of the project are forgotten.
+	Claimed map[string]string
+}
+
+// Writes is how many project writes the plan sends.
+func (p PassPlan) Writes() int { return len(p.Assign) + len(p.HandOvers) + len(p.Remove) }
+
+// PlanPass decides one coordinator pass. It is pure: same input, same plan.
+func PlanPass(in PassInput) PassPlan {
+	var plan PassPlan
+	holding := map[string]bool{}
+	live, draining := map[string]bool{}, map[string]bool{}
+	var eligible []Member
+	for _, name := range sortedKeys(in.Members) {
+		m := in.Members[name]
+		st, _ := ToMemberState(m, in.Now, in.Timings.LeaseDuration)
+		switch st {
+		case MemberReleased:
+			continue
+		case MemberSuspect:
+			plan.Confirm = append(plan.Confirm, m)
+			holding[m.Holder()] = true
+			continue
+		}
+		holding[m.Holder()], live[m.Holder()] = true, true
+		if m.Lease.Annotations[AnnotationDraining] != "" {
+			draining[m.Holder()] = true
+			continue
+		}
+		w, err := ParseWeight(m.Lease.Annotations[AnnotationWeight])
+		if err != nil {
+			w = 1
+		}
+		eligible = append(eligible, Member{Holder: m.Holder(), Pod: PodOf(m.Holder()), Weight: w})
+	}
+	for holder, seen := range in.Vanished {
+		if in.Now.Sub(seen) < in.Timings.LeaseDuration {
+			holding[holder] = true
+		}
+	}
+
+	inFlight := 0
+	for _, ob := range in.Leases {
+		if ob.Lease.Annotations[AnnotationNextHolder] != "" {
+			inFlight++
+		}
+	}
+	for _, project := range sortedKeys(in.Projects) {
+		ob, exists := in.Leases[ProjectLeaseName(project)]
+		st, _ := ToProjectState(ob, holding, in.Now, in.Timings.ClaimDeadline)
+		candidates := in.Failures.without(project, eligible, in.Now)
+		ranked := Rank(project, candidates)
+		assign := func(holder, reason, unclaimed string) {
+			plan.Assign = append(plan.Assign, Assignment{Project: project, Lease: ob, Exists: exists, Holder: holder, Reason: reason, Unclaimed: unclaimed})
+		}
+		if st == ProjectClaimed && in.Failures[project] != nil {
+			if plan.Claimed == nil {
+				plan.Claimed = map[string]string{}
+			}
+			plan.Claimed[project] = ob.Holder()
+		}
+		switch {
+		case st == ProjectClaimOverdue:
+			// The holder failed this claim: it is out of the ranking for this project.
+			if next := rankedOtherThan(ranked, ob.Holder()); next != "" {
+				assign(next, "claim_overdue", ob.Holder())
+			}
+		case len(ranked) == 0:
+			continue
+		case st == ProjectUnassigned || st == ProjectOrphaned:
+			reason := map[bool]string{true: "orphaned", false: "new"}[st == ProjectOrphaned]
+			assign(ranked[0].Holder, reason, "")
+		case st == ProjectAssigned && draining[ob.Holder()]:
+			// Not claimed yet, so nothing runs there: move it directly.
+			assign(ranked[0].Holder, "draining", "")
+		case st == ProjectClaimed && ranked[0].Holder != ob.Holder() && live[ob.Holder()]:
+			// A holder not seen live (suspect, or its Lease vanished) is not asked to
+			// hand over: that waits for its confirmation, or its return.
+			next := ob.Lease.Annotations[AnnotationNextHolder]
+			if next == ranked[0].Holder || (next == "" && inFlight >= in.MaxHandoversInFlight) {
+				continue
+			}
+			reason := map[bool]string{true: "draining", false: "rebalance"}[draining[ob.Holder()]]
+			plan.HandOvers = append(plan.HandOvers, HandOver{Project: project, Lease: ob, Next: ranked[0].Holder, Reason: reason})
+			if next == "" {
+				inFlight++
+			}
+		}
+	}
+	// Leases of projects no longer discovered: deleted once no member holds on to them.
+	for _, name := range sortedKeys(in.Leases) {
+		ob := in.Leases[name]
+		project := ob.Lease.Annotations[AnnotationProject]
+		if in.Projects[project] && ProjectLeaseName(project) == name {
+			continue
+		}
+		if holding[ob.Holder()] {
+			continue
+		}
+		plan.Remove = append(plan.Remove, ob)
+	}
+	return plan
+}
+
+// rankedOtherThan returns the best-ranked member other than holder, "" when none.
+func rankedOtherThan(ranked []Member, holder string) string {
+	for _, m := range ranked {
+		if m.Holder != holder {
+			return m.Holder
+		}
+	}
+	return ""
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// claimFailures remembers, per project and member, the claims that went overdue and
+// until when that member stays out of the project's ranking. Each failure of the same
+// pair doubles the time out, from the claim deadline up to maxClaimBackoffFactor times
+// it; a member that claims the project has its failures of it forgotten, and the others'
+// are kept, so a member that keeps failing is not ranked first again as soon as another
+// took the project.
+type claimFailures map[string]map[string]claimFailure
+
+type claimFailure struct {
+	count int
+	until time.Time
+}
+
+// maxClaimBackoffFactor caps a member's time out of one project's ranking at this many
+// claim deadlines.
+const maxClaimBackoffFactor = 32
+
+// record notes that holder let its claim of project go overdue at now.
+func (c claimFailures) record(project, holder string, now time.Time, claimDeadline time.Duration) {
+	if c[project] == nil {
+		c[project] = map[string]claimFailure{}
+	}
+	f := c[project][holder]
+	f.count++
+	factor := min(1<<min(f.count-1, 30), maxClaimBackoffFactor)
+	f.until = now.Add(time.Duration(factor) * claimDeadline)
+	c[project][holder] = f
+}
+
+// forget drops holder's failures of project: it claimed it.
+func (c claimFailures) forget(project, holder string) {
+	delete(c[project], holder)
+	if len(c[project]) == 0 {
+		delete(c, project)
+	}
+}
+
+// prune drops failures whose time out ended longer ago than the longest time out: they
+// no longer change a ranking, and a later failure starts the doubling over.
+func (c claimFailures) prune(now time.Time, claimDeadline time.Duration) {
+	for project, holders := range c {
+		for holder, f := range holders {
+			if now.Sub(f.until) > maxClaimBackoffFactor*claimDeadline {
+				c.forget(project, holder)
+			}
+		}
+	}
+}
+
+// without returns members less those out of project's ranking at now.
+func (c claimFailures) without(project string, members []Member, now time.Time) []Member {
+	failed := c[project]
+	if len(failed) == 0 {
+		return members
+	}
+	out := make([]Member, 0, len(members))
+	for _, m := range members {
+		if f, ok := failed[m.Holder]; ok && now.Before(f.until) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
