@@ -522,6 +522,9 @@ func (s *Shard) discoveredProjects() map[string]discovered {
 	out := map[string]discovered{}
 	dup := 0
 	for _, d := range s.found {
+		if d.project == "" {
+			continue // its name is not read yet
+		}
 		if count[d.project] > 1 {
 			dup++
 			continue

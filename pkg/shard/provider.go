@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,23 +29,83 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 // Engage implements mcmanager.Coordinator. The inner kubeconfig provider calls it for
 // every project Secret; here it only records the discovery. The project's cluster with
 // informers is built later, and only if this replica is assigned the project.
+//
+// The project's name is the Secret's project annotation, read live from the hub. A
+// discovery whose Secret cannot be read yet is recorded unresolved and is not offered
+// as a project until a read succeeds (retried with backoff): using the Secret's name
+// in the meantime would let two replicas serve one plane under two names.
 func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	project := string(name)
-	if s.hubReader != nil {
-		var sec corev1.Secret
-		key := client.ObjectKey{Namespace: s.secretNamespace(), Name: string(name)}
-		if err := s.hubReader.Get(ctx, key, &sec); err == nil && sec.Annotations[AnnotationProject] != "" {
-			project = sec.Annotations[AnnotationProject]
-		}
-	}
 	s.mu.Lock()
-	s.found[string(name)] = discovered{project: project, config: rest.CopyConfig(cl.GetConfig()), ctx: ctx}
+	s.found[string(name)] = discovered{config: rest.CopyConfig(cl.GetConfig()), ctx: ctx}
 	s.mu.Unlock()
-	s.log.V(1).Info("Discovered project", "project", project, "secret", name)
-	s.observer.poke()
 	// No goroutine waits per discovered project: a replica discovers every project.
 	context.AfterFunc(ctx, func() { s.discoveryEnded(ctx, string(name)) })
+	project, err := s.readProjectName(ctx, string(name))
+	if err == nil {
+		s.resolveProject(ctx, string(name), project)
+		return nil
+	}
+	s.log.Info("Project name not readable yet; the project waits for it", "secret", name, "error", err.Error())
+	go s.resolveProjectLater(ctx, string(name))
 	return nil
+}
+
+// readProjectName reads the project name of the Secret name: its project annotation, or
+// its own name when it has none.
+func (s *Shard) readProjectName(ctx context.Context, name string) (string, error) {
+	if s.hubReader == nil {
+		return name, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	defer cancel()
+	var sec corev1.Secret
+	if err := s.hubReader.Get(cctx, client.ObjectKey{Namespace: s.secretNamespace(), Name: name}, &sec); err != nil {
+		return "", err
+	}
+	if p := sec.Annotations[AnnotationProject]; p != "" {
+		return p, nil
+	}
+	return name, nil
+}
+
+// Backoff of a project name read that failed: from the retry period, doubling, to
+// maxNameRetry.
+const maxNameRetry = 30 * time.Second
+
+// resolveProjectLater retries readProjectName until it succeeds or the discovery ends.
+func (s *Shard) resolveProjectLater(ctx context.Context, name string) {
+	wait := s.t.RetryPeriod
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.clock.After(wait):
+		}
+		project, err := s.readProjectName(ctx, name)
+		if err == nil {
+			s.resolveProject(ctx, name, project)
+			return
+		}
+		s.log.V(1).Info("Reading the project name failed", "secret", name, "error", err.Error(), "retryIn", wait)
+		wait = min(2*wait, maxNameRetry)
+	}
+}
+
+// resolveProject names the discovery of Secret name, made under ctx, project: from now
+// on it is offered to the coordinator and can be claimed.
+func (s *Shard) resolveProject(ctx context.Context, name, project string) {
+	s.mu.Lock()
+	d, ok := s.found[name]
+	current := ok && d.ctx == ctx
+	if current {
+		d.project = project
+		s.found[name] = d
+	}
+	s.mu.Unlock()
+	if current {
+		s.log.V(1).Info("Discovered project", "project", project, "secret", name)
+		s.observer.poke()
+	}
 }
 
 // discoveryEnded forgets a discovery whose context ended, which is how the provider
