@@ -135,7 +135,9 @@ func TestEngageWaitsForTheProjectName(t *testing.T) {
 			if c.want != "" {
 				want = []string{c.want}
 			}
-			waitFor(t, func() bool { return fmt.Sprint(offered()) == fmt.Sprint(want) }, func() string { return fmt.Sprintf("offered %v, want %v, reads %d", offered(), want, reader.readCount()) })
+			waitFor(t, func() bool { return fmt.Sprint(offered()) == fmt.Sprint(want) }, func() string {
+				return fmt.Sprintf("offered %v, want %v, reads %d", offered(), want, reader.readCount())
+			})
 		})
 	}
 }
@@ -156,4 +158,6 @@ func waitFor(t *testing.T, cond func() bool, state func() string) {
 // fakeProjectCluster is the cluster the provider hands to Engage: only its config is read.
 type fakeProjectCluster struct{ cluster.Cluster }
 
-func (fakeProjectCluster) GetConfig() *rest.Config { return &rest.Config{Host: "https://plane.invalid"} }
+func (fakeProjectCluster) GetConfig() *rest.Config {
+	return &rest.Config{Host: "https://plane.invalid"}
+}
