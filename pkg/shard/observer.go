@@ -28,12 +28,23 @@ type leaseObserver struct {
 	// vanished are the holders of member Leases seen deleted, with when; forgotten when
 	// a member Lease names them again, or after vanishedKept.
 	vanished map[string]time.Time
-	synced   bool
+	// recorded is when this process last stored a Lease it wrote or read itself, by
+	// Lease name: the watch may lag behind such a version for a while.
+	recorded map[string]time.Time
+	// watchLag bounds that while (the Lease duration); past it, a watch event older
+	// than what is stored is taken as the truth: resourceVersions went back (an etcd
+	// restore), and ignoring them would leave this observer blind for good.
+	watchLag time.Duration
+	// regressions counts the versions taken although older than the stored one.
+	regressions int
+	synced      bool
 	notify   chan struct{}
 }
 
-func newLeaseObserver(clk clock.Clock) *leaseObserver {
-	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, notify: make(chan struct{}, 1)}
+// newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
+// version this process wrote (the Lease duration).
+func newLeaseObserver(clk clock.Clock, watchLag time.Duration) *leaseObserver {
+	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, recorded: map[string]time.Time{}, watchLag: watchLag, notify: make(chan struct{}, 1)}
 }
 
 // run watches Leases in namespace until ctx ends.
@@ -50,8 +61,8 @@ func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namesp
 	}
 	inf := toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
 	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.observe(obj) },
-		UpdateFunc: func(_, obj any) { o.observe(obj) },
+		AddFunc:    func(obj any) { o.observe(obj, false) },
+		UpdateFunc: func(_, obj any) { o.observe(obj, false) },
 		DeleteFunc: func(obj any) { o.forget(obj) },
 	})
 	go func() {
@@ -82,7 +93,9 @@ func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	return nil
 }
 
-func (o *leaseObserver) observe(obj any) {
+// observe stores a Lease delivered by the watch (own false) or written or read by this
+// process (own true), unless it is not news (storeDecision).
+func (o *leaseObserver) observe(obj any, own bool) {
 	l, ok := obj.(*coordinationv1.Lease)
 	if !ok {
 		return
@@ -90,9 +103,24 @@ func (o *leaseObserver) observe(obj any) {
 	o.mu.Lock()
 	t := o.table(l)
 	if t != nil {
+		now := o.clock.Now()
 		prev, seen := t[l.Name]
-		if !seen || (prev.Lease.ResourceVersion != l.ResourceVersion && !olderVersion(l.ResourceVersion, prev.Lease.ResourceVersion)) {
-			t[l.Name] = Observed{Lease: l, Changed: o.clock.Now()}
+		var prevVersion string
+		if seen {
+			prevVersion = prev.Lease.ResourceVersion
+		}
+		recordedAt, wasRecorded := o.recorded[l.Name]
+		switch storeDecision(prevVersion, l.ResourceVersion, own, wasRecorded && now.Sub(recordedAt) < o.watchLag) {
+		case storeRegressed:
+			o.regressions++
+			fallthrough
+		case storeNewer:
+			t[l.Name] = Observed{Lease: l, Changed: now}
+			if own {
+				o.recorded[l.Name] = now
+			} else {
+				delete(o.recorded, l.Name)
+			}
 			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == roleMember {
 				delete(o.vanished, h)
 			}
@@ -100,6 +128,39 @@ func (o *leaseObserver) observe(obj any) {
 	}
 	o.mu.Unlock()
 	o.poke()
+}
+
+// storeVerdict is what observe does with a Lease version.
+type storeVerdict int
+
+const (
+	// storeKeep: not news (the same version, or a stale answer); the stored one stays.
+	storeKeep storeVerdict = iota
+	// storeNewer: a newer version (or the first): stored.
+	storeNewer
+	// storeRegressed: the watch delivered a version older than the stored one, which
+	// this process did not just write or read itself: resourceVersions went back (an
+	// etcd restore). Stored, so the observer follows the restored state.
+	storeRegressed
+)
+
+// storeDecision decides whether version replaces prev ("" when none is stored): own
+// says it comes from this process's own write or read, lagging that the stored
+// version is one this process recorded less than a watch lag ago. Versions are
+// compared as numbers only (olderVersion); one that is not a number is news.
+func storeDecision(prev, version string, own, lagging bool) storeVerdict {
+	switch {
+	case prev == "":
+		return storeNewer
+	case version == prev:
+		return storeKeep
+	case !olderVersion(version, prev):
+		return storeNewer
+	case own || lagging:
+		// A late answer to this process's write, or the watch not yet past it.
+		return storeKeep
+	}
+	return storeRegressed
 }
 
 func (o *leaseObserver) forget(obj any) {
@@ -123,7 +184,7 @@ func (o *leaseObserver) forget(obj any) {
 
 // record stores a Lease this process just wrote or read directly, so its own writes
 // count as changes it has seen.
-func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l) }
+func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l, true) }
 
 // snapshot copies both tables.
 func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synced bool) {

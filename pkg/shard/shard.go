@@ -151,7 +151,7 @@ func New(opts Options) (*Shard, error) {
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
-		observer:      newLeaseObserver(opts.Clock),
+		observer:      newLeaseObserver(opts.Clock, t.LeaseDuration),
 		found:         map[string]discovered{},
 		holdings:      map[string]*holding{},
 		drains:        map[string]time.Time{},
