@@ -2,7 +2,6 @@ package resync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"anchorage/pkg/anchor"
@@ -73,11 +71,10 @@ func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observa
 		// Only read, and at once: a deep copy of every owner on every pass would cost
 		// more than the rest of a steady pass.
 		err := c.plane.Cache.Get(ctx, key, cobj, client.UnsafeDisableDeepCopy)
-		var notCached *cache.ErrResourceNotCached
 		switch {
 		case err == nil:
 			return observed(cobj)
-		case errors.As(err, &notCached):
+		case isNotCached(err):
 			continue
 		case apierrors.IsNotFound(err):
 			return Observation{State: Absent}
