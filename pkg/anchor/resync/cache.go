@@ -51,6 +51,9 @@ const (
 // WaitForCacheSync before reading.
 type AnchorCache struct {
 	cache cache.Cache
+	// store is the anchor informer's indexer, which holds cachedAnchors: reads go to it
+	// directly, as the cache's own List cannot hand out items of another type.
+	store toolscache.Indexer
 }
 
 // AnchorCacheOptions configure NewAnchorCache. Zero values are built from the config.
@@ -90,7 +93,11 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 	if err := inf.AddIndexers(anchorIndexers()); err != nil {
 		return nil, fmt.Errorf("indexing anchors: %w", err)
 	}
-	return &AnchorCache{cache: c}, nil
+	indexed, ok := inf.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
+		return nil, fmt.Errorf("the anchor informer (%T) has no indexer", inf)
+	}
+	return &AnchorCache{cache: c, store: indexed.GetIndexer()}, nil
 }
 
 // Start runs the cache until ctx ends.
@@ -101,16 +108,16 @@ func (a *AnchorCache) WaitForCacheSync(ctx context.Context) bool {
 	return a.cache.WaitForCacheSync(ctx)
 }
 
-// ProjectAnchors implements AnchorSource. Items are shared with the cache: callers must
-// not change them.
+// ProjectAnchors implements AnchorSource. Items share their labels, ownerReferences and
+// finalizers with the cache: callers must not change them.
 func (a *AnchorCache) ProjectAnchors(ctx context.Context, project string) ([]metav1.PartialObjectMetadata, error) {
-	return a.list(ctx, client.MatchingFields{indexProject: project})
+	return a.list(ctx, fieldIndexPrefix+indexProject, project)
 }
 
 // Named implements AnchorSource: the items of name's bucket, less those of other
 // names.
 func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
-	items, err := a.list(ctx, client.MatchingFields{indexName: nameBucket(name)})
+	items, err := a.list(ctx, fieldIndexPrefix+indexName, nameBucket(name))
 	if err != nil {
 		return nil, err
 	}
@@ -125,27 +132,51 @@ func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialO
 
 // All returns every cached item.
 func (a *AnchorCache) All(ctx context.Context) ([]metav1.PartialObjectMetadata, error) {
-	return a.list(ctx)
+	return a.list(ctx, "", "")
 }
 
-func (a *AnchorCache) list(ctx context.Context, opts ...client.ListOption) ([]metav1.PartialObjectMetadata, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	// Passes only read; copying ten thousand items per pass would be wasted.
-	if err := a.cache.List(ctx, list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
+// noBucket is a name index value no item has (buckets are hexadecimal).
+const noBucket = "none"
+
+// list returns the items the index named index holds under value (every item when
+// index is ""). The store is read only once the cache's own List of no item succeeds,
+// so that a read fails as the cache's reads fail: before the cache started, or when ctx
+// ends before it synced.
+func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.PartialObjectMetadata, error) {
+	probe := &metav1.PartialObjectMetadataList{}
+	probe.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := a.cache.List(ctx, probe, client.MatchingFields{indexName: noBucket}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing cached anchors: %w", err)
 	}
-	return list.Items, nil
+	var objs []any
+	if index == "" {
+		objs = a.store.List()
+	} else {
+		var err error
+		if objs, err = a.store.ByIndex(index, allNamespacesKey+value); err != nil {
+			return nil, fmt.Errorf("listing cached anchors: %w", err)
+		}
+	}
+	// Passes only read; the items are built, not copied, from what the store holds.
+	items := make([]metav1.PartialObjectMetadata, 0, len(objs))
+	for _, obj := range objs {
+		c, ok := obj.(*cachedAnchor)
+		if !ok {
+			return nil, fmt.Errorf("listing cached anchors: the store holds a %T", obj)
+		}
+		items = append(items, c.item())
+	}
+	return items, nil
 }
 
 // slimAnchor is the anchor cache's transform: it keeps of each item only what the
-// cache's readers read, and shares the strings that repeat from item to item. The
-// readers are the resync (pass.go, collect.go, resync.go: name, namespace, UID,
-// resourceVersion for the delete's precondition, labels, ownerReferences for the
+// cache's readers read, in a cachedAnchor, and shares the strings that repeat from item
+// to item. The readers are the resync (pass.go, collect.go, resync.go: name, namespace,
+// UID, resourceVersion for the delete's precondition, labels, ownerReferences for the
 // malformed check, creation and deletion timestamps, finalizers for the report) and the
 // finalizers' name index (pkg/anchor, indexed.go: name and namespace). Annotations,
 // managed fields, generateName and the rest are dropped. Anything that is not an
-// item's metadata (a deletion tombstone) passes as it is.
+// item's metadata (a deletion tombstone, an item already slimmed) passes as it is.
 func slimAnchor(obj any) (any, error) {
 	o, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -158,14 +189,7 @@ func slimAnchor(obj any) (any, error) {
 	name, rest := own[:len(o.Name)], own[len(o.Name):]
 	uid, rest := rest[:len(o.UID)], rest[len(o.UID):]
 	rv, ownerName := rest[:len(o.ResourceVersion)], rest[len(o.ResourceVersion):]
-	return &metav1.PartialObjectMetadata{
-		TypeMeta: metav1.TypeMeta{APIVersion: shared(o.APIVersion), Kind: shared(o.Kind)},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: shared(o.Namespace), UID: types.UID(uid), ResourceVersion: rv,
-			Labels: slimLabels(o.Labels, ownerName), OwnerReferences: o.OwnerReferences,
-			CreationTimestamp: o.CreationTimestamp, DeletionTimestamp: o.DeletionTimestamp, Finalizers: o.Finalizers,
-		},
-	}, nil
+	return newCachedAnchor(o, name, types.UID(uid), rv, ownerName), nil
 }
 
 // sharedLabelValues are the anchor labels whose values repeat across anchors (the
@@ -215,18 +239,18 @@ const (
 func anchorIndexers() toolscache.Indexers {
 	return toolscache.Indexers{
 		fieldIndexPrefix + indexProject: func(obj any) ([]string, error) {
-			o, ok := obj.(client.Object)
+			c, ok := obj.(*cachedAnchor)
 			if !ok {
-				return nil, fmt.Errorf("indexing anchors: %T is not an object", obj)
+				return nil, fmt.Errorf("indexing anchors: %T is not a cached anchor", obj)
 			}
-			return []string{allNamespacesKey + projectIndexValue(o)[0]}, nil
+			return []string{allNamespacesKey + projectOfLabels(c.labels)}, nil
 		},
 		fieldIndexPrefix + indexName: func(obj any) ([]string, error) {
-			o, ok := obj.(client.Object)
+			c, ok := obj.(*cachedAnchor)
 			if !ok {
-				return nil, fmt.Errorf("indexing anchors: %T is not an object", obj)
+				return nil, fmt.Errorf("indexing anchors: %T is not a cached anchor", obj)
 			}
-			return []string{allNamespacesKey + nameBucket(o.GetName())}, nil
+			return []string{allNamespacesKey + nameBucket(c.name)}, nil
 		},
 	}
 }

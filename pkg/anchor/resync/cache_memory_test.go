@@ -78,10 +78,11 @@ func fieldIndexBothWays(value func(*metav1.PartialObjectMetadata) string) toolsc
 
 // TestAnchorCacheStoreMemory measures the anchor cache's store (the informer's indexer
 // with the cache's transform and indexes) over realistic anchor metadata, without an
-// API server: the heap per 1,000 anchors must stay within 1 MB. The layout the cache
-// had before (managed fields stripped only, IndexField indexes by project and exact
-// name) is measured the same way for comparison. BenchmarkResyncSteadyPass measures
-// the real informer.
+// API server: the heap per 1,000 anchors must stay within 0.9 MB (the real informer
+// adds a few dozen bytes per anchor: its queue keeps the array it synced through). The
+// layout the cache had before (managed fields stripped only, IndexField indexes by
+// project and exact name) is measured the same way for comparison.
+// BenchmarkResyncSteadyPass measures the real informer.
 func TestAnchorCacheStoreMemory(t *testing.T) {
 	const n = 100000
 	stripManaged := func(obj any) (any, error) {
@@ -95,7 +96,7 @@ func TestAnchorCacheStoreMemory(t *testing.T) {
 	})
 	now := storeHeap(t, n, slimAnchor, anchorIndexers())
 	t.Logf("anchor cache store: %.2f MB per 1,000 anchors (the former layout: %.2f MB)", now, before)
-	if now > 1.0 {
-		t.Errorf("the anchor cache holds %.2f MB per 1,000 anchors, want at most 1 MB", now)
+	if now > 0.9 {
+		t.Errorf("the anchor cache holds %.2f MB per 1,000 anchors, want at most 0.9 MB", now)
 	}
 }

@@ -2,8 +2,8 @@ package resync
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"anchorage/pkg/anchor"
@@ -39,31 +38,43 @@ type Plane struct {
 // of the owner's kind the scheme knows is tried, and a kind the cache does not watch at
 // any of them is NotWatched, which sends the caller to a live read.
 func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
-	if p.Cache == nil || p.Scheme == nil {
+	return p.cacheReader().read(ctx, owner)
+}
+
+// cacheReader returns a reader of the plane's owner cache for one pass.
+func (p Plane) cacheReader() *ownerCacheReader {
+	return &ownerCacheReader{plane: p, kinds: map[schema.GroupKind][]client.Object{}}
+}
+
+// ownerCacheReader reads owners from the plane's cache for one pass, one owner at a time.
+// It keeps, per owner kind, one object of each version the scheme knows and reads
+// every owner of that kind into it: a pass reads tens of thousands of owners, and a
+// new typed object for each (hundreds of bytes, all garbage at once) was most of what
+// a steady pass allocated. An object is zeroed before each read, so a read sees
+// exactly what a new one would; observations keep nothing of it but copies (UID,
+// deletion time) and the cache's own finalizers slice.
+type ownerCacheReader struct {
+	plane Plane
+	// kinds holds, per owner kind, the objects to read it into, in the scheme's order
+	// of versions (nil: no version of the kind is a typed object the scheme knows).
+	kinds map[schema.GroupKind][]client.Object
+}
+
+// read reads owner as Plane.readCached does.
+func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observation {
+	if c.plane.Cache == nil || c.plane.Scheme == nil {
 		return Observation{State: NotWatched}
 	}
 	key := client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}
-	for _, gv := range p.Scheme.PrioritizedVersionsForGroup(owner.Group) {
-		gvk := gv.WithKind(owner.Kind)
-		if !p.Scheme.Recognizes(gvk) {
-			continue
-		}
-		obj, err := p.Scheme.New(gvk)
-		if err != nil {
-			continue
-		}
-		cobj, ok := obj.(client.Object)
-		if !ok {
-			continue
-		}
+	for _, cobj := range c.objectsOf(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
+		reflect.ValueOf(cobj).Elem().SetZero()
 		// Only read, and at once: a deep copy of every owner on every pass would cost
 		// more than the rest of a steady pass.
-		err = p.Cache.Get(ctx, key, cobj, client.UnsafeDisableDeepCopy)
-		var notCached *cache.ErrResourceNotCached
+		err := c.plane.Cache.Get(ctx, key, cobj, client.UnsafeDisableDeepCopy)
 		switch {
 		case err == nil:
 			return observed(cobj)
-		case errors.As(err, &notCached):
+		case isNotCached(err):
 			continue
 		case apierrors.IsNotFound(err):
 			return Observation{State: Absent}
@@ -72,6 +83,33 @@ func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
 		}
 	}
 	return Observation{State: NotWatched}
+}
+
+// objectsOf returns the objects owners of gk are read into, building them on first
+// use: one per version of gk's group, in the scheme's order, that the scheme knows as
+// a client.Object (a pointer, as Scheme.New makes every object).
+func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
+	if objs, ok := c.kinds[gk]; ok {
+		return objs
+	}
+	var objs []client.Object
+	for _, gv := range c.plane.Scheme.PrioritizedVersionsForGroup(gk.Group) {
+		gvk := gv.WithKind(gk.Kind)
+		if !c.plane.Scheme.Recognizes(gvk) {
+			continue
+		}
+		obj, err := c.plane.Scheme.New(gvk)
+		if err != nil {
+			continue
+		}
+		cobj, ok := obj.(client.Object)
+		if !ok {
+			continue
+		}
+		objs = append(objs, cobj)
+	}
+	c.kinds[gk] = objs
+	return objs
 }
 
 // readLive reads owner's metadata from the plane's API server. It returns the
