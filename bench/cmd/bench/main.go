@@ -54,7 +54,7 @@ func main() {
 	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
-	flag.StringVar(&o.dataPathTimings, "data-path-timings", "fast", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s)")
+	flag.StringVar(&o.dataPathTimings, "data-path-timings", "", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s); unset: default at the full size, fast with --data-path-small")
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
 	flag.DurationVar(&o.dataPathPace, "data-path-pace", 0, "how long each plane takes to create its proxies, and again to delete them (default 60s; 10s with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
@@ -184,7 +184,7 @@ func dataPathOptions(o options) bench.DataPathOptions {
 	if o.dataPathPace > 0 {
 		d.CreateOver, d.DeleteOver = o.dataPathPace, o.dataPathPace
 	}
-	if o.dataPathTimings == "default" {
+	if o.dataPathTimings == "default" || (o.dataPathTimings == "" && !o.dataPathSmall) {
 		t := shard.DefaultTimings()
 		d.Timings = &t
 	}
