@@ -46,17 +46,28 @@
 // resourceVersion it read, so a late renew by the old incarnation conflicts. A member
 // Lease whose holder changes to a new incarnation proves the old incarnation's validity
 // ended (the rejoin waited LeaseDuration > RenewDeadline), so its projects move at once.
+// A suspect member (no change seen for LeaseDuration, which a stalled watch shows as well
+// as a dead member) keeps its projects until that conditional clear succeeds; a member
+// whose Lease was deleted keeps them for LeaseDuration after the deletion was seen, and
+// its holder lapses at its next renew, which finds no Lease. The observer takes a Lease
+// version older than the stored one from the watch (resourceVersions went back: an etcd
+// restore), except while the watch may still trail this process's own write.
 // Work that belongs to no project (the resync's passes over retired projects) runs only
 // inside EnterCoordinator: admitted while this incarnation leads and is valid, with a
 // context that ends at the end of validity or when leadership ends.
 //
+// Each pass is planned by PlanPass (coordinator_plan.go), a pure function of the view,
+// and carried out with confirmations first and the project writes in bounded parallel.
 // Assignment is weighted rendezvous hashing of projects over live members, written into
 // the project Lease with updates conditional on the resourceVersion read. Only the
 // coordinator writes holders of an expired member's projects. A project left unclaimed
-// past ClaimDeadline moves to the next member in rendezvous order (hashing again would
-// pick the same member). Two Secrets naming one project: neither is assigned, and the
-// condition is reported. A project whose Secret is gone has its Lease deleted with a
-// resourceVersion precondition once no live holder remains.
+// past ClaimDeadline moves to the best-ranked other member, and the member that failed
+// is left out of that project's ranking for a time that doubles with each failure
+// (claimFailures): a claim that keeps failing does not flap, and a project no member can
+// claim stays unclaimed and is reported. Two Secrets naming one project: neither is
+// assigned, and the condition is reported. A project Secret whose project name cannot be
+// read is not offered until a retried read succeeds. A project whose Secret is gone has
+// its Lease deleted with a resourceVersion precondition once no member holds on to it.
 //
 // # Claim and admission
 //
