@@ -38,7 +38,7 @@ type leaseObserver struct {
 	// regressions counts the versions taken although older than the stored one.
 	regressions int
 	synced      bool
-	notify   chan struct{}
+	notify      chan struct{}
 }
 
 // newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
