@@ -191,6 +191,11 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		ClusterOptions: append(append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...), DiscoveryOnlyClusterOption()),
 		RESTOptions:    opts.ProjectRESTOptions,
 	})
+	// Every hub response's Date header tells the hub's clock, on which the resync judges
+	// an anchor's minimum age (finding 12 of issue 19: the local clock may be skewed).
+	hubClock := resync.NewHubClock(opts.Clock)
+	opts.Hub = rest.CopyConfig(opts.Hub)
+	opts.Hub.Wrap(hubClock.Wrap)
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
@@ -245,7 +250,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
-			Recorder: opts.ResyncRecorder, Registry: opts.Registry, Logger: opts.Logger,
+			Recorder: opts.ResyncRecorder, HubClock: hubClock, Registry: opts.Registry, Logger: opts.Logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("setting up the anchor resync: %w", err)

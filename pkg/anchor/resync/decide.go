@@ -278,14 +278,26 @@ type Timing struct {
 	ClaimPasses int
 }
 
+// age is the anchor's age on the hub's clock when known, else on the local one.
+func (f Facts) age() time.Duration {
+	now := f.Now
+	if !f.HubNow.IsZero() {
+		now = f.HubNow
+	}
+	return now.Sub(f.Created)
+}
+
 // Facts is everything a decision about one anchor depends on. Reads not made yet are
 // NotRead (or nil); Decide says which one it needs next.
 type Facts struct {
 	Now time.Time
 	// AnchorUID is the owner UID the anchor is named after.
 	AnchorUID types.UID
-	// Created is the anchor's creation time.
+	// Created is the anchor's creation time (the hub's clock).
 	Created time.Time
+	// HubNow is the hub's clock at Now (HubClock), so that the anchor's age is judged on
+	// one clock; zero when not known, and Now stands in for it.
+	HubNow time.Time
 	// Malformed: anchor-named, in a mapped namespace, but not an anchor.
 	Malformed bool
 	// Ambiguous: another anchor of the same name exists.
@@ -363,7 +375,7 @@ func Decide(f Facts) Verdict {
 	if f.Earlier.Reason != proof || f.Earlier.At.IsZero() || f.Now.Sub(f.Earlier.At) < f.ConfirmAfter {
 		return Verdict{Decision: Suspect, Reason: ReasonAwaitingConfirmation, Proof: proof}
 	}
-	if f.Now.Sub(f.Created) < f.MinAge {
+	if f.age() < f.MinAge {
 		return Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: proof}
 	}
 

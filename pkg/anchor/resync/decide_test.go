@@ -168,6 +168,18 @@ func TestDecide(t *testing.T) {
 			f.Created = now.Add(-time.Minute)
 			return f
 		}, Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: ReasonNotFound}},
+		{"finding 12: the local clock 60 s ahead does not age an anchor past the minimum", func() Facts {
+			f := confirmed(base(), absent, ReasonNotFound)
+			f.Created = now.Add(-f.MinAge - 30*time.Second) // 30 s over the minimum by the local clock
+			f.HubNow = now.Add(-60 * time.Second)           // the hub's clock is 60 s behind
+			return f
+		}, Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: ReasonNotFound}},
+		{"finding 12: the local clock 60 s behind does not hold an old anchor back", func() Facts {
+			f := confirmed(base(), absent, ReasonNotFound)
+			f.Created = now.Add(-f.MinAge + 30*time.Second) // 30 s short of the minimum by the local clock
+			f.HubNow = now.Add(60 * time.Second)            // the hub's clock is 60 s ahead
+			return f
+		}, Verdict{Decision: Collect, Reason: ReasonNotFound, Proof: ReasonNotFound, Need: NeedDependents}},
 		{"confirmed and old: a candidate whose dependents are read next", func() Facts {
 			return confirmed(base(), absent, ReasonNotFound)
 		}, Verdict{Decision: Collect, Reason: ReasonNotFound, Proof: ReasonNotFound, Need: NeedDependents}},

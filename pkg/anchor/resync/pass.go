@@ -76,6 +76,7 @@ type passDeps struct {
 	events         events.EventRecorder
 	enqueue        func(anchor.Owner) error
 	recorder       ExaminationRecorder
+	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
 	// recordIdentity allows recording the plane identity when none is on record. A
@@ -248,6 +249,7 @@ func (p *pass) examine(ctx context.Context) error {
 			names[objs[i].Name]++
 		}
 		now := p.now()
+		hubNow, _ := p.hubClock.At(now)
 		owners := p.plane.cacheReader()
 		// One allocation for every item of the pass, not one per anchor: items never
 		// outgrow it, so the pointers into it stay valid.
@@ -261,7 +263,7 @@ func (p *pass) examine(ctx context.Context) error {
 			items = append(items, item{obj: obj, seq: len(items)})
 			it := &items[len(items)-1]
 			it.facts = Facts{
-				Now: now, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
+				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
 				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
 			}
 			// IsAnchor, without decoding twice: looksLikeAnchor checked the name and

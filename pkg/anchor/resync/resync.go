@@ -58,6 +58,9 @@ type Config struct {
 	Events events.EventRecorder
 	// Recorder receives an Examination per anchor per pass. Nil: none.
 	Recorder ExaminationRecorder
+	// HubClock, wrapped around the hub connection, gives the hub's time, on which an
+	// anchor's minimum age is judged. Nil: the local clock stands in for it.
+	HubClock *HubClock
 	Registry prometheus.Registerer
 	Logger   logr.Logger
 }
@@ -139,7 +142,7 @@ func New(cfg Config) (*Resync, error) {
 		passDeps: passDeps{
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
-			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, recorder: cfg.Recorder,
+			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, recorder: cfg.Recorder, hubClock: cfg.HubClock,
 			opts: opts, deletes: newDeletionLimiter(opts), recordIdentity: true,
 		},
 		workers: make(chan struct{}, opts.Workers),
