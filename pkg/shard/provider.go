@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -247,6 +248,13 @@ func (g guardedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts 
 	return g.Client.DeleteAllOf(ctx, obj, opts...)
 }
 
+func (g guardedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.Client.Apply(ctx, obj, opts...)
+}
+
 func (g guardedClient) Status() client.SubResourceWriter { return g.SubResource("status") }
 
 func (g guardedClient) SubResource(sub string) client.SubResourceClient {
@@ -277,4 +285,11 @@ func (g guardedSubResource) Patch(ctx context.Context, obj client.Object, patch 
 		return err
 	}
 	return g.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+func (g guardedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if err := g.check(); err != nil {
+		return err
+	}
+	return g.SubResourceClient.Apply(ctx, obj, opts...)
 }
