@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +61,13 @@ type holding struct {
 	engagement string
 	// rv is the project Lease's resourceVersion at which this incarnation read itself
 	// as holder; the claim is written conditional on it.
-	rv      string
+	rv string
+	// leaseUID is the UID of the project Lease the claim was written to (set with the
+	// claim): an open holding belongs to that Lease and that claim value only.
+	leaseUID types.UID
+	// claimRV is the Lease's resourceVersion the claim write returned: a view of the
+	// same Lease older than it predates the claim and says nothing about it.
+	claimRV string
 	cluster cluster.Cluster
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -270,7 +277,7 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		ob, ok := leases[ProjectLeaseName(p)]
 		_, stillThere := projects[p]
 		preparing := ok && h.state() == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == h.holder
-		lost := !ok || !stillThere
+		lost := !ok || !stillThere || (ok && !h.stillClaimedBy(ob.Lease))
 		if gateEnforced {
 			// A holding of an incarnation that is no longer ours, or of a project the
 			// Lease gives to someone else, closes at once (without the gate, the
@@ -329,6 +336,23 @@ func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string
 	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, ctx: hctx, cancel: cancel}
 	s.holdings[project] = h
 	go s.claim(h, d, lease.DeepCopy())
+}
+
+// stillClaimedBy reports whether lease still carries h's claim: for an open holding, the
+// Lease it claimed (same UID) with its own claim value. A Lease deleted and created
+// again, or whose claim was removed or rewritten by hand, no longer does: the holding
+// closes and, if the Lease still names this incarnation, the project is claimed again
+// under a new engagement. A holding not open yet (or draining) is judged elsewhere.
+func (h *holding) stillClaimedBy(lease *coordinationv1.Lease) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.st != holdingOpen {
+		return true
+	}
+	if lease.UID != h.leaseUID {
+		return false
+	}
+	return olderVersion(lease.ResourceVersion, h.claimRV) || lease.Annotations[AnnotationClaim] == ClaimValue(h.holder, h.engagement)
 }
 
 // beginHandOverLocked starts a planned hand-over once per holding. A Lease asking for
@@ -467,6 +491,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	}
 	s.observer.record(wrote)
 	h.mu.Lock()
+	h.leaseUID, h.claimRV = wrote.UID, wrote.ResourceVersion
 	if h.st == holdingClaiming {
 		h.st = holdingOpen
 	}

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
@@ -335,4 +336,52 @@ func ptrValue(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// TestShardHoldingFollowsItsClaimAndLease (issue 19, finding 3, the project side): a
+// claim annotation removed by hand, and a project Lease deleted and created again naming
+// the same holder, each close the holder's admission for that claim; the holder claims
+// the project again under a new engagement, and no other replica serves it meanwhile.
+func TestShardHoldingFollowsItsClaimAndLease(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("clm", 4)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 2, "clm")
+	waitAllServed(g, e, ms, projects)
+	p := projects[0]
+	claimOf := func() string {
+		leases, err := e.ProjectLeases(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		l := leases[p]
+		return l.Annotations[shard.AnnotationClaim]
+	}
+	leaseKey := types.NamespacedName{Namespace: e.ProviderNamespace, Name: shard.ProjectLeaseName(p)}
+
+	// The claim annotation removed by hand.
+	first := claimOf()
+	g.Expect(first).NotTo(BeEmpty())
+	lease := &coordinationv1.Lease{}
+	g.Expect(e.Hub.Client.Get(ctx, leaseKey, lease)).To(Succeed())
+	delete(lease.Annotations, shard.AnnotationClaim)
+	g.Expect(e.Hub.Client.Update(ctx, lease)).To(Succeed())
+	g.Eventually(claimOf, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(first))), "claimed again under a new engagement")
+
+	// The Lease deleted and created again with the same holder and no claim.
+	second := claimOf()
+	g.Expect(e.Hub.Client.Get(ctx, leaseKey, lease)).To(Succeed())
+	holder := ptrValue(lease.Spec.HolderIdentity)
+	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
+	recreated := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: lease.Namespace, Name: lease.Name, Labels: lease.Labels,
+			Annotations: map[string]string{shard.AnnotationProject: p}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseTransitions: lease.Spec.LeaseTransitions},
+	}
+	g.Expect(e.Hub.Client.Create(ctx, recreated)).To(Succeed())
+	g.Eventually(claimOf, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(second))), "the recreated Lease is claimed again")
+
+	served := waitAllServed(g, e, ms, projects)
+	g.Expect(served[p]).To(Equal(holder), "the same incarnation serves it")
 }
