@@ -323,10 +323,32 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		}
 		d, ok := projects[project]
 		if !ok {
+			s.releaseUndiscoveredLocked(ctx, project, ob.Lease)
 			continue
 		}
+		delete(s.undiscovered, project)
 		s.startClaimLocked(ctx, project, holder, ob.Lease.ResourceVersion, d, ob.Lease)
 	}
+}
+
+// releaseUndiscoveredLocked releases lease, which names this incarnation for a project
+// it does not discover (its Secret is gone, or never reached this replica), once that
+// has lasted a claim deadline: the coordinator deletes a removed project's Lease only
+// when no member holds on to it, so a holder that never claimed it must let it go, or
+// it would stay forever. The wait lets a Secret this replica has not seen yet arrive.
+func (s *Shard) releaseUndiscoveredLocked(ctx context.Context, project string, lease *coordinationv1.Lease) {
+	since, seen := s.undiscovered[project]
+	now := s.clock.Now()
+	if !seen {
+		s.undiscovered[project] = now
+		return
+	}
+	if now.Sub(since) < s.t.ClaimDeadline {
+		return
+	}
+	delete(s.undiscovered, project)
+	s.log.Info("Releasing the Lease of a project this replica does not discover", "project", project, "since", since)
+	go s.releaseProject(ctx, lease.DeepCopy())
 }
 
 // startClaimLocked starts an engagement; rv is the resourceVersion at which holder was

@@ -92,8 +92,11 @@ type Shard struct {
 	leading   *leadership          // this replica's current term as coordinator; nil when not leading
 	// claimFailures are the overdue claims this replica saw as coordinator.
 	claimFailures claimFailures
-	stopEvents    func()
-	draining      atomic.Bool // shutting down: hand everything over
+	// undiscovered: since when a project Lease has named this incarnation while the
+	// project is not discovered here, by project.
+	undiscovered map[string]time.Time
+	stopEvents   func()
+	draining     atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -157,6 +160,7 @@ func New(opts Options) (*Shard, error) {
 		drains:        map[string]time.Time{},
 		handedOff:     map[string]handOff{},
 		claimFailures: claimFailures{},
+		undiscovered:  map[string]time.Time{},
 	}
 	broadcaster := record.NewBroadcaster()
 	s.stopEvents = broadcaster.Shutdown

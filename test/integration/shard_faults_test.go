@@ -10,8 +10,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
@@ -384,4 +386,33 @@ func TestShardHoldingFollowsItsClaimAndLease(t *testing.T) {
 
 	served := waitAllServed(g, e, ms, projects)
 	g.Expect(served[p]).To(Equal(holder), "the same incarnation serves it")
+}
+
+// TestShardLeaseOfAnUndiscoveredProjectIsReleasedAndDeleted (issue 19, finding 8): a
+// project Lease naming a live replica for a project no Secret names (the Secret was
+// removed while the Lease was being reassigned, or the Lease was restored from a backup)
+// is released by that replica, which never held it, and then deleted by the coordinator.
+func TestShardLeaseOfAnUndiscoveredProjectIsReleasedAndDeleted(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("ghost", 2)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 2, "ghost")
+	waitAllServed(g, e, ms, projects)
+
+	holder := ms[0].Replica.Shard.Holder()
+	orphan := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ProviderNamespace, Name: shard.ProjectLeaseName("ghost-gone"),
+			Labels:      map[string]string{shard.LabelRole: "project", shard.LabelProject: shard.ProjectLabelValue("ghost-gone")},
+			Annotations: map[string]string{shard.AnnotationProject: "ghost-gone"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder},
+	}
+	g.Expect(e.Hub.Client.Create(ctx, orphan)).To(Succeed())
+	g.Eventually(func() bool {
+		err := e.Hub.Client.Get(ctx, client.ObjectKeyFromObject(orphan), &coordinationv1.Lease{})
+		return apierrors.IsNotFound(err)
+	}, 60*time.Second, 200*time.Millisecond).Should(BeTrue(), "the Lease of a project no Secret names is released and deleted")
+	waitAllServed(g, e, ms, projects)
 }
