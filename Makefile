@@ -105,7 +105,7 @@ bench-binaries: build
 
 ## bench: the full chaos and benchmark run, both coordinators side by side, then the
 ## data-path section (20 planes x 1,000 proxies); writes bench/out/report.md,
-## results.json and plots. Not part of make test (about 45 minutes). One section only:
+## results.json and plots. Not part of make test (about an hour on 2 cores). One section only:
 ## BENCH_FLAGS='--only data-path' (add --data-path-small for a development size).
 bench: k8s-binaries bench-binaries
 	bin/bench --out bench/out $(BENCH_FLAGS)
