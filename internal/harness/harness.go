@@ -102,6 +102,29 @@ func (e *Env) AddSecretNaming(ctx context.Context, secretName, project string, p
 	return e.writeSecret(ctx, secretName, plane, "", map[string]string{shard.AnnotationProject: project})
 }
 
+// RepointProject rewrites the kubeconfig in project name's Secret to reach plane via
+// addr ("" for its API server directly), as an operator rotating credentials or moving
+// a plane would: the provider engages the project again with the new config.
+func (e *Env) RepointProject(ctx context.Context, name string, plane *ControlPlane, via string) error {
+	cfg, _, err := plane.User(ProjectUser)
+	if err != nil {
+		return err
+	}
+	kc, err := KubeconfigVia(cfg, via)
+	if err != nil {
+		return err
+	}
+	s := &corev1.Secret{}
+	if err := e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ProviderNamespace, Name: name}, s); err != nil {
+		return fmt.Errorf("reading project Secret %s: %w", name, err)
+	}
+	s.Data[kubeconfig.DefaultKubeconfigSecretKey] = kc
+	if err := e.Hub.Client.Update(ctx, s); err != nil {
+		return fmt.Errorf("updating project Secret %s: %w", name, err)
+	}
+	return nil
+}
+
 // RemoveProject deletes the project's Secret (and closes its proxy, if any).
 func (e *Env) RemoveProject(ctx context.Context, name string) error {
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ProviderNamespace}}

@@ -120,7 +120,7 @@ func PlanPass(in PassInput) PassPlan {
 
 	inFlight := 0
 	for _, ob := range in.Leases {
-		if ob.Lease.Annotations[AnnotationNextHolder] != "" {
+		if handOverInFlight(ob, holding, in.Now, in.Timings) {
 			inFlight++
 		}
 	}
@@ -179,6 +179,17 @@ func PlanPass(in PassInput) PassPlan {
 		plan.Remove = append(plan.Remove, ob)
 	}
 	return plan
+}
+
+// handOverInFlight reports whether ob carries a hand-over request that still counts
+// against MaxHandoversInFlight: one whose holder may still act on it, requested (or last
+// changed) within a drain and a claim deadline. A request nobody acts on (its holder
+// gone, or a write of it that failed for good) must not block rebalancing everywhere.
+func handOverInFlight(ob Observed, holding map[string]bool, now time.Time, t Timings) bool {
+	if ob.Lease.Annotations[AnnotationNextHolder] == "" || !holding[ob.Holder()] {
+		return false
+	}
+	return now.Sub(ob.Changed) < t.DrainDeadline+t.ClaimDeadline
 }
 
 // rankedOtherThan returns the best-ranked member other than holder, "" when none.

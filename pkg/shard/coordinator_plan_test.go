@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -250,28 +251,74 @@ func withoutMember(members map[string]Observed, holder string) map[string]Observ
 }
 
 // TestPlanPassBoundsHandOversInFlight: at most MaxHandoversInFlight hand-overs are
-// requested, counting those already in flight.
+// requested, counting those already in flight; a request nobody has acted on for a drain
+// and a claim deadline no longer counts (issue 19, finding 4: stuck requests stopped
+// rebalancing everywhere).
 func TestPlanPassBoundsHandOversInFlight(t *testing.T) {
-	w := planWorld{now: time.Unix(10_000, 0), t: Timings{LeaseDuration: 15 * time.Second, ClaimDeadline: 30 * time.Second}}
+	w := planWorld{now: time.Unix(10_000, 0), t: Timings{LeaseDuration: 15 * time.Second, ClaimDeadline: 30 * time.Second, DrainDeadline: 20 * time.Second}}
 	members := map[string]Observed{MemberLeaseName("a"): w.member("a/1", time.Second), MemberLeaseName("b"): w.member("b/1", time.Second)}
 	all := []Member{{Holder: "a/1", Pod: "a", Weight: 1}, {Holder: "b/1", Pod: "b", Weight: 1}}
-	leases, projects := map[string]Observed{}, map[string]bool{}
-	for i := 0; len(projects) < 10; i++ {
-		p := fmt.Sprintf("p-%d", i)
-		if Rank(p, all)[0].Holder != "a/1" {
-			continue
-		}
-		projects[p] = true
-		next := ""
-		if len(projects) <= 2 {
-			next = "a/1" // two already in flight
-		}
-		ob := w.project(p, "b/1", true, time.Hour, next)
-		leases[ob.Lease.Name] = ob
+	for _, tc := range []struct {
+		name      string
+		stuckAge  time.Duration
+		wantAsked int
+	}{
+		{"two in flight, one requested a moment ago", time.Second, 2},
+		{"two in flight, one stuck past a drain and a claim deadline", time.Minute, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			leases, projects := map[string]Observed{}, map[string]bool{}
+			for i := 0; len(projects) < 11; i++ {
+				p := fmt.Sprintf("p-%d", i)
+				if Rank(p, all)[0].Holder != "a/1" {
+					continue
+				}
+				projects[p] = true
+				next, changed := "", time.Hour
+				switch len(projects) {
+				case 1, 2:
+					next, changed = "a/1", time.Second // in flight
+				case 3:
+					next, changed = "a/1", tc.stuckAge
+				}
+				ob := w.project(p, "b/1", true, changed, next)
+				leases[ob.Lease.Name] = ob
+			}
+			plan := PlanPass(PassInput{Members: members, Leases: leases, Projects: projects, Now: w.now, Timings: w.t, MaxHandoversInFlight: 5})
+			if len(plan.HandOvers) != tc.wantAsked {
+				t.Errorf("hand-overs requested = %d, want %d (5 in flight at most)", len(plan.HandOvers), tc.wantAsked)
+			}
+		})
 	}
-	plan := PlanPass(PassInput{Members: members, Leases: leases, Projects: projects, Now: w.now, Timings: w.t, MaxHandoversInFlight: 5})
-	if len(plan.HandOvers) != 3 {
-		t.Errorf("hand-overs requested = %d, want 3 (5 in flight at most, 2 already)", len(plan.HandOvers))
+}
+
+// TestHandedOffAt (issue 19, finding 4): a hand-over is remembered for the Lease it was
+// made on, by UID: the same Lease at no more transitions stays handed off, a later
+// assignment does not, and a Lease created again (transitions back to 0) is claimable.
+func TestHandedOffAt(t *testing.T) {
+	lease := func(uid string, transitions int32) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: coordinationv1.LeaseSpec{LeaseTransitions: ptr.To(transitions)}}
+	}
+	ho := handOff{holder: "a/1", lease: "u1", transitions: 4}
+	cases := []struct {
+		name   string
+		ho     handOff
+		holder string
+		lease  *coordinationv1.Lease
+		want   bool
+	}{
+		{"the assignment handed over", ho, "a/1", lease("u1", 4), true},
+		{"a later assignment of the same Lease", ho, "a/1", lease("u1", 6), false},
+		{"another incarnation", ho, "a/2", lease("u1", 4), false},
+		{"the Lease created again, transitions from 0", ho, "a/1", lease("u2", 0), false},
+		{"nothing handed over", handOff{}, "a/1", lease("u1", 0), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := handedOffAt(tc.ho, tc.holder, tc.lease); got != tc.want {
+				t.Errorf("handedOffAt = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -65,6 +65,9 @@ type holding struct {
 	// leaseUID is the UID of the project Lease the claim was written to (set with the
 	// claim): an open holding belongs to that Lease and that claim value only.
 	leaseUID types.UID
+	// discovery is the discovery (discovered.gen) whose config the cluster is built
+	// from; 0 for a hand-over of a project this replica never built.
+	discovery uint64
 	// claimRV is the Lease's resourceVersion the claim write returned: a view of the
 	// same Lease older than it predates the claim and says nothing about it.
 	claimRV string
@@ -275,9 +278,12 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 	// Drop holdings whose Lease is gone, names someone else, or whose Secret is gone.
 	for p, h := range s.holdings {
 		ob, ok := leases[ProjectLeaseName(p)]
-		_, stillThere := projects[p]
+		d, stillThere := projects[p]
+		// A Secret engaged again (a changed kubeconfig: rotated credentials, a new
+		// address) is claimed again with its new config, not served with the old one.
+		rediscovered := stillThere && h.discovery != 0 && d.gen != h.discovery
 		preparing := ok && h.state() == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == h.holder
-		lost := !ok || !stillThere || (ok && !h.stillClaimedBy(ob.Lease))
+		lost := !ok || !stillThere || rediscovered || (ok && !h.stillClaimedBy(ob.Lease))
 		if gateEnforced {
 			// A holding of an incarnation that is no longer ours, or of a project the
 			// Lease gives to someone else, closes at once (without the gate, the
@@ -287,7 +293,7 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		if lost {
 			delete(s.holdings, p)
 			go h.close()
-			s.log.Info("Closing admission for a project no longer held", "project", p, "holder", h.holder, "leaseHolder", ob.Holder())
+			s.log.Info("Closing admission for a project no longer held", "project", p, "holder", h.holder, "leaseHolder", ob.Holder(), "newKubeconfig", rediscovered)
 			if ok && !stillThere && ob.Holder() == h.holder {
 				go s.releaseProject(ctx, ob.Lease)
 			}
@@ -355,7 +361,7 @@ func (s *Shard) releaseUndiscoveredLocked(ctx context.Context, project string, l
 // read as the project's holder, or "" when it is only the announced next holder.
 func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string, d discovered, lease *coordinationv1.Lease) {
 	hctx, cancel := context.WithCancel(ctx)
-	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, ctx: hctx, cancel: cancel}
+	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, discovery: d.gen, ctx: hctx, cancel: cancel}
 	s.holdings[project] = h
 	go s.claim(h, d, lease.DeepCopy())
 }
@@ -389,20 +395,28 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	if !h.drain() {
 		return // already draining or handed over
 	}
-	s.handedOff[project] = handOff{holder: h.holder, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
+	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
 	go s.handOver(h, lease.DeepCopy())
 }
 
 // handOff remembers that an incarnation began handing a project over at a given
-// assignment: it never reopens that assignment, only a later one.
+// assignment, of a given Lease: it never reopens that assignment, only a later one. A
+// Lease created again (another UID; its transitions start over) is a new assignment.
 type handOff struct {
 	holder      string
+	lease       types.UID
 	transitions int32
 }
 
 func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
-	ho, ok := s.handedOff[project]
-	return ok && ho.holder == holder && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
+	return handedOffAt(s.handedOff[project], holder, lease)
+}
+
+// handedOffAt reports whether ho (the zero handOff when none) is a hand-over by holder
+// of the assignment lease records, or of a later one's predecessor: the same Lease, at no
+// more transitions than when the hand-over began.
+func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
+	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
 }
 
 func ptrDeref(p *int32) int32 {

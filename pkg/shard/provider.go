@@ -37,7 +37,8 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 // in the meantime would let two replicas serve one plane under two names.
 func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	s.mu.Lock()
-	s.found[string(name)] = discovered{config: rest.CopyConfig(cl.GetConfig()), ctx: ctx}
+	s.discoveries++
+	s.found[string(name)] = discovered{config: rest.CopyConfig(cl.GetConfig()), ctx: ctx, gen: s.discoveries}
 	s.mu.Unlock()
 	// No goroutine waits per discovered project: a replica discovers every project.
 	context.AfterFunc(ctx, func() { s.discoveryEnded(ctx, string(name)) })

@@ -95,8 +95,10 @@ type Shard struct {
 	// undiscovered: since when a project Lease has named this incarnation while the
 	// project is not discovered here, by project.
 	undiscovered map[string]time.Time
-	stopEvents   func()
-	draining     atomic.Bool // shutting down: hand everything over
+	// discoveries counts Engage calls (discovered.gen).
+	discoveries uint64
+	stopEvents  func()
+	draining    atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -110,6 +112,10 @@ type discovered struct {
 	project string
 	config  *rest.Config
 	ctx     context.Context
+	// gen numbers the discoveries of this process: a Secret engaged again (its
+	// kubeconfig changed) is a new discovery, and a holding of an older one is closed
+	// and claimed again with the new config.
+	gen uint64
 }
 
 // ErrValidityEnded is returned by project writes attempted after this replica's

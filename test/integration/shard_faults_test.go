@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -415,4 +416,112 @@ func TestShardLeaseOfAnUndiscoveredProjectIsReleasedAndDeleted(t *testing.T) {
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, 200*time.Millisecond).Should(BeTrue(), "the Lease of a project no Secret names is released and deleted")
 	waitAllServed(g, e, ms, projects)
+}
+
+// TestShardCoordinatorWritesAFailureHandOverInParallel (issue 19, finding 9): on a hub
+// whose answers to the coordinator's project Lease writes come back late, the
+// reassignments of a dead member's projects go out together, not one answer after
+// another: in the hub's audit log they arrive within less than half of what one write
+// at a time would take.
+func TestShardCoordinatorWritesAFailureHandOverInParallel(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("par", 18)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagers(t, e, 3, "par")
+	waitAllServed(g, e, ms, projects)
+	var coordinator *harness.Manager
+	for _, m := range ms {
+		if isCoordinator(ctx, e, m) {
+			coordinator = m
+		}
+	}
+	g.Expect(coordinator).NotTo(BeNil())
+	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	g.Expect(len(held)).To(BeNumerically(">=", 3), "enough projects on the victim to tell one write at a time from all at once")
+	const slow = 500 * time.Millisecond
+	leaseNames := map[string]bool{}
+	for _, p := range held {
+		leaseNames[shard.ProjectLeaseName(p)] = true
+	}
+	coordinator.SetFault(func(t harness.Traffic, r *http.Request) (time.Duration, error) {
+		if t == harness.HubTraffic && r.Method == http.MethodPut && leaseNames[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]] {
+			return slow, nil
+		}
+		return 0, nil
+	})
+	killed := time.Now()
+	victim.Kill()
+	waitServedByOne(g, except(ms, victim), held, 30*time.Second)
+
+	events, err := e.Hub.AuditEvents()
+	g.Expect(err).NotTo(HaveOccurred())
+	first := map[string]time.Time{} // the coordinator's first write of each Lease after the kill
+	for _, ev := range events {
+		if ev.User.Username != coordinator.User || ev.Verb != "update" || !leaseNames[ev.ObjectRef.Name] || ev.RequestReceivedTimestamp.Before(killed) {
+			continue
+		}
+		if _, seen := first[ev.ObjectRef.Name]; !seen {
+			first[ev.ObjectRef.Name] = ev.RequestReceivedTimestamp
+		}
+	}
+	g.Expect(first).To(HaveLen(len(held)), "the coordinator reassigned each of the victim's projects")
+	var earliest, latest time.Time
+	for _, at := range first {
+		if earliest.IsZero() || at.Before(earliest) {
+			earliest = at
+		}
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	oneAtATime := time.Duration(len(held)-1) * slow
+	t.Logf("%d reassignments arrived within %s (one at a time: at least %s)", len(held), latest.Sub(earliest), oneAtATime)
+	g.Expect(latest.Sub(earliest)).To(BeNumerically("<", oneAtATime/2), "the reassignments went out together")
+}
+
+// TestShardRepointedSecretIsClaimedAgain (issue 19, finding 7): a project's kubeconfig
+// Secret rewritten to reach the plane another way (here: directly instead of through a
+// proxy) is claimed again under a new engagement with the new config; once the old
+// route is cut, the project is still served.
+func TestShardRepointedSecretIsClaimedAgain(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	p, err := e.AddProject(ctx, "repoint", planeA)
+	g.Expect(err).NotTo(HaveOccurred())
+	ms := startManagers(t, e, 2, "rep")
+	first := waitAllClaimed(g, e, []string{p.Name})[p.Name]
+	claimOf := func() string {
+		leases, err := e.ProjectLeases(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		l := leases[p.Name]
+		return l.Annotations[shard.AnnotationClaim]
+	}
+	before := claimOf()
+	g.Expect(before).NotTo(BeEmpty())
+
+	g.Expect(e.RepointProject(ctx, p.Name, planeA, "")).To(Succeed())
+	g.Eventually(claimOf, 30*time.Second, 100*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(before))), "claimed again with the new kubeconfig")
+	g.Expect(p.Proxy.Close()).To(Succeed()) // the old route is gone
+	waitServedByOne(g, ms, []string{p.Name}, 30*time.Second)
+	g.Expect(shard.PodOf(waitAllClaimed(g, e, []string{p.Name})[p.Name])).To(Equal(shard.PodOf(first)), "the same replica serves it")
+	for _, m := range ms {
+		if len(m.Held([]string{p.Name})) == 0 {
+			continue
+		}
+		g.Eventually(func() error {
+			cl, err := m.Replica.Shard.Project(ctx, p.Name)
+			if err != nil {
+				return err
+			}
+			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			return cl.GetAPIReader().Get(rctx, client.ObjectKey{Name: "default"}, &corev1.Namespace{})
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed(), "the holder reaches the plane with the new kubeconfig")
+	}
 }
