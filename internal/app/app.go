@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -149,6 +150,16 @@ type Replica struct {
 	Gateway *gateway.Setup
 	// Resync collects orphaned anchors of the held projects; nil when disabled.
 	Resync *resync.Resync
+
+	stoppedServing atomic.Pointer[time.Time]
+}
+
+// StoppedServing is when Start stopped the controllers (zero while they run).
+func (r *Replica) StoppedServing() time.Time {
+	if t := r.stoppedServing.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
 }
 
 // New checks the hub is reachable and assembles a replica.
@@ -286,16 +297,20 @@ func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 // UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".
 func UserAgent(identity string) string { return "anchorage/" + identity }
 
-// Start runs the replica until ctx ends.
+// Start runs the replica until ctx ends, then stops in this order: the shard learns the
+// process is stopping (Shard.Stopping) and hands every project over (Shard.HandOver)
+// while the controllers still serve, and only then are the controllers and the rest of
+// the manager stopped. The manager runs on its own context for that reason.
 func (r *Replica) Start(ctx context.Context) error {
-	// The shard learns the process is stopping before any runnable does: the manager
-	// runs on its own context, cancelled only after Shard.Stopping.
 	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	go func() {
 		select {
 		case <-ctx.Done():
 			r.Shard.Stopping()
+			r.Shard.HandOver()
+			now := time.Now()
+			r.stoppedServing.Store(&now)
 			cancel()
 		case <-run.Done():
 		}

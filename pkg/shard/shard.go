@@ -97,8 +97,10 @@ type Shard struct {
 	undiscovered map[string]time.Time
 	// discoveries counts Engage calls (discovered.gen).
 	discoveries uint64
-	stopEvents  func()
-	draining    atomic.Bool // shutting down: hand everything over
+	// handOverOnce runs the shutdown hand-over once (HandOver).
+	handOverOnce sync.Once
+	stopEvents   func()
+	draining     atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -215,6 +217,14 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
+// HandOver hands every project this replica holds over to the other replicas, as a
+// graceful stop does, and returns once each is claimed by its new holder, nothing is
+// left to hand to, or ShutdownDeadline passed. A process calls it when it is asked to
+// stop, before it stops its controllers, so that they serve each project until its own
+// hand-over drains it; the shard's runnable calls it again when it stops, which then
+// returns at once. Call Stopping first.
+func (s *Shard) HandOver() { s.handOverOnce.Do(s.shutdown) }
+
 // Runnable runs the protocol: Lease observer, membership, holdings and the election.
 // When ctx ends it stops gracefully: it hands every project over (bounded by
 // ShutdownDeadline), then releases its member Lease, and releases the coordinator
@@ -234,7 +244,7 @@ func (s *Shard) Runnable() manager.Runnable {
 		run(&memberDone, memberCtx, s.member.run)
 		run(&electionDone, electionCtx, s.runElection)
 		<-ctx.Done()
-		s.shutdown()
+		s.HandOver() // at once when the process already did it (internal/app Replica.Start)
 		stopMember()
 		memberDone.Wait()
 		stopElection()

@@ -92,6 +92,9 @@ func (w *claimWatcher) gaps() map[string]time.Duration {
 // stopped gracefully; before it returns every one of them is claimed elsewhere (how long
 // each went unclaimed is logged; bench/ measures it), and the replica writes no project Lease
 // after handing it over.
+//
+// The stopping replica's controllers keep serving while it hands its projects over: they
+// stop only after its last hand-over write (issue 19, finding 6).
 func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	needEnvtest(t)
 	g := NewWithT(t)
@@ -146,6 +149,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 			g.Expect(ev.User.Username).NotTo(Equal(victim.User), "the stopping replica deleted Lease %s", ev.ObjectRef.Name)
 		}
 	}
+	var lastHandOver time.Time
 	for _, p := range held {
 		name := shard.ProjectLeaseName(p)
 		var last time.Time
@@ -158,6 +162,9 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 			}
 		}
 		g.Expect(victimWrites).To(BeNumerically(">=", 2), "claim and hand-over writes of %s", p)
+		if last.After(lastHandOver) {
+			lastHandOver = last
+		}
 		newUser := "anchorage-" + shard.PodOf(claimed[p])
 		var claimAt time.Time
 		for _, ev := range events {
@@ -168,6 +175,9 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 		}
 		g.Expect(claimAt.IsZero()).To(BeFalse(), "the new holder of %s claims after the victim's last write", p)
 	}
+	// Issue 19, finding 6: the controllers served until the last hand-over was written,
+	// not only until the stop began.
+	g.Expect(victim.Replica.StoppedServing()).To(BeTemporally(">=", lastHandOver), "the controllers stopped before the last hand-over was written")
 	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
