@@ -155,7 +155,7 @@ func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	s.mu.Unlock()
 	runParallel(ctx, len(plan.Assign), func(ctx context.Context, i int) bool {
 		a := plan.Assign[i]
-		if !s.assign(ctx, a.Project, a.Lease, a.Exists, a.Holder, a.Reason) {
+		if !s.assign(ctx, coordinator, a.Project, a.Lease, a.Exists, a.Holder, a.Reason) {
 			return false
 		}
 		if a.Unclaimed != "" {
@@ -167,10 +167,10 @@ func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	})
 	runParallel(ctx, len(plan.HandOvers), func(ctx context.Context, i int) bool {
 		h := plan.HandOvers[i]
-		return s.requestHandOver(ctx, h.Project, h.Lease, h.Next, h.Reason)
+		return s.requestHandOver(ctx, coordinator, h.Project, h.Lease, h.Next, h.Reason)
 	})
 	runParallel(ctx, len(plan.Remove), func(ctx context.Context, i int) bool {
-		return s.removeProjectLease(ctx, plan.Remove[i])
+		return s.removeProjectLease(ctx, coordinator, plan.Remove[i])
 	})
 }
 
@@ -198,6 +198,26 @@ func (s *Shard) passInput() (PassInput, bool) {
 	}, true
 }
 
+// protocolCall bounds one protocol write (a claim, a hand-over, a coordinator's write)
+// of holder: refused with ErrValidityEnded unless holder is the current incarnation and
+// still valid, and given up when its validity ends or after CallTimeout, whichever comes
+// first. Each write checks on its own, so a coordinator paused in the middle of a pass
+// sends nothing of it once its validity has ended. (A write sent in time can still
+// commit after validity ends: docs/design.md, Residual windows.)
+func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
+	if !gateEnforced {
+		cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+		return cctx, cancel, nil
+	}
+	h, until := s.member.current()
+	if holder == "" || h != holder || !s.clock.Now().Before(until) {
+		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		return nil, nil, ErrValidityEnded
+	}
+	cctx, cancel := s.member.callCtx(ctx, until)
+	return cctx, cancel, nil
+}
+
 // coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
 const coordinatorWrites = 16
 
@@ -223,10 +243,13 @@ func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) 
 
 // removeProjectLease deletes the Lease of a project no longer discovered, conditional
 // on the Lease as observed.
-func (s *Shard) removeProjectLease(ctx context.Context, ob Observed) bool {
-	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob Observed) bool {
+	cctx, cancel, err := s.protocolCall(ctx, coordinator)
+	if err != nil {
+		return false
+	}
 	defer cancel()
-	err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, ob.Lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
+	err = s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, ob.Lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
 	s.m.leaseWrite("project", true, err)
 	if err != nil {
 		return false
@@ -239,7 +262,10 @@ func (s *Shard) removeProjectLease(ctx context.Context, ob Observed) bool {
 // as last seen proves it unchanged for LeaseDuration. The coordinator then clears its
 // holder conditionally, so a late renew by that incarnation conflicts.
 func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) bool {
-	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	cctx, cancel, err := s.protocolCall(ctx, coordinator)
+	if err != nil {
+		return false
+	}
 	defer cancel()
 	cur, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Get(cctx, m.Lease.Name, metav1.GetOptions{})
 	if err != nil {
@@ -267,12 +293,14 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 }
 
 // assign writes holder into the project's Lease, conditional on what was observed.
-func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists bool, holder, reason string) bool {
-	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Observed, exists bool, holder, reason string) bool {
+	cctx, cancel, err := s.protocolCall(ctx, coordinator)
+	if err != nil {
+		return false
+	}
 	defer cancel()
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
 	var wrote *coordinationv1.Lease
-	var err error
 	now := metav1.NewMicroTime(time.Now())
 	if !exists {
 		l := &coordinationv1.Lease{
@@ -309,8 +337,11 @@ func (s *Shard) assign(ctx context.Context, project string, ob Observed, exists 
 
 // requestHandOver asks the project's holder, through the Lease, to hand the project over
 // to next; the write is conditional on the Lease as observed.
-func (s *Shard) requestHandOver(ctx context.Context, project string, ob Observed, next, reason string) bool {
-	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string, ob Observed, next, reason string) bool {
+	cctx, cancel, err := s.protocolCall(ctx, coordinator)
+	if err != nil {
+		return false
+	}
 	defer cancel()
 	l := ob.Lease.DeepCopy()
 	if l.Annotations == nil {

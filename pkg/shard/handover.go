@@ -77,10 +77,10 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 	delete(l.Annotations, AnnotationClaim)
 	delete(l.Annotations, AnnotationNextHolder)
 	for {
-		if !s.member.valid(holder) {
+		ctx, cancel, err := s.protocolCall(context.Background(), holder)
+		if err != nil {
 			return "invalid"
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
 		wrote, err := leases.Update(ctx, l, metav1.UpdateOptions{})
 		cancel()
 		s.m.leaseWrite("project", true, err)

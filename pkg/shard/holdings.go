@@ -517,7 +517,11 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		l.Annotations = map[string]string{}
 	}
 	l.Annotations[AnnotationClaim] = ClaimValue(h.holder, h.engagement)
-	wctx, wcancel := context.WithTimeout(claimCtx, s.t.CallTimeout)
+	wctx, wcancel, err := s.protocolCall(claimCtx, h.holder)
+	if err != nil {
+		fail(err)
+		return
+	}
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(wctx, l, metav1.UpdateOptions{})
 	wcancel()
 	s.m.leaseWrite("project", true, err)
