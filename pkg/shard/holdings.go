@@ -302,6 +302,7 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 	if holder == "" || !s.member.valid(holder) {
 		return
 	}
+	stillUndiscovered := map[string]bool{}
 	for name, ob := range leases {
 		project := ob.Lease.Annotations[AnnotationProject]
 		if project == "" || ProjectLeaseName(project) != name {
@@ -330,10 +331,15 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		d, ok := projects[project]
 		if !ok {
 			s.releaseUndiscoveredLocked(ctx, project, ob.Lease)
+			stillUndiscovered[project] = true
 			continue
 		}
-		delete(s.undiscovered, project)
 		s.startClaimLocked(ctx, project, holder, ob.Lease.ResourceVersion, d, ob.Lease)
+	}
+	for project := range s.undiscovered {
+		if !stillUndiscovered[project] {
+			delete(s.undiscovered, project)
+		}
 	}
 }
 
@@ -412,9 +418,9 @@ func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Le
 	return handedOffAt(s.handedOff[project], holder, lease)
 }
 
-// handedOffAt reports whether ho (the zero handOff when none) is a hand-over by holder
-// of the assignment lease records, or of a later one's predecessor: the same Lease, at no
-// more transitions than when the hand-over began.
+// handedOffAt reports whether ho (the zero handOff when none) records that holder began
+// handing over the assignment lease shows: the same Lease (UID), at no more transitions
+// than when the hand-over began.
 func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
 	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
 }
