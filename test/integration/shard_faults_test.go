@@ -355,25 +355,20 @@ func TestShardHoldingFollowsItsClaimAndLease(t *testing.T) {
 	ms := startManagers(t, e, 2, "clm")
 	waitAllServed(g, e, ms, projects)
 	p := projects[0]
-	claimOf := func() string {
-		leases, err := e.ProjectLeases(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
-		l := leases[p]
-		return l.Annotations[shard.AnnotationClaim]
-	}
+	claim := claimOf(ctx, g, e, p)
 	leaseKey := types.NamespacedName{Namespace: e.ProviderNamespace, Name: shard.ProjectLeaseName(p)}
 
 	// The claim annotation removed by hand.
-	first := claimOf()
+	first := claim()
 	g.Expect(first).NotTo(BeEmpty())
 	lease := &coordinationv1.Lease{}
 	g.Expect(e.Hub.Client.Get(ctx, leaseKey, lease)).To(Succeed())
 	delete(lease.Annotations, shard.AnnotationClaim)
 	g.Expect(e.Hub.Client.Update(ctx, lease)).To(Succeed())
-	g.Eventually(claimOf, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(first))), "claimed again under a new engagement")
+	g.Eventually(claim, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(first))), "claimed again under a new engagement")
 
 	// The Lease deleted and created again with the same holder and no claim.
-	second := claimOf()
+	second := claim()
 	g.Expect(e.Hub.Client.Get(ctx, leaseKey, lease)).To(Succeed())
 	holder := ptrValue(lease.Spec.HolderIdentity)
 	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
@@ -383,7 +378,7 @@ func TestShardHoldingFollowsItsClaimAndLease(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseTransitions: lease.Spec.LeaseTransitions},
 	}
 	g.Expect(e.Hub.Client.Create(ctx, recreated)).To(Succeed())
-	g.Eventually(claimOf, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(second))), "the recreated Lease is claimed again")
+	g.Eventually(claim, 20*time.Second, 50*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(second))), "the recreated Lease is claimed again")
 
 	served := waitAllServed(g, e, ms, projects)
 	g.Expect(served[p]).To(Equal(holder), "the same incarnation serves it")
@@ -433,12 +428,7 @@ func TestShardCoordinatorWritesAFailureHandOverInParallel(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "par")
 	waitAllServed(g, e, ms, projects)
-	var coordinator *harness.Manager
-	for _, m := range ms {
-		if isCoordinator(ctx, e, m) {
-			coordinator = m
-		}
-	}
+	coordinator := coordinatorOf(ctx, e, ms)
 	g.Expect(coordinator).NotTo(BeNil())
 	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
 	g.Expect(victim).NotTo(BeNil())
@@ -498,17 +488,12 @@ func TestShardRepointedSecretIsClaimedAgain(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	ms := startManagers(t, e, 2, "rep")
 	first := waitAllClaimed(g, e, []string{p.Name})[p.Name]
-	claimOf := func() string {
-		leases, err := e.ProjectLeases(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
-		l := leases[p.Name]
-		return l.Annotations[shard.AnnotationClaim]
-	}
-	before := claimOf()
+	claim := claimOf(ctx, g, e, p.Name)
+	before := claim()
 	g.Expect(before).NotTo(BeEmpty())
 
 	g.Expect(e.RepointProject(ctx, p.Name, planeA, "")).To(Succeed())
-	g.Eventually(claimOf, 30*time.Second, 100*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(before))), "claimed again with the new kubeconfig")
+	g.Eventually(claim, 30*time.Second, 100*time.Millisecond).Should(And(Not(BeEmpty()), Not(Equal(before))), "claimed again with the new kubeconfig")
 	g.Expect(p.Proxy.Close()).To(Succeed()) // the old route is gone
 	waitServedByOne(g, ms, []string{p.Name}, 30*time.Second)
 	g.Expect(shard.PodOf(waitAllClaimed(g, e, []string{p.Name})[p.Name])).To(Equal(shard.PodOf(first)), "the same replica serves it")

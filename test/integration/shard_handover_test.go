@@ -192,12 +192,7 @@ func TestShardCoordinatorGracefulStopElectsSuccessorAtOnce(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "cs")
 	waitAllClaimed(g, e, projects)
-	var coordinator *harness.Manager
-	for _, m := range ms {
-		if isCoordinator(ctx, e, m) {
-			coordinator = m
-		}
-	}
+	coordinator := coordinatorOf(ctx, e, ms)
 	g.Expect(coordinator).NotTo(BeNil())
 	old := coordinator.Replica.Shard.Holder()
 	stopped := time.Now()

@@ -174,6 +174,27 @@ func isCoordinator(ctx context.Context, e *harness.Env, m *harness.Manager) bool
 	return err == nil && holder == m.Replica.Shard.Holder()
 }
 
+// coordinatorOf returns the manager among ms that holds the coordinator Lease, nil when
+// none does.
+func coordinatorOf(ctx context.Context, e *harness.Env, ms []*harness.Manager) *harness.Manager {
+	for _, m := range ms {
+		if isCoordinator(ctx, e, m) {
+			return m
+		}
+	}
+	return nil
+}
+
+// claimOf returns a poll of project's claim annotation, as the hub holds it now.
+func claimOf(ctx context.Context, g Gomega, e *harness.Env, project string) func() string {
+	return func() string {
+		leases, err := e.ProjectLeases(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		l := leases[project]
+		return l.Annotations[shard.AnnotationClaim]
+	}
+}
+
 // coordinatorHolder returns the holder identity of the coordinator Lease ("" when it is
 // not held).
 func coordinatorHolder(ctx context.Context, e *harness.Env) (string, error) {
@@ -197,12 +218,7 @@ func TestShardFailoverAfterCoordinatorDies(t *testing.T) {
 	ms := startManagers(t, e, 3, "cd")
 	waitAllServed(g, e, ms, projects)
 
-	var victim *harness.Manager
-	for _, m := range ms {
-		if isCoordinator(ctx, e, m) {
-			victim = m
-		}
-	}
+	victim := coordinatorOf(ctx, e, ms)
 	g.Expect(victim).NotTo(BeNil())
 	// Make sure the coordinator also holds projects: add projects until hashing gives it one.
 	for i := 0; len(victim.Held(projects)) == 0; i++ {
