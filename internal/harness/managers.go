@@ -47,6 +47,10 @@ type ManagerOptions struct {
 	Logger logr.Logger
 	// Adjust is applied to the app options last.
 	Adjust func(*app.Options)
+	// HubFaults puts a FaultProxy (Manager.HubProxy) between the manager and the hub,
+	// for faults the in-process Fault cannot make: a watch stream that stalls, answers
+	// that come from a struggling server rather than from the client's own transport.
+	HubFaults bool
 }
 
 // Manager is one anchorage replica running in the test process.
@@ -55,6 +59,8 @@ type Manager struct {
 	User     string
 	Replica  *app.Replica
 	Registry *prometheus.Registry
+	// HubProxy is the manager's way to the hub when started with HubFaults.
+	HubProxy *FaultProxy
 
 	killed   atomic.Bool
 	fault    atomic.Pointer[Fault]
@@ -93,6 +99,12 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		if err := e.bindManagerRole(ctx, m.User); err != nil {
 			return nil, err
 		}
+	}
+	if opts.HubFaults {
+		if m.HubProxy, err = NewFaultProxy(hubCfg, uint64(len(name))); err != nil {
+			return nil, err
+		}
+		hubCfg = m.HubProxy.RESTConfig()
 	}
 	hubCfg.Wrap(m.transport(HubTraffic))
 	log := opts.Logger
@@ -135,6 +147,9 @@ func (m *Manager) Stop(timeout time.Duration) error {
 			}
 		case <-time.After(timeout):
 			m.stopErr = fmt.Errorf("manager %s did not stop within %s", m.Name, timeout)
+		}
+		if m.HubProxy != nil {
+			_ = m.HubProxy.Close()
 		}
 	})
 	return m.stopErr

@@ -98,7 +98,7 @@ func PlanPass(in PassInput) PassPlan {
 			continue
 		case MemberSuspect:
 			plan.Confirm = append(plan.Confirm, m)
-			holding[m.Holder()] = true
+			holding[m.Holder()] = suspectHoldsOn
 			continue
 		}
 		holding[m.Holder()], live[m.Holder()] = true, true

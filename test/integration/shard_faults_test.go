@@ -292,25 +292,11 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 	oldHolder := victim.Replica.Shard.Holder()
 
 	// Watch the victim's projects for the first write naming another holder.
-	moved := map[string]time.Time{}
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for watchCtx.Err() == nil {
-			leases, err := e.ProjectLeases(watchCtx)
-			now := time.Now()
-			if err == nil {
-				for _, p := range held {
-					l, ok := leases[p]
-					if _, seen := moved[p]; !seen && (!ok || ptrValue(l.Spec.HolderIdentity) != oldHolder) {
-						moved[p] = now
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
+	start := map[string]string{}
+	for _, p := range held {
+		start[p] = oldHolder
+	}
+	moves := watchMoves(ctx, e, start)
 
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: e.ProviderNamespace, Name: shard.MemberLeaseName(victim.Name)}}
 	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
@@ -318,8 +304,7 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 		Should(And(Not(BeEmpty()), Not(Equal(oldHolder))), "rejoins under a new incarnation")
 	waitAllClaimed(g, e, projects)
 	time.Sleep(2 * harness.FastTimings.LeaseDuration) // any move the deletion causes has happened
-	stopWatch()
-	<-watched
+	moved := moves.Stop()
 
 	var validUntil time.Time
 	for _, inc := range victim.Replica.Shard.Incarnations() {
