@@ -7,12 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -84,6 +88,18 @@ type ControlPlane struct {
 	dir  string
 	kcm  *exec.Cmd
 	once sync.Once
+
+	// apiMu guards the kube-apiserver restart state below.
+	apiMu sync.Mutex
+	// apiPath and apiArgs are the kube-apiserver's binary and arguments, read from
+	// /proc before the first kill (envtest keeps its process unexported).
+	apiPath string
+	apiArgs []string
+	// apiDown is true between KillAPIServer and a successful StartAPIServer.
+	apiDown bool
+	// api is the kube-apiserver the harness started again; nil while envtest's own
+	// process serves.
+	api *apiServerProcess
 }
 
 // StartControlPlane starts an API server and etcd from the binaries hack/build-k8s.sh
@@ -143,7 +159,10 @@ func (p *ControlPlane) Stop() error {
 			_ = p.kcm.Process.Kill()
 			_ = p.kcm.Wait()
 		}
-		err = p.Env.Stop()
+		// A restarted kube-apiserver is the harness's, not envtest's: envtest's Stop
+		// finds its own process gone and returns, so stop ours before etcd goes.
+		apiErr := p.stopRestartedAPIServer()
+		err = errors.Join(apiErr, p.Env.Stop())
 		_ = os.RemoveAll(p.dir)
 	})
 	return err
@@ -281,4 +300,336 @@ func WaitForAPI(ctx context.Context, c client.Client, obj client.Object, key cli
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// apiServerStartTimeout bounds StartAPIServer's wait for /readyz when ctx allows
+// longer: a server that has not answered by then will not.
+const apiServerStartTimeout = 60 * time.Second
+
+// apiServerStopTimeout is how long Stop gives a restarted kube-apiserver between
+// SIGTERM and SIGKILL, as envtest gives its own.
+const apiServerStopTimeout = 20 * time.Second
+
+// apiServerProcess is a kube-apiserver the harness started (after a kill).
+type apiServerProcess struct {
+	cmd *exec.Cmd
+	// done is closed once cmd.Wait returned: the process is gone and reaped.
+	done chan struct{}
+	log  *os.File
+}
+
+// KillAPIServer SIGKILLs the plane's kube-apiserver, as a crash or an OOM kill would:
+// no graceful shutdown, open connections dropped. etcd keeps running. When it returns
+// the process is gone and its port free; StartAPIServer brings the server back.
+func (p *ControlPlane) KillAPIServer() error {
+	p.apiMu.Lock()
+	defer p.apiMu.Unlock()
+	if p.apiDown {
+		return fmt.Errorf("%s: kube-apiserver already killed", p.Name)
+	}
+	if err := p.killAPIServer(); err != nil {
+		return fmt.Errorf("%s: killing kube-apiserver: %w", p.Name, err)
+	}
+	p.apiDown = true
+	return waitPortFree(p.apiServerAddr(), 10*time.Second)
+}
+
+// StartAPIServer starts the killed kube-apiserver again with the same binary and
+// arguments, so the same port, etcd, certificates and authenticated users, and the
+// same audit log (kube-apiserver opens it for appending). It returns once /readyz
+// answers OK to the admin config; on failure the server stays down.
+func (p *ControlPlane) StartAPIServer(ctx context.Context) error {
+	p.apiMu.Lock()
+	defer p.apiMu.Unlock()
+	if !p.apiDown {
+		return fmt.Errorf("%s: kube-apiserver is running (KillAPIServer first)", p.Name)
+	}
+	logPath := filepath.Join(p.dir, "apiserver.log")
+	proc, err := startAPIServerProcess(p.apiPath, p.apiArgs, logPath)
+	if err != nil {
+		return fmt.Errorf("%s: starting kube-apiserver: %w", p.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, apiServerStartTimeout)
+	defer cancel()
+	if err := p.waitReady(ctx, proc.done); err != nil {
+		proc.kill()
+		return fmt.Errorf("%s: restarted kube-apiserver not ready: %w; log tail:\n%s", p.Name, err, fileTail(logPath, 2048))
+	}
+	p.api, p.apiDown = proc, false
+	return nil
+}
+
+// RestartAPIServer is KillAPIServer, a pause of down, then StartAPIServer. If ctx
+// ends during the pause the server stays down.
+func (p *ControlPlane) RestartAPIServer(ctx context.Context, down time.Duration) error {
+	if err := p.KillAPIServer(); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(down):
+	case <-ctx.Done():
+		return fmt.Errorf("%s: kube-apiserver left down: %w", p.Name, ctx.Err())
+	}
+	return p.StartAPIServer(ctx)
+}
+
+// killAPIServer SIGKILLs whichever kube-apiserver serves now: the harness's own after
+// an earlier restart, else envtest's, found in /proc, whose command line it keeps for
+// StartAPIServer.
+func (p *ControlPlane) killAPIServer() error {
+	if p.api != nil {
+		p.api.kill()
+		p.api = nil
+		return nil
+	}
+	pid, err := findChildAPIServer(os.Getpid(), p.Env.ControlPlane.APIServer.SecureServing.Port, p.Env.ControlPlane.APIServer.CertDir)
+	if err != nil {
+		return err
+	}
+	if p.apiPath, p.apiArgs, err = processCommand(pid); err != nil {
+		return err
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	// envtest's Wait reaps it and records it exited, so envtest's Stop later skips it.
+	return waitProcessGone(pid, 10*time.Second)
+}
+
+// stopRestartedAPIServer stops the kube-apiserver the harness started, if any,
+// gracefully as envtest stops its own.
+func (p *ControlPlane) stopRestartedAPIServer() error {
+	p.apiMu.Lock()
+	defer p.apiMu.Unlock()
+	if p.api == nil {
+		return nil
+	}
+	proc := p.api
+	p.api = nil
+	defer proc.log.Close()
+	_ = proc.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-proc.done:
+		return nil
+	case <-time.After(apiServerStopTimeout):
+		proc.kill()
+		return fmt.Errorf("%s: restarted kube-apiserver did not stop within %s of SIGTERM; killed", p.Name, apiServerStopTimeout)
+	}
+}
+
+func (p *ControlPlane) apiServerAddr() string {
+	return p.Env.ControlPlane.APIServer.SecureServing.HostPort()
+}
+
+// waitReady polls /readyz with the admin config until it answers OK, the process
+// exits or ctx ends.
+func (p *ControlPlane) waitReady(ctx context.Context, exited <-chan struct{}) error {
+	hc, err := rest.HTTPClientFor(p.Config)
+	if err != nil {
+		return err
+	}
+	defer hc.CloseIdleConnections()
+	u, err := url.Parse(p.Config.Host)
+	if err != nil {
+		return err
+	}
+	u.Path = "/readyz"
+	for {
+		last := probeOK(ctx, hc, u.String())
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("kube-apiserver exited (last probe: %w)", last)
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// probeOK GETs u and returns nil on 200 OK.
+func probeOK(ctx context.Context, hc *http.Client, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", u, resp.Status, body)
+	}
+	return nil
+}
+
+// startAPIServerProcess starts path with args, its output appended to logPath, in its
+// own process group as envtest starts it (a terminal's Ctrl-C reaches the test first).
+// The environment is the test process's, which envtest passed on too.
+func startAPIServerProcess(path string, args []string, logPath string) (*apiServerProcess, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = logf.Close()
+		return nil, err
+	}
+	proc := &apiServerProcess{cmd: cmd, done: make(chan struct{}), log: logf}
+	go func() {
+		_ = cmd.Wait()
+		close(proc.done)
+	}()
+	return proc, nil
+}
+
+// kill SIGKILLs the process and waits until it is reaped.
+func (a *apiServerProcess) kill() {
+	_ = a.cmd.Process.Signal(syscall.SIGKILL)
+	<-a.done
+	_ = a.log.Close()
+}
+
+// findChildAPIServer returns the pid of parent's child kube-apiserver serving port
+// with certDir: the plane's own, among the other planes' of the same test process.
+func findChildAPIServer(parent int, port, certDir string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		if ppid, err := parentPID(string(stat)); err != nil || ppid != parent {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if isPlaneAPIServer(splitCmdline(cmdline), port, certDir) {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("want one kube-apiserver child of %d with --secure-port=%s --cert-dir=%s, found %v", parent, port, certDir, found)
+	}
+	return found[0], nil
+}
+
+// processCommand returns a process's executable and arguments, to start it again.
+// The executable comes from /proc/<pid>/exe, absolute whatever argv[0] said.
+func processCommand(pid int) (string, []string, error) {
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	exe, err := os.Readlink(filepath.Join(dir, "exe"))
+	if err != nil {
+		return "", nil, err
+	}
+	cmdline, err := os.ReadFile(filepath.Join(dir, "cmdline"))
+	if err != nil {
+		return "", nil, err
+	}
+	argv := splitCmdline(cmdline)
+	if len(argv) == 0 {
+		return "", nil, fmt.Errorf("process %d has an empty command line", pid)
+	}
+	return exe, argv[1:], nil
+}
+
+// parentPID reads the parent pid from a /proc/<pid>/stat line. The command name in
+// parentheses may hold spaces and parentheses, so fields count from its last ')'.
+func parentPID(stat string) (int, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("no command name in stat %q", stat)
+	}
+	fields := strings.Fields(stat[i+1:])
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("no parent pid in stat %q", stat)
+	}
+	return strconv.Atoi(fields[1])
+}
+
+// splitCmdline splits /proc/<pid>/cmdline, NUL-terminated arguments, into argv.
+func splitCmdline(b []byte) []string {
+	s := strings.TrimSuffix(string(b), "\x00")
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\x00")
+}
+
+// isPlaneAPIServer says whether argv runs kube-apiserver with the given secure port
+// and cert dir. envtest passes every flag as one "--name=value" argument.
+func isPlaneAPIServer(argv []string, port, certDir string) bool {
+	if len(argv) == 0 || filepath.Base(argv[0]) != "kube-apiserver" {
+		return false
+	}
+	var portOK, dirOK bool
+	for _, a := range argv[1:] {
+		portOK = portOK || a == "--secure-port="+port
+		dirOK = dirOK || a == "--cert-dir="+certDir
+	}
+	return portOK && dirOK
+}
+
+// waitProcessGone polls until /proc no longer lists pid (it exited and was reaped).
+func waitProcessGone(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d still present %s after SIGKILL", pid, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitPortFree polls until addr can be bound again, so a restart does not race the
+// dying server's listener. Like kube-apiserver's, Go's listener sets SO_REUSEADDR:
+// closed connections in TIME_WAIT do not block it.
+func waitPortFree(addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := net.Listen("tcp", addr)
+		if err == nil {
+			return l.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("port %s still taken %s after the kill: %w", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fileTail returns up to n bytes from the end of the file at path.
+func fileTail(path string, n int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(-n, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
 }
