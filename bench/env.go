@@ -157,19 +157,29 @@ func (r *Run) addSecret(ctx context.Context, name string, kubeconfigBytes []byte
 
 // ReplicaKubeconfig creates the replica's own hub user (in system:masters: the
 // baseline's Leases live where the product's RBAC does not reach) and writes its
-// kubeconfig; the user name is what the hub's audit log attributes writes to.
-func (r *Run) ReplicaKubeconfig(replica string) (path, user string, err error) {
+// kubeconfig; the user name is what the hub's audit log attributes writes to. With
+// proxy, the kubeconfig reaches the hub through a new fault proxy (returned), which
+// forwards as that user.
+func (r *Run) ReplicaKubeconfig(replica string, proxy bool) (path, user string, fp *harness.FaultProxy, err error) {
 	user = "bench:" + replica
 	cfg, _, err := r.Env.Hub.User(user, "system:masters")
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
-	kc, err := harness.KubeconfigVia(cfg, "")
+	var kc []byte
+	if proxy {
+		if fp, err = harness.NewFaultProxy(cfg, uint64(len(r.ID))); err != nil {
+			return "", "", nil, err
+		}
+		kc, err = fp.Kubeconfig()
+	} else {
+		kc, err = harness.KubeconfigVia(cfg, "")
+	}
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	path = filepath.Join(r.Dir, replica+".kubeconfig")
-	return path, user, os.WriteFile(path, kc, 0o600)
+	return path, user, fp, os.WriteFile(path, kc, 0o600)
 }
 
 // CreateUpstreamNamespace creates the load's namespace in plane i and returns its UID.

@@ -77,7 +77,7 @@ func coordinators(r *Report) []Coordinator {
 			delete(seen, c)
 		}
 	}
-	for _, c := range []Coordinator{Anchorage, Sharded, AnchorageNoGate} {
+	for _, c := range []Coordinator{Anchorage, Sharded, AnchorageNoGate, AnchorageSuspectExpires} {
 		take(c)
 	}
 	for _, s := range r.Scenarios {

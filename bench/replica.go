@@ -33,8 +33,10 @@ type Replica struct {
 	Coordinator Coordinator
 	RecordPath  string
 	LogPath     string
-	proc        *proc.Process
-	peakRSS     uint64
+	// Proxy is the replica's way to the hub when started with HubFaults.
+	Proxy   *harness.FaultProxy
+	proc    *proc.Process
+	peakRSS uint64
 }
 
 // ReplicaOptions adjust a replica's flags.
@@ -47,16 +49,18 @@ type ReplicaOptions struct {
 	// baseline's fence Lease gets its LeaseDuration and renews and probes every
 	// RetryPeriod.
 	Timings *shard.Timings
+	// HubFaults puts a harness.FaultProxy (Replica.Proxy) between the replica and the hub.
+	HubFaults bool
 }
 
 // StartReplica starts the coordinator's binary as replica name in run r.
 func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaOptions) (*Replica, error) {
-	kc, user, err := r.ReplicaKubeconfig(name)
+	kc, user, proxy, err := r.ReplicaKubeconfig(name, o.HubFaults)
 	if err != nil {
 		return nil, err
 	}
 	rep := &Replica{
-		Name: name, User: user, Coordinator: c,
+		Name: name, User: user, Coordinator: c, Proxy: proxy,
 		RecordPath: filepath.Join(r.Dir, name+".records.jsonl"),
 		LogPath:    filepath.Join(r.Dir, name+".log"),
 	}
@@ -95,6 +99,14 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		return nil, err
 	}
 	return rep, nil
+}
+
+// CloseProxy stops the replica's fault proxy, if it has one; call it once the process
+// has exited.
+func (rep *Replica) CloseProxy() {
+	if rep.Proxy != nil {
+		_ = rep.Proxy.Close()
+	}
 }
 
 // Running reports whether the process has not exited.

@@ -37,12 +37,15 @@ type Schedule struct {
 	Settle time.Duration
 	// LoadInterval is the time between two operations on one project.
 	LoadInterval time.Duration
+	// HubFaultSteps is how many faults the hub-faults scenario draws, from HubFaultSeed.
+	HubFaultSteps int
+	HubFaultSeed  uint64
 }
 
 // FullSchedule is make bench's; SmokeSchedule make bench-smoke's.
 var (
-	FullSchedule  = Schedule{Warm: 10 * time.Second, Hold: 8 * time.Second, OwnedWithin: 90 * time.Second, Settle: 45 * time.Second, LoadInterval: 300 * time.Millisecond}
-	SmokeSchedule = Schedule{Warm: 5 * time.Second, Hold: 3 * time.Second, OwnedWithin: 30 * time.Second, Settle: 20 * time.Second, LoadInterval: 300 * time.Millisecond}
+	FullSchedule  = Schedule{Warm: 10 * time.Second, Hold: 8 * time.Second, OwnedWithin: 90 * time.Second, Settle: 45 * time.Second, LoadInterval: 300 * time.Millisecond, HubFaultSteps: HubFaultSteps(false)}
+	SmokeSchedule = Schedule{Warm: 5 * time.Second, Hold: 3 * time.Second, OwnedWithin: 30 * time.Second, Settle: 20 * time.Second, LoadInterval: 300 * time.Millisecond, HubFaultSteps: HubFaultSteps(true)}
 )
 
 // PauseFor is how long a replica stays stopped: well past its membership's duration
@@ -72,6 +75,10 @@ type scenarioRun struct {
 	faults   []Fault
 	next     int
 	errors   []string
+	// recovery and recovered: how long after the hub faults were lifted every project
+	// was owned again, and whether it was within OwnedWithin.
+	recovery  time.Duration
+	recovered bool
 }
 
 // RunScenario runs scenario s with coordinator c on the env's real planes, R=3.
@@ -169,7 +176,7 @@ func (sr *scenarioRun) start() error {
 	name := fmt.Sprintf("%s-%d", sr.run.ID, sr.next)
 	sr.next++
 	sr.mu.Unlock()
-	r, err := sr.run.StartReplica(sr.bins, sr.c, name, ReplicaOptions{})
+	r, err := sr.run.StartReplica(sr.bins, sr.c, name, ReplicaOptions{HubFaults: sr.s == ScenarioHubFaults})
 	if err != nil {
 		return err
 	}
@@ -295,6 +302,8 @@ func (sr *scenarioRun) faultSchedule(ctx context.Context) error {
 		}
 		wg.Wait()
 		sr.settleAfter(ctx, "scale down")
+	case ScenarioHubFaults:
+		sr.hubFaults(ctx)
 	case ScenarioRolling:
 		for _, r := range sr.running() {
 			sr.fault("term", r)
@@ -364,7 +373,7 @@ func (sr *scenarioRun) stopAll() {
 	for _, r := range sr.running() {
 		_ = r.Continue()
 		wg.Add(1)
-		go func(r *Replica) { defer wg.Done(); r.Terminate(40 * time.Second) }(r)
+		go func(r *Replica) { defer wg.Done(); r.Terminate(40 * time.Second); r.CloseProxy() }(r)
 	}
 	wg.Wait()
 }
@@ -436,6 +445,9 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 		Start: start, End: end, Faults: sr.faults, AnchorsLeft: left, ProxiesDeleted: sr.load.Deleted(),
 		Timeline: sr.obs.Timeline(),
 	}
+	if sr.s == ScenarioHubFaults {
+		res.HubFaultSeed, res.Recovery, res.NotRecovered = sr.sched.HubFaultSeed, sr.recovery, !sr.recovered
+	}
 	records, err := sr.readRecords()
 	if err != nil {
 		return res, err
@@ -443,8 +455,8 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 	res.Records = len(records)
 	res.Overlaps = Overlaps(records, InFlightAtStop(sr.faults))
 	for _, f := range sr.faults {
-		if f.Kind == "start" || f.Kind == "cont" {
-			continue
+		if f.Kind != "kill" && f.Kind != "stop" && f.Kind != "term" {
+			continue // hub faults, and starts and wakes, hand nothing over
 		}
 		// The owner as the coordinator's Leases said just before the fault.
 		owned := sr.obs.Owned(f.Replica, f.At)

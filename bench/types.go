@@ -21,6 +21,11 @@ const (
 	// and the hub writer no longer check validity. It never ships; it shows the
 	// smoke gate can fail.
 	AnchorageNoGate Coordinator = "anchorage-nogate"
+	// AnchorageSuspectExpires is pkg/shard built with the anchorage_bench_suspectexpires
+	// tag: the old rule issue 19's finding 1 removed (a member the coordinator has not
+	// seen renew for a Lease duration loses its projects in the same pass). It never
+	// ships; it shows the hub-faults smoke gate catches the second owner that follows.
+	AnchorageSuspectExpires Coordinator = "anchorage-suspectexpires"
 )
 
 // Scenario names a fault schedule.
@@ -31,6 +36,8 @@ const (
 	ScenarioPause   Scenario = "pause"   // SIGSTOP a replica past the member-Lease duration, then SIGCONT
 	ScenarioScale   Scenario = "scale"   // 3 -> 4 -> 2 replicas (graceful stops)
 	ScenarioRolling Scenario = "rolling" // every replica replaced one at a time (SIGTERM, new pod)
+	// ScenarioHubFaults: a seeded random schedule of hub faults (bench/hubfaults.go)
+	ScenarioHubFaults Scenario = "hub-faults"
 )
 
 // Record is one reconcile (one admitted unit of work) as a replica wrote it to its
@@ -129,6 +136,13 @@ type ScenarioResult struct {
 	HubCreatesChecked    int          `json:"hubCreatesChecked"`
 	Timeline             []Sample     `json:"timeline"`
 	Errors               []string     `json:"errors,omitempty"`
+	// HubFaultSeed is the seed a hub-faults run drew its schedule from (replay it with
+	// bin/bench --hub-faults-seed).
+	HubFaultSeed uint64 `json:"hubFaultSeed,omitempty"`
+	// Recovery is how long after a hub-faults schedule's faults were lifted every project
+	// was owned again; NotRecovered is set when that did not happen within OwnedWithin.
+	Recovery     time.Duration `json:"recovery,omitempty"`
+	NotRecovered bool          `json:"notRecovered,omitempty"`
 }
 
 // LeaseLoad is the steady-state Lease write rate for P projects.

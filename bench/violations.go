@@ -6,13 +6,20 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // overlapMatters reports whether overlaps in scenario s are violations: a paused
 // replica legitimately keeps reconciling (it cannot know it was paused) and only
 // its writes are gated.
 func overlapMatters(s Scenario) bool {
-	return s == ScenarioKill || s == ScenarioScale || s == ScenarioRolling
+	return s == ScenarioKill || s == ScenarioScale || s == ScenarioRolling || s == ScenarioHubFaults
+}
+
+// lateWritesMatter reports whether writes after validity are violations in s: in a
+// pause, and under hub faults (a replica cut off from the hub must stop writing).
+func lateWritesMatter(s Scenario) bool {
+	return s == ScenarioPause || s == ScenarioHubFaults
 }
 
 // gatedOverlaps are s's overlaps that the gate must prevent: every one in kill, scale
@@ -48,6 +55,14 @@ func Violations(r *Report, c Coordinator) []string {
 
 func scenarioViolations(s *ScenarioResult) []string {
 	var out []string
+	defer func() {
+		if s.Scenario == ScenarioHubFaults {
+			// A failing schedule is replayed from its seed.
+			for i := range out {
+				out[i] = strings.Replace(out[i], string(s.Scenario), fmt.Sprintf("%s (seed %d)", s.Scenario, s.HubFaultSeed), 1)
+			}
+		}
+	}()
 	if ovs := gatedOverlaps(s); len(ovs) > 0 {
 		o := sortedOverlaps(ovs)[0]
 		one, many := "overlapping reconcile", "overlapping reconciles"
@@ -57,7 +72,10 @@ func scenarioViolations(s *ScenarioResult) []string {
 		out = append(out, fmt.Sprintf("%s: %s (first: project %s, replicas %s and %s, %.2f s)",
 			s.Scenario, countOf(len(ovs), one, many), o.Project, o.A, o.B, o.Length.Seconds()))
 	}
-	if s.Scenario == ScenarioPause && len(s.LateWrites) > 0 {
+	if s.NotRecovered {
+		out = append(out, fmt.Sprintf("%s: not every project owned again once the faults were lifted", s.Scenario))
+	}
+	if lateWritesMatter(s.Scenario) && len(s.LateWrites) > 0 {
 		w := sortedLateWrites(s.LateWrites)[0]
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
 			s.Scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),

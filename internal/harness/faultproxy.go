@@ -34,12 +34,21 @@ type FaultProxy struct {
 	backend   *url.URL
 	transport http.RoundTripper
 
-	mu      sync.Mutex
-	rules   []FaultRule
-	rng     *rand.Rand
-	stalled *watchStall
-	applied map[string]int
-	sent    int
+	mu     sync.Mutex
+	rules  []idRule
+	rng    *rand.Rand
+	stalls map[int][]string // resources whose watches each stall holds (none: all)
+	// stallsChanged is closed, and replaced, whenever a stall is added or lifted.
+	stallsChanged chan struct{}
+	nextID        int
+	applied       map[string]int
+	sent          int
+}
+
+// idRule is a rule with the id AddRules removes it by.
+type idRule struct {
+	id int
+	FaultRule
 }
 
 // FaultRule says which requests a fault hits and what it does to them. Exactly one of
@@ -94,16 +103,6 @@ func (r FaultRule) matches(info RequestInfo) bool {
 		(info.Subresource != "" && slices.Contains(r.Resources, info.Resource+"/"+info.Subresource))
 }
 
-// watchStall holds the watch streams of some resources until it is lifted.
-type watchStall struct {
-	resources []string
-	lifted    chan struct{}
-}
-
-func (s *watchStall) covers(info RequestInfo) bool {
-	return s != nil && (len(s.resources) == 0 || slices.Contains(s.resources, info.Resource))
-}
-
 // NewFaultProxy listens on a free loopback port and forwards to the API server of
 // backend, authenticating as backend's user. seed makes the rate draws repeatable.
 func NewFaultProxy(backend *rest.Config, seed uint64) (*FaultProxy, error) {
@@ -119,7 +118,8 @@ func NewFaultProxy(backend *rest.Config, seed uint64) (*FaultProxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &FaultProxy{listener: l, backend: u, transport: rt, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), applied: map[string]int{}}
+	p := &FaultProxy{listener: l, backend: u, transport: rt, rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		stalls: map[int][]string{}, stallsChanged: make(chan struct{}), applied: map[string]int{}}
 	p.server = &http.Server{Handler: p, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = p.server.Serve(l) }()
 	return p, nil
@@ -144,30 +144,61 @@ func (p *FaultProxy) Kubeconfig() ([]byte, error) {
 // SetRules replaces the faults; nil forwards every request untouched.
 func (p *FaultProxy) SetRules(rules ...FaultRule) {
 	p.mu.Lock()
+	p.rules = nil
+	p.mu.Unlock()
+	p.AddRules(rules...)
+}
+
+// AddRules adds faults after those in place and returns what removes them again (and
+// only them), so faults that overlap in time can each be lifted on their own.
+func (p *FaultProxy) AddRules(rules ...FaultRule) (remove func()) {
+	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.rules = slices.Clone(rules)
+	ids := map[int]bool{}
+	for _, r := range rules {
+		p.nextID++
+		ids[p.nextID] = true
+		p.rules = append(p.rules, idRule{id: p.nextID, FaultRule: r})
+	}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.rules = slices.DeleteFunc(p.rules, func(r idRule) bool { return ids[r.id] })
+	}
 }
 
 // StallWatches stops forwarding anything on the watch streams of the resources (every
-// resource when none is named), open ones and new ones alike, until ResumeWatches: the
-// connections stay open, as with an API server that hangs. It replaces an earlier stall.
-func (p *FaultProxy) StallWatches(resources ...string) {
+// resource when none is named), open ones and new ones alike, until lift is called or
+// ResumeWatches lifts every stall: the connections stay open, as with an API server that
+// hangs.
+func (p *FaultProxy) StallWatches(resources ...string) (lift func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stalled != nil {
-		close(p.stalled.lifted)
+	p.nextID++
+	id := p.nextID
+	p.stalls[id] = resources
+	p.stallsChangedLocked()
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if _, ok := p.stalls[id]; ok {
+			delete(p.stalls, id)
+			p.stallsChangedLocked()
+		}
 	}
-	p.stalled = &watchStall{resources: resources, lifted: make(chan struct{})}
 }
 
-// ResumeWatches lifts a stall: what the streams held back is forwarded now.
+// ResumeWatches lifts every stall: what the streams held back is forwarded now.
 func (p *FaultProxy) ResumeWatches() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stalled != nil {
-		close(p.stalled.lifted)
-		p.stalled = nil
-	}
+	clear(p.stalls)
+	p.stallsChangedLocked()
+}
+
+func (p *FaultProxy) stallsChangedLocked() {
+	close(p.stallsChanged)
+	p.stallsChanged = make(chan struct{})
 }
 
 // Clear lifts every fault and stall.
@@ -202,36 +233,48 @@ func (p *FaultProxy) decide(info RequestInfo) (FaultRule, bool) {
 	for _, r := range p.rules {
 		if r.matches(info) && p.rng.Float64() < r.Rate {
 			p.applied[r.kind()]++
-			return r, true
+			return r.FaultRule, true
 		}
 	}
 	return FaultRule{}, false
 }
 
-// stallOf returns the channel a watch stream of info waits on, nil when not stalled.
-func (p *FaultProxy) stallOf(info RequestInfo) <-chan struct{} {
+// stalledNow reports whether a watch stream of info is stalled, and the channel that is
+// closed at the next change of the stalls.
+func (p *FaultProxy) stalledNow(info RequestInfo) (bool, <-chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if info.Verb != "watch" || !p.stalled.covers(info) {
-		return nil
+	if info.Verb != "watch" {
+		return false, nil
 	}
-	return p.stalled.lifted
+	for _, resources := range p.stalls {
+		if len(resources) == 0 || slices.Contains(resources, info.Resource) {
+			return true, p.stallsChanged
+		}
+	}
+	return false, nil
 }
 
 // holdStalled waits while info's watch stream is stalled; false when the client left
 // first. Each stream counts once among the applied faults.
 func (p *FaultProxy) holdStalled(ctx context.Context, info RequestInfo, counted *bool) bool {
-	lifted := p.stallOf(info)
-	if lifted == nil {
-		return true
+	for {
+		stalled, changed := p.stalledNow(info)
+		if !stalled {
+			return true
+		}
+		if !*counted {
+			*counted = true
+			p.mu.Lock()
+			p.applied["stalled-watch"]++
+			p.mu.Unlock()
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	if !*counted {
-		*counted = true
-		p.mu.Lock()
-		p.applied["stalled-watch"]++
-		p.mu.Unlock()
-	}
-	return waitLifted(ctx, lifted)
 }
 
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -313,16 +356,6 @@ func (p *FaultProxy) relay(w http.ResponseWriter, r *http.Request, resp *http.Re
 		if err != nil {
 			return
 		}
-	}
-}
-
-// waitLifted waits for a stall to end; false when the client left first.
-func waitLifted(ctx context.Context, lifted <-chan struct{}) bool {
-	select {
-	case <-lifted:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 

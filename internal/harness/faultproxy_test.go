@@ -231,3 +231,41 @@ func TestFaultProxyStallsWatchStreams(t *testing.T) {
 		t.Errorf("applied %v, want one stalled watch", applied)
 	}
 }
+
+func TestFaultProxyOverlappingFaultsAreLiftedOneByOne(t *testing.T) {
+	p, c := proxyTo(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	target := "http://" + p.Addr() + "/api/v1/namespaces/sys/configmaps"
+	status := func() int {
+		resp, err := c.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	removeBurst := p.AddRules(FaultRule{Rate: 1, Status: http.StatusTooManyRequests})
+	removeOutage := p.AddRules(FaultRule{Rate: 1, Status: http.StatusServiceUnavailable})
+	if got := status(); got != http.StatusTooManyRequests {
+		t.Errorf("both faults in place: %d, want the first added (429)", got)
+	}
+	removeBurst()
+	if got := status(); got != http.StatusServiceUnavailable {
+		t.Errorf("the burst lifted, the outage not: %d, want 503", got)
+	}
+	removeOutage()
+	if got := status(); got != http.StatusOK {
+		t.Errorf("both lifted: %d", got)
+	}
+
+	info := RequestInfo{Verb: "watch", Resource: "leases"}
+	liftAll := p.StallWatches()
+	liftLeases := p.StallWatches("leases")
+	liftAll()
+	if stalled, _ := p.stalledNow(info); !stalled {
+		t.Errorf("one of two stalls lifted: the lease watch must still stall")
+	}
+	liftLeases()
+	if stalled, _ := p.stalledNow(info); stalled {
+		t.Errorf("both stalls lifted: the lease watch still stalls")
+	}
+}

@@ -28,7 +28,9 @@ import (
 
 type options struct {
 	out, manager, baseline, nogate  string
+	suspectExpires                  string
 	coordinators, scenarios         string
+	hubFaultSeed                    uint64
 	projects, replicas              string
 	smoke, scale                    bool
 	planes                          int
@@ -44,12 +46,14 @@ func main() {
 	flag.StringVar(&o.manager, "manager", "bin/manager", "anchorage manager binary")
 	flag.StringVar(&o.baseline, "baseline", "bin/baseline-manager", "baseline manager binary (coordinator/sharded)")
 	flag.StringVar(&o.nogate, "nogate-manager", "bin/manager-nogate", "manager built with -tags anchorage_bench_nogate (only used when listed in --coordinators)")
-	flag.StringVar(&o.coordinators, "coordinators", "", "comma-separated: anchorage, mcr-sharded, anchorage-nogate (default: both real ones; --smoke: anchorage)")
-	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, or none (default all; --smoke: kill,pause)")
+	flag.StringVar(&o.suspectExpires, "suspectexpires-manager", "bin/manager-suspectexpires", "manager built with -tags anchorage_bench_suspectexpires (only used when listed in --coordinators)")
+	flag.StringVar(&o.coordinators, "coordinators", "", "comma-separated: anchorage, mcr-sharded, anchorage-nogate, anchorage-suspectexpires (default: both real ones; --smoke: anchorage)")
+	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, hub-faults, or none (default all; --smoke: kill,pause,hub-faults)")
 	flag.StringVar(&o.projects, "projects", "10,100,1000", "project counts of the Lease-write runs")
 	flag.StringVar(&o.replicas, "replicas", "1,2,4", "replica counts of the memory runs (at 100 projects)")
 	flag.BoolVar(&o.smoke, "smoke", false, "short correctness run; exit 1 on an overlap, a late write in a pause, an anchor left or a wrongful deletion")
 	flag.BoolVar(&o.scale, "scale", true, "run the Lease-write and memory runs (off with --smoke)")
+	flag.Uint64Var(&o.hubFaultSeed, "hub-faults-seed", 0, "seed of the hub-faults schedule (default: drawn from the clock and printed, so a failing run can be replayed)")
 	flag.IntVar(&o.planes, "planes", 3, "real project planes of the scenarios")
 	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
@@ -78,8 +82,8 @@ func run(o options) (int, error) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	coords := list(o.coordinators, "anchorage,mcr-sharded", "anchorage", o.smoke)
-	scenarios := list(o.scenarios, "kill,pause,scale,rolling", "kill,pause", o.smoke)
-	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate}
+	scenarios := list(o.scenarios, "kill,pause,scale,rolling,hub-faults", "kill,pause,hub-faults", o.smoke)
+	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate, bench.AnchorageSuspectExpires: o.suspectExpires}
 	for _, c := range coords {
 		if _, err := os.Stat(bins[bench.Coordinator(c)]); err != nil {
 			return 0, fmt.Errorf("binary for %s: %w", c, err)
@@ -97,6 +101,10 @@ func run(o options) (int, error) {
 	sched := bench.FullSchedule
 	if o.smoke {
 		sched = bench.SmokeSchedule
+	}
+	sched.HubFaultSeed = o.hubFaultSeed
+	if sched.HubFaultSeed == 0 {
+		sched.HubFaultSeed = uint64(time.Now().UnixNano())
 	}
 	switch o.only {
 	case "":
