@@ -117,10 +117,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	// Watches past the three that notice our objects wait for the project's gate.
 	gates := newProjectGates()
-	proxyCtrl, err := mcbuilder.ControllerManagedBy(mgr).
+	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
 		WithOptions(controllerOptions(mgr)).
-		For(&v1alpha.HTTPProxy{}).
+		For(&v1alpha.HTTPProxy{}), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
 		WatchesRawSource(s.proxies.source()).
 		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
 	if err != nil {
@@ -134,10 +134,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("watching the objects HTTPProxies own: %w", err)
 	}
 
-	err = mcbuilder.ControllerManagedBy(mgr).
+	err = finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("gateway").
 		WithOptions(controllerOptions(mgr)).
-		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))).
+		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
 		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written}})
@@ -145,10 +145,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
 
-	routeCtrl, err := mcbuilder.ControllerManagedBy(mgr).
+	routeCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httproute").
 		WithOptions(controllerOptions(mgr)).
-		For(&gatewayv1.HTTPRoute{}).
+		For(&gatewayv1.HTTPRoute{}), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
 		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written})

@@ -23,7 +23,8 @@ import (
 // reconcile of an HTTPProxy or of one of our Gateways there opens the project's gate.
 // A deferred watch that starts lists its kind first, so every object already there is
 // seen: nothing created while it was deferred is missed. An idle project so costs a
-// replica three informers with one handler each instead of four with seven.
+// replica three informers with two handlers each (the For watch and finalizersFirst)
+// instead of four with nine.
 
 // projectGates holds one gate per engaged project.
 type projectGates struct {
