@@ -31,6 +31,10 @@ const (
 	ScenarioPause   Scenario = "pause"   // SIGSTOP a replica past the member-Lease duration, then SIGCONT
 	ScenarioScale   Scenario = "scale"   // 3 -> 4 -> 2 replicas (graceful stops)
 	ScenarioRolling Scenario = "rolling" // every replica replaced one at a time (SIGTERM, new pod)
+	// ScenarioSkew runs replicas whose clocks are 60 s ahead, 60 s behind and on time
+	// (SkewOffsets; a build with the anchorage_bench_skew tag), then pauses one as
+	// pause does and kills two as kill does.
+	ScenarioSkew Scenario = "skew"
 )
 
 // Record is one reconcile (one admitted unit of work) as a replica wrote it to its
@@ -127,8 +131,14 @@ type ScenarioResult struct {
 	// deleted proxies were compared (CreatesAfterDeletion).
 	CreatesAfterDeletion []LateCreate `json:"createsAfterDeletion"`
 	HubCreatesChecked    int          `json:"hubCreatesChecked"`
-	Timeline             []Sample     `json:"timeline"`
-	Errors               []string     `json:"errors,omitempty"`
+	// ClockOffsets are the replicas' clock offsets (the skew scenario; none is 0).
+	ClockOffsets map[string]time.Duration `json:"clockOffsets,omitempty"`
+	// PrematureHandOvers are failure hand-overs of replicas that had not failed
+	// (anchorage only: a member declared expired, a project moved without its
+	// holder's write, while the replica was neither killed, stopped nor just woken).
+	PrematureHandOvers []PrematureHandOver `json:"prematureHandOvers"`
+	Timeline           []Sample            `json:"timeline"`
+	Errors             []string            `json:"errors,omitempty"`
 }
 
 // LeaseLoad is the steady-state Lease write rate for P projects.

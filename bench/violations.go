@@ -10,7 +10,8 @@ import (
 
 // overlapMatters reports whether overlaps in scenario s are violations: a paused
 // replica legitimately keeps reconciling (it cannot know it was paused) and only
-// its writes are gated.
+// its writes are gated. Skew pauses a replica too; its overlaps are gated as a
+// pause's (a kill freezes nothing, so there all of them are).
 func overlapMatters(s Scenario) bool {
 	return s == ScenarioKill || s == ScenarioScale || s == ScenarioRolling
 }
@@ -32,7 +33,8 @@ func gatedOverlaps(s *ScenarioResult) []Overlap {
 
 // Violations lists coordinator c's correctness violations, one line each:
 // overlapping reconciles in kill, scale and rolling scenarios, writes after
-// validity in pause scenarios, and anchors left, wrongful deletions or hub creates
+// validity in pause and skew scenarios, failure hand-overs of replicas that had not
+// failed in skew scenarios, and anchors left, wrongful deletions or hub creates
 // after a proxy's deletion was requested in any scenario. Timings are never
 // violations.
 func Violations(r *Report, c Coordinator) []string {
@@ -46,6 +48,11 @@ func Violations(r *Report, c Coordinator) []string {
 	return out
 }
 
+// lateWritesMatter reports whether writes after validity in scenario s are
+// violations: where a replica is paused (pause, skew), the validity gate is what
+// stops it writing.
+func lateWritesMatter(s Scenario) bool { return s == ScenarioPause || s == ScenarioSkew }
+
 func scenarioViolations(s *ScenarioResult) []string {
 	var out []string
 	if ovs := gatedOverlaps(s); len(ovs) > 0 {
@@ -57,11 +64,16 @@ func scenarioViolations(s *ScenarioResult) []string {
 		out = append(out, fmt.Sprintf("%s: %s (first: project %s, replicas %s and %s, %.2f s)",
 			s.Scenario, countOf(len(ovs), one, many), o.Project, o.A, o.B, o.Length.Seconds()))
 	}
-	if s.Scenario == ScenarioPause && len(s.LateWrites) > 0 {
+	if lateWritesMatter(s.Scenario) && len(s.LateWrites) > 0 {
 		w := sortedLateWrites(s.LateWrites)[0]
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
 			s.Scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
 			describeLateWrite(w)))
+	}
+	if s.Scenario == ScenarioSkew && len(s.PrematureHandOvers) > 0 {
+		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
+			s.Scenario, countOf(len(s.PrematureHandOvers), "premature failure hand-over", "premature failure hand-overs"),
+			describePremature(s.PrematureHandOvers[0])))
 	}
 	if s.AnchorsLeft > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (of %d proxies deleted)",

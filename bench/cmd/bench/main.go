@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,6 +29,7 @@ import (
 
 type options struct {
 	out, manager, baseline, nogate  string
+	skewManager                     string
 	coordinators, scenarios         string
 	projects, replicas              string
 	smoke, scale                    bool
@@ -44,8 +46,9 @@ func main() {
 	flag.StringVar(&o.manager, "manager", "bin/manager", "anchorage manager binary")
 	flag.StringVar(&o.baseline, "baseline", "bin/baseline-manager", "baseline manager binary (coordinator/sharded)")
 	flag.StringVar(&o.nogate, "nogate-manager", "bin/manager-nogate", "manager built with -tags anchorage_bench_nogate (only used when listed in --coordinators)")
+	flag.StringVar(&o.skewManager, "skew-manager", "bin/manager-skew", "manager built with -tags anchorage_bench_skew, which the skew scenario's anchorage replicas run (only used when skew is in --scenarios)")
 	flag.StringVar(&o.coordinators, "coordinators", "", "comma-separated: anchorage, mcr-sharded, anchorage-nogate (default: both real ones; --smoke: anchorage)")
-	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, or none (default all; --smoke: kill,pause)")
+	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, skew, or none (default all; --smoke: kill,pause)")
 	flag.StringVar(&o.projects, "projects", "10,100,1000", "project counts of the Lease-write runs")
 	flag.StringVar(&o.replicas, "replicas", "1,2,4", "replica counts of the memory runs (at 100 projects)")
 	flag.BoolVar(&o.smoke, "smoke", false, "short correctness run; exit 1 on an overlap, a late write in a pause, an anchor left or a wrongful deletion")
@@ -78,11 +81,17 @@ func run(o options) (int, error) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	coords := list(o.coordinators, "anchorage,mcr-sharded", "anchorage", o.smoke)
-	scenarios := list(o.scenarios, "kill,pause,scale,rolling", "kill,pause", o.smoke)
-	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate}
+	scenarios := list(o.scenarios, "kill,pause,scale,rolling,skew", "kill,pause", o.smoke)
+	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate,
+		bench.SkewBuild(bench.Anchorage): o.skewManager}
 	for _, c := range coords {
 		if _, err := os.Stat(bins[bench.Coordinator(c)]); err != nil {
 			return 0, fmt.Errorf("binary for %s: %w", c, err)
+		}
+		if slices.Contains(scenarios, string(bench.ScenarioSkew)) && bench.SkewUnsupported(bench.Coordinator(c)) == "" {
+			if _, err := os.Stat(bins[bench.SkewBuild(bench.Coordinator(c))]); err != nil {
+				return 0, fmt.Errorf("skew binary for %s (make bench-binaries builds bin/manager-skew): %w", c, err)
+			}
 		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -155,6 +164,11 @@ func mainSections(ctx context.Context, o options, coords, scenarios []string, bi
 	}
 	for _, s := range scenarios {
 		for _, c := range coords {
+			if why := bench.SkewUnsupported(bench.Coordinator(c)); s == string(bench.ScenarioSkew) && why != "" {
+				logf("scenario %s, coordinator %s: not run: %s", s, c, why)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("The skew scenario did not run for %s: %s.", c, why))
+				continue
+			}
 			logf("scenario %s, coordinator %s", s, c)
 			res, err := env.RunScenario(ctx, bench.Coordinator(c), bench.Scenario(s), bins, sched, logf)
 			if err != nil {
