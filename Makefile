@@ -98,14 +98,17 @@ fuzz:
 	go test -run='^$$' -fuzz=FuzzDecode -fuzztime=60s ./pkg/anchor
 
 ## bench-binaries: the manager, the baseline manager (multicluster-runtime's
-## coordinator/sharded) and the harness, into bin/.
+## coordinator/sharded), the harness, and bin/manager-skew: the manager built with the
+## anchorage_bench_skew tag (never shipped), whose clock ANCHORAGE_BENCH_CLOCK_OFFSET
+## sets off, for the skew scenario; into bin/.
 bench-binaries: build
+	CGO_ENABLED=0 go build -tags anchorage_bench_skew -ldflags "$(LDFLAGS)" -o bin/manager-skew ./cmd/manager
 	go build -o bin/baseline-manager ./bench/cmd/baseline-manager
 	go build -o bin/bench ./bench/cmd/bench
 
 ## bench: the full chaos and benchmark run, both coordinators side by side, then the
 ## data-path section (20 planes x 1,000 proxies); writes bench/out/report.md,
-## results.json and plots. Not part of make test (about an hour on 2 cores). One section only:
+## results.json and plots (scenarios kill, pause, scale, rolling, skew and hub-faults). Not part of make test (about an hour on 2 cores). One section only:
 ## BENCH_FLAGS='--only data-path' (add --data-path-small for a development size).
 bench: k8s-binaries bench-binaries
 	bin/bench --out bench/out $(BENCH_FLAGS)

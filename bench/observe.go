@@ -204,3 +204,10 @@ func (o *Observer) Timeline() []Sample {
 	}
 	return out
 }
+
+// OwnerChanges returns every project whose owner left between two samples.
+func (o *Observer) OwnerChanges() []OwnerChange {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return ownerChanges(o.samples)
+}

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"anchorage/internal/benchclock"
 	"anchorage/internal/harness"
 	"anchorage/internal/proc"
 	"anchorage/pkg/shard"
@@ -31,6 +32,9 @@ type Binaries map[Coordinator]string
 type Replica struct {
 	Name, User  string
 	Coordinator Coordinator
+	// ClockOffset is how far the replica's clock is set off the local one (the skew
+	// scenario); its records are on that clock.
+	ClockOffset time.Duration
 	RecordPath  string
 	LogPath     string
 	// Proxy is the replica's way to the hub when started with HubFaults.
@@ -51,6 +55,12 @@ type ReplicaOptions struct {
 	Timings *shard.Timings
 	// HubFaults puts a harness.FaultProxy (Replica.Proxy) between the replica and the hub.
 	HubFaults bool
+	// Binary replaces the coordinator's binary when set (the skew scenario's build).
+	Binary string
+	// ClockOffset sets the replica's clock off by this much, through
+	// ANCHORAGE_BENCH_CLOCK_OFFSET, which only a binary built with the
+	// anchorage_bench_skew tag reads.
+	ClockOffset time.Duration
 }
 
 // StartReplica starts the coordinator's binary as replica name in run r.
@@ -60,7 +70,7 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		return nil, err
 	}
 	rep := &Replica{
-		Name: name, User: user, Coordinator: c, Proxy: proxy,
+		Name: name, User: user, Coordinator: c, ClockOffset: o.ClockOffset, Proxy: proxy,
 		RecordPath: filepath.Join(r.Dir, name+".records.jsonl"),
 		LogPath:    filepath.Join(r.Dir, name+".log"),
 	}
@@ -92,10 +102,17 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		}
 	}
 	bin, ok := bins[c]
+	if o.Binary != "" {
+		bin, ok = o.Binary, true
+	}
 	if !ok {
 		return nil, fmt.Errorf("no binary for coordinator %s", c)
 	}
-	if rep.proc, err = proc.Start(name, bin, rep.LogPath, args...); err != nil {
+	var env []string
+	if o.ClockOffset != 0 {
+		env = append(env, benchclock.EnvOffset+"="+o.ClockOffset.String())
+	}
+	if rep.proc, err = proc.StartEnv(name, bin, rep.LogPath, env, args...); err != nil {
 		return nil, err
 	}
 	return rep, nil

@@ -172,6 +172,7 @@ func writeScenario(b *strings.Builder, r *Report, s *ScenarioResult, plots map[s
 	writeOverlaps(b, s)
 	writeLateWrites(b, s)
 	fmt.Fprintf(b, "- hand-overs: %d, missing: %d\n", len(s.HandOvers), s.HandOversMissing)
+	writeSkew(b, s)
 	fmt.Fprintf(b, "- proxies deleted: %d, anchors left: %d, wrongful deletions: %d\n",
 		s.ProxiesDeleted, s.AnchorsLeft, s.WrongfulDeletions)
 	writeCreatesAfterDeletion(b, s)
@@ -340,4 +341,35 @@ func formatMBList(bs []uint64) string {
 		parts[i] = formatMB(float64(v))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeSkew writes the replicas' clock offsets, when any is set, and for anchorage the
+// failure hand-overs of replicas that had not failed.
+func writeSkew(b *strings.Builder, s *ScenarioResult) {
+	if len(s.ClockOffsets) > 0 {
+		names := make([]string, 0, len(s.ClockOffsets))
+		for n := range s.ClockOffsets {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		offsets := make([]string, len(names))
+		for i, n := range names {
+			offsets[i] = fmt.Sprintf("%s %+.0f s", n, s.ClockOffsets[n].Seconds())
+		}
+		fmt.Fprintf(b, "- clock offsets: %s (others on time)\n", strings.Join(offsets, ", "))
+	}
+	if s.Coordinator == Sharded {
+		return
+	}
+	items := make([]string, 0, min(len(s.PrematureHandOvers), maxListed))
+	for i, p := range s.PrematureHandOvers {
+		if i == maxListed {
+			break
+		}
+		items = append(items, offsetFrom(s.Start, p.At)+" "+describePremature(p))
+	}
+	fmt.Fprintf(b, "- premature failure hand-overs: %d\n", len(s.PrematureHandOvers))
+	for _, item := range items {
+		fmt.Fprintf(b, "  - %s\n", item)
+	}
 }

@@ -174,16 +174,27 @@ func (sr *scenarioRun) fault(kind string, r *Replica) {
 func (sr *scenarioRun) start() error {
 	sr.mu.Lock()
 	name := fmt.Sprintf("%s-%d", sr.run.ID, sr.next)
-	sr.next++
 	sr.mu.Unlock()
-	r, err := sr.run.StartReplica(sr.bins, sr.c, name, ReplicaOptions{HubFaults: sr.s == ScenarioHubFaults})
+	r, err := sr.run.StartReplica(sr.bins, sr.c, name, sr.replicaOptions())
 	if err != nil {
 		return err
 	}
 	sr.mu.Lock()
+	sr.next++
 	sr.replicas = append(sr.replicas, r)
 	sr.mu.Unlock()
 	return nil
+}
+
+// replicaOptions are the options of the next replica: in the skew scenario, the skew
+// build with the next clock offset of SkewOffsets.
+func (sr *scenarioRun) replicaOptions() ReplicaOptions {
+	if sr.s != ScenarioSkew {
+		return ReplicaOptions{HubFaults: sr.s == ScenarioHubFaults}
+	}
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
+	return ReplicaOptions{Binary: sr.bins[SkewBuild(sr.c)], ClockOffset: skewOffset(sr.next)}
 }
 
 // running returns the replicas still running.
@@ -256,32 +267,17 @@ func (sr *scenarioRun) settleAfter(ctx context.Context, what string) {
 func (sr *scenarioRun) faultSchedule(ctx context.Context) error {
 	switch sr.s {
 	case ScenarioKill:
-		for _, coordinator := range []bool{false, true} {
-			v := sr.victim(coordinator)
-			if v == nil {
-				return fmt.Errorf("no replica to kill")
-			}
-			sr.fault("kill", v)
-			if err := v.Kill(); err != nil {
-				return err
-			}
-			sr.settleAfter(ctx, "kill")
-		}
+		return sr.kills(ctx)
 	case ScenarioPause:
-		v := sr.victim(false)
-		if v == nil {
-			return fmt.Errorf("no replica to pause")
-		}
-		sr.fault("stop", v)
-		if err := v.Pause(); err != nil {
+		return sr.pause(ctx)
+	case ScenarioSkew:
+		// The pause first, while all three skewed clocks run, so that others take
+		// over; then the kills, as kill does.
+		if err := sr.pause(ctx); err != nil {
 			return err
 		}
-		sr.sleep(ctx, PauseFor(sr.c))
-		sr.fault("cont", v)
-		if err := v.Continue(); err != nil {
-			return err
-		}
-		sr.sleep(ctx, 3*sr.sched.Hold)
+		sr.settleAfter(ctx, "pause")
+		return sr.kills(ctx)
 	case ScenarioScale:
 		if err := sr.start(); err != nil {
 			return err
@@ -316,6 +312,43 @@ func (sr *scenarioRun) faultSchedule(ctx context.Context) error {
 			sr.settleAfter(ctx, "replacing "+r.Name)
 		}
 	}
+	return nil
+}
+
+// kills kills a replica other than the coordinator that owns a project, then the
+// coordinator, each followed by a settle.
+func (sr *scenarioRun) kills(ctx context.Context) error {
+	for _, coordinator := range []bool{false, true} {
+		v := sr.victim(coordinator)
+		if v == nil {
+			return fmt.Errorf("no replica to kill")
+		}
+		sr.fault("kill", v)
+		if err := v.Kill(); err != nil {
+			return err
+		}
+		sr.settleAfter(ctx, "kill")
+	}
+	return nil
+}
+
+// pause stops a replica other than the coordinator that owns a project for
+// PauseFor, continues it and holds.
+func (sr *scenarioRun) pause(ctx context.Context) error {
+	v := sr.victim(false)
+	if v == nil {
+		return fmt.Errorf("no replica to pause")
+	}
+	sr.fault("stop", v)
+	if err := v.Pause(); err != nil {
+		return err
+	}
+	sr.sleep(ctx, PauseFor(sr.c))
+	sr.fault("cont", v)
+	if err := v.Continue(); err != nil {
+		return err
+	}
+	sr.sleep(ctx, 3*sr.sched.Hold)
 	return nil
 }
 
@@ -411,7 +444,7 @@ func (sr *scenarioRun) readRecords() ([]Record, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, recs...)
+		out = append(out, Unskew(recs, r.ClockOffset)...)
 	}
 	return out, nil
 }
@@ -467,13 +500,15 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 			sr.note("%s of %s: project %s not reconciled by another replica before the end", f.Kind, f.Replica, p)
 		}
 	}
-	if err := sr.auditChecks(&res, cursors, records); err != nil {
+	leaseWrites, err := sr.auditChecks(&res, cursors, records)
+	if err != nil {
 		return res, err
 	}
+	sr.prematureHandOvers(&res, leaseWrites, end)
 	ops, loadErrors := sr.load.Ops()
-	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions; %d hub creates after the proxy's deletion was requested, of %d",
+	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions; %d hub creates after the proxy's deletion was requested, of %d; %d premature failure hand-overs",
 		ops, res.Records, len(res.Overlaps), countFrozen(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions,
-		len(res.CreatesAfterDeletion), res.HubCreatesChecked)
+		len(res.CreatesAfterDeletion), res.HubCreatesChecked, len(res.PrematureHandOvers))
 	if len(loadErrors) > 0 {
 		sr.note("%d load operations failed, first: %s", len(loadErrors), loadErrors[0])
 	}
@@ -481,9 +516,45 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 	return res, nil
 }
 
+// prematureHandOvers fills res's clock offsets and, for anchorage, its failure
+// hand-overs of replicas that had not failed, up to end (the graceful stops after it
+// are no faults).
+func (sr *scenarioRun) prematureHandOvers(res *ScenarioResult, leaseWrites []LeaseWrite, end time.Time) {
+	members := map[string]string{}
+	for _, r := range sr.replicas {
+		members[shard.MemberLeaseName(r.Name)] = r.Name
+		if r.ClockOffset != 0 {
+			if res.ClockOffsets == nil {
+				res.ClockOffsets = map[string]time.Duration{}
+			}
+			res.ClockOffsets[r.Name] = r.ClockOffset
+		}
+	}
+	if sr.c == Sharded {
+		return
+	}
+	var changes []OwnerChange
+	for _, c := range sr.obs.OwnerChanges() {
+		if c.At.Before(end) {
+			changes = append(changes, c)
+		}
+	}
+	var writes []LeaseWrite
+	for _, w := range leaseWrites {
+		if w.At.Before(end) {
+			writes = append(writes, w)
+		}
+	}
+	res.PrematureHandOvers = PrematureHandOvers(changes, writes, members, FailedAt(sr.faults, harness.FastTimings.LeaseDuration))
+	for _, p := range res.PrematureHandOvers {
+		sr.log("  premature failure hand-over at %s: %s", offsetFrom(res.Start, p.At), describePremature(p))
+	}
+}
+
 // auditChecks reads the API servers' audit logs for writes after validity, wrongful
-// anchor deletions and hub creates after a proxy's deletion was requested.
-func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]auditCursor, records []Record) error {
+// anchor deletions and hub creates after a proxy's deletion was requested; it returns
+// the replicas' successful hub Lease writes.
+func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]auditCursor, records []Record) ([]LeaseWrite, error) {
 	byUser, names := map[string]string{}, map[string]bool{}
 	for _, r := range sr.replicas {
 		byUser[r.User], names[r.Name] = r.Name, true
@@ -499,10 +570,11 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	var hubEvents []auditEvent
 	deleted := map[ProxyKey]time.Time{}
 	unattributed := 0
+	var leaseWrites []LeaseWrite
 	for plane, cur := range cursors {
 		events, err := cur.read()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if plane == "hub" {
 			hubEvents = events
@@ -516,6 +588,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 			}
 			ref := e.ObjectRef
 			if plane == "hub" && ref.Resource == "leases" {
+				leaseWrites = append(leaseWrites, LeaseWrite{Writer: w, Name: ref.Name, At: e.RequestReceivedTimestamp})
 				switch {
 				case sr.c == Sharded && fenceProject[ref.Name] != "":
 					validity.Renewed(w, fenceProject[ref.Name], e.RequestReceivedTimestamp)
@@ -561,7 +634,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 		sr.note("%d anchor deletions could not be tied to a proxy (anchor never observed)", unattributed)
 	}
 	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, func(e auditEvent) string { return writerOf(e, byUser, names) })
-	return nil
+	return leaseWrites, nil
 }
 
 // checkCreatesAfterDeletion lists the hub creates for a proxy that arrived later than

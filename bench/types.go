@@ -38,6 +38,10 @@ const (
 	ScenarioRolling Scenario = "rolling" // every replica replaced one at a time (SIGTERM, new pod)
 	// ScenarioHubFaults: a seeded random schedule of hub faults (bench/hubfaults.go)
 	ScenarioHubFaults Scenario = "hub-faults"
+	// ScenarioSkew runs replicas whose clocks are 60 s ahead, 60 s behind and on time
+	// (SkewOffsets; a build with the anchorage_bench_skew tag), then pauses one as
+	// pause does and kills two as kill does.
+	ScenarioSkew Scenario = "skew"
 )
 
 // Record is one reconcile (one admitted unit of work) as a replica wrote it to its
@@ -134,8 +138,14 @@ type ScenarioResult struct {
 	// deleted proxies were compared (CreatesAfterDeletion).
 	CreatesAfterDeletion []LateCreate `json:"createsAfterDeletion"`
 	HubCreatesChecked    int          `json:"hubCreatesChecked"`
-	Timeline             []Sample     `json:"timeline"`
-	Errors               []string     `json:"errors,omitempty"`
+	// ClockOffsets are the replicas' clock offsets (the skew scenario; none is 0).
+	ClockOffsets map[string]time.Duration `json:"clockOffsets,omitempty"`
+	// PrematureHandOvers are failure hand-overs of replicas that had not failed
+	// (anchorage only: a member declared expired, a project moved without its
+	// holder's write, while the replica was neither killed, stopped nor just woken).
+	PrematureHandOvers []PrematureHandOver `json:"prematureHandOvers"`
+	Timeline           []Sample            `json:"timeline"`
+	Errors             []string            `json:"errors,omitempty"`
 	// HubFaultSeed is the seed a hub-faults run drew its schedule from (replay it with
 	// bin/bench --hub-faults-seed).
 	HubFaultSeed uint64 `json:"hubFaultSeed,omitempty"`

@@ -11,15 +11,10 @@ import (
 
 // overlapMatters reports whether overlaps in scenario s are violations: a paused
 // replica legitimately keeps reconciling (it cannot know it was paused) and only
-// its writes are gated.
+// its writes are gated. Skew pauses a replica too; its overlaps are gated as a
+// pause's (a kill freezes nothing, so there all of them are).
 func overlapMatters(s Scenario) bool {
 	return s == ScenarioKill || s == ScenarioScale || s == ScenarioRolling || s == ScenarioHubFaults
-}
-
-// lateWritesMatter reports whether writes after validity are violations in s: in a
-// pause, and under hub faults (a replica cut off from the hub must stop writing).
-func lateWritesMatter(s Scenario) bool {
-	return s == ScenarioPause || s == ScenarioHubFaults
 }
 
 // gatedOverlaps are s's overlaps that the gate must prevent: every one in kill, scale
@@ -39,7 +34,8 @@ func gatedOverlaps(s *ScenarioResult) []Overlap {
 
 // Violations lists coordinator c's correctness violations, one line each:
 // overlapping reconciles in kill, scale and rolling scenarios, writes after
-// validity in pause scenarios, and anchors left, wrongful deletions or hub creates
+// validity in pause and skew scenarios, failure hand-overs of replicas that had not
+// failed in skew scenarios, and anchors left, wrongful deletions or hub creates
 // after a proxy's deletion was requested in any scenario. Timings are never
 // violations.
 func Violations(r *Report, c Coordinator) []string {
@@ -51,6 +47,14 @@ func Violations(r *Report, c Coordinator) []string {
 		}
 	}
 	return out
+}
+
+// lateWritesMatter reports whether writes after validity in scenario s are
+// violations: where a replica is paused (pause, skew), the validity gate is what
+// stops it writing.
+// Under hub faults a replica cut off from the hub must stop writing as well.
+func lateWritesMatter(s Scenario) bool {
+	return s == ScenarioPause || s == ScenarioSkew || s == ScenarioHubFaults
 }
 
 func scenarioViolations(s *ScenarioResult) []string {
@@ -80,6 +84,11 @@ func scenarioViolations(s *ScenarioResult) []string {
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
 			s.Scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
 			describeLateWrite(w)))
+	}
+	if s.Scenario == ScenarioSkew && len(s.PrematureHandOvers) > 0 {
+		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
+			s.Scenario, countOf(len(s.PrematureHandOvers), "premature failure hand-over", "premature failure hand-overs"),
+			describePremature(s.PrematureHandOvers[0])))
 	}
 	if s.AnchorsLeft > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (of %d proxies deleted)",

@@ -123,6 +123,10 @@ func (o *Options) defaults() error {
 	if o.HubCheckTimeout == 0 {
 		o.HubCheckTimeout = 10 * time.Second
 	}
+	if o.Resync.Clock == nil {
+		// The resync runs on the replica's clock unless given its own (tests step it).
+		o.Resync.Clock = o.Clock
+	}
 	return nil
 }
 
@@ -204,7 +208,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	})
 	// Every hub response's Date header tells the hub's clock, on which the resync judges
 	// an anchor's minimum age (finding 12 of issue 19: the local clock may be skewed).
-	hubClock := resync.NewHubClock(opts.Clock)
+	// It is estimated on the resync's clock: HubClock.At adds the offset it measured to
+	// a time of the clock it is given, so the two must be one.
+	hubClock := resync.NewHubClock(opts.Resync.Clock)
 	opts.Hub = rest.CopyConfig(opts.Hub)
 	opts.Hub.Wrap(hubClock.Wrap)
 	sh, err := shard.New(shard.Options{

@@ -22,11 +22,19 @@ type Process struct {
 
 // Start starts bin with args, its stdout and stderr appended to logPath.
 func Start(name, bin, logPath string, args ...string) (*Process, error) {
+	return StartEnv(name, bin, logPath, nil, args...)
+}
+
+// StartEnv is Start with env ("KEY=value") added to this process's environment.
+func StartEnv(name, bin, logPath string, env []string, args ...string) (*Process, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	p := &Process{Name: name, cmd: exec.Command(bin, args...), exited: make(chan struct{})}
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := p.cmd.Start(); err != nil {

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -301,7 +300,7 @@ func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Obse
 	defer cancel()
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
 	var wrote *coordinationv1.Lease
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(s.clock.Now())
 	if !exists {
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{

@@ -72,7 +72,7 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
 	l := lease.DeepCopy()
 	l.Spec.HolderIdentity = ptr.To(next)
-	l.Spec.AcquireTime = &metav1.MicroTime{Time: time.Now()}
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: s.clock.Now()}
 	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	delete(l.Annotations, AnnotationClaim)
 	delete(l.Annotations, AnnotationNextHolder)

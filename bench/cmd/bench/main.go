@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +30,7 @@ import (
 type options struct {
 	out, manager, baseline, nogate  string
 	suspectExpires                  string
+	skewManager                     string
 	coordinators, scenarios         string
 	hubFaultSeed                    uint64
 	projects, replicas              string
@@ -47,8 +49,9 @@ func main() {
 	flag.StringVar(&o.baseline, "baseline", "bin/baseline-manager", "baseline manager binary (coordinator/sharded)")
 	flag.StringVar(&o.nogate, "nogate-manager", "bin/manager-nogate", "manager built with -tags anchorage_bench_nogate (only used when listed in --coordinators)")
 	flag.StringVar(&o.suspectExpires, "suspectexpires-manager", "bin/manager-suspectexpires", "manager built with -tags anchorage_bench_suspectexpires (only used when listed in --coordinators)")
+	flag.StringVar(&o.skewManager, "skew-manager", "bin/manager-skew", "manager built with -tags anchorage_bench_skew, which the skew scenario's anchorage replicas run (only used when skew is in --scenarios)")
 	flag.StringVar(&o.coordinators, "coordinators", "", "comma-separated: anchorage, mcr-sharded, anchorage-nogate, anchorage-suspectexpires (default: both real ones; --smoke: anchorage)")
-	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, hub-faults, or none (default all; --smoke: kill,pause,hub-faults)")
+	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated: kill, pause, scale, rolling, skew, hub-faults, or none (default all; --smoke: kill,pause,hub-faults)")
 	flag.StringVar(&o.projects, "projects", "10,100,1000", "project counts of the Lease-write runs")
 	flag.StringVar(&o.replicas, "replicas", "1,2,4", "replica counts of the memory runs (at 100 projects)")
 	flag.BoolVar(&o.smoke, "smoke", false, "short correctness run; exit 1 on an overlap, a late write in a pause, an anchor left or a wrongful deletion")
@@ -82,11 +85,17 @@ func run(o options) (int, error) {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	coords := list(o.coordinators, "anchorage,mcr-sharded", "anchorage", o.smoke)
-	scenarios := list(o.scenarios, "kill,pause,scale,rolling,hub-faults", "kill,pause,hub-faults", o.smoke)
-	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate, bench.AnchorageSuspectExpires: o.suspectExpires}
+	scenarios := list(o.scenarios, "kill,pause,scale,rolling,skew,hub-faults", "kill,pause,hub-faults", o.smoke)
+	bins := bench.Binaries{bench.Anchorage: o.manager, bench.Sharded: o.baseline, bench.AnchorageNoGate: o.nogate,
+		bench.AnchorageSuspectExpires: o.suspectExpires, bench.SkewBuild(bench.Anchorage): o.skewManager}
 	for _, c := range coords {
 		if _, err := os.Stat(bins[bench.Coordinator(c)]); err != nil {
 			return 0, fmt.Errorf("binary for %s: %w", c, err)
+		}
+		if slices.Contains(scenarios, string(bench.ScenarioSkew)) && bench.SkewUnsupported(bench.Coordinator(c)) == "" {
+			if _, err := os.Stat(bins[bench.SkewBuild(bench.Coordinator(c))]); err != nil {
+				return 0, fmt.Errorf("skew binary for %s (make bench-binaries builds bin/manager-skew): %w", c, err)
+			}
 		}
 	}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
@@ -163,6 +172,11 @@ func mainSections(ctx context.Context, o options, coords, scenarios []string, bi
 	}
 	for _, s := range scenarios {
 		for _, c := range coords {
+			if why := bench.SkewUnsupported(bench.Coordinator(c)); s == string(bench.ScenarioSkew) && why != "" {
+				logf("scenario %s, coordinator %s: not run: %s", s, c, why)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("The skew scenario did not run for %s: %s.", c, why))
+				continue
+			}
 			logf("scenario %s, coordinator %s", s, c)
 			res, err := env.RunScenario(ctx, bench.Coordinator(c), bench.Scenario(s), bins, sched, logf)
 			if err != nil {
