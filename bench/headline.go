@@ -60,6 +60,11 @@ type Headline struct {
 	// LateWritesAll in every scenario.
 	LateWritesPause *int
 	LateWritesAll   *int
+	// Under hub faults: overlapping reconciles, writes after validity, and the longest
+	// time after the faults were lifted until every project was owned again.
+	HubFaultOverlaps   *int
+	HubFaultLateWrites *int
+	HubFaultRecovery   *time.Duration
 
 	// Hand-over times as multiples of the scenario's lease duration. The failure
 	// maxima are also split by whether the failed replica was the coordinator.
@@ -113,7 +118,13 @@ func ComputeHeadline(r *Report, c Coordinator) Headline {
 
 // addScenario adds one scenario's counts to h.
 func (h *Headline) addScenario(s *ScenarioResult) {
-	if overlapMatters(s.Scenario) {
+	if s.Scenario == ScenarioHubFaults {
+		addInt(&h.HubFaultOverlaps, len(s.Overlaps))
+		addInt(&h.HubFaultLateWrites, len(s.LateWrites))
+		if h.HubFaultRecovery == nil || s.Recovery > *h.HubFaultRecovery {
+			h.HubFaultRecovery = &s.Recovery
+		}
+	} else if overlapMatters(s.Scenario) {
 		addInt(&h.Overlaps, len(s.Overlaps))
 		addDuration(&h.OverlapTime, overlapTime(s.Overlaps))
 	}
@@ -285,6 +296,9 @@ var headlineMetrics = []headlineMetric{
 	{"overlapping reconciles, none frozen by the stop (pause)", intField(func(h Headline) *int { return h.OverlapsAfterWake }), formatCount},
 	{"writes after validity (pause)", intField(func(h Headline) *int { return h.LateWritesPause }), formatCount},
 	{"writes after validity (all scenarios)", intField(func(h Headline) *int { return h.LateWritesAll }), formatCount},
+	{"overlapping reconciles (hub-faults)", intField(func(h Headline) *int { return h.HubFaultOverlaps }), formatCount},
+	{"writes after validity (hub-faults)", intField(func(h Headline) *int { return h.HubFaultLateWrites }), formatCount},
+	{"every project owned again after the hub faults were lifted", durationField(func(h Headline) *time.Duration { return h.HubFaultRecovery }), formatSeconds},
 	{"failure hand-over median (× lease)", floatField(func(h Headline) *float64 { return h.FailureHandOverMedian }), format2},
 	{"failure hand-over max (× lease)", floatField(func(h Headline) *float64 { return h.FailureHandOverMax }), format2},
 	{"planned hand-over median (× lease)", floatField(func(h Headline) *float64 { return h.PlannedHandOverMedian }), format2},

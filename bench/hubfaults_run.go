@@ -128,7 +128,7 @@ func runAll(fs []func()) {
 // hubFault records a schedule step among the run's faults.
 func (sr *scenarioRun) hubFault(st HubFaultStep, what string) {
 	sr.mu.Lock()
-	sr.faults = append(sr.faults, Fault{At: time.Now(), Kind: string(st.Kind)})
+	sr.faults = append(sr.faults, Fault{At: time.Now(), Kind: string(st.Kind), Detail: what})
 	sr.mu.Unlock()
 	sr.log("  %s (%s)", st.Kind, what)
 }

@@ -180,6 +180,9 @@ func faultLabel(f Fault) string {
 	if f.Coordinator {
 		l += " (coordinator)"
 	}
+	if f.Detail != "" {
+		l = f.Kind + " (" + f.Detail + ")"
+	}
 	return l
 }
 

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"anchorage/internal/harness"
 )
 
 // Files WriteReport writes besides the per-scenario timelines (see TimelineFile).
@@ -169,6 +171,14 @@ func writeScenario(b *strings.Builder, r *Report, s *ScenarioResult, plots map[s
 	fmt.Fprintf(b, "- projects: %d, replicas: %d, records: %d, writes: %d\n",
 		s.Projects, s.Replicas, s.Records, s.Writes)
 	writeFaults(b, s)
+	if s.Scenario == ScenarioHubFaults {
+		fmt.Fprintf(b, "- schedule seed: %d (replay: `bin/bench --scenarios hub-faults --coordinators %s --hub-faults-seed %d`)\n", s.HubFaultSeed, s.Coordinator, s.HubFaultSeed)
+		recovered := fmt.Sprintf("%.2f s", s.Recovery.Seconds())
+		if s.NotRecovered {
+			recovered = "not within " + recovered
+		}
+		fmt.Fprintf(b, "- every project owned again after the faults were lifted: %s (failure bound %.1f s)\n", recovered, FailureBound(harness.FastTimings).Seconds())
+	}
 	writeOverlaps(b, s)
 	writeLateWrites(b, s)
 	fmt.Fprintf(b, "- hand-overs: %d, missing: %d\n", len(s.HandOvers), s.HandOversMissing)

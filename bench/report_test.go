@@ -218,21 +218,21 @@ func TestHeadlineRows(t *testing.T) {
 			t.Errorf("row = %+v, want %+v", row, want)
 		}
 	}
-	if len(rows) != 17 {
-		t.Errorf("%d rows, want 17", len(rows))
+	if len(rows) != 20 {
+		t.Errorf("%d rows, want 20", len(rows))
 	}
 
 	// 0 ÷ 0 prints a dash.
 	zero := 0
 	zh := Headline{AnchorsLeft: &zero}
-	if got := HeadlineRows(zh, zh)[13]; got.Metric != "anchors left" || got.Ratio != "—" {
+	if got := HeadlineRows(zh, zh)[16]; got.Metric != "anchors left" || got.Ratio != "—" {
 		t.Errorf("0/0 row = %+v, want ratio —", got)
 	}
 }
 
 func TestReportAcceptanceTargets(t *testing.T) {
 	targets := AcceptanceTargets(ComputeHeadline(headlineReport(), Anchorage))
-	want := []string{"no", "no", "no", "no", "no", "no", "yes", "no", "yes", "yes"}
+	want := []string{"no", "no", "no", "no", "no", "no", "yes", "no", "n/a", "n/a", "n/a", "yes", "yes"}
 	if len(targets) != len(want) {
 		t.Fatalf("%d targets, want %d", len(targets), len(want))
 	}
@@ -287,6 +287,15 @@ func TestReportViolations(t *testing.T) {
 			[]string{"rolling: 2 hub creates after the proxy's deletion was requested (first: replica a, proxy p1/ns/px-3, configmaps ns-1/anchor-u, 0.52 s after the delete request)"}},
 		{"timings are not violations",
 			ScenarioResult{Scenario: ScenarioKill, HandOvers: []HandOver{{Duration: time.Hour}}, HandOversMissing: 5}, nil},
+		{"under hub faults every overlap and late write is, named with the seed",
+			ScenarioResult{Scenario: ScenarioHubFaults, HubFaultSeed: 42, Overlaps: []Overlap{overlap}, LateWrites: []LateWrite{late}},
+			[]string{"hub-faults (seed 42): 1 overlapping reconcile (first: project p1, replicas a and b, 0.31 s)",
+				"hub-faults (seed 42): 1 write after validity (first: replica a, project p1, hub update anchors ns/x, late by 0.20 s)"}},
+		{"projects not owned again once the hub faults are lifted",
+			ScenarioResult{Scenario: ScenarioHubFaults, HubFaultSeed: 7, NotRecovered: true, Recovery: time.Minute},
+			[]string{"hub-faults (seed 7): not every project owned again once the faults were lifted"}},
+		{"a slow recovery within the bound is not",
+			ScenarioResult{Scenario: ScenarioHubFaults, HubFaultSeed: 7, Recovery: 20 * time.Second}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

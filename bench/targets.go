@@ -2,7 +2,11 @@
 
 package bench
 
-import "fmt"
+import (
+	"fmt"
+
+	"anchorage/internal/harness"
+)
 
 // Target is one acceptance target and whether the run met it.
 type Target struct {
@@ -47,6 +51,9 @@ func AcceptanceTargets(h Headline) []Target {
 			h.FailureHandOverMaxNotCoord, handOverLimitNotCoord),
 		limitTarget("failure hand-over max ≤ 1.7 × lease (failed replica was the coordinator)",
 			h.FailureHandOverMaxOfCoord, handOverLimitOfCoord),
+		zeroTarget("0 overlapping reconciles under hub faults", h.HubFaultOverlaps),
+		zeroTarget("0 writes after validity under hub faults", h.HubFaultLateWrites),
+		hubFaultRecoveryTarget(h),
 		leaseGrowthTarget(h),
 		memoryTarget(h),
 	}
@@ -66,6 +73,18 @@ func limitTarget(name string, v *float64, limit float64) Target {
 	if v != nil {
 		t.Measured = fmt.Sprintf("%.2f × lease", *v)
 		t.Met = verdictOf(*v <= limit+limitSlack)
+	}
+	return t
+}
+
+// hubFaultRecoveryTarget: once the hub faults are lifted, every project is owned again
+// within the failure bound of the scenarios' timings.
+func hubFaultRecoveryTarget(h Headline) Target {
+	bound := FailureBound(harness.FastTimings)
+	t := Target{Name: fmt.Sprintf("every project owned again ≤ %.1f s (1.3 × lease + retry) after the hub faults are lifted", bound.Seconds()), Measured: notAvailable}
+	if h.HubFaultRecovery != nil {
+		t.Measured = formatSeconds(h.HubFaultRecovery.Seconds())
+		t.Met = verdictOf(*h.HubFaultRecovery <= bound)
 	}
 	return t
 }

@@ -51,8 +51,10 @@ type Record = shard.RecordLine
 // Fault is one scheduled fault, as the runner applied it.
 type Fault struct {
 	At      time.Time `json:"at"`
-	Kind    string    `json:"kind"` // kill, stop, cont, term, start
+	Kind    string    `json:"kind"` // kill, stop, cont, term, start, or a HubFaultKind
 	Replica string    `json:"replica"`
+	// Detail says what a hub fault did and to whom.
+	Detail string `json:"detail,omitempty"`
 	// Coordinator is true when the replica was the elected coordinator (anchorage).
 	Coordinator bool `json:"coordinator,omitempty"`
 }
