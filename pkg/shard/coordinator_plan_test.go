@@ -322,6 +322,40 @@ func TestHandedOffAt(t *testing.T) {
 	}
 }
 
+// TestForgottenHandOffs (issue 19, finding 4): hand-over memory is dropped once another
+// holder has claimed the project, or its Lease is gone or created again, or the memory is
+// an older incarnation's; kept while the Lease names the hand-over's holder or a next
+// holder that has not claimed yet (a graceful stop waits for that claim).
+func TestForgottenHandOffs(t *testing.T) {
+	lease := func(uid, holder, claim string) Observed {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Annotations: map[string]string{}}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}}
+		if claim != "" {
+			l.Annotations[AnnotationClaim] = ClaimValue(claim, "e1")
+		}
+		return Observed{Lease: l}
+	}
+	handedOff := map[string]handOff{
+		"still-ours":      {holder: "a/1", lease: "u1"},
+		"next-unclaimed":  {holder: "a/1", lease: "u2"},
+		"next-claimed":    {holder: "a/1", lease: "u3"},
+		"lease-gone":      {holder: "a/1", lease: "u4"},
+		"lease-recreated": {holder: "a/1", lease: "u5"},
+		"old-incarnation": {holder: "a/0", lease: "u6"},
+	}
+	leases := map[string]Observed{
+		ProjectLeaseName("still-ours"):      lease("u1", "a/1", "a/1"),
+		ProjectLeaseName("next-unclaimed"):  lease("u2", "b/1", ""),
+		ProjectLeaseName("next-claimed"):    lease("u3", "b/1", "b/1"),
+		ProjectLeaseName("lease-recreated"): lease("u5x", "a/1", ""),
+		ProjectLeaseName("old-incarnation"): lease("u6", "a/0", "a/0"),
+	}
+	got := forgottenHandOffs(handedOff, leases, "a/1")
+	want := []string{"lease-gone", "lease-recreated", "next-claimed", "old-incarnation"}
+	if !slices.Equal(got, want) {
+		t.Errorf("forgottenHandOffs = %v, want %v", got, want)
+	}
+}
+
 // TestClaimFailuresBackOff: each failure of the same member and project doubles its
 // time out, from the claim deadline up to 32 of them; a claim forgets only the claiming
 // member's failures; prune drops failures long over.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -341,6 +342,9 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 			delete(s.undiscovered, project)
 		}
 	}
+	for _, project := range forgottenHandOffs(s.handedOff, leases, holder) {
+		delete(s.handedOff, project)
+	}
 }
 
 // releaseUndiscoveredLocked releases lease, which names this incarnation for a project
@@ -423,6 +427,26 @@ func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Le
 // than when the hand-over began.
 func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
 	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
+}
+
+// forgottenHandOffs returns the projects whose hand-over holder no longer needs to
+// remember: one begun by an older incarnation, one of a Lease that is gone or was created
+// again (another UID), and one whose Lease another holder has claimed since (the
+// hand-over is complete: its claim is what a graceful stop waits for). A hand-over whose
+// Lease still names holder, or names the next holder without its claim yet, is kept.
+func forgottenHandOffs(handedOff map[string]handOff, leases map[string]Observed, holder string) []string {
+	var out []string
+	for project, ho := range handedOff {
+		ob, ok := leases[ProjectLeaseName(project)]
+		switch {
+		case ho.holder != holder, !ok, ob.Lease.UID != ho.lease:
+			out = append(out, project)
+		case ob.Holder() != ho.holder && ClaimedBy(ob.Lease.Annotations[AnnotationClaim], ob.Holder()):
+			out = append(out, project)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 func ptrDeref(p *int32) int32 {
