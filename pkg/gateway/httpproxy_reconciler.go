@@ -107,7 +107,7 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 			metrics: r.Metrics,
 		},
 		log:    logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
-		events: cl.GetEventRecorder(r.Config.EventSource),
+		events: eventsWithin(ctx, cl.GetEventRecorder(r.Config.EventSource)),
 	}, nil
 }
 

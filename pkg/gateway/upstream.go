@@ -73,7 +73,7 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 		hub:     hub,
 		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kind), obj),
 		log:     logf.FromContext(ctx).WithValues("project", project, strings.ToLower(kind), klog.KObj(obj)),
-		events:  cl.GetEventRecorder(cfg.EventSource),
+		events:  eventsWithin(ctx, cl.GetEventRecorder(cfg.EventSource)),
 	}, nil
 }
 
