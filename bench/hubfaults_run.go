@@ -173,7 +173,9 @@ func (sr *scenarioRun) recreateLease(ctx context.Context, name string) error {
 	c := sr.run.Env.Hub.Client
 	l := &coordinationv1.Lease{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: sr.run.Namespace, Name: name}, l); err != nil {
-		return err
+		// Gone already (an earlier step deleted it, and nobody has written it again yet):
+		// there is nothing to restore.
+		return client.IgnoreNotFound(err)
 	}
 	if err := c.Delete(ctx, l); err != nil {
 		return err
