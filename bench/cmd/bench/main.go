@@ -58,7 +58,7 @@ func main() {
 	flag.BoolVar(&o.scale, "scale", true, "run the Lease-write and memory runs (off with --smoke)")
 	flag.Uint64Var(&o.hubFaultSeed, "hub-faults-seed", 0, "seed of the hub-faults schedule (default: drawn from the clock and printed, so a failing run can be replayed)")
 	flag.IntVar(&o.planes, "planes", 3, "real project planes of the scenarios")
-	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
+	flag.StringVar(&o.only, "only", "", "run one section only: data-path, or failover (the failure hand-over of 1,000 light projects on a hub delayed 200 ms)")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
 	flag.StringVar(&o.dataPathTimings, "data-path-timings", "", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s); unset: default at the full size, fast with --data-path-small")
@@ -129,8 +129,12 @@ func run(o options) (int, error) {
 		if err := dataPathSection(ctx, o, coords, bins, work, rep); err != nil {
 			return 0, err
 		}
+	case "failover":
+		if err := failoverSection(ctx, coords, bins, work, rep); err != nil {
+			return 0, err
+		}
 	default:
-		return 0, fmt.Errorf("--only %q: want data-path", o.only)
+		return 0, fmt.Errorf("--only %q: want data-path or failover", o.only)
 	}
 	rep.Finished = time.Now()
 	if err := bench.WriteReport(o.out, rep); err != nil {
@@ -275,7 +279,37 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 			rep.Memory = append(rep.Memory, mem)
 		}
 	}
+	failovers(ctx, env, bins, coords, rep)
 	return nil
+}
+
+// failoverSection starts a hub and the light plane only and runs failovers on them.
+func failoverSection(ctx context.Context, coords []string, bins bench.Binaries, work string, rep *bench.Report) error {
+	logf("failover: starting a hub and the light plane (logs and records in %s)", work)
+	env, err := bench.StartEnv(0, true, work)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	failovers(ctx, env, bins, coords, rep)
+	return nil
+}
+
+// failovers runs bench.Failover1000 for each coordinator; a run that fails is reported
+// with its error, not fatal.
+func failovers(ctx context.Context, env *bench.Env, bins bench.Binaries, coords []string, rep *bench.Report) {
+	for _, cs := range coords {
+		o := bench.Failover1000
+		o.Coordinator = bench.Coordinator(cs)
+		logf("failover, coordinator %s: %d light projects, %d replicas, hub answers +%s", cs, o.Projects, o.Replicas, o.HubDelay)
+		f, err := env.RunFailover(ctx, bins, o, logf)
+		if err != nil {
+			f.Error = err.Error()
+			rep.Notes = append(rep.Notes, err.Error())
+			logf("  %v", err)
+		}
+		rep.Failover = append(rep.Failover, f)
+	}
 }
 
 func list(v, full, smoke string, isSmoke bool) []string {
