@@ -26,6 +26,8 @@ type FailoverOptions struct {
 	OwnedWithin, TakenWithin time.Duration
 	// Sample is the Observer's period: a measured time overstates by up to one period.
 	Sample time.Duration
+	// Timings replace harness.FastTimings when set (a diagnostic run; the bound follows).
+	Timings *shard.Timings
 }
 
 // Failover1000 is issue 19's run: the Lease-write runs' 1,000 light projects, 3 replicas,
@@ -41,6 +43,9 @@ var Failover1000 = FailoverOptions{Projects: 1000, Replicas: 3, HubDelay: 200 * 
 func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions, logf func(string, ...any)) (Failover, error) {
 	f := Failover{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, HubDelay: o.HubDelay,
 		Sample: o.Sample, Bound: FailureBound(harness.FastTimings)}
+	if o.Timings != nil {
+		f.Bound, f.CallTimeout = FailureBound(*o.Timings), o.Timings.CallTimeout
+	}
 	run, err := e.NewRun(ctx, fmt.Sprintf("failover-%s-p%d", o.Coordinator, o.Projects))
 	if err != nil {
 		return f, err
@@ -58,7 +63,7 @@ func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions,
 	users := map[string]string{}
 	joined := markAudit(e.Hub.AuditLogPath)
 	for i := 0; i < o.Replicas; i++ {
-		r, err := run.StartReplica(bins, o.Coordinator, fmt.Sprintf("%s-%d", run.ID, i), ReplicaOptions{NoResync: true, HubFaults: true})
+		r, err := run.StartReplica(bins, o.Coordinator, fmt.Sprintf("%s-%d", run.ID, i), ReplicaOptions{NoResync: true, HubFaults: true, Timings: o.Timings})
 		if err != nil {
 			return f, err
 		}

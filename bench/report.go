@@ -348,7 +348,11 @@ func writeFailover(b *strings.Builder, r *Report) {
 		if f.Error != "" {
 			max, median, met = notAvailable, notAvailable, f.Error
 		}
-		rows[i] = []string{string(f.Coordinator), fmt.Sprint(f.Projects), fmt.Sprint(f.Replicas), f.HubDelay.String(),
+		who := string(f.Coordinator)
+		if f.CallTimeout > 0 {
+			who += fmt.Sprintf(" (call timeout %s)", f.CallTimeout)
+		}
+		rows[i] = []string{who, fmt.Sprint(f.Projects), fmt.Sprint(f.Replicas), f.HubDelay.String(),
 			format2(f.OwnedAfter.Seconds()), fmt.Sprint(f.VictimProjects), fmt.Sprint(f.Missing), max, median,
 			format2(f.Bound.Seconds()), f.Sample.String(), met}
 	}

@@ -223,5 +223,7 @@ type Failover struct {
 	Sample time.Duration `json:"sample"`
 	// Bound is FailureBound of the replicas' timings.
 	Bound time.Duration `json:"bound"`
-	Error string        `json:"error,omitempty"`
+	// CallTimeout is set when the run replaced FastTimings' call timeout (a diagnostic).
+	CallTimeout time.Duration `json:"callTimeout,omitempty"`
+	Error       string        `json:"error,omitempty"`
 }

@@ -40,6 +40,7 @@ type options struct {
 	dataPath, dataPathSmall         bool
 	dataPathPlanes, dataPathProxies int
 	dataPathPace                    time.Duration
+	failoverCallTimeout             time.Duration
 }
 
 func main() {
@@ -65,6 +66,7 @@ func main() {
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
 	flag.DurationVar(&o.dataPathPace, "data-path-pace", 0, "how long each plane takes to create its proxies, and again to delete them (default 60s; 10s with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
+	flag.DurationVar(&o.failoverCallTimeout, "failover-call-timeout", 0, "diagnostic: the failover run's replicas use this call timeout instead of the fast timings' (must stay below lease duration - renew deadline)")
 	flag.Parse()
 	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
 	// the report needs; without a logger they print a warning and a stack.
@@ -130,7 +132,7 @@ func run(o options) (int, error) {
 			return 0, err
 		}
 	case "failover":
-		if err := failoverSection(ctx, coords, bins, work, rep); err != nil {
+		if err := failoverSection(ctx, o, coords, bins, work, rep); err != nil {
 			return 0, err
 		}
 	default:
@@ -279,28 +281,33 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 			rep.Memory = append(rep.Memory, mem)
 		}
 	}
-	failovers(ctx, env, bins, coords, rep)
+	failovers(ctx, o, env, bins, coords, rep)
 	return nil
 }
 
 // failoverSection starts a hub and the light plane only and runs failovers on them.
-func failoverSection(ctx context.Context, coords []string, bins bench.Binaries, work string, rep *bench.Report) error {
+func failoverSection(ctx context.Context, o options, coords []string, bins bench.Binaries, work string, rep *bench.Report) error {
 	logf("failover: starting a hub and the light plane (logs and records in %s)", work)
 	env, err := bench.StartEnv(0, true, work)
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	failovers(ctx, env, bins, coords, rep)
+	failovers(ctx, o, env, bins, coords, rep)
 	return nil
 }
 
 // failovers runs bench.Failover1000 for each coordinator; a run that fails is reported
 // with its error, not fatal.
-func failovers(ctx context.Context, env *bench.Env, bins bench.Binaries, coords []string, rep *bench.Report) {
+func failovers(ctx context.Context, opts options, env *bench.Env, bins bench.Binaries, coords []string, rep *bench.Report) {
 	for _, cs := range coords {
 		o := bench.Failover1000
 		o.Coordinator = bench.Coordinator(cs)
+		if opts.failoverCallTimeout > 0 {
+			t := harness.FastTimings
+			t.CallTimeout = opts.failoverCallTimeout
+			o.Timings = &t
+		}
 		logf("failover, coordinator %s: %d light projects, %d replicas, hub answers +%s", cs, o.Projects, o.Replicas, o.HubDelay)
 		f, err := env.RunFailover(ctx, bins, o, logf)
 		if err != nil {
