@@ -102,8 +102,14 @@ func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions,
 		return f, fmt.Errorf("failover %s: only %d of %d projects owned after %s", o.Coordinator, n, o.Projects, o.OwnedWithin)
 	}
 	logf("  %s: %d projects owned after %.1f s (every hub answer +%s)", o.Coordinator, o.Projects, f.OwnedAfter.Seconds(), o.HubDelay)
-	// Let the last claims settle so the victim's share is stable at the kill.
+	// Let the last claims settle so the victim's share is stable at the kill; projects
+	// that change owner meanwhile mean the run was not steady when the victim died.
+	before := obs.latest()
 	sleepCtx(ctx, harness.FastTimings.LeaseDuration)
+	f.MovedBeforeKill = movedOwners(before, obs.latest())
+	if f.MovedBeforeKill > 0 {
+		logf("  %s: %d projects changed owner in the %s before the kill", o.Coordinator, f.MovedBeforeKill, harness.FastTimings.LeaseDuration)
+	}
 	victim := failoverVictim(replicas, coordinatorOf(ctx, run, o.Coordinator), obs)
 	if victim == nil {
 		return f, fmt.Errorf("failover %s: no replica other than the coordinator owns a project", o.Coordinator)
@@ -188,6 +194,28 @@ func maxMedian(ds []time.Duration) (max, median time.Duration) {
 	s := append([]time.Duration(nil), ds...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)-1], s[(len(s)-1)/2]
+}
+
+// latest returns the owners of the last sample (nil before the first).
+func (o *Observer) latest() map[string]string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.samples) == 0 {
+		return nil
+	}
+	return o.samples[len(o.samples)-1].owners
+}
+
+// movedOwners counts the projects owned in before whose owner in after differs (an
+// owner gone counts as a move).
+func movedOwners(before, after map[string]string) int {
+	n := 0
+	for p, owner := range before {
+		if after[p] != owner {
+			n++
+		}
+	}
+	return n
 }
 
 // snapshot copies the samples taken so far.

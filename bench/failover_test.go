@@ -87,6 +87,7 @@ func TestReportFailoverSection(t *testing.T) {
 	for _, want := range []string{
 		"## Failure hand-over of light projects on a slow hub",
 		"| anchorage | 1000 | 3 | 200ms |",
+		"| 334 | 0 | 4.10 |",
 		"| 4.10 | 3.20 | 4.30 |",
 		"| mcr-sharded | 1000 | 3 |",
 		"only 12 of 1000 projects owned",
@@ -94,5 +95,25 @@ func TestReportFailoverSection(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
 		}
+	}
+}
+
+func TestMovedOwners(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		before, after map[string]string
+		want          int
+	}{
+		{"steady", map[string]string{"p1": "a", "p2": "b"}, map[string]string{"p1": "a", "p2": "b"}, 0},
+		{"one moved", map[string]string{"p1": "a", "p2": "b"}, map[string]string{"p1": "c", "p2": "b"}, 1},
+		{"owner gone", map[string]string{"p1": "a"}, map[string]string{}, 1},
+		{"newly owned is no move", map[string]string{}, map[string]string{"p1": "a"}, 0},
+		{"no sample yet", nil, map[string]string{"p1": "a"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := movedOwners(tc.before, tc.after); got != tc.want {
+				t.Errorf("movedOwners = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

@@ -353,10 +353,10 @@ func writeFailover(b *strings.Builder, r *Report) {
 			who += fmt.Sprintf(" (call timeout %s)", f.CallTimeout)
 		}
 		rows[i] = []string{who, fmt.Sprint(f.Projects), fmt.Sprint(f.Replicas), f.HubDelay.String(),
-			format2(f.OwnedAfter.Seconds()), fmt.Sprint(f.VictimProjects), fmt.Sprint(f.Missing), max, median,
+			format2(f.OwnedAfter.Seconds()), fmt.Sprint(f.MovedBeforeKill), fmt.Sprint(f.VictimProjects), fmt.Sprint(f.Missing), max, median,
 			format2(f.Bound.Seconds()), f.Sample.String(), met}
 	}
-	writeTable(b, []string{"coordinator", "projects", "replicas", "hub delay", "all owned after s", "victim's projects",
+	writeTable(b, []string{"coordinator", "projects", "replicas", "hub delay", "all owned after s", "moved before kill", "victim's projects",
 		"not taken over", "max s", "median s", "bound s", "sampling", "within bound"}, rows)
 }
 

@@ -215,7 +215,11 @@ type Failover struct {
 	// VictimProjects is how many projects the victim owned at the kill; Missing how
 	// many of them no live replica owned within the wait.
 	VictimProjects int `json:"victimProjects"`
-	Missing        int `json:"missing"`
+	// MovedBeforeKill counts projects that changed owner in the Lease duration before the
+	// kill: not 0 means the replicas were not steady (a membership lapsed) and the times
+	// include that churn.
+	MovedBeforeKill int `json:"movedBeforeKill"`
+	Missing         int `json:"missing"`
 	// Max and Median are over the taken-over projects; Sample is the ownership sampling
 	// period (each time overstates by up to one period).
 	Max    time.Duration `json:"max"`
