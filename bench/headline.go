@@ -89,6 +89,10 @@ type Headline struct {
 	WrongfulDeletions    *int
 	CreatesAfterDeletion *int
 	HandOversMissing     *int
+
+	// Failover is the failure hand-over of 1,000 light projects on a delayed hub, when
+	// the run measured it.
+	Failover *Failover
 }
 
 // LeaseWritesAt returns the Lease write rate at p projects, false without data.
@@ -113,6 +117,11 @@ func ComputeHeadline(r *Report, c Coordinator) Headline {
 	h.LeaseWritesPerSec = leaseRates(r, c)
 	h.ProjectBytes = projectBytes(r, c)
 	h.MemoryRatio = memoryRatio(h.ProjectBytes)
+	for i := range r.Failover {
+		if r.Failover[i].Coordinator == c {
+			h.Failover = &r.Failover[i]
+		}
+	}
 	return h
 }
 

@@ -72,6 +72,7 @@ func renderMarkdown(r *Report, plots map[string]bool) string {
 	writeScenarios(&b, r, plots)
 	writeLeaseLoad(&b, r, plots)
 	writeMemory(&b, r, plots)
+	writeFailover(&b, r)
 	writeDataPath(&b, r, plots)
 	return b.String()
 }
@@ -335,6 +336,38 @@ func writeMemory(b *strings.Builder, r *Report, plots map[string]bool) {
 	writeTable(b, []string{"coordinator", "projects", "replicas", "peak RSS per replica MB",
 		"zero-project RSS MB", "per-replica project MB"}, rows)
 	writeImage(b, plots, MemoryPlot, "per-replica project memory")
+}
+
+// writeFailover writes the failure hand-over of many light projects on a delayed hub.
+func writeFailover(b *strings.Builder, r *Report) {
+	if len(r.Failover) == 0 {
+		return
+	}
+	b.WriteString("## Failure hand-over of light projects on a slow hub\n\n")
+	b.WriteString("Every hub answer to every replica delayed by the fault proxy from the replicas' start; " +
+		"a replica owning projects (not anchorage's coordinator) is SIGKILLed; each of its projects is timed " +
+		"until a live replica owns it (its project Lease claimed; the baseline: its fence Lease held, unexpired). " +
+		"Times overstate by up to one sampling period.\n\n")
+	rows := make([][]string, len(r.Failover))
+	for i, f := range r.Failover {
+		met := "no"
+		if f.MetBound() {
+			met = "yes"
+		}
+		max, median := format2(f.Max.Seconds()), format2(f.Median.Seconds())
+		if f.Error != "" {
+			max, median, met = notAvailable, notAvailable, f.Error
+		}
+		who := string(f.Coordinator)
+		if f.CallTimeout > 0 {
+			who += fmt.Sprintf(" (call timeout %s)", f.CallTimeout)
+		}
+		rows[i] = []string{who, fmt.Sprint(f.Projects), fmt.Sprint(f.Replicas), f.HubDelay.String(),
+			format2(f.OwnedAfter.Seconds()), fmt.Sprint(f.MovedBeforeKill), fmt.Sprint(f.VictimProjects), fmt.Sprint(f.Missing), max, median,
+			format2(f.Bound.Seconds()), f.Sample.String(), met}
+	}
+	writeTable(b, []string{"coordinator", "projects", "replicas", "hub delay", "all owned after s", "moved before kill", "victim's projects",
+		"not taken over", "max s", "median s", "bound s", "sampling", "within bound"}, rows)
 }
 
 func writeImage(b *strings.Builder, plots map[string]bool, file, alt string) {

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -212,15 +211,7 @@ func (sr *scenarioRun) running() []*Replica {
 
 // coordinatorName returns anchorage's elected coordinator ("" for the baseline).
 func (sr *scenarioRun) coordinatorName() string {
-	if sr.c == Sharded {
-		return ""
-	}
-	l := &coordinationv1.Lease{}
-	key := client.ObjectKey{Namespace: sr.run.Namespace, Name: shard.CoordinatorLeaseName}
-	if err := sr.run.Env.Hub.Client.Get(context.Background(), key, l); err != nil || l.Spec.HolderIdentity == nil {
-		return ""
-	}
-	return shard.PodOf(*l.Spec.HolderIdentity)
+	return coordinatorOf(context.Background(), sr.run, sr.c)
 }
 
 // victim picks a running replica that owns at least one project; coordinator selects

@@ -56,7 +56,23 @@ func AcceptanceTargets(h Headline) []Target {
 		hubFaultRecoveryTarget(h),
 		leaseGrowthTarget(h),
 		memoryTarget(h),
+		failoverTarget(h.Failover),
 	}
+}
+
+// failoverTarget judges the failure hand-over of 1,000 light projects on a hub delayed
+// 200 ms against 1.3 × the Lease duration plus the retry period (FailureBound).
+func failoverTarget(f *Failover) Target {
+	t := Target{Name: "failure hand-over of 1,000 projects, hub answers +200 ms: max ≤ 1.3 × lease + retry", Measured: notAvailable}
+	if f != nil && f.Error == "" && f.VictimProjects > 0 {
+		t.Measured = fmt.Sprintf("max %.2f s, median %.2f s, bound %.2f s (%d projects", f.Max.Seconds(), f.Median.Seconds(), f.Bound.Seconds(), f.VictimProjects)
+		if f.Missing > 0 {
+			t.Measured += fmt.Sprintf(", %d not taken over", f.Missing)
+		}
+		t.Measured += ")"
+		t.Met = verdictOf(f.MetBound())
+	}
+	return t
 }
 
 func zeroTarget(name string, n *int) Target {

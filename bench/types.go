@@ -197,4 +197,39 @@ type Report struct {
 	Memory        []Memory         `json:"memory"`
 	// DataPath is the data-path section, one result per coordinator.
 	DataPath []DataPathResult `json:"dataPath,omitempty"`
+	// Failover is the failure hand-over of 1,000 light projects on a delayed hub, one
+	// result per coordinator.
+	Failover []Failover `json:"failover,omitempty"`
+}
+
+// Failover is a failure hand-over of many lightweight projects on a slow hub: a replica
+// that holds projects and is not anchorage's coordinator is SIGKILLed, and each of its
+// projects is timed from the kill until a live replica owns it.
+type Failover struct {
+	Coordinator Coordinator `json:"coordinator"`
+	Projects    int         `json:"projects"`
+	Replicas    int         `json:"replicas"`
+	// HubDelay is how much later every hub answer reached every replica.
+	HubDelay time.Duration `json:"hubDelay"`
+	// OwnedAfter is how long after the projects appeared every one was owned.
+	OwnedAfter time.Duration `json:"ownedAfter"`
+	Victim     string        `json:"victim"`
+	// VictimProjects is how many projects the victim owned at the kill; Missing how
+	// many of them no live replica owned within the wait.
+	VictimProjects int `json:"victimProjects"`
+	// MovedBeforeKill counts projects that changed owner in the Lease duration before the
+	// kill: not 0 means the replicas were not steady (a membership lapsed) and the times
+	// include that churn.
+	MovedBeforeKill int `json:"movedBeforeKill"`
+	Missing         int `json:"missing"`
+	// Max and Median are over the taken-over projects; Sample is the ownership sampling
+	// period (each time overstates by up to one period).
+	Max    time.Duration `json:"max"`
+	Median time.Duration `json:"median"`
+	Sample time.Duration `json:"sample"`
+	// Bound is FailureBound of the replicas' timings.
+	Bound time.Duration `json:"bound"`
+	// CallTimeout is set when the run replaced FastTimings' call timeout (a diagnostic).
+	CallTimeout time.Duration `json:"callTimeout,omitempty"`
+	Error       string        `json:"error,omitempty"`
 }

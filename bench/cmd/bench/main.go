@@ -40,6 +40,7 @@ type options struct {
 	dataPath, dataPathSmall         bool
 	dataPathPlanes, dataPathProxies int
 	dataPathPace                    time.Duration
+	failoverCallTimeout             time.Duration
 }
 
 func main() {
@@ -58,13 +59,14 @@ func main() {
 	flag.BoolVar(&o.scale, "scale", true, "run the Lease-write and memory runs (off with --smoke)")
 	flag.Uint64Var(&o.hubFaultSeed, "hub-faults-seed", 0, "seed of the hub-faults schedule (default: drawn from the clock and printed, so a failing run can be replayed)")
 	flag.IntVar(&o.planes, "planes", 3, "real project planes of the scenarios")
-	flag.StringVar(&o.only, "only", "", "run one section only: data-path")
+	flag.StringVar(&o.only, "only", "", "run one section only: data-path, or failover (the failure hand-over of 1,000 light projects on a hub delayed 200 ms)")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
 	flag.StringVar(&o.dataPathTimings, "data-path-timings", "", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s); unset: default at the full size, fast with --data-path-small")
 	flag.IntVar(&o.dataPathPlanes, "data-path-planes", 0, "project planes of the data-path section (default 20; 3 with --data-path-small)")
 	flag.DurationVar(&o.dataPathPace, "data-path-pace", 0, "how long each plane takes to create its proxies, and again to delete them (default 60s; 10s with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
+	flag.DurationVar(&o.failoverCallTimeout, "failover-call-timeout", 0, "diagnostic: the failover run's replicas use this call timeout instead of the fast timings' (must stay below lease duration - renew deadline)")
 	flag.Parse()
 	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
 	// the report needs; without a logger they print a warning and a stack.
@@ -129,8 +131,12 @@ func run(o options) (int, error) {
 		if err := dataPathSection(ctx, o, coords, bins, work, rep); err != nil {
 			return 0, err
 		}
+	case "failover":
+		if err := failoverSection(ctx, o, coords, bins, work, rep); err != nil {
+			return 0, err
+		}
 	default:
-		return 0, fmt.Errorf("--only %q: want data-path", o.only)
+		return 0, fmt.Errorf("--only %q: want data-path or failover", o.only)
 	}
 	rep.Finished = time.Now()
 	if err := bench.WriteReport(o.out, rep); err != nil {
@@ -275,7 +281,42 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 			rep.Memory = append(rep.Memory, mem)
 		}
 	}
+	failovers(ctx, o, env, bins, coords, rep)
 	return nil
+}
+
+// failoverSection starts a hub and the light plane only and runs failovers on them.
+func failoverSection(ctx context.Context, o options, coords []string, bins bench.Binaries, work string, rep *bench.Report) error {
+	logf("failover: starting a hub and the light plane (logs and records in %s)", work)
+	env, err := bench.StartEnv(0, true, work)
+	if err != nil {
+		return err
+	}
+	defer env.Stop()
+	failovers(ctx, o, env, bins, coords, rep)
+	return nil
+}
+
+// failovers runs bench.Failover1000 for each coordinator; a run that fails is reported
+// with its error, not fatal.
+func failovers(ctx context.Context, opts options, env *bench.Env, bins bench.Binaries, coords []string, rep *bench.Report) {
+	for _, cs := range coords {
+		o := bench.Failover1000
+		o.Coordinator = bench.Coordinator(cs)
+		if opts.failoverCallTimeout > 0 {
+			t := harness.FastTimings
+			t.CallTimeout = opts.failoverCallTimeout
+			o.Timings = &t
+		}
+		logf("failover, coordinator %s: %d light projects, %d replicas, hub answers +%s", cs, o.Projects, o.Replicas, o.HubDelay)
+		f, err := env.RunFailover(ctx, bins, o, logf)
+		if err != nil {
+			f.Error = err.Error()
+			rep.Notes = append(rep.Notes, err.Error())
+			logf("  %v", err)
+		}
+		rep.Failover = append(rep.Failover, f)
+	}
 }
 
 func list(v, full, smoke string, isSmoke bool) []string {
