@@ -42,10 +42,14 @@ var Failover1000 = FailoverOptions{Projects: 1000, Replicas: 3, HubDelay: 200 * 
 // project Lease claimed (anchorage) or its fence Lease held unexpired (the baseline).
 // Light projects carry no load, so ownership, not a reconcile, is the measure.
 func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions, logf func(string, ...any)) (Failover, error) {
-	f := Failover{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, HubDelay: o.HubDelay,
-		Sample: o.Sample, Bound: FailureBound(harness.FastTimings)}
+	timings := harness.FastTimings
 	if o.Timings != nil {
-		f.Bound, f.CallTimeout = FailureBound(*o.Timings), o.Timings.CallTimeout
+		timings = *o.Timings
+	}
+	f := Failover{Coordinator: o.Coordinator, Projects: o.Projects, Replicas: o.Replicas, HubDelay: o.HubDelay,
+		Sample: o.Sample, Bound: FailureBound(timings), LeaseDuration: timings.LeaseDuration}
+	if o.Timings != nil && o.Timings.CallTimeout != harness.FastTimings.CallTimeout && o.Timings.LeaseDuration == harness.FastTimings.LeaseDuration {
+		f.CallTimeout = o.Timings.CallTimeout
 	}
 	run, err := e.NewRun(ctx, fmt.Sprintf("failover-%s-p%d", o.Coordinator, o.Projects))
 	if err != nil {
@@ -105,10 +109,10 @@ func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions,
 	// Let the last claims settle so the victim's share is stable at the kill; projects
 	// that change owner meanwhile mean the run was not steady when the victim died.
 	before := obs.latest()
-	sleepCtx(ctx, harness.FastTimings.LeaseDuration)
+	sleepCtx(ctx, timings.LeaseDuration)
 	f.MovedBeforeKill = movedOwners(before, obs.latest())
 	if f.MovedBeforeKill > 0 {
-		logf("  %s: %d projects changed owner in the %s before the kill", o.Coordinator, f.MovedBeforeKill, harness.FastTimings.LeaseDuration)
+		logf("  %s: %d projects changed owner in the %s before the kill", o.Coordinator, f.MovedBeforeKill, timings.LeaseDuration)
 	}
 	victim := failoverVictim(replicas, coordinatorOf(ctx, run, o.Coordinator), obs)
 	if victim == nil {

@@ -58,18 +58,24 @@ func TestFailoverTarget(t *testing.T) {
 	bound := 4300 * time.Millisecond
 	for _, tc := range []struct {
 		name string
-		f    *Failover
+		fs   []Failover
 		want string
 	}{
 		{"not run", nil, "n/a"},
-		{"failed run", &Failover{Error: "only 10 of 1000 projects owned", Bound: bound}, "n/a"},
-		{"within", &Failover{VictimProjects: 333, Max: 4 * time.Second, Median: 3 * time.Second, Bound: bound}, "yes"},
-		{"on the bound", &Failover{VictimProjects: 333, Max: bound, Bound: bound}, "yes"},
-		{"over", &Failover{VictimProjects: 333, Max: 5 * time.Second, Bound: bound}, "no"},
-		{"some never taken over", &Failover{VictimProjects: 333, Missing: 1, Max: time.Second, Bound: bound}, "no"},
+		{"failed run", []Failover{{Error: "only 10 of 1000 projects owned", Bound: bound}}, "n/a"},
+		{"within", []Failover{{VictimProjects: 333, Max: 4 * time.Second, Median: 3 * time.Second, Bound: bound}}, "yes"},
+		{"on the bound", []Failover{{VictimProjects: 333, Max: bound, Bound: bound}}, "yes"},
+		{"over", []Failover{{VictimProjects: 333, Max: 5 * time.Second, Bound: bound}}, "no"},
+		{"some never taken over", []Failover{{VictimProjects: 333, Missing: 1, Max: time.Second, Bound: bound}}, "no"},
+		{"one set of timings within, one over", []Failover{
+			{VictimProjects: 333, Max: 20 * time.Second, Bound: 21500 * time.Millisecond},
+			{VictimProjects: 333, Max: 5 * time.Second, Bound: bound}}, "no"},
+		{"both within", []Failover{
+			{VictimProjects: 333, Max: 20 * time.Second, Bound: 21500 * time.Millisecond},
+			{VictimProjects: 333, Max: 4 * time.Second, Bound: bound}}, "yes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := failoverTarget(tc.f)
+			got := failoverTarget(tc.fs)
 			if got.Verdict() != tc.want {
 				t.Errorf("verdict %s (measured %s), want %s", got.Verdict(), got.Measured, tc.want)
 			}
@@ -79,17 +85,17 @@ func TestFailoverTarget(t *testing.T) {
 
 func TestReportFailoverSection(t *testing.T) {
 	r := &Report{Failover: []Failover{
-		{Coordinator: Anchorage, Projects: 1000, Replicas: 3, HubDelay: 200 * time.Millisecond, VictimProjects: 334,
+		{Coordinator: Anchorage, LeaseDuration: 3 * time.Second, Projects: 1000, Replicas: 3, HubDelay: 200 * time.Millisecond, VictimProjects: 334,
 			Max: 4100 * time.Millisecond, Median: 3200 * time.Millisecond, Bound: 4300 * time.Millisecond},
-		{Coordinator: Sharded, Projects: 1000, Replicas: 3, Error: "only 12 of 1000 projects owned"},
+		{Coordinator: Sharded, LeaseDuration: 3 * time.Second, Projects: 1000, Replicas: 3, Error: "only 12 of 1000 projects owned"},
 	}}
 	md := renderMarkdown(r, nil)
 	for _, want := range []string{
 		"## Failure hand-over of light projects on a slow hub",
-		"| anchorage | 1000 | 3 | 200ms |",
+		"| anchorage | 3s | 1000 | 3 | 200ms |",
 		"| 334 | 0 | 4.10 |",
 		"| 4.10 | 3.20 | 4.30 |",
-		"| mcr-sharded | 1000 | 3 |",
+		"| mcr-sharded | 3s | 1000 | 3 |",
 		"only 12 of 1000 projects owned",
 	} {
 		if !strings.Contains(md, want) {

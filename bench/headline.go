@@ -90,9 +90,9 @@ type Headline struct {
 	CreatesAfterDeletion *int
 	HandOversMissing     *int
 
-	// Failover is the failure hand-over of 1,000 light projects on a delayed hub, when
-	// the run measured it.
-	Failover *Failover
+	// Failovers are the failure hand-overs of 1,000 light projects on a delayed hub the
+	// run measured, one per set of timings.
+	Failovers []Failover
 }
 
 // LeaseWritesAt returns the Lease write rate at p projects, false without data.
@@ -117,9 +117,9 @@ func ComputeHeadline(r *Report, c Coordinator) Headline {
 	h.LeaseWritesPerSec = leaseRates(r, c)
 	h.ProjectBytes = projectBytes(r, c)
 	h.MemoryRatio = memoryRatio(h.ProjectBytes)
-	for i := range r.Failover {
-		if r.Failover[i].Coordinator == c {
-			h.Failover = &r.Failover[i]
+	for _, f := range r.Failover {
+		if f.Coordinator == c {
+			h.Failovers = append(h.Failovers, f)
 		}
 	}
 	return h

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"fmt"
+	"strings"
 
 	"anchorage/internal/harness"
 )
@@ -56,21 +57,31 @@ func AcceptanceTargets(h Headline) []Target {
 		hubFaultRecoveryTarget(h),
 		leaseGrowthTarget(h),
 		memoryTarget(h),
-		failoverTarget(h.Failover),
+		failoverTarget(h.Failovers),
 	}
 }
 
-// failoverTarget judges the failure hand-over of 1,000 light projects on a hub delayed
-// 200 ms against 1.3 × the Lease duration plus the retry period (FailureBound).
-func failoverTarget(f *Failover) Target {
+// failoverTarget judges the failure hand-overs of 1,000 light projects on a hub delayed
+// 200 ms against 1.3 × the Lease duration plus the retry period (FailureBound), one
+// measurement per set of timings the run used; met when every one is.
+func failoverTarget(fs []Failover) Target {
 	t := Target{Name: "failure hand-over of 1,000 projects, hub answers +200 ms: max ≤ 1.3 × lease + retry", Measured: notAvailable}
-	if f != nil && f.Error == "" && f.VictimProjects > 0 {
-		t.Measured = fmt.Sprintf("max %.2f s, median %.2f s, bound %.2f s (%d projects", f.Max.Seconds(), f.Median.Seconds(), f.Bound.Seconds(), f.VictimProjects)
-		if f.Missing > 0 {
-			t.Measured += fmt.Sprintf(", %d not taken over", f.Missing)
+	var measured []string
+	met := true
+	for _, f := range fs {
+		if f.Error != "" || f.VictimProjects == 0 {
+			continue
 		}
-		t.Measured += ")"
-		t.Met = verdictOf(f.MetBound())
+		m := fmt.Sprintf("%s Lease: max %.2f s, median %.2f s, bound %.2f s (%d projects", f.LeaseDuration, f.Max.Seconds(), f.Median.Seconds(), f.Bound.Seconds(), f.VictimProjects)
+		if f.Missing > 0 {
+			m += fmt.Sprintf(", %d not taken over", f.Missing)
+		}
+		measured = append(measured, m+")")
+		met = met && f.MetBound()
+	}
+	if len(measured) > 0 {
+		t.Measured = strings.Join(measured, "; ")
+		t.Met = verdictOf(met)
 	}
 	return t
 }

@@ -227,8 +227,9 @@ type Failover struct {
 	Max    time.Duration `json:"max"`
 	Median time.Duration `json:"median"`
 	Sample time.Duration `json:"sample"`
-	// Bound is FailureBound of the replicas' timings.
-	Bound time.Duration `json:"bound"`
+	// Bound is FailureBound of the replicas' timings, whose Lease lasts LeaseDuration.
+	Bound         time.Duration `json:"bound"`
+	LeaseDuration time.Duration `json:"leaseDuration"`
 	// CallTimeout is set when the run replaced FastTimings' call timeout (a diagnostic).
 	CallTimeout time.Duration `json:"callTimeout,omitempty"`
 	Error       string        `json:"error,omitempty"`

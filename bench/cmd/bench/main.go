@@ -41,6 +41,7 @@ type options struct {
 	dataPathPlanes, dataPathProxies int
 	dataPathPace                    time.Duration
 	failoverCallTimeout             time.Duration
+	failoverTimings                 string
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.DurationVar(&o.dataPathPace, "data-path-pace", 0, "how long each plane takes to create its proxies, and again to delete them (default 60s; 10s with --data-path-small)")
 	flag.IntVar(&o.dataPathProxies, "data-path-proxies", 0, "HTTPProxies in total in the data-path section (default 1000; 30 with --data-path-small)")
 	flag.DurationVar(&o.failoverCallTimeout, "failover-call-timeout", 0, "diagnostic: the failover run's replicas use this call timeout instead of the fast timings' (must stay below lease duration - renew deadline)")
+	flag.StringVar(&o.failoverTimings, "failover-timings", "fast,default", "Lease timings of the failover runs, one run each: fast (the scenarios' 3 s Lease, 500 ms call timeout) and default (client-go's 15 s Lease, the product's defaults)")
 	flag.Parse()
 	// The harness's own controller-runtime calls (envtest installing CRDs) log nothing
 	// the report needs; without a logger they print a warning and a stack.
@@ -301,21 +303,27 @@ func failoverSection(ctx context.Context, o options, coords []string, bins bench
 // with its error, not fatal.
 func failovers(ctx context.Context, opts options, env *bench.Env, bins bench.Binaries, coords []string, rep *bench.Report) {
 	for _, cs := range coords {
-		o := bench.Failover1000
-		o.Coordinator = bench.Coordinator(cs)
-		if opts.failoverCallTimeout > 0 {
-			t := harness.FastTimings
-			t.CallTimeout = opts.failoverCallTimeout
-			o.Timings = &t
+		for _, timings := range strings.Split(opts.failoverTimings, ",") {
+			o := bench.Failover1000
+			o.Coordinator = bench.Coordinator(cs)
+			if timings == "default" {
+				t := shard.DefaultTimings()
+				o.Timings = &t
+			}
+			if opts.failoverCallTimeout > 0 {
+				t := harness.FastTimings
+				t.CallTimeout = opts.failoverCallTimeout
+				o.Timings = &t
+			}
+			logf("failover, coordinator %s: %d light projects, %d replicas, hub answers +%s", cs, o.Projects, o.Replicas, o.HubDelay)
+			f, err := env.RunFailover(ctx, bins, o, logf)
+			if err != nil {
+				f.Error = err.Error()
+				rep.Notes = append(rep.Notes, err.Error())
+				logf("  %v", err)
+			}
+			rep.Failover = append(rep.Failover, f)
 		}
-		logf("failover, coordinator %s: %d light projects, %d replicas, hub answers +%s", cs, o.Projects, o.Replicas, o.HubDelay)
-		f, err := env.RunFailover(ctx, bins, o, logf)
-		if err != nil {
-			f.Error = err.Error()
-			rep.Notes = append(rep.Notes, err.Error())
-			logf("  %v", err)
-		}
-		rep.Failover = append(rep.Failover, f)
 	}
 }
 
