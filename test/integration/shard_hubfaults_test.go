@@ -9,6 +9,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"anchorage/internal/harness"
 	"anchorage/pkg/shard"
@@ -115,4 +117,68 @@ func TestShardStalledCoordinatorWatchMovesNothing(t *testing.T) {
 	g.Expect(applied["status-503"]).To(BeNumerically(">=", 1), "the coordinator tried to confirm a suspect member, and failed")
 	g.Expect(moved).To(BeEmpty(), "projects moved off members that were renewing all along")
 	g.Expect(waitAllServed(g, e, ms, projects)).To(Equal(claimed), "once the watch resumes nothing moves either")
+}
+
+// TestShardMemberLeaseDeletedWhileItsHolderCannotReachTheHub (issue 19, finding 3): an
+// operator deletes a serving replica's member Lease while every request of that replica
+// for its member Lease is answered 503 by its proxy, so it cannot learn of the deletion
+// from a NotFound and rejoin at once: it goes on serving until its validity ends. The
+// coordinator, which saw the Lease vanish, moves none of its projects before the old
+// incarnation's validity has ended (a vanished member holds on for a Lease duration);
+// after that they move, and once the faults are lifted the replica rejoins and every
+// project is served by exactly one replica again. Without the planner's hold-on for a
+// vanished member the projects move at the coordinator's next pass, while their holder
+// still admits work for them.
+func TestShardMemberLeaseDeletedWhileItsHolderCannotReachTheHub(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("vanish", 9)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagersBehindProxies(t, e, 3, "vanish")
+	waitAllServed(g, e, ms, projects)
+	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	oldHolder := victim.Replica.Shard.Holder()
+	start := map[string]string{}
+	for _, p := range held {
+		start[p] = oldHolder
+	}
+	moves := watchMoves(ctx, e, start)
+
+	memberLease := shard.MemberLeaseName(victim.Name)
+	victim.HubProxy.SetRules(harness.FaultRule{Resources: []string{"leases"}, Names: []string{memberLease}, Rate: 1, Status: http.StatusServiceUnavailable})
+	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: e.ProviderNamespace, Name: memberLease}}
+	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
+	deleted := time.Now()
+
+	// Long enough for the old incarnation to lapse and for the coordinator to give its
+	// projects to the others.
+	time.Sleep(3 * harness.FastTimings.LeaseDuration)
+	applied, _ := victim.HubProxy.Applied()
+	g.Expect(victim.Replica.Shard.Holder()).To(BeEmpty(), "the victim's validity ended and it could not rejoin")
+	victim.HubProxy.Clear()
+	moved := moves.Stop()
+
+	var old shard.Incarnation
+	for _, inc := range victim.Replica.Shard.Incarnations() {
+		if inc.Holder == oldHolder {
+			old = inc
+		}
+	}
+	g.Expect(old.Ended).To(BeTrue(), "the old incarnation is in the history, ended")
+	t.Logf("member Lease deleted at %s; old incarnation valid until %s; faults applied: %v", deleted.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli), applied)
+	g.Expect(applied["status-503"]).To(BeNumerically(">=", 1), "the victim's renews were refused")
+	for p, at := range moved {
+		t.Logf("project %s moved at %s", p, at.Format(time.StampMilli))
+	}
+	g.Expect(moved).NotTo(BeEmpty(), "the projects of a replica that cannot renew move once its validity has ended")
+	for p, at := range moved {
+		g.Expect(at.After(old.ValidUntil)).To(BeTrue(), "project %s moved off %s at %s, before its validity ended at %s", p, oldHolder, at.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli))
+	}
+
+	g.Eventually(func() string { return victim.Replica.Shard.Holder() }, 20*time.Second, 50*time.Millisecond).
+		Should(And(Not(BeEmpty()), Not(Equal(oldHolder))), "rejoins under a new incarnation once it reaches the hub")
+	waitAllServed(g, e, ms, projects)
 }
