@@ -57,14 +57,7 @@ func (e *Env) RunFailover(ctx context.Context, bins Binaries, o FailoverOptions,
 	}
 	defer run.Close(context.Background())
 	var replicas []*Replica
-	defer func() {
-		for _, r := range replicas {
-			if r.Running() {
-				_ = r.Kill()
-			}
-			r.CloseProxy()
-		}
-	}()
+	defer func() { killAll(replicas) }()
 	users := map[string]string{}
 	joined := markAudit(e.Hub.AuditLogPath)
 	for i := 0; i < o.Replicas; i++ {

@@ -29,13 +29,7 @@ func (e *Env) RunLight(ctx context.Context, bins Binaries, o LightOptions, logf 
 	}
 	defer run.Close(context.Background())
 	var replicas []*Replica
-	defer func() {
-		for _, r := range replicas {
-			if r.Running() {
-				_ = r.Kill()
-			}
-		}
-	}()
+	defer func() { killAll(replicas) }()
 	users := map[string]string{}
 	joined := markAudit(e.Hub.AuditLogPath)
 	for i := 0; i < o.Replicas; i++ {
@@ -148,5 +142,15 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-time.After(d):
 		return true
+	}
+}
+
+// killAll kills the replicas still running and closes their fault proxies.
+func killAll(replicas []*Replica) {
+	for _, r := range replicas {
+		if r.Running() {
+			_ = r.Kill()
+		}
+		r.CloseProxy()
 	}
 }

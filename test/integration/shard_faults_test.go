@@ -287,16 +287,7 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagers(t, e, 3, "del")
 	waitAllServed(g, e, ms, projects)
-	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
-	g.Expect(victim).NotTo(BeNil())
-	oldHolder := victim.Replica.Shard.Holder()
-
-	// Watch the victim's projects for the first write naming another holder.
-	start := map[string]string{}
-	for _, p := range held {
-		start[p] = oldHolder
-	}
-	moves := watchMoves(ctx, e, start)
+	victim, oldHolder, held, moves := watchVictimMoves(ctx, g, e, ms, projects)
 
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: e.ProviderNamespace, Name: shard.MemberLeaseName(victim.Name)}}
 	g.Expect(e.Hub.Client.Delete(ctx, lease)).To(Succeed())
@@ -306,17 +297,8 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 	time.Sleep(2 * harness.FastTimings.LeaseDuration) // any move the deletion causes has happened
 	moved := moves.Stop()
 
-	var validUntil time.Time
-	for _, inc := range victim.Replica.Shard.Incarnations() {
-		if inc.Holder == oldHolder {
-			validUntil = inc.ValidUntil
-		}
-	}
-	g.Expect(validUntil.IsZero()).To(BeFalse(), "the old incarnation is in the history")
-	for p, at := range moved {
-		g.Expect(at.After(validUntil)).To(BeTrue(), "project %s moved off %s at %s, before its validity ended at %s", p, oldHolder, at.Format(time.StampMilli), validUntil.Format(time.StampMilli))
-	}
-	t.Logf("%d of %d projects moved after the member Lease was deleted; the old incarnation's validity ended at %s", len(moved), len(held), validUntil.Format(time.StampMilli))
+	old := expectMovedAfterValidity(g, victim, oldHolder, moved)
+	t.Logf("%d of %d projects moved after the member Lease was deleted; the old incarnation's validity ended at %s", len(moved), len(held), old.ValidUntil.Format(time.StampMilli))
 }
 
 func ptrValue(s *string) string {

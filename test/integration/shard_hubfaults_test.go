@@ -80,6 +80,36 @@ func (w *moveWatch) Stop() map[string]time.Time {
 	return w.moved
 }
 
+// watchVictimMoves picks a serving replica other than the coordinator and watches its
+// projects for the first write naming another holder; it returns the replica, its
+// holder identity then, its projects and the watch.
+func watchVictimMoves(ctx context.Context, g Gomega, e *harness.Env, ms []*harness.Manager, projects []string) (victim *harness.Manager, oldHolder string, held []string, moves *moveWatch) {
+	victim, held = nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(victim).NotTo(BeNil())
+	oldHolder = victim.Replica.Shard.Holder()
+	start := map[string]string{}
+	for _, p := range held {
+		start[p] = oldHolder
+	}
+	return victim, oldHolder, held, watchMoves(ctx, e, start)
+}
+
+// expectMovedAfterValidity fails g unless every move came after the end of the validity
+// of victim's incarnation holder, and returns that incarnation.
+func expectMovedAfterValidity(g Gomega, victim *harness.Manager, holder string, moved map[string]time.Time) shard.Incarnation {
+	var old shard.Incarnation
+	for _, inc := range victim.Replica.Shard.Incarnations() {
+		if inc.Holder == holder {
+			old = inc
+		}
+	}
+	g.Expect(old.ValidUntil.IsZero()).To(BeFalse(), "the old incarnation is in the history")
+	for p, at := range moved {
+		g.Expect(at.After(old.ValidUntil)).To(BeTrue(), "project %s moved off %s at %s, before its validity ended at %s", p, holder, at.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli))
+	}
+	return old
+}
+
 // TestShardStalledCoordinatorWatchMovesNothing (issue 19, finding 1): the coordinator's
 // Lease watch stalls — the connection stays open, nothing comes — and its reads of the
 // other members' Leases fail with 503, as during a hub API server restart. Every other
@@ -145,14 +175,7 @@ func TestShardMemberLeaseDeletedWhileItsHolderCannotReachTheHub(t *testing.T) {
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
 	ms := startManagersBehindProxies(t, e, 3, "vanish")
 	waitAllServed(g, e, ms, projects)
-	victim, held := nonCoordinatorHolder(ctx, e, ms, projects)
-	g.Expect(victim).NotTo(BeNil())
-	oldHolder := victim.Replica.Shard.Holder()
-	start := map[string]string{}
-	for _, p := range held {
-		start[p] = oldHolder
-	}
-	moves := watchMoves(ctx, e, start)
+	victim, oldHolder, _, moves := watchVictimMoves(ctx, g, e, ms, projects)
 
 	memberLease := shard.MemberLeaseName(victim.Name)
 	victim.HubProxy.SetRules(harness.FaultRule{Resources: []string{"leases"}, Names: []string{memberLease}, Rate: 1, Status: http.StatusServiceUnavailable})
@@ -168,22 +191,14 @@ func TestShardMemberLeaseDeletedWhileItsHolderCannotReachTheHub(t *testing.T) {
 	victim.HubProxy.Clear()
 	moved := moves.Stop()
 
-	var old shard.Incarnation
-	for _, inc := range victim.Replica.Shard.Incarnations() {
-		if inc.Holder == oldHolder {
-			old = inc
-		}
-	}
-	g.Expect(old.Ended).To(BeTrue(), "the old incarnation is in the history, ended")
-	t.Logf("member Lease deleted at %s; old incarnation valid until %s; faults applied: %v", deleted.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli), applied)
-	g.Expect(applied["status-503"]).To(BeNumerically(">=", 1), "the victim's renews were refused")
 	for p, at := range moved {
 		t.Logf("project %s moved at %s", p, at.Format(time.StampMilli))
 	}
+	old := expectMovedAfterValidity(g, victim, oldHolder, moved)
+	g.Expect(old.Ended).To(BeTrue(), "the old incarnation ended")
+	t.Logf("member Lease deleted at %s; old incarnation valid until %s; faults applied: %v", deleted.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli), applied)
+	g.Expect(applied["status-503"]).To(BeNumerically(">=", 1), "the victim's renews were refused")
 	g.Expect(moved).NotTo(BeEmpty(), "the projects of a replica that cannot renew move once its validity has ended")
-	for p, at := range moved {
-		g.Expect(at.After(old.ValidUntil)).To(BeTrue(), "project %s moved off %s at %s, before its validity ended at %s", p, oldHolder, at.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli))
-	}
 
 	g.Eventually(func() string { return victim.Replica.Shard.Holder() }, 20*time.Second, 50*time.Millisecond).
 		Should(And(Not(BeEmpty()), Not(Equal(oldHolder))), "rejoins under a new incarnation once it reaches the hub")
