@@ -208,9 +208,10 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	})
 	// Every hub response's Date header tells the hub's clock, on which the resync judges
 	// an anchor's minimum age (finding 12 of issue 19: the local clock may be skewed).
-	// It is estimated on the resync's clock: HubClock.At adds the offset it measured to
-	// a time of the clock it is given, so the two must be one.
-	hubClock := resync.NewHubClock(opts.Resync.Clock)
+	// The offset is measured on the replica's clock, which the resync runs on too (see
+	// defaults). A resync given a clock of its own (tests step one to age anchors) reads
+	// the hub's time as that clock plus the offset, so stepping it ages anchors.
+	hubClock := resync.NewHubClock(opts.Clock)
 	opts.Hub = rest.CopyConfig(opts.Hub)
 	opts.Hub.Wrap(hubClock.Wrap)
 	sh, err := shard.New(shard.Options{
