@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // overlapMatters reports whether overlaps in scenario s are violations: a paused
@@ -59,14 +58,11 @@ func lateWritesMatter(s Scenario) bool {
 
 func scenarioViolations(s *ScenarioResult) []string {
 	var out []string
-	defer func() {
-		if s.Scenario == ScenarioHubFaults {
-			// A failing schedule is replayed from its seed.
-			for i := range out {
-				out[i] = strings.Replace(out[i], string(s.Scenario), fmt.Sprintf("%s (seed %d)", s.Scenario, s.HubFaultSeed), 1)
-			}
-		}
-	}()
+	scenario := string(s.Scenario)
+	if s.Scenario == ScenarioHubFaults {
+		// A failing schedule is replayed from its seed.
+		scenario = fmt.Sprintf("%s (seed %d)", s.Scenario, s.HubFaultSeed)
+	}
 	if ovs := gatedOverlaps(s); len(ovs) > 0 {
 		o := sortedOverlaps(ovs)[0]
 		one, many := "overlapping reconcile", "overlapping reconciles"
@@ -74,33 +70,33 @@ func scenarioViolations(s *ScenarioResult) []string {
 			one, many = one+" not frozen by the stop", many+" not frozen by the stop"
 		}
 		out = append(out, fmt.Sprintf("%s: %s (first: project %s, replicas %s and %s, %.2f s)",
-			s.Scenario, countOf(len(ovs), one, many), o.Project, o.A, o.B, o.Length.Seconds()))
+			scenario, countOf(len(ovs), one, many), o.Project, o.A, o.B, o.Length.Seconds()))
 	}
 	if s.NotRecovered {
-		out = append(out, fmt.Sprintf("%s: not every project owned again once the faults were lifted", s.Scenario))
+		out = append(out, fmt.Sprintf("%s: not every project owned again once the faults were lifted", scenario))
 	}
 	if lateWritesMatter(s.Scenario) && len(s.LateWrites) > 0 {
 		w := sortedLateWrites(s.LateWrites)[0]
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
-			s.Scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
+			scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
 			describeLateWrite(w)))
 	}
 	if s.Scenario == ScenarioSkew && len(s.PrematureHandOvers) > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
-			s.Scenario, countOf(len(s.PrematureHandOvers), "premature failure hand-over", "premature failure hand-overs"),
+			scenario, countOf(len(s.PrematureHandOvers), "premature failure hand-over", "premature failure hand-overs"),
 			describePremature(s.PrematureHandOvers[0])))
 	}
 	if s.AnchorsLeft > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (of %d proxies deleted)",
-			s.Scenario, countOf(s.AnchorsLeft, "anchor left", "anchors left"), s.ProxiesDeleted))
+			scenario, countOf(s.AnchorsLeft, "anchor left", "anchors left"), s.ProxiesDeleted))
 	}
 	if s.WrongfulDeletions > 0 {
 		out = append(out, fmt.Sprintf("%s: %s",
-			s.Scenario, countOf(s.WrongfulDeletions, "wrongful deletion", "wrongful deletions")))
+			scenario, countOf(s.WrongfulDeletions, "wrongful deletion", "wrongful deletions")))
 	}
 	if len(s.CreatesAfterDeletion) > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
-			s.Scenario, countOf(len(s.CreatesAfterDeletion), "hub create after the proxy's deletion was requested", "hub creates after the proxy's deletion was requested"),
+			scenario, countOf(len(s.CreatesAfterDeletion), "hub create after the proxy's deletion was requested", "hub creates after the proxy's deletion was requested"),
 			describeLateCreate(sortedLateCreates(s.CreatesAfterDeletion)[0])))
 	}
 	return out
