@@ -21,7 +21,10 @@ import (
 //  4. writes the next holder into the Lease, conditional on the resourceVersion it read
 //     when the drain began. A write whose outcome is unknown (a timeout) is retried with
 //     that same precondition only; a definite answer (success, or a conflict re-read to
-//     see whether an earlier attempt committed) ends it.
+//     see whether an earlier attempt committed) ends it. A hand-over that ended without
+//     the write while the Lease still names this incarnation and asks for a next holder
+//     (the re-read failed) is written again, conditional on the Lease as observed then,
+//     once per retry period (retryHandOverWriteLocked): nothing else would move it.
 //
 // The new holder then claims as after any assignment. Work for the project is never
 // admitted on both sides at once: the old owner closed admission and waited before the
@@ -95,6 +98,41 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 		// only, so a second commit is impossible.
 		<-s.clock.After(s.t.RetryPeriod)
 	}
+}
+
+// retryHandOverWriteLocked writes the next holder again for a hand-over this
+// incarnation began and that ended without its write: the write conflicted and the
+// re-read failed, or the release that follows it did. The Lease still names this
+// incarnation and asks for a next holder; admission here closed for good when the
+// hand-over began, and the coordinator moves a live member's project only through that
+// member, so without this write the project stays unserved for as long as this replica
+// lives (issue 19, finding 4). The write is the hand-over's own, conditional on the
+// Lease as observed now; nothing is drained again. One write at a time, at most one
+// start per retry period. s.mu is held.
+func (s *Shard) retryHandOverWriteLocked(project string, lease *coordinationv1.Lease) {
+	ho := s.handedOff[project]
+	now := s.clock.Now()
+	if ho.writing || (!ho.wroteAt.IsZero() && now.Sub(ho.wroteAt) < s.t.RetryPeriod) {
+		return
+	}
+	ho.writing, ho.wroteAt = true, now
+	s.handedOff[project] = ho
+	lease = lease.DeepCopy()
+	next := lease.Annotations[AnnotationNextHolder]
+	s.log.Info("Writing the next holder again: the hand-over of this project ended without its write", "project", project, "holder", ho.holder, "next", next)
+	go func() {
+		result := s.writeNextHolder(lease, ho.holder, next)
+		s.m.handovers.WithLabelValues(result).Inc()
+		if result == "success" {
+			s.events.Eventf(lease, "Normal", "HandedOver", "Project %s handed over from %s to %s (the write retried)", project, ho.holder, next)
+		}
+		s.mu.Lock()
+		if cur, ok := s.handedOff[project]; ok && cur.holder == ho.holder && cur.lease == ho.lease {
+			cur.writing = false
+			s.handedOff[project] = cur
+		}
+		s.mu.Unlock()
+	}()
 }
 
 // resolveConflict re-reads the Lease after a definite conflict: an earlier attempt of

@@ -323,6 +323,8 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		if next := ob.Lease.Annotations[AnnotationNextHolder]; next != "" && next != holder {
 			if h != nil || !s.handedOffLocked(project, holder, ob.Lease) {
 				s.beginHandOverLocked(ctx, project, h, ob.Lease)
+			} else {
+				s.retryHandOverWriteLocked(project, ob.Lease)
 			}
 			continue
 		}
@@ -416,6 +418,10 @@ type handOff struct {
 	holder      string
 	lease       types.UID
 	transitions int32
+	// writing and wroteAt pace retryHandOverWriteLocked: one write at a time, at most
+	// one start per retry period.
+	writing bool
+	wroteAt time.Time
 }
 
 func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
