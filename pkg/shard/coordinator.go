@@ -290,7 +290,7 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 		return false
 	}
 	s.observer.record(wrote)
-	s.events.Eventf(wrote, "Warning", "MemberExpired", "Member %s declared expired by %s after %s without a renew", m.Holder(), coordinator, s.t.LeaseDuration)
+	s.eventf(coordinator, wrote, "Warning", "MemberExpired", "Member %s declared expired by %s after %s without a renew", m.Holder(), coordinator, s.t.LeaseDuration)
 	s.log.Info("Declared member expired", "member", m.Holder())
 	return true
 }
@@ -333,7 +333,7 @@ func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Obse
 	}
 	s.observer.record(wrote)
 	s.m.assignments.WithLabelValues(reason).Inc()
-	s.events.Eventf(wrote, "Normal", "Assigned", "Project %s assigned to %s (%s, was %q)", project, holder, reason, ob.Holder())
+	s.eventf(coordinator, wrote, "Normal", "Assigned", "Project %s assigned to %s (%s, was %q)", project, holder, reason, ob.Holder())
 	s.log.Info("Assigned project", "project", project, "holder", holder, "reason", reason, "previous", ob.Holder())
 	return true
 }
@@ -358,7 +358,7 @@ func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string
 	}
 	s.observer.record(wrote)
 	s.m.rebalanceMoves.WithLabelValues(reason).Inc()
-	s.events.Eventf(wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
+	s.eventf(coordinator, wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
 	s.log.Info("Requested planned hand-over", "project", project, "from", ob.Holder(), "to", next, "reason", reason)
 	return true
 }

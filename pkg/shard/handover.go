@@ -61,7 +61,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	if result == "success" {
 		took := s.clock.Since(start)
 		s.m.handoverSeconds.Observe(took.Seconds())
-		s.events.Eventf(lease, "Normal", "HandedOver", "Project %s handed over from %s to %s in %s", h.project, h.holder, next, took.Round(time.Millisecond))
+		s.eventf(h.holder, lease, "Normal", "HandedOver", "Project %s handed over from %s to %s in %s", h.project, h.holder, next, took.Round(time.Millisecond))
 		log.Info("Handed over project", "took", took)
 	} else {
 		log.Info("Hand-over ended without our write", "result", result)
@@ -124,7 +124,7 @@ func (s *Shard) retryHandOverWriteLocked(project string, lease *coordinationv1.L
 		result := s.writeNextHolder(lease, ho.holder, next)
 		s.m.handovers.WithLabelValues(result).Inc()
 		if result == "success" {
-			s.events.Eventf(lease, "Normal", "HandedOver", "Project %s handed over from %s to %s (the write retried)", project, ho.holder, next)
+			s.eventf(ho.holder, lease, "Normal", "HandedOver", "Project %s handed over from %s to %s (the write retried)", project, ho.holder, next)
 		}
 		s.mu.Lock()
 		if cur, ok := s.handedOff[project]; ok && cur.holder == ho.holder && cur.lease == ho.lease {

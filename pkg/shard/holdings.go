@@ -572,7 +572,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		h.st = holdingOpen
 	}
 	h.mu.Unlock()
-	s.events.Eventf(wrote, "Normal", "Claimed", "Project %s claimed by %s", h.project, h.holder)
+	s.eventf(h.holder, wrote, "Normal", "Claimed", "Project %s claimed by %s", h.project, h.holder)
 	log.Info("Claimed project; admission open", "took", s.clock.Since(claimStart).String(), "built", built.Sub(claimStart).String(), "engaged", engaged.Sub(claimStart).String(), "synced", synced.Sub(claimStart).String())
 	s.updateGauges()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -91,7 +92,30 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
+	if d.events != nil {
+		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
+	}
 	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+}
+
+// admittedEvents records an Event only while the project is admitted: a pass whose
+// holder's validity ended after a write committed (the residual window of every write)
+// reports nothing more about a project another replica may hold by then, which reports
+// for itself (issue 19, finding 10). The admission is entered for the recording alone;
+// the recorder's broadcaster sends the Event later, as it does every Event.
+type admittedEvents struct {
+	admission Admission
+	project   string
+	next      events.EventRecorder
+}
+
+func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	_, release, err := a.admission.Enter(context.Background(), a.project)
+	if err != nil {
+		return
+	}
+	defer release()
+	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
 // pass is one resync pass over one project: a short list of phases, each step of which

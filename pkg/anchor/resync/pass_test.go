@@ -3,6 +3,8 @@ package resync
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +45,10 @@ type passFixture struct {
 	secret   *corev1.Secret
 	// plane is the plane the passes read; zero: the hub itself.
 	plane Plane
+	// admission and hubClient replace the passes' open admission and the hub client
+	// when set.
+	admission Admission
+	hubClient client.Client
 }
 
 func newPassFixture(t *testing.T) *passFixture {
@@ -102,8 +108,16 @@ func (f *passFixture) run() PassReport {
 	f.g.Expect(err).NotTo(HaveOccurred())
 	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())
+	var adm Admission = openAdmission{}
+	if f.admission != nil {
+		adm = f.admission
+	}
+	hc := client.Client(hub)
+	if f.hubClient != nil {
+		hc = f.hubClient
+	}
 	p := newPass(passDeps{
-		holder: "test", admission: openAdmission{}, hub: staticHub{c: hub}, anchors: anchors, dependents: deps,
+		holder: "test", admission: adm, hub: staticHub{c: hc}, anchors: anchors, dependents: deps,
 		secrets: secrets{namespace: f.provider, label: DefaultSecretLabel}, leaseNamespace: f.provider,
 		events: f.events, enqueue: func(o anchor.Owner) error { f.enqueued = append(f.enqueued, o); return nil },
 		opts: f.opts, deletes: flowcontrol.NewFakeAlwaysRateLimiter(), recordIdentity: true,
@@ -232,6 +246,49 @@ func TestPassCollectsOnlyConfirmedOrphans(t *testing.T) {
 	g.Expect(evs).To(HaveLen(1))
 	g.Expect(evs[0]).To(And(ContainSubstring("AnchorCollected"), ContainSubstring(string(orphan.UID)), ContainSubstring(anchor.LabelName+"=gone")))
 	t.Logf("second pass: %d API calls for %d anchors", second.APICalls, len(second.Anchors))
+}
+
+// TestPassEventsEndWithAdmission (issue 19, finding 10): an Event the pass records once
+// the project's admission has ended (the holder's validity lapsed after the anchor's
+// delete committed, the residual window every write has) is dropped: another replica
+// may hold the project by then, and it reports for itself.
+func TestPassEventsEndWithAdmission(t *testing.T) {
+	f := newPassFixture(t)
+	g := f.g
+	orphan := f.plant(f.owner("gone", uuid.NewUUID()))
+	adm := &lapsingAdmission{}
+	f.admission = adm
+	f.hubClient = lapseOnDelete{Client: hub, adm: adm}
+	first, second := f.confirm()
+	g.Expect(f.line(first, orphan).Verdict.Decision).To(Equal(Suspect))
+	g.Expect(f.line(second, orphan).Action).To(Equal(ActionDeleted))
+	g.Expect(adm.lapsed.Load()).To(BeTrue(), "admission lapsed at the anchor's delete")
+	g.Expect(f.drainEvents()).To(BeEmpty(), "no Event recorded after admission ended")
+}
+
+// lapsingAdmission admits until lapsed is set, as the shard's Enter does until the
+// holder's validity ends.
+type lapsingAdmission struct{ lapsed atomic.Bool }
+
+func (a *lapsingAdmission) Enter(ctx context.Context, project string) (context.Context, func(), error) {
+	if a.lapsed.Load() {
+		return nil, nil, fmt.Errorf("project %q: validity ended", project)
+	}
+	return ctx, func() {}, nil
+}
+
+// lapseOnDelete ends adm's admission once a delete through it has committed.
+type lapseOnDelete struct {
+	client.Client
+	adm *lapsingAdmission
+}
+
+func (c lapseOnDelete) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	err := c.Client.Delete(ctx, obj, opts...)
+	if err == nil {
+		c.adm.lapsed.Store(true)
+	}
+	return err
 }
 
 func TestPassGatesStopDeletion(t *testing.T) {
