@@ -337,28 +337,3 @@ func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Obse
 	s.log.Info("Assigned project", "project", project, "holder", holder, "reason", reason, "previous", ob.Holder())
 	return true
 }
-
-// requestHandOver asks the project's holder, through the Lease, to hand the project over
-// to next; the write is conditional on the Lease as observed.
-func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string, ob Observed, next, reason string) bool {
-	cctx, cancel, err := s.protocolCall(ctx, coordinator)
-	if err != nil {
-		return false
-	}
-	defer cancel()
-	l := ob.Lease.DeepCopy()
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationNextHolder] = next
-	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("project", true, err)
-	if err != nil {
-		return false
-	}
-	s.observer.record(wrote)
-	s.m.rebalanceMoves.WithLabelValues(reason).Inc()
-	s.eventf(coordinator, wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
-	s.log.Info("Requested planned hand-over", "project", project, "from", ob.Holder(), "to", next, "reason", reason)
-	return true
-}

@@ -100,6 +100,27 @@
 // provider ends every discovery as it stops, and a discovery ending is otherwise how a
 // removed project Secret is seen.
 //
+// # Words
+//
+// A *claim* is the holder's write of its claim annotation ("<incarnation>#<engagement>")
+// into the project Lease that names it, and nothing else: a holding is *claiming* until
+// that write succeeds, a claim is *overdue* when it has not come within ClaimDeadline of
+// the assignment, and the coordinator's claim failures are overdue claims. The
+// coordinator *assigns*; it never claims. *Draining* is said of a member only: a replica
+// shutting down marks its member Lease draining (AnnotationDraining) and gets no new
+// project. A project's planned hand-over is *handing over* (holdingHandingOver); its first
+// step, waiting for in-flight work, is the *drain*, bounded by DrainDeadline.
+//
+// # Files
+//
+// holdings.go: the holding, its state machine (holdingMoves) and admission (Enter).
+// holder_plan.go: a holder's sync as a pure plan (PlanHolderSync); holder_sync.go carries
+// it out. claim.go: the claim lifecycle. handover.go: the planned hand-over from both
+// sides (the coordinator's request, the owner, the next holder) and graceful shutdown.
+// coordinator_plan.go: the coordinator's pass as a pure plan (PlanPass); coordinator.go
+// carries it out. membership.go: the member Lease and validity. observer.go: the Lease
+// watch.
+//
 // # Residual windows (what this does not guarantee)
 //
 // A Lease is not a fence. A write sent just before validity ends can commit after it.

@@ -28,7 +28,7 @@ func TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation(t *testing.T) {
 	}{
 		{name: "not held", wantErr: multicluster.ErrClusterNotFound},
 		{name: "claim pending", held: true, st: holdingClaiming, holder: "pod/1", validFor: time.Second, wantErr: errClaimPending, wantRetry: claimPendingRetry},
-		{name: "released", held: true, st: holdingDraining, holder: "pod/1", validFor: time.Second, wantErr: multicluster.ErrClusterNotFound},
+		{name: "released", held: true, st: holdingHandingOver, holder: "pod/1", validFor: time.Second, wantErr: multicluster.ErrClusterNotFound},
 		{name: "held by an earlier incarnation", held: true, st: holdingOpen, holder: "pod/0", validFor: time.Second, wantErr: ErrValidityEnded},
 		{name: "validity over", held: true, st: holdingOpen, holder: "pod/1", validFor: 0, wantErr: ErrValidityEnded},
 		{name: "admitted", held: true, st: holdingOpen, holder: "pod/1", validFor: time.Second, wantAdmits: true},

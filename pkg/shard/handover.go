@@ -10,13 +10,21 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Planned hand-over, the owner's side. The coordinator has annotated the project Lease
-// with the next holder (AnnotationNextHolder). The owner:
+// Planned hand-over, from both sides. Used for rebalancing (a member joined, a weight
+// changed) and graceful shutdown (the member is draining).
 //
-//  1. closes admission for the project (nothing new starts; it never reopens);
-//  2. waits for in-flight work to finish, up to DrainDeadline; past it the process
-//     exits (Options.Exit), which turns this into a failure hand-over: the coordinator
-//     moves the project once this member's Lease expires;
+// The coordinator (requestHandOver) writes the next holder into the project Lease
+// (AnnotationNextHolder), conditional on the Lease as observed, at most
+// MaxHandoversInFlight at a time and only to a live owner: an owner not seen live is
+// never asked, its projects wait for its confirmation or its return.
+//
+// The owner (handOver):
+//
+//  1. closes admission for the project (holdingHandingOver: nothing new starts; it never
+//     reopens);
+//  2. waits for in-flight work to finish (the drain), up to DrainDeadline; past it the
+//     process exits (Options.Exit), which turns this into a failure hand-over: the
+//     coordinator moves the project once this member's Lease expires;
 //  3. stops the project's cluster, informers and controller engagements;
 //  4. writes the next holder into the Lease, conditional on the resourceVersion it read
 //     when the drain began. A write whose outcome is unknown (a timeout) is retried with
@@ -24,22 +32,25 @@ import (
 //     see whether an earlier attempt committed) ends it. A hand-over that ended without
 //     the write while the Lease still names this incarnation and asks for a next holder
 //     (the re-read failed) is written again, conditional on the Lease as observed then,
-//     once per retry period (retryHandOverWriteLocked): nothing else would move it.
+//     once per retry period (writeNextHolderAgainLocked): nothing else would move it.
 //
-// The new holder then claims as after any assignment. Work for the project is never
-// admitted on both sides at once: the old owner closed admission and waited before the
-// new holder could read itself as holder.
+// The next holder starts claiming as soon as it sees itself announced (PlanHolderSync):
+// it builds the project's cluster and syncs its caches while the owner drains, waits
+// for the owner's write to name it (awaitHolder), then writes its claim as after any
+// assignment (claim.go). Work for the project is never admitted on both sides at once:
+// the owner closed admission and waited before the next holder could read itself as
+// holder, and the next holder opens admission only after its claim.
 
 // handOver runs a planned hand-over of h to the Lease's next holder.
 func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	next := lease.Annotations[AnnotationNextHolder]
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "next", next)
 	start := s.clock.Now()
-	s.m.draining.Inc()
-	defer s.m.draining.Dec()
-	s.recordDrain(h.project, start)
-	defer s.recordDrain(h.project, time.Time{})
-	log.Info("Handing over project: admission closed, draining")
+	s.m.handOversInProgress.Inc()
+	defer s.m.handOversInProgress.Dec()
+	s.recordHandOver(h.project, start)
+	defer s.recordHandOver(h.project, time.Time{})
+	log.Info("Handing over project: admission closed, waiting for in-flight work")
 
 	select {
 	case <-h.idleCh():
@@ -100,22 +111,17 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 	}
 }
 
-// retryHandOverWriteLocked writes the next holder again for a hand-over this
-// incarnation began and that ended without its write: the write conflicted and the
-// re-read failed, or the release that follows it did. The Lease still names this
-// incarnation and asks for a next holder; admission here closed for good when the
-// hand-over began, and the coordinator moves a live member's project only through that
-// member, so without this write the project stays unserved for as long as this replica
-// lives (issue 19, finding 4). The write is the hand-over's own, conditional on the
-// Lease as observed now; nothing is drained again. One write at a time, at most one
-// start per retry period. s.mu is held.
-func (s *Shard) retryHandOverWriteLocked(project string, lease *coordinationv1.Lease) {
+// writeNextHolderAgainLocked sends again the write of a hand-over this incarnation
+// began and that ended without it: the write conflicted and the re-read failed, or the
+// release that follows it did. The Lease still names this incarnation and asks for a
+// next holder; admission here closed for good when the hand-over began, and the
+// coordinator moves a live member's project only through that member, so without this
+// write the project stays unserved for as long as this replica lives (issue 19, finding
+// 4). The write is the hand-over's own, conditional on the Lease as observed now;
+// nothing is drained again. The plan paces it (nextHolderWriteDue). s.mu is held.
+func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
-	now := s.clock.Now()
-	if ho.writing || (!ho.wroteAt.IsZero() && now.Sub(ho.wroteAt) < s.t.RetryPeriod) {
-		return
-	}
-	ho.writing, ho.wroteAt = true, now
+	ho.writing, ho.wroteAt = true, s.clock.Now()
 	s.handedOff[project] = ho
 	lease = lease.DeepCopy()
 	next := lease.Annotations[AnnotationNextHolder]
@@ -124,7 +130,7 @@ func (s *Shard) retryHandOverWriteLocked(project string, lease *coordinationv1.L
 		result := s.writeNextHolder(lease, ho.holder, next)
 		s.m.handovers.WithLabelValues(result).Inc()
 		if result == "success" {
-			s.eventf(ho.holder, lease, "Normal", "HandedOver", "Project %s handed over from %s to %s (the write retried)", project, ho.holder, next)
+			s.eventf(ho.holder, lease, "Normal", "HandedOver", "Project %s handed over from %s to %s (the write sent again)", project, ho.holder, next)
 		}
 		s.mu.Lock()
 		if cur, ok := s.handedOff[project]; ok && cur.holder == ho.holder && cur.lease == ho.lease {
@@ -156,15 +162,16 @@ func (s *Shard) resolveConflict(name, holder, next string) string {
 	return "lost"
 }
 
-// recordDrain tracks drains in progress for the oldest-drain gauge; zero start ends one.
-func (s *Shard) recordDrain(project string, start time.Time) {
+// recordHandOver tracks planned hand-overs in progress for the oldest-hand-over gauge
+// (anchorage_shard_oldest_drain_seconds); a zero start ends one.
+func (s *Shard) recordHandOver(project string, start time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if start.IsZero() {
-		delete(s.drains, project)
+		delete(s.handOverStarts, project)
 		return
 	}
-	s.drains[project] = start
+	s.handOverStarts[project] = start
 }
 
 // shutdown hands every held project over before the replica releases its member Lease:
@@ -237,5 +244,69 @@ func (s *Shard) handedOverAreClaimed(holder string) bool {
 			return false
 		}
 	}
+	return true
+}
+
+// beginHandOverLocked starts a planned hand-over once per holding. A Lease asking for
+// a hand-over of a project this replica holds but has no holding for (a claim that
+// failed, or a restart of the loop) is handed over too, with nothing to drain.
+func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *holding, lease *coordinationv1.Lease) {
+	if h == nil {
+		hctx, cancel := context.WithCancel(ctx)
+		h = &holding{project: project, holder: *lease.Spec.HolderIdentity, ctx: hctx, cancel: cancel, st: holdingClaiming}
+		s.holdings[project] = h
+	}
+	if !h.startHandingOver() {
+		return // already handing over, or closed
+	}
+	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
+	go s.handOver(h, lease.DeepCopy())
+}
+
+func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
+	return handedOffAt(s.handedOff[project], holder, lease)
+}
+
+// awaitHolder waits until the observed Lease of h's project names h's incarnation and
+// returns it; nil when the hand-over was called off or ctx ended.
+func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
+	for {
+		ob, ok := s.observer.project(h.project)
+		switch {
+		case ok && ob.Holder() == h.holder:
+			return ob.Lease
+		case !ok || ob.Lease.Annotations[AnnotationNextHolder] != h.holder:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.clock.After(s.t.RetryPeriod / 8):
+		}
+	}
+}
+
+// requestHandOver asks the project's holder, through the Lease, to hand the project over
+// to next; the write is conditional on the Lease as observed.
+func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string, ob Observed, next, reason string) bool {
+	cctx, cancel, err := s.protocolCall(ctx, coordinator)
+	if err != nil {
+		return false
+	}
+	defer cancel()
+	l := ob.Lease.DeepCopy()
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationNextHolder] = next
+	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+	s.m.leaseWrite("project", true, err)
+	if err != nil {
+		return false
+	}
+	s.observer.record(wrote)
+	s.m.rebalanceMoves.WithLabelValues(reason).Inc()
+	s.eventf(coordinator, wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
+	s.log.Info("Requested planned hand-over", "project", project, "from", ob.Holder(), "to", next, "reason", reason)
 	return true
 }

@@ -49,7 +49,7 @@ func TestHandOverWriteRetriedAfterItFailedForGood(t *testing.T) {
 			s := &Shard{clock: clk, t: Timings{CallTimeout: time.Second, RetryPeriod: 400 * time.Millisecond, DrainDeadline: time.Second},
 				log: logr.Discard(), m: newMetrics(prometheus.NewRegistry()), cs: cs, opts: Options{Namespace: "ns", Exit: func() {}},
 				observer: newLeaseObserver(clk, time.Second), events: record.NewFakeRecorder(10),
-				holdings: map[string]*holding{}, handedOff: map[string]handOff{}, drains: map[string]time.Time{},
+				holdings: map[string]*holding{}, handedOff: map[string]handOff{}, handOverStarts: map[string]time.Time{},
 				undiscovered: map[string]time.Time{}, found: map[string]discovered{"secret-p": {project: "p", gen: 1}}}
 			s.member = &membership{clock: clk, t: s.t, holder: "a/1", validUntil: now.Add(time.Hour)}
 			s.observer.record(lease.DeepCopy())

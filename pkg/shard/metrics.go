@@ -14,7 +14,7 @@ type metrics struct {
 	gateRejections                                               *prometheus.CounterVec
 	leaseWrites                                                  *prometheus.CounterVec
 	assignments                                                  *prometheus.CounterVec
-	draining, oldestDrain                                        prometheus.Gauge
+	handOversInProgress, oldestHandOver                          prometheus.Gauge
 	handovers, rebalanceMoves                                    *prometheus.CounterVec
 	handoverSeconds                                              prometheus.Histogram
 }
@@ -42,14 +42,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		assignments: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_assignments_total",
 			Help: "Project holder writes by the coordinator, by reason."}, []string{"reason"}),
 	}
-	m.draining = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_drains_in_progress", Help: "Planned hand-overs of this replica's projects waiting for in-flight work or their write."})
-	m.oldestDrain = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_oldest_drain_seconds", Help: "Age of the oldest drain in progress on this replica (0 when none)."})
+	m.handOversInProgress = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_drains_in_progress", Help: "Planned hand-overs of this replica's projects waiting for in-flight work or their write."})
+	m.oldestHandOver = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_oldest_drain_seconds", Help: "Age of the oldest planned hand-over of this replica's projects in progress (0 when none)."})
 	m.handovers = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_handovers_total", Help: "Planned hand-overs this replica performed as the old owner, by result."}, []string{"result"})
 	m.rebalanceMoves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_rebalance_moves_total", Help: "Planned hand-overs requested by the coordinator, by reason."}, []string{"reason"})
 	m.handoverSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "anchorage_shard_handover_duration_seconds", Help: "From closing admission to the next holder written.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30}})
 	reg.MustRegister(m.held, m.unowned, m.unclaimed, m.noCoordinator, m.unengageable, m.valid, m.coordinator, m.gateRejections, m.leaseWrites, m.assignments,
-		m.draining, m.oldestDrain, m.handovers, m.rebalanceMoves, m.handoverSeconds)
+		m.handOversInProgress, m.oldestHandOver, m.handovers, m.rebalanceMoves, m.handoverSeconds)
 	for _, r := range []string{"success", "lost", "invalid", "drain_timeout"} {
 		m.handovers.WithLabelValues(r)
 	}

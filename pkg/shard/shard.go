@@ -80,16 +80,16 @@ type Shard struct {
 	observer *leaseObserver
 	member   *membership
 
-	mu        sync.Mutex
-	awares    []multicluster.Aware
-	indexers  []fieldIndex
-	found     map[string]discovered // by Secret name
-	holdings  map[string]*holding   // by project
-	hubWriter client.Client
-	hubReader client.Reader
-	drains    map[string]time.Time // planned hand-overs in progress, by project
-	handedOff map[string]handOff   // assignments this replica began handing over
-	leading   *leadership          // this replica's current term as coordinator; nil when not leading
+	mu             sync.Mutex
+	awares         []multicluster.Aware
+	indexers       []fieldIndex
+	found          map[string]discovered // by Secret name
+	holdings       map[string]*holding   // by project
+	hubWriter      client.Client
+	hubReader      client.Reader
+	handOverStarts map[string]time.Time // planned hand-overs in progress: when each began, by project
+	handedOff      map[string]handOff   // assignments this replica began handing over
+	leading        *leadership          // this replica's current term as coordinator; nil when not leading
 	// claimFailures are the overdue claims this replica saw as coordinator.
 	claimFailures claimFailures
 	// undiscovered: since when a project Lease has named this incarnation while the
@@ -162,13 +162,13 @@ func New(opts Options) (*Shard, error) {
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
-		observer:      newLeaseObserver(opts.Clock, t.LeaseDuration),
-		found:         map[string]discovered{},
-		holdings:      map[string]*holding{},
-		drains:        map[string]time.Time{},
-		handedOff:     map[string]handOff{},
-		claimFailures: claimFailures{},
-		undiscovered:  map[string]time.Time{},
+		observer:       newLeaseObserver(opts.Clock, t.LeaseDuration),
+		found:          map[string]discovered{},
+		holdings:       map[string]*holding{},
+		handOverStarts: map[string]time.Time{},
+		handedOff:      map[string]handOff{},
+		claimFailures:  claimFailures{},
+		undiscovered:   map[string]time.Time{},
 	}
 	broadcaster := record.NewBroadcaster()
 	s.stopEvents = broadcaster.Shutdown

@@ -1,0 +1,154 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+)
+
+// startClaimLocked starts an engagement; rv is the resourceVersion at which holder was
+// read as the project's holder, or "" when it is only the announced next holder.
+func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string, d discovered, lease *coordinationv1.Lease) {
+	hctx, cancel := context.WithCancel(ctx)
+	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, discovery: d.gen, ctx: hctx, cancel: cancel}
+	s.holdings[project] = h
+	go s.claim(h, d, lease.DeepCopy())
+}
+
+// claim builds and engages the project's cluster under the claim deadline, then writes
+// the claim conditional on the resourceVersion at which the holder was read, and only
+// then opens admission.
+func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
+	log := s.log.WithValues("project", h.project, "holder", h.holder, "engagement", h.engagement)
+	fail := func(err error) {
+		log.Info("Claim failed; releasing the engagement", "error", err.Error())
+		s.mu.Lock()
+		if s.holdings[h.project] == h {
+			delete(s.holdings, h.project)
+		}
+		s.mu.Unlock()
+		h.close()
+	}
+	claimStart := s.clock.Now()
+	var built, engaged, synced time.Time
+	claimCtx, cancel := context.WithTimeout(h.ctx, s.t.ClaimDeadline)
+	defer cancel()
+	opts := append([]cluster.Option{func(o *cluster.Options) {
+		if s.opts.Scheme != nil {
+			o.Scheme = s.opts.Scheme
+		}
+		inner := o.NewClient
+		o.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
+			if inner == nil {
+				inner = client.New
+			}
+			c, err := inner(cfg, co)
+			if err != nil {
+				return nil, err
+			}
+			return s.validityGuarded(c), nil
+		}
+	}}, s.opts.ClusterOptions...)
+	cl, err := cluster.New(d.config, opts...)
+	if err != nil {
+		fail(fmt.Errorf("building cluster: %w", err))
+		return
+	}
+	h.cluster = cl
+	built = s.clock.Now()
+	s.mu.Lock()
+	indexers := append([]fieldIndex(nil), s.indexers...)
+	awares := append([]multicluster.Aware(nil), s.awares...)
+	s.mu.Unlock()
+	for _, idx := range indexers {
+		if err := cl.GetFieldIndexer().IndexField(claimCtx, idx.obj, idx.field, idx.extract); err != nil {
+			fail(fmt.Errorf("indexing %s: %w", idx.field, err))
+			return
+		}
+	}
+	go func() {
+		if err := cl.Start(h.ctx); err != nil && h.ctx.Err() == nil {
+			log.Error(err, "Project cluster stopped")
+		}
+	}()
+	if err := warmInformers(claimCtx, cl, s.opts.WarmKinds); err != nil {
+		fail(err)
+		return
+	}
+	for _, a := range awares {
+		if err := a.Engage(h.ctx, h.clusterName(), cl); err != nil {
+			fail(fmt.Errorf("engaging: %w", err))
+			return
+		}
+	}
+	engaged = s.clock.Now()
+	if !cl.GetCache().WaitForCacheSync(claimCtx) {
+		fail(fmt.Errorf("caches not synced within the claim deadline %s", s.t.ClaimDeadline))
+		return
+	}
+	synced = s.clock.Now()
+	if h.rv == "" {
+		// Prepared as the next holder of a planned hand-over: caches are warm; wait for
+		// the old owner's write to name this incarnation.
+		if lease = s.awaitHolder(claimCtx, h); lease == nil {
+			fail(fmt.Errorf("planned hand-over to this replica did not happen within the claim deadline %s", s.t.ClaimDeadline))
+			return
+		}
+		h.rv = lease.ResourceVersion
+	}
+	if !s.member.valid(h.holder) {
+		fail(ErrValidityEnded)
+		return
+	}
+	l := lease.DeepCopy()
+	l.ResourceVersion = h.rv
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationClaim] = ClaimValue(h.holder, h.engagement)
+	wctx, wcancel, err := s.protocolCall(claimCtx, h.holder)
+	if err != nil {
+		fail(err)
+		return
+	}
+	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(wctx, l, metav1.UpdateOptions{})
+	wcancel()
+	s.m.leaseWrite("project", true, err)
+	if err != nil {
+		fail(fmt.Errorf("writing claim: %w", err))
+		return
+	}
+	s.observer.record(wrote)
+	h.mu.Lock()
+	h.leaseUID, h.claimRV = wrote.UID, wrote.ResourceVersion
+	h.moveLocked(holdingOpen)
+	h.mu.Unlock()
+	s.eventf(h.holder, wrote, "Normal", "Claimed", "Project %s claimed by %s", h.project, h.holder)
+	log.Info("Claimed project; admission open", "took", s.clock.Since(claimStart).String(), "built", built.Sub(claimStart).String(), "engaged", engaged.Sub(claimStart).String(), "synced", synced.Sub(claimStart).String())
+	s.updateGauges()
+}
+
+// warmInformers starts the informers of kinds in parallel and waits for them to sync.
+func warmInformers(ctx context.Context, cl cluster.Cluster, kinds []client.Object) error {
+	errs := make(chan error, len(kinds))
+	for _, k := range kinds {
+		go func() {
+			_, err := cl.GetCache().GetInformer(ctx, k)
+			errs <- err
+		}()
+	}
+	for range kinds {
+		if err := <-errs; err != nil {
+			return fmt.Errorf("syncing informers: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,275 @@
+package shard
+
+import (
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// A holder's sync as a pure decision: PlanHolderSync maps what a replica observes of
+// the projects it may hold (the project Leases, the projects it discovers, its holdings,
+// the hand-overs it began, the Leases naming it for projects it does not discover) and
+// the time to what it should do about them. holder_sync.go carries a plan out; nothing
+// here reads or writes a Lease or touches a cluster.
+//
+// The rules, in the order a plan applies them:
+//
+//   - A holding closes at once when its Lease is gone, names another holder (unless the
+//     holding is the warm-up of the Lease's announced next holder), no longer carries
+//     its claim (the Lease was created again or its claim removed), when its project's
+//     Secret is gone or was engaged again (a changed kubeconfig), or when it belongs to
+//     an earlier incarnation. A Lease still naming this incarnation for a project whose
+//     Secret is gone is released with it, so the coordinator can delete it.
+//   - Nothing is claimed or handed over while this incarnation is not valid.
+//   - A Lease naming this incarnation and asking for another next holder is handed over
+//     once per assignment; a hand-over begun here that ended without its write, while
+//     the Lease still asks, has the write sent again (one at a time, once per retry
+//     period). An assignment begun handing over is never claimed again.
+//   - A Lease naming this incarnation is claimed when its project is discovered, not
+//     held, and the replica is not shutting down. A Lease announcing this incarnation as
+//     next holder is claimed ahead (the caches warm while the owner drains) on the
+//     same conditions.
+//   - A Lease naming this incarnation for a project it does not discover is released
+//     once that has lasted a claim deadline.
+//   - What is remembered of a hand-over is dropped once it no longer matters
+//     (forgottenHandOffs).
+
+// HoldingView is what the planner reads of one holding.
+type HoldingView struct {
+	// Holder is the incarnation the holding belongs to.
+	Holder string
+	State  holdingState
+	// Discovery is the discovery its cluster was built from (0: a hand-over of a
+	// project this replica never built).
+	Discovery uint64
+	// LeaseUID, Claim and ClaimRV are the Lease its claim was written to, the claim
+	// value and the resourceVersion the write returned (set once open).
+	LeaseUID types.UID
+	Claim    string
+	ClaimRV  string
+}
+
+// stillClaimedBy reports whether lease still carries v's claim: for an open holding,
+// the Lease it claimed (same UID) with its own claim value. A Lease deleted and created
+// again, or whose claim was removed or rewritten by hand, no longer does. A view of the
+// Lease older than the claim write says nothing about it. A holding not open yet (or
+// handing over) is judged by the other rules.
+func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
+	if v.State != holdingOpen {
+		return true
+	}
+	if lease.UID != v.LeaseUID {
+		return false
+	}
+	return olderVersion(lease.ResourceVersion, v.ClaimRV) || lease.Annotations[AnnotationClaim] == v.Claim
+}
+
+// HolderInput is what one holder sync decides from.
+type HolderInput struct {
+	// Holder is this replica's current incarnation ("" before it joined); Valid whether
+	// it is valid now.
+	Holder string
+	Valid  bool
+	// ShuttingDown: the replica hands everything over and takes nothing new.
+	ShuttingDown bool
+	// Leases are the project Leases by name, as observed.
+	Leases map[string]Observed
+	// Projects are the discovered (engageable) projects with their discovery number.
+	Projects map[string]uint64
+	// Holdings are this replica's holdings by project.
+	Holdings map[string]HoldingView
+	// HandedOff are the hand-overs this replica began, by project.
+	HandedOff map[string]handOff
+	// Undiscovered is since when a Lease has named this incarnation for a project it
+	// does not discover, by project.
+	Undiscovered map[string]time.Time
+	Now          time.Time
+	Timings      Timings
+}
+
+// HoldingClose closes one holding; Release, when set, is its Lease to release too.
+type HoldingClose struct {
+	Project string
+	Reason  string
+	Release *coordinationv1.Lease
+}
+
+// ClaimStart starts claiming Project from Lease. RV is the resourceVersion at which
+// this incarnation was read as holder, the claim's precondition; "" when it is only the
+// announced next holder, warming up until the owner's write names it.
+type ClaimStart struct {
+	Project   string
+	RV        string
+	Lease     *coordinationv1.Lease
+	Discovery uint64
+}
+
+// ProjectLease is a project and its Lease as observed.
+type ProjectLease struct {
+	Project string
+	Lease   *coordinationv1.Lease
+}
+
+// HolderPlan is what one holder sync does, in this order.
+type HolderPlan struct {
+	Close []HoldingClose
+	Claim []ClaimStart
+	// HandOver begins planned hand-overs; WriteNextHolder sends again the write of a
+	// hand-over that ended without it.
+	HandOver        []ProjectLease
+	WriteNextHolder []ProjectLease
+	// Release are Leases naming this incarnation for projects it has not discovered for
+	// a claim deadline.
+	Release []ProjectLease
+	// Undiscovered replaces the input's table.
+	Undiscovered map[string]time.Time
+	// ForgetHandOffs are the hand-overs no longer worth remembering.
+	ForgetHandOffs []string
+}
+
+// PlanHolderSync decides one holder sync. It is pure: same input, same plan.
+func PlanHolderSync(in HolderInput) HolderPlan {
+	plan := HolderPlan{Undiscovered: map[string]time.Time{}}
+	held := map[string]HoldingView{}
+	for _, project := range sortedKeys(in.Holdings) {
+		v := in.Holdings[project]
+		if reason := closeReason(in, project, v); reason != "" {
+			c := HoldingClose{Project: project, Reason: reason}
+			if ob, ok := in.Leases[ProjectLeaseName(project)]; ok && reason == "secret gone" && ob.Holder() == v.Holder {
+				c.Release = ob.Lease
+			}
+			plan.Close = append(plan.Close, c)
+			continue
+		}
+		held[project] = v
+	}
+	if in.Holder == "" || !in.Valid {
+		for project, since := range in.Undiscovered {
+			plan.Undiscovered[project] = since
+		}
+		return plan
+	}
+	for _, name := range sortedKeys(in.Leases) {
+		ob := in.Leases[name]
+		project := ob.Lease.Annotations[AnnotationProject]
+		if project == "" || ProjectLeaseName(project) != name {
+			continue
+		}
+		v, isHeld := held[project]
+		gen, discovered := in.Projects[project]
+		next := ob.Lease.Annotations[AnnotationNextHolder]
+		handedOff := handedOffAt(in.HandedOff[project], in.Holder, ob.Lease)
+		switch {
+		case ob.Holder() != in.Holder:
+			if !isHeld && next == in.Holder && !in.ShuttingDown && discovered {
+				plan.Claim = append(plan.Claim, ClaimStart{Project: project, Lease: ob.Lease, Discovery: gen})
+			}
+		case next != "" && next != in.Holder:
+			switch {
+			case isHeld && (v.State == holdingClaiming || v.State == holdingOpen), !isHeld && !handedOff:
+				plan.HandOver = append(plan.HandOver, ProjectLease{project, ob.Lease})
+			case !isHeld && nextHolderWriteDue(in.HandedOff[project], in.Now, in.Timings):
+				plan.WriteNextHolder = append(plan.WriteNextHolder, ProjectLease{project, ob.Lease})
+			}
+		case isHeld || in.ShuttingDown || handedOff:
+		case !discovered:
+			since, seen := in.Undiscovered[project]
+			switch {
+			case !seen:
+				plan.Undiscovered[project] = in.Now
+			case in.Now.Sub(since) < in.Timings.ClaimDeadline:
+				plan.Undiscovered[project] = since
+			default:
+				plan.Release = append(plan.Release, ProjectLease{project, ob.Lease})
+			}
+		default:
+			plan.Claim = append(plan.Claim, ClaimStart{Project: project, RV: ob.Lease.ResourceVersion, Lease: ob.Lease, Discovery: gen})
+		}
+	}
+	plan.ForgetHandOffs = forgottenHandOffs(in.HandedOff, in.Leases, in.Holder)
+	return plan
+}
+
+// closeReason says why holding v of project closes now, "" when it stays.
+func closeReason(in HolderInput, project string, v HoldingView) string {
+	ob, ok := in.Leases[ProjectLeaseName(project)]
+	gen, discovered := in.Projects[project]
+	// The warm-up of the announced next holder: the Lease names the owner until its
+	// hand-over write.
+	preparing := ok && v.State == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == v.Holder
+	switch {
+	case !ok:
+		return "lease gone"
+	case !discovered:
+		return "secret gone"
+	case v.Discovery != 0 && gen != v.Discovery:
+		// A Secret engaged again (rotated credentials, a new address) is claimed again
+		// with its new config, not served with the old one.
+		return "new kubeconfig"
+	// Without the gate (a never-shipped build) the replica goes on believing it owns a
+	// project the Lease gives to someone else, or that an earlier incarnation holds.
+	case gateEnforced && ob.Holder() != v.Holder && !preparing:
+		return "lease names another holder"
+	case !v.stillClaimedBy(ob.Lease):
+		return "claim lost"
+	case gateEnforced && v.Holder != in.Holder:
+		return "earlier incarnation"
+	}
+	return ""
+}
+
+// nextHolderWriteDue reports whether the write of hand-over ho, begun here and ended
+// without its write, is due again: none in flight and none started within a retry
+// period.
+func nextHolderWriteDue(ho handOff, now time.Time, t Timings) bool {
+	return !ho.writing && (ho.wroteAt.IsZero() || now.Sub(ho.wroteAt) >= t.RetryPeriod)
+}
+
+// handOff remembers that an incarnation began handing a project over at a given
+// assignment, of a given Lease: it never reopens that assignment, only a later one. A
+// Lease created again (another UID; its transitions start over) is a new assignment.
+type handOff struct {
+	holder      string
+	lease       types.UID
+	transitions int32
+	// writing and wroteAt pace the next holder's write sent again (WriteNextHolder):
+	// one at a time, at most one start per retry period.
+	writing bool
+	wroteAt time.Time
+}
+
+// handedOffAt reports whether ho (the zero handOff when none) records that holder began
+// handing over the assignment lease shows: the same Lease (UID), at no more transitions
+// than when the hand-over began.
+func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
+	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
+}
+
+// forgottenHandOffs returns the projects whose hand-over holder no longer needs to
+// remember: one begun by an older incarnation, one of a Lease that is gone or was created
+// again (another UID), and one whose Lease another holder has claimed since (the
+// hand-over is complete: its claim is what a graceful stop waits for). A hand-over whose
+// Lease still names holder, or names the next holder without its claim yet, is kept.
+func forgottenHandOffs(handedOff map[string]handOff, leases map[string]Observed, holder string) []string {
+	var out []string
+	for project, ho := range handedOff {
+		ob, ok := leases[ProjectLeaseName(project)]
+		switch {
+		case ho.holder != holder, !ok, ob.Lease.UID != ho.lease:
+			out = append(out, project)
+		case ob.Holder() != ho.holder && ClaimedBy(ob.Lease.Annotations[AnnotationClaim], ob.Holder()):
+			out = append(out, project)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func ptrDeref(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

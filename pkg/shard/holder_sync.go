@@ -1,0 +1,157 @@
+package shard
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// runHoldings reconciles this replica's holdings with the project Leases it observes:
+// claim what names this incarnation, drop at once what no longer does.
+func (s *Shard) runHoldings(ctx context.Context) {
+	tick := s.clock.NewTicker(s.t.RetryPeriod)
+	defer tick.Stop()
+	for {
+		s.syncHoldings(ctx)
+		s.updateGauges()
+		select {
+		case <-ctx.Done():
+			s.voidAll(s.Holder())
+			return
+		case <-s.observer.notify:
+		case <-tick.C():
+		}
+	}
+}
+
+// syncHoldings plans one holder sync (PlanHolderSync) from what this replica observes
+// and carries it out.
+func (s *Shard) syncHoldings(ctx context.Context) {
+	holder, _ := s.member.current()
+	_, leases, synced := s.observer.snapshot()
+	if !synced {
+		return
+	}
+	projects := s.discoveredProjects()
+	gens := make(map[string]uint64, len(projects))
+	for p, d := range projects {
+		gens[p] = d.gen
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := make(map[string]HoldingView, len(s.holdings))
+	for p, h := range s.holdings {
+		views[p] = h.view()
+	}
+	plan := PlanHolderSync(HolderInput{
+		Holder: holder, Valid: s.member.valid(holder), ShuttingDown: s.draining.Load(),
+		Leases: leases, Projects: gens, Holdings: views, HandedOff: s.handedOff, Undiscovered: s.undiscovered,
+		Now: s.clock.Now(), Timings: s.t,
+	})
+	s.carryOutLocked(ctx, holder, plan, projects)
+}
+
+// carryOutLocked carries out a holder sync's plan. s.mu is held.
+func (s *Shard) carryOutLocked(ctx context.Context, holder string, plan HolderPlan, projects map[string]discovered) {
+	for _, c := range plan.Close {
+		h := s.holdings[c.Project]
+		delete(s.holdings, c.Project)
+		go h.close()
+		s.log.Info("Closing admission for a project no longer held", "project", c.Project, "holder", h.holder, "reason", c.Reason)
+		if c.Release != nil {
+			go s.releaseProject(ctx, c.Release)
+		}
+	}
+	for _, c := range plan.Claim {
+		s.startClaimLocked(ctx, c.Project, holder, c.RV, projects[c.Project], c.Lease)
+	}
+	for _, ho := range plan.HandOver {
+		s.beginHandOverLocked(ctx, ho.Project, s.holdings[ho.Project], ho.Lease)
+	}
+	for _, w := range plan.WriteNextHolder {
+		s.writeNextHolderAgainLocked(w.Project, w.Lease)
+	}
+	for _, r := range plan.Release {
+		s.log.Info("Releasing the Lease of a project this replica does not discover", "project", r.Project, "since", s.undiscovered[r.Project])
+		go s.releaseProject(ctx, r.Lease.DeepCopy())
+	}
+	s.undiscovered = plan.Undiscovered
+	for _, project := range plan.ForgetHandOffs {
+		delete(s.handedOff, project)
+	}
+}
+
+// releaseProject clears our holder from a project whose Secret is gone, so the
+// coordinator can delete its Lease.
+func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease) {
+	l := lease.DeepCopy()
+	l.Spec.HolderIdentity = nil
+	delete(l.Annotations, AnnotationClaim)
+	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
+	defer cancel()
+	_, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+	s.m.leaseWrite("project", true, err)
+	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		s.log.Info("Releasing a removed project's Lease failed", "project", l.Annotations[AnnotationProject], "error", err.Error())
+	}
+}
+
+// discoveredProjects maps engageable project names to their discovery; a project named
+// by two Secrets is not engageable.
+func (s *Shard) discoveredProjects() map[string]discovered {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	count := map[string]int{}
+	for _, d := range s.found {
+		count[d.project]++
+	}
+	out := map[string]discovered{}
+	dup := 0
+	for _, d := range s.found {
+		if d.project == "" {
+			continue // its name is not read yet
+		}
+		if count[d.project] > 1 {
+			dup++
+			continue
+		}
+		out[d.project] = d
+	}
+	s.m.unengageable.Set(float64(dup))
+	return out
+}
+
+// updateGauges recomputes the ownership gauges from what this replica observes.
+func (s *Shard) updateGauges() {
+	members, leases, synced := s.observer.snapshot()
+	if !synced {
+		return
+	}
+	now := s.clock.Now()
+	live := liveHolders(members, now, s.t.LeaseDuration)
+	var unowned, unclaimed float64
+	for p := range s.discoveredProjects() {
+		ob := leases[ProjectLeaseName(p)]
+		switch st, _ := ToProjectState(ob, live, now, s.t.ClaimDeadline); st {
+		case ProjectUnassigned, ProjectOrphaned:
+			unowned++
+		case ProjectAssigned, ProjectClaimOverdue:
+			unclaimed++
+		}
+	}
+	s.m.unowned.Set(unowned)
+	s.m.unclaimed.Set(unclaimed)
+	s.mu.Lock()
+	s.m.held.Set(float64(len(s.openHoldingsLocked())))
+	var oldest time.Duration
+	for _, start := range s.handOverStarts {
+		if age := now.Sub(start); age > oldest {
+			oldest = age
+		}
+	}
+	s.mu.Unlock()
+	s.m.oldestHandOver.Set(oldest.Seconds())
+}
