@@ -21,7 +21,7 @@ DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
 
-.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
+.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
