@@ -113,6 +113,12 @@ bench-binaries: build
 bench: k8s-binaries bench-binaries
 	bin/bench --out bench/out $(BENCH_FLAGS)
 
+## bench-failover: the failure hand-over of 1,000 light projects on a hub delayed 200 ms,
+## at the fast and the default Lease timings, both coordinators (about 20 minutes on 2
+## cores); not part of make bench. Writes bench/out/failover/report.md.
+bench-failover: k8s-binaries bench-binaries
+	bin/bench --only failover --out bench/out/failover $(BENCH_FLAGS)
+
 ## bench-smoke: kill, pause and a short hub-faults schedule on anchorage only (under 5
 ## minutes); fails on a correctness violation (overlap, late write in a pause or under
 ## hub faults, anchor left, wrongful deletion, a project not owned again once the hub
