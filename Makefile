@@ -106,9 +106,12 @@ bench-binaries: build
 	go build -o bin/baseline-manager ./bench/cmd/baseline-manager
 	go build -o bin/bench ./bench/cmd/bench
 
-## bench: the full chaos and benchmark run, both coordinators side by side, then the
-## data-path section (20 planes x 1,000 proxies); writes bench/out/report.md,
-## results.json and plots (scenarios kill, pause, scale, rolling, skew and hub-faults). Not part of make test (about an hour on 2 cores). One section only:
+## bench: the full chaos and benchmark run, both coordinators side by side: scenarios
+## kill, pause, scale, rolling, skew and hub-faults (about 17 minutes), the Lease-write
+## and memory runs (about 8), then the data-path section (20 planes x 1,000 proxies, 3
+## replicas; about 25, CPU-bound here); about 50 minutes on 2 cores (bench/README.md,
+## Duration). The failover runs are make bench-failover. Writes bench/out/report.md,
+## results.json and plots. Not part of make test. One section only:
 ## BENCH_FLAGS='--only data-path' (add --data-path-small for a development size).
 bench: k8s-binaries bench-binaries
 	bin/bench --out bench/out $(BENCH_FLAGS)
