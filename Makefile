@@ -21,7 +21,7 @@ DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
 
-.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
+.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
@@ -106,12 +106,21 @@ bench-binaries: build
 	go build -o bin/baseline-manager ./bench/cmd/baseline-manager
 	go build -o bin/bench ./bench/cmd/bench
 
-## bench: the full chaos and benchmark run, both coordinators side by side, then the
-## data-path section (20 planes x 1,000 proxies); writes bench/out/report.md,
-## results.json and plots (scenarios kill, pause, scale, rolling, skew and hub-faults). Not part of make test (about an hour on 2 cores). One section only:
+## bench: the full chaos and benchmark run, both coordinators side by side: scenarios
+## kill, pause, scale, rolling, skew and hub-faults (about 17 minutes), the Lease-write
+## and memory runs (about 8), then the data-path section (20 planes x 1,000 proxies, 3
+## replicas; about 25, CPU-bound here); about 50 minutes on 2 cores (bench/README.md,
+## Duration). The failover runs are make bench-failover. Writes bench/out/report.md,
+## results.json and plots. Not part of make test. One section only:
 ## BENCH_FLAGS='--only data-path' (add --data-path-small for a development size).
 bench: k8s-binaries bench-binaries
 	bin/bench --out bench/out $(BENCH_FLAGS)
+
+## bench-failover: the failure hand-over of 1,000 light projects on a hub delayed 200 ms,
+## at the fast and the default Lease timings, both coordinators (about 20 minutes on 2
+## cores); not part of make bench. Writes bench/out/failover/report.md.
+bench-failover: k8s-binaries bench-binaries
+	bin/bench --only failover --out bench/out/failover $(BENCH_FLAGS)
 
 ## bench-smoke: kill, pause and a short hub-faults schedule on anchorage only (under 5
 ## minutes); fails on a correctness violation (overlap, late write in a pause or under

@@ -45,9 +45,11 @@ type DataPathOptions struct {
 
 // FullDataPath is make bench's data-path section; SmallDataPath a development size.
 var (
-	// At the full size a 2-core machine programs about 2 proxies a second with 21 API
-	// servers running, so the creates are spread over 2 minutes and the waits are long
-	// enough for every proxy to finish: a run that stops halfway measures nothing.
+	// At the full size a 2-core machine programs about 2.5 to 3 proxies a second with 21
+	// API servers running (CPU-bound: bench/README.md, data path), so the creates are
+	// spread over 2 minutes and the waits are long enough for every proxy to finish: a
+	// run that stops halfway measures nothing. The waits are bounds; a converging run
+	// ends as soon as the last proxy is Programmed, or clean.
 	FullDataPath = DataPathOptions{Planes: 20, Proxies: 1000, Replicas: 3, CreateOver: 2 * time.Minute, DeleteOver: 2 * time.Minute,
 		ProgrammedWithin: 8 * time.Minute, CleanWithin: 6 * time.Minute, ResyncPeriod: time.Hour}
 	SmallDataPath = DataPathOptions{Planes: 3, Proxies: 30, Replicas: 3, CreateOver: 10 * time.Second, DeleteOver: 10 * time.Second,

@@ -180,6 +180,7 @@ func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 		{"a bad issuer group", []string{"--issuer-group=UPPER"}, []string{"--issuer-group:"}},
 		{"a bad issuer name", []string{"--issuer-name=a/b"}, []string{"--issuer-name:"}},
 		{"a controller name without a domain", []string{"--controller-name=gateway"}, []string{"--controller-name:", "domain-prefixed"}},
+		{"no gateway worker", []string{"--gateway-workers=0"}, []string{"--gateway-workers must be at least 1, got 0"}},
 	}
 	for _, tc := range cases {
 		_, _, _, err := cli(append([]string{"--identity=a"}, tc.args...)...)
@@ -205,11 +206,11 @@ func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
 	g.Expect(f.gateway).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
 
 	f, err = parseReplica("--identity=a", "--gateway-class=up", "--downstream-gateway-class=down", "--controller-name=example.com/gc",
-		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src")
+		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
-		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src",
+		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src", Workers: 2,
 	}))
 }
 

@@ -121,6 +121,7 @@ func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
 	for _, g := range gatewayFlags {
 		fs.StringVar(g.field(&f.gateway), g.name, g.def, g.usage)
 	}
+	fs.IntVar(&f.gateway.Workers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller (HTTPProxy, Gateway, HTTPRoute) runs at once; never two of the same object")
 }
 
 // checkGateway validates the gateway configuration one flag at a time (the others at
@@ -132,6 +133,11 @@ func (f *replicaFlags) checkGateway() error {
 		if err := one.Validate(); err != nil {
 			return fmt.Errorf("--%s: %w", g.name, err)
 		}
+	}
+	// The flag starts at the default, so a 0 was written on purpose: refuse it rather
+	// than let the Config's zero value turn it back into the default.
+	if f.gateway.Workers < 1 {
+		return fmt.Errorf("--gateway-workers must be at least 1, got %d", f.gateway.Workers)
 	}
 	if err := f.gateway.Validate(); err != nil {
 		return fmt.Errorf("gateway flags: %w", err)

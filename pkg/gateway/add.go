@@ -119,7 +119,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	gates := newProjectGates()
 	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
-		WithOptions(controllerOptions(mgr)).
+		WithOptions(controllerOptions(mgr, opts.Workers)).
 		For(&v1alpha.HTTPProxy{}), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
 		WatchesRawSource(s.proxies.source()).
 		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
@@ -136,7 +136,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	err = finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("gateway").
-		WithOptions(controllerOptions(mgr)).
+		WithOptions(controllerOptions(mgr, opts.Workers)).
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
@@ -147,7 +147,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	routeCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httproute").
-		WithOptions(controllerOptions(mgr)).
+		WithOptions(controllerOptions(mgr, opts.Workers)).
 		For(&gatewayv1.HTTPRoute{}), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
@@ -237,9 +237,10 @@ func routesOfGateway(name multicluster.ClusterName, cl cluster.Cluster) handler.
 }
 
 // controllerOptions carries the manager's controller settings the multicluster builder
-// does not copy on its own: several managers in one process (tests) skip name validation.
-func controllerOptions(mgr mcmanager.Manager) mccontroller.Options {
-	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation}
+// does not copy on its own (several managers in one process, tests, skip name
+// validation) and the configured number of workers.
+func controllerOptions(mgr mcmanager.Manager, workers int) mccontroller.Options {
+	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation, MaxConcurrentReconciles: workers}
 }
 
 // WatchedKinds are the project kinds these controllers watch from the moment they are

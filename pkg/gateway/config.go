@@ -36,6 +36,12 @@ const (
 	DefaultIssuerGroup = "cert-manager.io"
 	// DefaultEventSource names the reporting component of every Event.
 	DefaultEventSource = "anchorage-gateway"
+	// DefaultWorkers is how many reconciles each of the three controllers runs at once.
+	// A reconcile spends most of its time waiting on sequential hub round trips, so one
+	// worker (controller-runtime's default) leaves a replica idle while a backlog of
+	// proxies waits; four keep a replica's hub client (50 QPS) busy without queueing
+	// behind its rate limit for long.
+	DefaultWorkers = 4
 )
 
 // IssuerRef names the cert-manager issuer of downstream Certificates; it is written as
@@ -69,6 +75,11 @@ type Config struct {
 	CertificateIssuer IssuerRef
 	// EventSource is the reporting component of Events. Default DefaultEventSource.
 	EventSource string
+	// Workers is how many reconciles each controller (HTTPProxy, Gateway, HTTPRoute)
+	// runs at once. Two reconciles of the same object never run together (the
+	// workqueue hands a key to one worker at a time), so finalizers and per-project
+	// admission hold with any count. Default DefaultWorkers.
+	Workers int
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -85,6 +96,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.CertificateIssuer.Kind, DefaultIssuerKind)
 	def(&c.CertificateIssuer.Group, DefaultIssuerGroup)
 	def(&c.EventSource, DefaultEventSource)
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
 	return c
 }
 
@@ -102,6 +116,9 @@ func (c Config) Validate() error {
 	}
 	if errs := validation.IsDNS1123Subdomain(c.CertificateIssuer.Group); len(errs) > 0 {
 		return fmt.Errorf("certificate issuer group %q: %s", c.CertificateIssuer.Group, strings.Join(errs, "; "))
+	}
+	if c.Workers < 1 {
+		return fmt.Errorf("workers %d: want at least 1", c.Workers)
 	}
 	if c.CertificateIssuer.Kind != "Issuer" && c.CertificateIssuer.Kind != "ClusterIssuer" {
 		return fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind)

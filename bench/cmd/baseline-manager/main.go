@@ -46,6 +46,7 @@ type flags struct {
 	leaseDuration, renew, probe, fenceThrottle                          time.Duration
 	resyncPeriod, resyncJitter, resyncConfirmAfter, resyncMinAge        time.Duration
 	resync                                                              bool
+	gatewayWorkers                                                      int
 }
 
 func main() {
@@ -68,6 +69,7 @@ func parse() (flags, error) {
 	fs.DurationVar(&f.probe, "probe", time.Second, "synchronization probe period")
 	fs.DurationVar(&f.fenceThrottle, "fence-throttle", 750*time.Millisecond, "back-off after a failed fence acquisition")
 	fs.BoolVar(&f.resync, "resync", true, "run the anchor resync")
+	fs.IntVar(&f.gatewayWorkers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller runs at once (the manager's --gateway-workers, same default)")
 	fs.DurationVar(&f.resyncPeriod, "resync-period", resync.Options{}.WithDefaults().Period, "resync period")
 	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", resync.Options{}.WithDefaults().InitialJitter, "resync initial jitter")
 	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", resync.Options{}.WithDefaults().ConfirmAfter, "resync confirm-after")
@@ -80,6 +82,9 @@ func parse() (flags, error) {
 	}
 	if f.leaseNamespace == "" {
 		f.leaseNamespace = f.providerNamespace
+	}
+	if f.gatewayWorkers < 1 {
+		return f, fmt.Errorf("--gateway-workers must be at least 1, got %d", f.gatewayWorkers)
 	}
 	return f, nil
 }
@@ -162,7 +167,7 @@ func run() error {
 	}
 	adm := &recordingAdmission{holder: f.identity, rec: rec, engaged: engaged}
 	clusters := gateway.ManagerClusters(mgr)
-	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Clusters: clusters, Admission: adm})
+	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Config: gateway.Config{Workers: f.gatewayWorkers}, Clusters: clusters, Admission: adm})
 	if err != nil {
 		return err
 	}
