@@ -32,8 +32,11 @@
 // validity has passed. When validity ends the replica stops all project work at once,
 // voids every holding, and rejoins under a new incarnation; like client-go acquiring a
 // lock, it takes its member Lease only after seeing it unchanged for LeaseDuration. A
-// renew that conflicts means someone else (the coordinator declaring it expired) wrote
-// the Lease: that also ends validity.
+// renew that conflicts means the Lease was written since: a read (in a call of its own)
+// shows whether someone else took it (the coordinator declaring it expired), which ends
+// validity, or whether it still names this incarnation. A renew that committed but whose
+// answer came after the call timeout shows as its own renewTime on the Lease: it counts
+// like a seen renew, validity running from when it was sent.
 //
 // # Coordinator
 //

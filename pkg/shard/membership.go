@@ -42,7 +42,14 @@ type membership struct {
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
 	history    []Incarnation
+	// sent holds the sent times of the current incarnation's recent renews, each the
+	// renewTime that renew wrote, so a renew that committed unseen can be recognised.
+	sent []time.Time
 }
+
+// rememberedRenews bounds how many renews' sent times membership remembers: more than
+// a validity's worth of renews (RenewDeadline / RetryPeriod is 5 by default).
+const rememberedRenews = 16
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
 type Incarnation struct {
@@ -63,6 +70,7 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 	}
 	if m.holder == "" {
 		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
+		m.sent = nil
 	}
 	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
 	m.history[len(m.history)-1].ValidUntil = m.validUntil
@@ -106,7 +114,7 @@ func (m *membership) run(ctx context.Context) {
 		m.onJoin(holder)
 		m.renewUntilLapse(ctx, holder)
 		m.mu.Lock()
-		m.holder, m.validUntil = "", time.Time{}
+		m.holder, m.validUntil, m.sent = "", time.Time{}, nil
 		if n := len(m.history); n > 0 {
 			m.history[n-1].Ended = true
 		}
@@ -211,11 +219,15 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 // renewUntilLapse renews every RetryPeriod and returns when validity ends, when a renew
 // shows the Lease taken from holder, or when ctx ends.
 func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
+	prompt := false
 	for {
 		_, until := m.current()
 		wait := m.t.RetryPeriod
 		if left := until.Sub(m.clock.Now()); left < wait {
 			wait = left
+		}
+		if prompt {
+			wait = 0
 		}
 		if wait > 0 {
 			select {
@@ -229,58 +241,162 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			m.log.Info("Member validity ended before a renew succeeded", "holder", holder)
 			return
 		}
-		if taken := m.renew(ctx, holder, until); taken {
+		outcome := m.renew(ctx, holder, until)
+		if outcome == renewTaken {
 			return
 		}
+		// One prompt renew at most in a row: a writer that keeps conflicting does not
+		// turn the loop into a busy one.
+		_, until = m.current()
+		prompt = !prompt && outcome == renewAdopted && m.closeToLapse(until, m.clock.Now())
 	}
 }
 
-// renew sends one conditional renew; it returns true when the Lease no longer names
-// holder (the coordinator declared this incarnation expired).
-func (m *membership) renew(ctx context.Context, holder string, until time.Time) bool {
-	m.mu.RLock()
+// closeToLapse reports whether validity ends before a renew sent after a full
+// RetryPeriod could take its whole call timeout: after a conflict, the renew that
+// follows should then go at once rather than wait.
+func (m *membership) closeToLapse(until, now time.Time) bool {
+	return until.Sub(now) < m.t.RetryPeriod+m.t.CallTimeout
+}
+
+// renewOutcome is what one renew did to the incarnation.
+type renewOutcome int
+
+const (
+	// renewDone: the renew succeeded, or failed without news (validity unchanged).
+	renewDone renewOutcome = iota
+	// renewAdopted: the renew conflicted and the Lease still names holder; its version
+	// was adopted (and validity extended if the Lease carries a renew of this holder's).
+	renewAdopted
+	// renewTaken: the Lease no longer names holder, or is gone.
+	renewTaken
+)
+
+// renew sends one conditional renew and reports what became of the incarnation.
+func (m *membership) renew(ctx context.Context, holder string, until time.Time) renewOutcome {
+	m.mu.Lock()
 	rv := m.rv
-	m.mu.RUnlock()
+	base := m.last.DeepCopy()
 	sent := m.clock.Now()
+	m.sent = append(m.sent, sent)
+	if n := len(m.sent); n > rememberedRenews {
+		m.sent = append([]time.Time(nil), m.sent[n-rememberedRenews:]...)
+	}
+	m.mu.Unlock()
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
 	// The renew is built from the Lease as this incarnation last wrote it and is
 	// conditional on that version: any other writer (the coordinator declaring it
 	// expired) makes it conflict.
-	m.mu.RLock()
-	base := m.last.DeepCopy()
-	m.mu.RUnlock()
 	base.ResourceVersion = rv
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	m.m.leaseWrite("member", true, err)
 	switch {
 	case err == nil:
 		m.setValid(holder, sent, wrote)
-		return false
+		return renewDone
 	case apierrors.IsConflict(err):
-		// Someone else wrote the Lease. Only a write that keeps this holder (a weight
-		// change) lets the incarnation go on; adopt its resourceVersion and retry.
-		latest, gerr := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
-		if gerr != nil {
-			return false
-		}
-		if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
-			m.log.Info("Member Lease was taken from this incarnation", "holder", holder)
-			return true
-		}
-		m.mu.Lock()
-		m.rv, m.last = latest.ResourceVersion, latest
-		m.mu.Unlock()
-		return false
+		return m.resolveConflict(ctx, holder, until)
 	case apierrors.IsNotFound(err):
 		// Deleted (by hand, or by a restore): the coordinator may already count this
 		// incarnation gone, so it lapses now rather than run on until its validity ends.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
-		return true
+		return renewTaken
 	default:
 		m.log.V(1).Info("Renewing member Lease failed", "error", err.Error(), "validUntil", until)
-		return false
+		return renewDone
 	}
+}
+
+// resolveConflict reads the Lease after a renew conflicted, in a call of its own (the
+// renew's call may have spent most of its timeout), and judges who wrote it.
+func (m *membership) resolveConflict(ctx context.Context, holder string, until time.Time) renewOutcome {
+	cctx, cancel := m.callCtx(ctx, until)
+	defer cancel()
+	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
+	if err != nil {
+		m.log.V(1).Info("Reading member Lease after a conflict failed", "error", err.Error(), "validUntil", until)
+		return renewDone
+	}
+	m.mu.RLock()
+	sent := append([]time.Time(nil), m.sent...)
+	m.mu.RUnlock()
+	verdict, committed := judgeConflict(latest, holder, sent)
+	switch verdict {
+	case conflictTaken:
+		m.log.Info("Member Lease was taken from this incarnation", "holder", holder)
+		return renewTaken
+	case conflictOwnRenew:
+		// A renew of this incarnation committed though its answer was not seen. It was
+		// conditional on a version this incarnation wrote or adopted, so it is a renew
+		// like any seen one: the Lease changed on the hub after it was sent, so the
+		// coordinator's LeaseDuration without a change starts after that send, and
+		// validity may run from it (RenewDeadline < LeaseDuration, as for any renew).
+		// Whether the answer arrived changes nothing the coordinator sees. The renewTime
+		// identifies the renew: only this incarnation writes renewTimes under its holder,
+		// and each renew's sent time is its own.
+		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
+		m.credit(holder, committed, latest)
+	default:
+		// Another writer kept the holder (a weight change): adopt its version, validity
+		// unchanged.
+		m.mu.Lock()
+		if m.holder == holder {
+			m.rv, m.last = latest.ResourceVersion, latest
+		}
+		m.mu.Unlock()
+	}
+	return renewAdopted
+}
+
+// credit adopts latest as the Lease this incarnation last wrote, and extends validity
+// to committed + RenewDeadline unless validity already runs further.
+func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
+	m.mu.Lock()
+	if m.holder != holder {
+		m.mu.Unlock()
+		return
+	}
+	if !committed.Add(m.t.RenewDeadline).After(m.validUntil) {
+		m.rv, m.last = latest.ResourceVersion, latest
+		m.mu.Unlock()
+		return
+	}
+	m.mu.Unlock()
+	m.setValid(holder, committed, latest)
+}
+
+// conflictVerdict is what the Lease read after a conflicting renew says about who wrote.
+type conflictVerdict int
+
+const (
+	// conflictTaken: the Lease names another holder or none (declared expired, or
+	// taken by a new incarnation).
+	conflictTaken conflictVerdict = iota
+	// conflictOwnRenew: the Lease carries this holder with the renewTime of one of its
+	// own renews: that renew committed though its answer was not seen.
+	conflictOwnRenew
+	// conflictOtherWriter: another writer kept this holder.
+	conflictOtherWriter
+)
+
+// judgeConflict decides, from the Lease read after a conflict, whether it was taken,
+// carries one of holder's own renews (sent at one of sent; returned), or was written by
+// someone who kept holder. renewTime is compared at microsecond precision, the
+// precision metav1.MicroTime keeps on the wire.
+func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
+	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
+		return conflictTaken, time.Time{}
+	}
+	if latest.Spec.RenewTime != nil {
+		renewed := latest.Spec.RenewTime.Time.Truncate(time.Microsecond)
+		for _, s := range sent {
+			if s.Truncate(time.Microsecond).Equal(renewed) {
+				return conflictOwnRenew, s
+			}
+		}
+	}
+	return conflictOtherWriter, time.Time{}
 }
 
 // release clears the holder on shutdown so the coordinator moves projects at once.
