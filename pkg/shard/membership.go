@@ -42,6 +42,11 @@ type membership struct {
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
 	history    []Incarnation
+	// renews are the recent successful member-Lease writes the Lease watch has not
+	// shown yet; viewShown is when the latest one it has shown was sent, viewFresh the
+	// same once the holdings have acted on it (view.go).
+	renews               []renewSent
+	viewShown, viewFresh time.Time
 }
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
@@ -65,6 +70,7 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
 	}
 	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
+	m.noteWriteLocked(sent, wrote)
 	m.history[len(m.history)-1].ValidUntil = m.validUntil
 }
 
