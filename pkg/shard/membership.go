@@ -43,9 +43,11 @@ type membership struct {
 	last       *coordinationv1.Lease // as this incarnation last wrote it
 	history    []Incarnation
 	// renews are the recent successful member-Lease writes the Lease watch has not
-	// shown yet; viewShown is when the latest one it has shown was sent, viewFresh the
+	// shown yet, shownEarly the versions it showed before their write's answer came
+	// back; viewShown is when the latest write it has shown was sent, viewFresh the
 	// same once the holdings have acted on it (view.go).
 	renews               []renewSent
+	shownEarly           []shownVersion
 	viewShown, viewFresh time.Time
 }
 

@@ -45,9 +45,15 @@ func viewBound(freshAt, now time.Time, t Timings) (until time.Time, stale bool) 
 // the resourceVersion and renewTime the API server answered with, and the local time
 // the write was sent.
 type renewSent struct {
+	shownVersion
+	sent time.Time
+}
+
+// shownVersion identifies one version of the member Lease as this replica wrote it:
+// its resourceVersion and renewTime (in microseconds, the precision it is stored at).
+type shownVersion struct {
 	rv        string
-	renewTime time.Time
-	sent      time.Time
+	renewTime int64
 }
 
 // renewsKept bounds the writes remembered while the watch has not shown them: at one
@@ -55,40 +61,63 @@ type renewSent struct {
 // that being shown later only means a fresher one will be shown soon after.
 const renewsKept = 32
 
-// noteWriteLocked remembers a successful write of the member Lease. m.mu is held.
+// noteWriteLocked remembers a successful write of the member Lease; when the watch
+// already delivered it (its event can arrive before the write's answer), the view is
+// shown as of its send time at once. m.mu is held.
 func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease) {
-	r := renewSent{rv: wrote.ResourceVersion, sent: sent}
+	v := shownVersion{rv: wrote.ResourceVersion}
 	if wrote.Spec.RenewTime != nil {
-		r.renewTime = wrote.Spec.RenewTime.Time
+		v.renewTime = wrote.Spec.RenewTime.UnixMicro()
 	}
-	m.renews = append(m.renews, r)
-	if n := len(m.renews); n > renewsKept {
-		m.renews = append(m.renews[:0], m.renews[n-renewsKept:]...)
+	for i, e := range m.shownEarly {
+		if e == v {
+			m.shownEarly = append(m.shownEarly[:i], m.shownEarly[i+1:]...)
+			m.showLocked(sent)
+			// Every write remembered so far was sent before this one.
+			m.renews = m.renews[:0]
+			return
+		}
+	}
+	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}))
+}
+
+// keepLast drops all but the last renewsKept entries.
+func keepLast[T any](s []T) []T {
+	if n := len(s); n > renewsKept {
+		return append(s[:0], s[n-renewsKept:]...)
+	}
+	return s
+}
+
+func (m *membership) showLocked(sent time.Time) {
+	if sent.After(m.viewShown) {
+		m.viewShown = sent
 	}
 }
 
 // watched takes a Lease the observer's watch delivered (never one this process recorded
 // itself): when it is this replica's member Lease as one of its own remembered writes
 // left it (same resourceVersion and renewTime), the watch has shown every change
-// committed before that write was sent. The view counts as fresh only once the holdings
-// have acted on what came with it (publishViewFresh).
+// committed before that write was sent. A version of it not remembered (yet) is kept
+// for a while: the write's answer may still be on its way. The view counts as fresh
+// only once the holdings have acted on what came with it (publishViewFresh).
 func (m *membership) watched(l *coordinationv1.Lease) {
-	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember {
+	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
 		return
 	}
+	v := shownVersion{rv: l.ResourceVersion, renewTime: l.Spec.RenewTime.UnixMicro()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, r := range m.renews {
-		if r.rv != l.ResourceVersion || l.Spec.RenewTime == nil || !l.Spec.RenewTime.Time.Equal(r.renewTime) {
+		if r.shownVersion != v {
 			continue
 		}
-		if r.sent.After(m.viewShown) {
-			m.viewShown = r.sent
-		}
+		m.showLocked(r.sent)
 		// Earlier writes can only be shown before this one: forget them too.
 		m.renews = append(m.renews[:0], m.renews[i+1:]...)
 		return
 	}
+	m.shownEarly = keepLast(append(m.shownEarly, v))
 }
 
 // viewShownAt is when the latest write the watch has shown was sent.

@@ -96,6 +96,17 @@ func TestViewFreshOnlyFromWatchedOwnRenews(t *testing.T) {
 	if got := m.viewFreshAt(); !got.Equal(s2) {
 		t.Fatalf("freshness went back to %s", got)
 	}
+
+	// The watch can deliver a renew before its answer reaches the renew loop: the view
+	// is shown as of that renew once the answer comes.
+	s3 := t0.Add(3 * time.Second)
+	o.observe(lease("a", "14", s3), false)
+	expectShown("after the watch showed a renew not answered yet", s2)
+	m.setValid("a/1", s3, lease("a", "14", s3))
+	expectShown("once the renew shown early is answered", s3)
+	if n := len(m.renews); n != 0 {
+		t.Fatalf("%d writes still remembered, want 0", n)
+	}
 }
 
 // TestRenewsKeptAreBounded: a watch that shows nothing does not make the remembered
