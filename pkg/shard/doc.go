@@ -85,6 +85,19 @@
 // for projects not held, which ends queued and requeued requests quietly. A holder that
 // sees its project Lease deleted or naming someone else closes admission at once.
 //
+// A holder also stops admitting when it cannot know whether its Lease changed (view.go).
+// Its Lease watch may stall while its project Lease is deleted and created again naming
+// it without its claim (an etcd restore, a hand edit); the coordinator then moves the
+// unclaimed Lease after ClaimDeadline. The observer watches every Lease of the namespace
+// in one watch, in resourceVersion order, so once the watch (never the replica's own
+// record of its writes) has delivered this replica's member-Lease renew sent at s, every
+// Lease change committed before s has been delivered. Admission therefore ends, and
+// admitted contexts end, at the latest such s plus ClaimDeadline/2: the coordinator
+// cannot move an unseen change before s + ClaimDeadline, and the other half is margin for
+// in-flight work to stop. A healthy watch shows each renew within milliseconds, so
+// validity stays the binding limit; a stalled one pauses admission (logged, refusals
+// counted as view_stale) until it resumes.
+//
 // # Planned hand-over, rebalancing and graceful shutdown
 //
 // When rendezvous hashing over the eligible members (live, not draining) names another

@@ -13,7 +13,9 @@ import (
 
 // TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation walks Enter's decisions: not
 // held, claim pending (retry after a short fixed delay), released, another incarnation,
-// validity over, and admitted with a context that ends with validity.
+// validity over, a Lease view the watch has not refreshed within the view bound (retry
+// after a retry period), and admitted with a context that ends with validity or with
+// the view bound, whichever comes first.
 func TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -22,6 +24,8 @@ func TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation(t *testing.T) {
 		st         holdingState
 		holder     string        // the holding's incarnation
 		validFor   time.Duration // from now; member incarnation is "pod/1"
+		viewAge    time.Duration // since the watch last showed a renew (view bound 4s)
+		neverShown bool          // the watch has shown no renew yet
 		wantErr    error
 		wantRetry  time.Duration
 		wantAdmits bool
@@ -31,13 +35,20 @@ func TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation(t *testing.T) {
 		{name: "released", held: true, st: holdingHandingOver, holder: "pod/1", validFor: time.Second, wantErr: multicluster.ErrClusterNotFound},
 		{name: "held by an earlier incarnation", held: true, st: holdingOpen, holder: "pod/0", validFor: time.Second, wantErr: ErrValidityEnded},
 		{name: "validity over", held: true, st: holdingOpen, holder: "pod/1", validFor: 0, wantErr: ErrValidityEnded},
+		{name: "view stale", held: true, st: holdingOpen, holder: "pod/1", validFor: time.Second, viewAge: 4 * time.Second, wantErr: errViewStale, wantRetry: 400 * time.Millisecond},
+		{name: "view never shown", held: true, st: holdingOpen, holder: "pod/1", validFor: time.Second, neverShown: true, wantErr: errViewStale, wantRetry: 400 * time.Millisecond},
+		{name: "validity over and view stale", held: true, st: holdingOpen, holder: "pod/1", validFor: 0, viewAge: time.Hour, wantErr: ErrValidityEnded},
 		{name: "admitted", held: true, st: holdingOpen, holder: "pod/1", validFor: time.Second, wantAdmits: true},
+		{name: "admitted until the view bound", held: true, st: holdingOpen, holder: "pod/1", validFor: 2 * time.Second, viewAge: 3500 * time.Millisecond, wantAdmits: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(now)
-			s := &Shard{clock: clk, m: newMetrics(prometheus.NewRegistry()), holdings: map[string]*holding{}, opts: Options{}}
+			s := &Shard{clock: clk, t: Timings{RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}, m: newMetrics(prometheus.NewRegistry()), holdings: map[string]*holding{}, opts: Options{}}
 			s.member = &membership{clock: clk, holder: "pod/1", validUntil: now.Add(c.validFor)}
+			if !c.neverShown {
+				s.member.viewFresh = now.Add(-c.viewAge)
+			}
 			if c.held {
 				hctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
@@ -71,9 +82,12 @@ func TestEnterAdmitsOnlyAnOpenHoldingOfTheValidIncarnation(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			}
 			defer release()
+			// The context ends at the end of validity or of the view bound, whichever
+			// is first (translated to the real clock).
+			want := min(c.validFor, 4*time.Second-c.viewAge)
 			deadline, ok := ctx.Deadline()
-			if !ok || deadline.After(time.Now().Add(c.validFor)) {
-				t.Fatalf("admitted context deadline %v (set %v), want within the validity of %s", deadline, ok, c.validFor)
+			if left := time.Until(deadline); !ok || left > want || left < want-time.Second {
+				t.Fatalf("admitted context deadline in %s (set %v), want in %s", left, ok, want)
 			}
 			if got := s.holdings["p"].inflight; got != 1 {
 				t.Fatalf("in flight = %d, want 1", got)

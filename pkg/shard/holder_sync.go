@@ -16,6 +16,7 @@ func (s *Shard) runHoldings(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		s.syncHoldings(ctx)
+		s.noteViewFreshness()
 		s.updateGauges()
 		select {
 		case <-ctx.Done():
@@ -31,6 +32,11 @@ func (s *Shard) runHoldings(ctx context.Context) {
 // and carries it out.
 func (s *Shard) syncHoldings(ctx context.Context) {
 	holder, _ := s.member.current()
+	// Read before the snapshot: every Lease change the watch delivered before the renew
+	// that shows the view fresh as of shown is in the snapshot, and the holdings it
+	// ends are closed before shown is published (Enter reads the view's freshness before
+	// it looks a holding up).
+	shown := s.member.viewShownAt()
 	_, leases, synced := s.observer.snapshot()
 	if !synced {
 		return
@@ -52,6 +58,7 @@ func (s *Shard) syncHoldings(ctx context.Context) {
 		Now: s.clock.Now(), Timings: s.t,
 	})
 	s.carryOutLocked(ctx, holder, plan, projects)
+	s.member.publishViewFresh(shown)
 }
 
 // carryOutLocked carries out a holder sync's plan. s.mu is held.

@@ -79,6 +79,11 @@ func (h *holding) moveLocked(to holdingState) bool {
 // to a second after admission opened (measured by bench/ as a slower hand-over).
 var errClaimPending = errors.New("project claim in progress")
 
+// errViewStale refuses work while the Lease watch has not shown this replica's own
+// renews for longer than the view bound (view.go): its project Leases may have changed
+// unseen.
+var errViewStale = errors.New("the Lease watch has not shown this replica's renews recently; admission paused")
+
 // claimPendingRetry is the delay before a request refused during a claim is retried.
 const claimPendingRetry = 50 * time.Millisecond
 
@@ -187,9 +192,15 @@ func (s *Shard) openHoldingsLocked() []*holding {
 }
 
 // Enter admits one unit of work for project: this incarnation holds and has claimed it,
-// admission is open, and validity has not ended. The returned context ends at the end
-// of validity or when the holding is lost; release must be called when the work ends.
+// admission is open, validity has not ended, and the Lease watch has shown a renew of
+// this replica recently enough (viewBound). The returned context ends at the end of
+// validity or of that view bound, whichever comes first, or when the holding is lost;
+// release must be called when the work ends.
 func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
+	// The view's freshness is read before the holding is looked up: the holdings loop
+	// publishes it only after dropping the holdings the view it comes with ends, so a
+	// holding found after this read is not one that view already ended.
+	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
 	h := s.holdings[project]
 	s.mu.Unlock()
@@ -199,7 +210,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	}
 	holder, until := s.member.current()
 	h.mu.Lock()
-	if reject, err := s.refusalLocked(project, h, holder, until); err != nil {
+	if reject, err := s.refusalLocked(project, h, holder, until, stale); err != nil {
 		h.mu.Unlock()
 		s.m.gateRejections.WithLabelValues(reject).Inc()
 		return nil, nil, err
@@ -208,7 +219,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	h.mu.Unlock()
 
 	start := s.clock.Now()
-	wctx, cancel, stop := s.admittedContext(ctx, until, h.ctx)
+	wctx, cancel, stop := s.admittedContext(ctx, earliest(until, viewUntil), h.ctx)
 	var once sync.Once
 	release := func() {
 		once.Do(func() {
@@ -226,8 +237,16 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	return wctx, release, nil
 }
 
+// earliest returns the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // admittedContext is the context of admitted work: it ends at until, the end of this
-// incarnation's validity (context deadlines run on the real clock, so until is
+// incarnation's validity or sooner (context deadlines run on the real clock, so until is
 // translated from the injected one), or when scope (the holding, the leadership term)
 // ends. stop detaches it from scope; cancel ends it.
 func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
@@ -239,9 +258,10 @@ func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope cont
 }
 
 // refusalLocked decides whether h admits work for project now, for the incarnation
-// holder whose validity ends at until; it returns the rejection's metric label and
-// error, or nil when work is admitted. h.mu is held.
-func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time) (string, error) {
+// holder whose validity ends at until, with staleView telling that the Lease watch has
+// not shown its renews recently enough (viewBound); it returns the rejection's metric
+// label and error, or nil when work is admitted. h.mu is held.
+func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time, staleView bool) (string, error) {
 	switch {
 	case h.st == holdingClaiming:
 		return rejectClaimPending, retryAfter{err: fmt.Errorf("project %q: %w", project, errClaimPending), after: claimPendingRetry}
@@ -249,6 +269,10 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 		return rejectNotHeld, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
 	case gateEnforced && (holder != h.holder || !s.clock.Now().Before(until)):
 		return rejectInvalid, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
+	case gateEnforced && staleView:
+		// Still held as far as this replica can tell, so the work is retried, not
+		// dropped: at the next renew the watch shows, or once the holding closes.
+		return rejectViewStale, retryAfter{err: fmt.Errorf("project %q: %w", project, errViewStale), after: s.t.RetryPeriod}
 	}
 	return "", nil
 }
@@ -257,6 +281,7 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 // any: no in-flight count, no work record, no rejection counted. For probes (tests,
 // tools) that must not show up as work.
 func (s *Shard) Admits(project string) bool {
+	_, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
 	h := s.holdings[project]
 	s.mu.Unlock()
@@ -266,7 +291,7 @@ func (s *Shard) Admits(project string) bool {
 	holder, until := s.member.current()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := s.refusalLocked(project, h, holder, until)
+	_, err := s.refusalLocked(project, h, holder, until, stale)
 	return err == nil
 }
 

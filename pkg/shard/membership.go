@@ -45,6 +45,13 @@ type membership struct {
 	// sent holds the sent times of the current incarnation's recent renews, each the
 	// renewTime that renew wrote, so a renew that committed unseen can be recognised.
 	sent []time.Time
+	// renews are the recent successful member-Lease writes the Lease watch has not
+	// shown yet, shownEarly the versions it showed before their write's answer came
+	// back; viewShown is when the latest write it has shown was sent, viewFresh the
+	// same once the holdings have acted on it (view.go).
+	renews               []renewSent
+	shownEarly           []shownVersion
+	viewShown, viewFresh time.Time
 }
 
 // rememberedRenews bounds how many renews' sent times membership remembers: more than
@@ -73,6 +80,7 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 		m.sent = nil
 	}
 	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
+	m.noteWriteLocked(sent, wrote)
 	m.history[len(m.history)-1].ValidUntil = m.validUntil
 }
 

@@ -24,6 +24,7 @@ const (
 	rejectNotHeld      = "not_held"
 	rejectClaimPending = "claim_pending"
 	rejectInvalid      = "validity_ended"
+	rejectViewStale    = "view_stale"
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,7 +57,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	for _, r := range []string{"rebalance", "draining"} {
 		m.rebalanceMoves.WithLabelValues(r)
 	}
-	for _, r := range []string{rejectNotHeld, rejectClaimPending, rejectInvalid} {
+	for _, r := range []string{rejectNotHeld, rejectClaimPending, rejectInvalid, rejectViewStale} {
 		m.gateRejections.WithLabelValues(r)
 	}
 	for _, k := range []string{"member", "project"} {

@@ -39,6 +39,9 @@ type leaseObserver struct {
 	regressions int
 	synced      bool
 	notify      chan struct{}
+	// watched, when set, is told of every Lease the watch (or a relist) delivers, and of
+	// none this process records itself: membership judges from it how fresh the view is.
+	watched func(*coordinationv1.Lease)
 }
 
 // newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
@@ -127,6 +130,9 @@ func (o *leaseObserver) observe(obj any, own bool) {
 		}
 	}
 	o.mu.Unlock()
+	if !own && o.watched != nil {
+		o.watched(l)
+	}
 	o.poke()
 }
 

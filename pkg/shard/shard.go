@@ -99,8 +99,11 @@ type Shard struct {
 	discoveries uint64
 	// handOverOnce runs the shutdown hand-over once (HandOver).
 	handOverOnce sync.Once
-	stopEvents   func()
-	draining     atomic.Bool // shutting down: hand everything over
+	// viewStale: the holdings loop last found this replica's Lease view stale while it
+	// held open projects (noteViewFreshness); only that loop touches it.
+	viewStale  bool
+	stopEvents func()
+	draining   atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -178,6 +181,7 @@ func New(opts Options) (*Shard, error) {
 		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
 		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
 	}
+	s.observer.watched = s.member.watched
 	return s, nil
 }
 

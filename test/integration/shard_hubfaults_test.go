@@ -12,8 +12,10 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
@@ -331,4 +333,98 @@ func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	g.Expect(checked).To(BeNumerically(">", 0), "the victim's hub writes are in the audit log")
 	g.Expect(outside).To(BeEmpty(), "no hub write of the slow replica outside its validity")
 	waitAllServed(g, e, ms, names)
+}
+
+// TestShardStalledHolderWatchMissesRecreatedLease (issue 19, the last two-owner case):
+// the holder H of a project stops receiving Lease watch events (the connection stays
+// open, nothing comes) while the project's Lease is deleted and created again naming H
+// without H's claim, as an etcd restore or a hand edit does. H never sees it; the
+// coordinator sees an unclaimed Lease naming a live member and, after the claim
+// deadline, gives the project to the other replica, which claims it. H judges its own
+// view stale once its watch has not shown its own renews for half a claim deadline and
+// pauses admission, so it admits nothing for the project once the other replica has
+// claimed it; when the watch resumes H sees the new Lease and the project is served by
+// one replica. Without that rule H keeps admitting under its old claim.
+func TestShardStalledHolderWatchMissesRecreatedLease(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("stale", 6)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagersBehindProxies(t, e, 2, "stale")
+	waitAllServed(g, e, ms, projects)
+	h, held := nonCoordinatorHolder(ctx, e, ms, projects)
+	g.Expect(h).NotTo(BeNil(), "the replica that does not coordinate holds a project")
+	other := except(ms, h)[0]
+	project := held[0]
+	holder := h.Replica.Shard.Holder()
+
+	// Probe H's admission of the project and the Lease on the hub every 20 ms: the last
+	// probe H admitted at, and when the hub first showed the other replica's claim.
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	var mu sync.Mutex
+	var lastAdmitted, otherClaimed time.Time
+	probed := make(chan struct{})
+	go func() {
+		defer close(probed)
+		for probeCtx.Err() == nil {
+			admits := h.Replica.Shard.Admits(project)
+			leases, err := e.ProjectLeases(probeCtx)
+			now := time.Now()
+			mu.Lock()
+			if admits {
+				lastAdmitted = now
+			}
+			if l, ok := leases[project]; err == nil && ok && otherClaimed.IsZero() {
+				if claimer := ptrValue(l.Spec.HolderIdentity); claimer != "" && claimer == other.Replica.Shard.Holder() &&
+					shard.ClaimedBy(l.Annotations[shard.AnnotationClaim], claimer) {
+					otherClaimed = now
+				}
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	stalled := time.Now()
+	lift := h.HubProxy.StallWatches("leases")
+	// Let a renew or two go by unseen, then restore the project Lease: same holder, no claim.
+	time.Sleep(2 * harness.FastTimings.RetryPeriod)
+	name := shard.ProjectLeaseName(project)
+	var l coordinationv1.Lease
+	g.Expect(e.Hub.Client.Get(ctx, client.ObjectKey{Namespace: e.ProviderNamespace, Name: name}, &l)).To(Succeed())
+	g.Expect(ptrValue(l.Spec.HolderIdentity)).To(Equal(holder))
+	g.Expect(e.Hub.Client.Delete(ctx, &l)).To(Succeed())
+	again := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name, Labels: l.Labels, Annotations: l.Annotations}, Spec: l.Spec}
+	delete(again.Annotations, shard.AnnotationClaim)
+	if err := e.Hub.Client.Create(ctx, again); err != nil {
+		// The coordinator wrote it again first: a new Lease naming the rendezvous owner
+		// H, unclaimed, which is the same situation.
+		g.Expect(apierrors.IsAlreadyExists(err)).To(BeTrue(), "re-creating the project Lease: %v", err)
+	}
+	recreated := time.Now()
+
+	g.Eventually(func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return !otherClaimed.IsZero()
+	}, 4*harness.FastTimings.ClaimDeadline, 50*time.Millisecond).Should(BeTrue(), "the coordinator moves the unclaimed project to the other replica, which claims it")
+	time.Sleep(time.Second) // H would go on admitting under its old claim
+	stopProbe()
+	<-probed
+	mu.Lock()
+	t.Logf("watch stalled at %s; Lease re-created at %s; other replica claimed by %s; H last admitted at %s",
+		stalled.Format(time.StampMilli), recreated.Format(time.StampMilli), otherClaimed.Format(time.StampMilli), lastAdmitted.Format(time.StampMilli))
+	g.Expect(lastAdmitted.Before(otherClaimed)).To(BeTrue(), "the stalled holder admitted work for %s at %s, after the other replica claimed it at %s",
+		project, lastAdmitted.Format(time.StampMilli), otherClaimed.Format(time.StampMilli))
+	mu.Unlock()
+	applied, _ := h.HubProxy.Applied()
+	g.Expect(applied["stalled-watch"]).To(BeNumerically(">=", 1), "H's Lease watch was stalled")
+
+	// Once the watch resumes, H sees the new Lease and every project is served by one
+	// replica: the one H lost by the other, the rest by H again.
+	lift()
+	waitServedByOne(g, ms, projects, 20*time.Second)
+	g.Consistently(func() bool { return h.Replica.Shard.Admits(project) }, time.Second, 50*time.Millisecond).Should(BeFalse(), "H does not take the project back")
 }
