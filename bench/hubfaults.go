@@ -16,9 +16,16 @@ import (
 type HubFaultKind string
 
 const (
-	// FaultWatchStall: every replica's Lease watches stall (open, silent), and the
-	// coordinator's reads of the other members' Leases fail with 503, as while a hub API
-	// server hangs. Every member looks suspect to the coordinator (finding 1).
+	// FaultCoordinatorWatchStall: the coordinator's Lease watch stalls (open, silent)
+	// and its reads of the other members' Leases fail with 503, as when the hub API
+	// server it reaches hangs while the others' does not. The other members renew and
+	// see their Leases all along; to the coordinator every one of them looks suspect
+	// (finding 1).
+	FaultCoordinatorWatchStall HubFaultKind = "coordinator-watch-stall"
+	// FaultWatchStall: every replica's Lease watches stall, and the coordinator's reads
+	// of the other members' Leases fail with 503, as while the only hub API server
+	// hangs: the holders, blind to their own renews, pause (the stale-view rule) and the
+	// coordinator moves nothing (finding 1).
 	FaultWatchStall HubFaultKind = "watch-stall"
 	// FaultErrorBurst: one replica's hub requests fail at a rate with 429, 500 or 503.
 	FaultErrorBurst HubFaultKind = "error-burst"
@@ -36,7 +43,7 @@ const (
 )
 
 // hubFaultKinds is every kind, in a fixed order the schedule shuffles.
-var hubFaultKinds = []HubFaultKind{FaultWatchStall, FaultErrorBurst, FaultSlowHub, FaultMemberLeaseDeleted,
+var hubFaultKinds = []HubFaultKind{FaultCoordinatorWatchStall, FaultWatchStall, FaultErrorBurst, FaultSlowHub, FaultMemberLeaseDeleted,
 	FaultProjectLeaseDeleted, FaultProjectLeaseRecreated, FaultHubRestart}
 
 // HubFaultStep is one fault of a schedule.
@@ -77,7 +84,7 @@ func HubFaultSchedule(seed uint64, steps int, lease time.Duration) []HubFaultSte
 			s.After = 0
 		}
 		switch kind {
-		case FaultWatchStall:
+		case FaultCoordinatorWatchStall, FaultWatchStall:
 			s.For = 3 * lease
 		case FaultErrorBurst:
 			s.For = between(lease, 2*lease)
@@ -102,3 +109,60 @@ func HubFaultSteps(smoke bool) int {
 	}
 	return 2 * len(hubFaultKinds)
 }
+
+// stalls reports whether kind stalls a Lease watch.
+func stalls(kind string) bool {
+	return kind == string(FaultCoordinatorWatchStall) || kind == string(FaultWatchStall)
+}
+
+// StalledViewHandOvers are the premature failure hand-overs that a Lease watch stall
+// explains and nothing else does: each began while a stall lasted or within a Lease
+// duration after it, and no other fault of the schedule had cut its replica (or its
+// project) off. A stalled view is no evidence that a member failed (finding 1), so with
+// the rule in place there are none; with it reverted, the coordinator moves the projects
+// of members that renewed all along. The faults that do explain a hand-over, until
+// explainedFor after they end: an error burst on the replica, its member Lease deleted,
+// its project's Lease deleted or re-created, and a hub restart (any replica).
+func StalledViewHandOvers(premature []PrematureHandOver, faults []Fault, lease time.Duration) []PrematureHandOver {
+	within := func(t, from, to time.Time) bool { return !t.Before(from) && !t.After(to) }
+	explains := func(f Fault, t time.Time) bool { return within(t, f.At, f.At.Add(f.For+explainedFor(lease))) }
+	explained := func(p PrematureHandOver) bool {
+		for _, f := range faults {
+			switch HubFaultKind(f.Kind) {
+			case FaultErrorBurst, FaultMemberLeaseDeleted:
+				if f.Replica == p.Replica && explains(f, p.At) {
+					return true
+				}
+			case FaultProjectLeaseDeleted, FaultProjectLeaseRecreated:
+				if p.Project != "" && f.Project == p.Project && explains(f, p.At) {
+					return true
+				}
+			case FaultHubRestart:
+				if explains(f, p.At) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	var out []PrematureHandOver
+	for _, p := range premature {
+		for _, f := range faults {
+			if stalls(f.Kind) && within(p.At, f.At, f.At.Add(f.For+lease)) {
+				if !explained(p) {
+					out = append(out, p)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// explainedFor is how long after a fault ends a failure hand-over may still be its
+// doing: a hub that restarts takes seconds to answer again, the memberships that lapsed
+// meanwhile wait a Lease duration for their old incarnations' Leases to go unchanged,
+// rejoin, and the coordinator (elected again, perhaps) gives their projects to the new
+// incarnations at its next pass; in the bench's hub-faults runs all of that took up to
+// 3.6 Lease durations.
+func explainedFor(lease time.Duration) time.Duration { return 4 * lease }

@@ -72,7 +72,7 @@ func (sr *scenarioRun) applyHubFault(ctx context.Context, st HubFaultStep, lasti
 		}()
 	}
 	switch st.Kind {
-	case FaultWatchStall:
+	case FaultCoordinatorWatchStall, FaultWatchStall:
 		coord := sr.coordinatorName()
 		var others []string
 		for _, r := range rs {
@@ -82,38 +82,44 @@ func (sr *scenarioRun) applyHubFault(ctx context.Context, st HubFaultStep, lasti
 		}
 		var lifts []func()
 		for _, r := range rs {
-			lifts = append(lifts, r.Proxy.StallWatches("leases"))
 			if r.Name == coord {
-				lifts = append(lifts, r.Proxy.AddRules(harness.FaultRule{Verbs: []string{"get"}, Resources: []string{"leases"}, Names: others, Rate: 1, Status: http.StatusServiceUnavailable}))
+				lifts = append(lifts, r.Proxy.StallWatches("leases"),
+					r.Proxy.AddRules(harness.FaultRule{Verbs: []string{"get"}, Resources: []string{"leases"}, Names: others, Rate: 1, Status: http.StatusServiceUnavailable}))
+			} else if st.Kind == FaultWatchStall {
+				lifts = append(lifts, r.Proxy.StallWatches("leases"))
 			}
 		}
-		sr.hubFault(st, "every replica; coordinator "+coord)
+		who := "coordinator " + coord
+		if st.Kind == FaultWatchStall {
+			who = "every replica; " + who
+		}
+		sr.hubFault(st, Fault{Replica: coord, Coordinator: true}, who)
 		lift(st.For, func() { runAll(lifts) })
 	case FaultErrorBurst:
 		remove := target.Proxy.AddRules(harness.FaultRule{Rate: st.Rate, Status: st.Status})
-		sr.hubFault(st, fmt.Sprintf("%s: %d at %.0f %%", target.Name, st.Status, 100*st.Rate))
+		sr.hubFault(st, Fault{Replica: target.Name}, fmt.Sprintf("%s: %d at %.0f %%", target.Name, st.Status, 100*st.Rate))
 		lift(st.For, remove)
 	case FaultSlowHub:
 		var lifts []func()
 		for _, r := range rs {
 			lifts = append(lifts, r.Proxy.AddRules(harness.FaultRule{Rate: 1, Delay: st.Delay}))
 		}
-		sr.hubFault(st, fmt.Sprintf("every replica: +%s", st.Delay))
+		sr.hubFault(st, Fault{}, fmt.Sprintf("every replica: +%s", st.Delay))
 		lift(st.For, func() { runAll(lifts) })
 	case FaultMemberLeaseDeleted:
 		name := sr.memberLeaseName(ctx, target.Name)
-		sr.hubFault(st, target.Name+": "+name)
+		sr.hubFault(st, Fault{Replica: target.Name}, target.Name+": "+name)
 		return sr.deleteLease(ctx, name)
 	case FaultProjectLeaseDeleted:
 		name := sr.projectLeaseName(project)
-		sr.hubFault(st, project+": "+name)
+		sr.hubFault(st, Fault{Project: project}, project+": "+name)
 		return sr.deleteLease(ctx, name)
 	case FaultProjectLeaseRecreated:
 		name := sr.projectLeaseName(project)
-		sr.hubFault(st, project+": "+name)
+		sr.hubFault(st, Fault{Project: project}, project+": "+name)
 		return sr.recreateLease(ctx, name)
 	case FaultHubRestart:
-		sr.hubFault(st, fmt.Sprintf("down %s", st.For))
+		sr.hubFault(st, Fault{}, fmt.Sprintf("down %s", st.For))
 		return sr.run.Env.Hub.RestartAPIServer(ctx, st.For)
 	}
 	return nil
@@ -125,10 +131,12 @@ func runAll(fs []func()) {
 	}
 }
 
-// hubFault records a schedule step among the run's faults.
-func (sr *scenarioRun) hubFault(st HubFaultStep, what string) {
+// hubFault records a schedule step among the run's faults: f names its target (a
+// replica or a project), what says what was done.
+func (sr *scenarioRun) hubFault(st HubFaultStep, f Fault, what string) {
+	f.At, f.Kind, f.For, f.Detail = time.Now(), string(st.Kind), st.For, what
 	sr.mu.Lock()
-	sr.faults = append(sr.faults, Fault{At: time.Now(), Kind: string(st.Kind), Detail: what})
+	sr.faults = append(sr.faults, f)
 	sr.mu.Unlock()
 	sr.log("  %s (%s)", st.Kind, what)
 }

@@ -52,7 +52,7 @@ func checkHubFaultStep(t *testing.T, i int, s HubFaultStep, lease time.Duration)
 		t.Errorf("step %d (%s) after %s", i, s.Kind, s.After)
 	}
 	switch s.Kind {
-	case FaultWatchStall:
+	case FaultCoordinatorWatchStall, FaultWatchStall:
 		if s.For != 3*lease {
 			t.Errorf("a watch stall lasts %s, want 3 Lease durations (every member turns suspect)", s.For)
 		}
@@ -105,5 +105,54 @@ func TestHubFaultsHeadlineAndTargets(t *testing.T) {
 	r.Scenarios[1].Overlaps = nil
 	if v := hubFaultRecoveryTarget(ComputeHeadline(r, Anchorage)).Verdict(); v != "yes" {
 		t.Errorf("recovered in 2 s, within the %s bound: %s", FailureBound(harness.FastTimings), v)
+	}
+}
+
+func TestStalledViewHandOvers(t *testing.T) {
+	const lease = 3 * time.Second
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	stall := Fault{At: at(10), Kind: string(FaultCoordinatorWatchStall), Replica: "r0", Coordinator: true, For: 3 * lease}
+	move := func(replica, project string, s float64) PrematureHandOver {
+		return PrematureHandOver{Kind: "move", Replica: replica, Project: project, To: "r0", At: at(s)}
+	}
+	for _, tc := range []struct {
+		name      string
+		premature []PrematureHandOver
+		faults    []Fault
+		want      int
+	}{
+		{"no stall: nothing is the stall's", []PrematureHandOver{move("r1", "p1", 14)}, nil, 0},
+		{"a move during a coordinator's stall", []PrematureHandOver{move("r1", "p1", 14)}, []Fault{stall}, 1},
+		{"an expiry declared during an every-replica stall",
+			[]PrematureHandOver{{Kind: "expiry", Replica: "r2", By: "r0", At: at(13)}},
+			[]Fault{{At: at(10), Kind: string(FaultWatchStall), For: 3 * lease}}, 1},
+		{"before the stall", []PrematureHandOver{move("r1", "p1", 9)}, []Fault{stall}, 0},
+		{"within a Lease duration after it", []PrematureHandOver{move("r1", "p1", 21.5)}, []Fault{stall}, 1},
+		{"later than that", []PrematureHandOver{move("r1", "p1", 22.5)}, []Fault{stall}, 0},
+		{"an error burst on the replica explains it",
+			[]PrematureHandOver{move("r1", "p1", 14)},
+			[]Fault{stall, {At: at(12), Kind: string(FaultErrorBurst), Replica: "r1", For: lease}}, 0},
+		{"an error burst on another replica does not",
+			[]PrematureHandOver{move("r1", "p1", 14)},
+			[]Fault{stall, {At: at(12), Kind: string(FaultErrorBurst), Replica: "r2", For: lease}}, 1},
+		{"the replica's member Lease deleted explains it",
+			[]PrematureHandOver{move("r1", "p1", 14)},
+			[]Fault{stall, {At: at(11), Kind: string(FaultMemberLeaseDeleted), Replica: "r1"}}, 0},
+		{"the project's Lease re-created explains it, another project's does not",
+			[]PrematureHandOver{move("r1", "p1", 14), move("r1", "p2", 14)},
+			[]Fault{stall, {At: at(13), Kind: string(FaultProjectLeaseRecreated), Project: "p1"}}, 1},
+		{"a hub restart explains what follows it within four Lease durations",
+			[]PrematureHandOver{move("r1", "p1", 14), move("r2", "p2", 21.5)},
+			[]Fault{stall, {At: at(8), Kind: string(FaultHubRestart), For: time.Second}}, 1},
+		{"an error burst explains four Lease durations after it ends, not more",
+			[]PrematureHandOver{move("r1", "p1", 18.5), move("r1", "p2", 20)},
+			[]Fault{stall, {At: at(5), Kind: string(FaultErrorBurst), Replica: "r1", For: 2 * time.Second}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StalledViewHandOvers(tc.premature, tc.faults, lease); len(got) != tc.want {
+				t.Errorf("got %d (%v), want %d", len(got), got, tc.want)
+			}
+		})
 	}
 }

@@ -412,6 +412,10 @@ func writeSkew(b *strings.Builder, s *ScenarioResult) {
 		items = append(items, offsetFrom(s.Start, p.At)+" "+describePremature(p))
 	}
 	fmt.Fprintf(b, "- premature failure hand-overs: %d\n", len(s.PrematureHandOvers))
+	if s.Scenario == ScenarioHubFaults {
+		fmt.Fprintf(b, "- of them during a Lease watch stall and explained by no other fault (gated): %d\n",
+			len(StalledViewHandOvers(s.PrematureHandOvers, s.Faults, s.LeaseDuration)))
+	}
 	for _, item := range items {
 		fmt.Fprintf(b, "  - %s\n", item)
 	}

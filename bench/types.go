@@ -55,6 +55,10 @@ type Fault struct {
 	Replica string    `json:"replica"`
 	// Detail says what a hub fault did and to whom.
 	Detail string `json:"detail,omitempty"`
+	// Project is the project a hub fault aimed at (its Lease deleted or re-created);
+	// For how long a lasting hub fault lasted.
+	Project string        `json:"project,omitempty"`
+	For     time.Duration `json:"for,omitempty"`
 	// Coordinator is true when the replica was the elected coordinator (anchorage).
 	Coordinator bool `json:"coordinator,omitempty"`
 }

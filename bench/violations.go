@@ -81,6 +81,13 @@ func scenarioViolations(s *ScenarioResult) []string {
 			scenario, countOf(len(s.LateWrites), "write after validity", "writes after validity"),
 			describeLateWrite(w)))
 	}
+	if s.Scenario == ScenarioHubFaults {
+		if ps := StalledViewHandOvers(s.PrematureHandOvers, s.Faults, s.LeaseDuration); len(ps) > 0 {
+			out = append(out, fmt.Sprintf("%s: %s (first: %s)",
+				scenario, countOf(len(ps), "failure hand-over of a renewing member during a Lease watch stall", "failure hand-overs of renewing members during a Lease watch stall"),
+				describePremature(ps[0])))
+		}
+	}
 	if s.Scenario == ScenarioSkew && len(s.PrematureHandOvers) > 0 {
 		out = append(out, fmt.Sprintf("%s: %s (first: %s)",
 			scenario, countOf(len(s.PrematureHandOvers), "premature failure hand-over", "premature failure hand-overs"),
