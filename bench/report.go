@@ -322,7 +322,7 @@ func writeLeaseLoad(b *strings.Builder, r *Report, plots map[string]bool) {
 		rows[i] = []string{string(l.Coordinator), fmt.Sprint(l.Projects), fmt.Sprint(l.Replicas), fmt.Sprint(l.Projects - l.Unowned),
 			format2(l.Window.Seconds()), fmt.Sprint(l.Writes), rate}
 	}
-	writeTable(b, []string{"coordinator", "Lease", "projects", "replicas", "owned", "window s", "writes", "writes/s"}, rows)
+	writeTable(b, []string{"coordinator", "projects", "replicas", "owned", "window s", "writes", "writes/s"}, rows)
 	writeImage(b, plots, LeaseWritesPlot, "Lease writes/s")
 }
 
@@ -333,7 +333,7 @@ func writeMemory(b *strings.Builder, r *Report, plots map[string]bool) {
 		rows[i] = []string{string(m.Coordinator), fmt.Sprint(m.Projects), fmt.Sprint(m.Replicas),
 			formatMBList(m.PeakRSS), formatMB(float64(m.ZeroProjectRSS)), formatMB(m.ProjectBytes)}
 	}
-	writeTable(b, []string{"coordinator", "Lease", "projects", "replicas", "peak RSS per replica MB",
+	writeTable(b, []string{"coordinator", "projects", "replicas", "peak RSS per replica MB",
 		"zero-project RSS MB", "per-replica project MB"}, rows)
 	writeImage(b, plots, MemoryPlot, "per-replica project memory")
 }

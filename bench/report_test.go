@@ -371,6 +371,7 @@ func TestWriteReport(t *testing.T) {
 		"## Memory", "| mcr-sharded | 100 | 4 | 50.0, 50.0, 50.0, 50.0 | 40.0 | 10.0 |", "](memory.png)",
 	}
 	assertReportOrder(t, md, wantInOrder)
+	assertTablesAligned(t, md)
 	if !strings.Contains(md, "| failure hand-over max ≤ 1.7 × lease (failed replica was the coordinator) | 1.20 × lease | yes |") {
 		t.Error("coordinator hand-over target row missing or wrong")
 	}
@@ -454,4 +455,25 @@ func derefFloat(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// assertTablesAligned fails t for a Markdown table row whose cell count differs from its
+// table's header row: a header column the rows do not fill shifts every column after it.
+func assertTablesAligned(t *testing.T, md string) {
+	t.Helper()
+	header := 0
+	for _, line := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(line, "|") {
+			header = 0
+			continue
+		}
+		cells := strings.Count(line, " | ") + 1
+		if header == 0 {
+			header = cells
+			continue
+		}
+		if cells != header {
+			t.Errorf("table row with %d cells under a %d-column header: %s", cells, header, line)
+		}
+	}
 }

@@ -5,6 +5,10 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,5 +100,35 @@ func TestGuardedClientRefusesEveryWrite(t *testing.T) {
 	}
 	if err := g.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "x"}, cm()); err == nil || errors.Is(err, ended) {
 		t.Errorf("a read past validity: %v, want it to reach the API (NotFound)", err)
+	}
+}
+
+// TestHubWritesStopAMarginBeforeValidityEnds: the hub writer refuses a write once less
+// than writeMargin of validity is left, so that a write sent in validity's last instant
+// does not reach the API server after it.
+func TestHubWritesStopAMarginBeforeValidityEnds(t *testing.T) {
+	now := time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		holder   string
+		validFor time.Duration
+		refused  bool
+	}{
+		{"valid for a second", "pod/1", time.Second, false},
+		{"valid for just over the margin", "pod/1", writeMargin + time.Millisecond, false},
+		{"valid for exactly the margin", "pod/1", writeMargin, true},
+		{"valid for less than the margin", "pod/1", writeMargin / 2, true},
+		{"validity over", "pod/1", 0, true},
+		{"not a member", "", time.Second, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(now)
+			s := &Shard{clock: clk, m: newMetrics(prometheus.NewRegistry())}
+			s.member = &membership{clock: clk, holder: tc.holder, validUntil: now.Add(tc.validFor)}
+			err := s.checkValid()
+			if refused := errors.Is(err, ErrValidityEnded); refused != tc.refused || (err != nil && !refused) {
+				t.Errorf("checkValid() = %v, want refused %t", err, tc.refused)
+			}
+		})
 	}
 }

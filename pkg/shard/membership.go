@@ -140,7 +140,11 @@ func (m *membership) run(ctx context.Context) {
 }
 
 func (m *membership) callCtx(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	timeout := m.t.CallTimeout
+	return m.callCtxFor(ctx, deadline, m.t.CallTimeout)
+}
+
+// callCtxFor bounds a call by timeout and, when deadline is set, by deadline.
+func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if !deadline.IsZero() {
 		if left := deadline.Sub(m.clock.Now()); left < timeout {
 			timeout = left
@@ -228,9 +232,14 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 // shows the Lease taken from holder, or when ctx ends.
 func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	prompt := false
+	allowed := m.t.CallTimeout // renew_timeout.go
+	var last renewCall
 	for {
 		_, until := m.current()
-		wait := m.t.RetryPeriod
+		// RetryPeriod runs from the last renew's send, not from its answer: on a hub that
+		// answers late the renews keep their pace, and a renew answered after L leaves the
+		// next one RenewDeadline - max(RetryPeriod, L) to come back in.
+		wait := max(m.t.RetryPeriod-last.took, 0)
 		if left := until.Sub(m.clock.Now()); left < wait {
 			wait = left
 		}
@@ -249,14 +258,16 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			m.log.Info("Member validity ended before a renew succeeded", "holder", holder)
 			return
 		}
-		outcome := m.renew(ctx, holder, until)
+		outcome, call := m.renew(ctx, holder, until, allowed)
 		if outcome == renewTaken {
 			return
 		}
-		// One prompt renew at most in a row: a writer that keeps conflicting does not
-		// turn the loop into a busy one.
+		last, allowed = call, nextRenewAllowance(allowed, call, m.t)
+		// One prompt renew at most in a row after a conflict: a writer that keeps
+		// conflicting does not turn the loop into a busy one. A renew that timed out
+		// has waited its whole allowance already: the next one goes at once.
 		_, until = m.current()
-		prompt = !prompt && outcome == renewAdopted && m.closeToLapse(until, m.clock.Now())
+		prompt = call.timedOut || !prompt && outcome == renewAdopted && m.closeToLapse(until, m.clock.Now())
 	}
 }
 
@@ -280,8 +291,9 @@ const (
 	renewTaken
 )
 
-// renew sends one conditional renew and reports what became of the incarnation.
-func (m *membership) renew(ctx context.Context, holder string, until time.Time) renewOutcome {
+// renew sends one conditional renew, allowed that long (and cut when validity ends),
+// and reports what became of the incarnation and what the call told about the hub.
+func (m *membership) renew(ctx context.Context, holder string, until time.Time, allowed time.Duration) (renewOutcome, renewCall) {
 	m.mu.Lock()
 	rv := m.rv
 	base := m.last.DeepCopy()
@@ -291,28 +303,29 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time) 
 		m.sent = append([]time.Time(nil), m.sent[n-rememberedRenews:]...)
 	}
 	m.mu.Unlock()
-	cctx, cancel := m.callCtx(ctx, until)
+	cctx, cancel := m.callCtxFor(ctx, until, allowed)
 	defer cancel()
 	// The renew is built from the Lease as this incarnation last wrote it and is
 	// conditional on that version: any other writer (the coordinator declaring it
 	// expired) makes it conflict.
 	base.ResourceVersion = rv
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
+	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
 	m.m.leaseWrite("member", true, err)
 	switch {
 	case err == nil:
 		m.setValid(holder, sent, wrote)
-		return renewDone
+		return renewDone, call
 	case apierrors.IsConflict(err):
-		return m.resolveConflict(ctx, holder, until)
+		return m.resolveConflict(ctx, holder, until), call
 	case apierrors.IsNotFound(err):
 		// Deleted (by hand, or by a restore): the coordinator may already count this
 		// incarnation gone, so it lapses now rather than run on until its validity ends.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
-		return renewTaken
+		return renewTaken, call
 	default:
-		m.log.V(1).Info("Renewing member Lease failed", "error", err.Error(), "validUntil", until)
-		return renewDone
+		m.log.V(1).Info("Renewing member Lease failed", "error", err.Error(), "validUntil", until, "allowed", allowed, "took", call.took)
+		return renewDone, call
 	}
 }
 

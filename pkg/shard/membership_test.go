@@ -137,7 +137,7 @@ func TestRenewThatCommittedUnseenIsCredited(t *testing.T) {
 		if !clk.Now().Before(until) {
 			t.Fatalf("validity ended at %s (now %s)", until.Sub(now), clk.Now().Sub(now))
 		}
-		if outcome := m.renew(ctx, holder, until); outcome == renewTaken {
+		if outcome, _ := m.renew(ctx, holder, until, tm.CallTimeout); outcome == renewTaken {
 			t.Fatal("renew reported the Lease taken; nobody took it")
 		}
 	}

@@ -155,7 +155,9 @@ func New(opts Options) (*Shard, error) {
 	}
 	// Member renews get a clientset of their own: a renew must never wait behind the
 	// coordinator's burst of project Lease writes in a shared client-side rate limiter.
-	renewCS, err := leaseClientset(opts.Hub, t.CallTimeout, 20, 40)
+	// Its HTTP timeout is the renew deadline: each call's context bounds it, and a renew
+	// may be allowed more than CallTimeout (renew_timeout.go).
+	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)
 	if err != nil {
 		return nil, err
 	}

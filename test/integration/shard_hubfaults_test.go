@@ -428,3 +428,38 @@ func TestShardStalledHolderWatchMissesRecreatedLease(t *testing.T) {
 	waitServedByOne(g, ms, projects, 20*time.Second)
 	g.Consistently(func() bool { return h.Replica.Shard.Admits(project) }, time.Second, 50*time.Millisecond).Should(BeFalse(), "H does not take the project back")
 }
+
+// TestShardMembershipOutlastsSlowLeaseWrites: the hub answers a replica's member Lease
+// writes later than the call timeout (500 ms at the fast timings) but well within the
+// renew deadline (2 s): a slow hub, not a dead one. The member keeps its one
+// incarnation and its projects: a renew that timed out is sent again at once with more
+// time, the next ones get about twice what the last one took, and the retry period
+// runs from each renew's send. With every renew cut at the call timeout, every renew
+// times out (the writes commit, their answers come too late), validity ends within the
+// renew deadline, and the member rejoins under a new incarnation while its projects
+// move.
+func TestShardMembershipOutlastsSlowLeaseWrites(t *testing.T) {
+	needEnvtest(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	e := newEnv(t)
+	projects := projectNames("slowrenew", 6)
+	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
+	ms := startManagersBehindProxies(t, e, 2, "slowrenew")
+	waitAllServed(g, e, ms, projects)
+	victim, oldHolder, held, moves := watchVictimMoves(ctx, g, e, ms, projects)
+	g.Expect(held).NotTo(BeEmpty())
+
+	delay := harness.FastTimings.CallTimeoutOrDefault() * 7 / 5
+	victim.HubProxy.SetRules(harness.FaultRule{Verbs: []string{"update"}, Resources: []string{"leases"}, Names: []string{shard.MemberLeaseName(victim.Name)}, Rate: 1, Delay: delay})
+	time.Sleep(4 * harness.FastTimings.LeaseDuration)
+	applied, _ := victim.HubProxy.Applied()
+	victim.HubProxy.Clear()
+	moved := moves.Stop()
+
+	t.Logf("member Lease writes answered %s late; faults applied: %v; incarnations: %+v", delay, applied, victim.Replica.Shard.Incarnations())
+	g.Expect(applied["delay"]).To(BeNumerically(">=", 5), "the victim's renews were slowed")
+	g.Expect(victim.Replica.Shard.Incarnations()).To(HaveLen(1), "the victim never lapsed")
+	g.Expect(victim.Replica.Shard.Holder()).To(Equal(oldHolder))
+	g.Expect(moved).To(BeEmpty(), "no project left the slow but renewing member")
+}

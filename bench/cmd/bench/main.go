@@ -249,6 +249,15 @@ const memoryProjects = 100
 // scaleRuns measures Lease writes at each project count (R=2) and memory at 100
 // projects for each replica count, plus a replica holding no project; with --failover,
 // the failover runs follow on the same light plane.
+// The light runs' pace: each measures Lease writes over lightWindow (7 to 100 writes a
+// second here: 70 to 1,000 in the window) once every project has an owner, waiting at
+// most lightOwnedWithin for that (anchorage owns 1,000 projects in about 20 s; a
+// coordinator that has not converged by then gives no rate, only its owned count).
+const (
+	lightWindow      = 10 * time.Second
+	lightOwnedWithin = time.Minute
+)
+
 func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords []string, o options, rep *bench.Report) error {
 	projects, err := ints(o.projects)
 	if err != nil {
@@ -260,7 +269,7 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 	}
 	for _, cs := range coords {
 		c := bench.Coordinator(cs)
-		_, zero, err := env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: 0, Replicas: 1, Window: 10 * time.Second}, logf)
+		_, zero, err := env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: 0, Replicas: 1, Window: lightWindow}, logf)
 		if err != nil {
 			return err
 		}
@@ -269,7 +278,7 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 		// setup too: its peak RSS stands for R=2 instead of a run of its own.
 		var leaseRunMemory *bench.Memory
 		for _, p := range projects {
-			ll, mem, err := env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: p, Replicas: 2, Window: 20 * time.Second, OwnedWithin: 2 * time.Minute}, logf)
+			ll, mem, err := env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: p, Replicas: 2, Window: lightWindow, OwnedWithin: lightOwnedWithin}, logf)
 			if err != nil {
 				rep.Notes = append(rep.Notes, err.Error())
 			} else if p == memoryProjects {
@@ -281,7 +290,7 @@ func scaleRuns(ctx context.Context, env *bench.Env, bins bench.Binaries, coords 
 			var mem bench.Memory
 			if r == 2 && leaseRunMemory != nil {
 				mem = *leaseRunMemory
-			} else if _, mem, err = env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: memoryProjects, Replicas: r, Window: 10 * time.Second, OwnedWithin: 2 * time.Minute}, logf); err != nil {
+			} else if _, mem, err = env.RunLight(ctx, bins, bench.LightOptions{Coordinator: c, Projects: memoryProjects, Replicas: r, Window: lightWindow, OwnedWithin: lightOwnedWithin}, logf); err != nil {
 				rep.Notes = append(rep.Notes, err.Error())
 			}
 			mem.ZeroProjectRSS = zeroRSS
