@@ -35,6 +35,14 @@ func proxyChanged(change func(*v1alpha.HTTPProxy)) *v1alpha.HTTPProxy {
 	return p
 }
 
+// unfinalized is ownedProxy at resourceVersion rv carrying finalizers instead of ours.
+func unfinalized(rv string, finalizers ...string) *v1alpha.HTTPProxy {
+	p := ownedProxy()
+	p.ResourceVersion = rv
+	p.Finalizers = finalizers
+	return p
+}
+
 func TestOwnChangeMatters(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -66,7 +74,18 @@ func TestOwnChangeMatters(t *testing.T) {
 		{"label changed", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) { p.Labels["app"] = "api" }), true},
 		{"labels removed", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) { p.Labels = nil }), true},
 		{"annotation added", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) { p.Annotations["other"] = "y" }), true},
-		{"our finalizer added", func() client.Object { p := ownedProxy(); p.Finalizers = nil; return p }(), proxyChanged(func(*v1alpha.HTTPProxy) {}), true},
+		{"our finalizer added alone", unfinalized("1", "other/f"), proxyChanged(func(p *v1alpha.HTTPProxy) {
+			p.Finalizers = []string{"other/f", v1alpha.HTTPProxyFinalizer}
+		}), false},
+		{"our finalizer added to none", unfinalized("1"), proxyChanged(func(*v1alpha.HTTPProxy) {}), false},
+		{"our finalizer added with a spec change", unfinalized("1"), proxyChanged(func(p *v1alpha.HTTPProxy) { p.Generation = 2 }), true},
+		{"someone else's finalizer added", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) {
+			p.Finalizers = append(p.Finalizers, "other/f")
+		}), true},
+		{"ours added and another removed", unfinalized("1", "other/f"), proxyChanged(func(*v1alpha.HTTPProxy) {}), true},
+		{"ours added in front (not by us)", unfinalized("1", "other/f"), proxyChanged(func(p *v1alpha.HTTPProxy) {
+			p.Finalizers = []string{v1alpha.HTTPProxyFinalizer, "other/f"}
+		}), true},
 		{"finalizer removed", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) { p.Finalizers = nil }), true},
 		{"deletion requested", ownedProxy(), proxyChanged(func(p *v1alpha.HTTPProxy) {
 			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(10, 0)}
@@ -83,7 +102,7 @@ func TestOwnChangeMatters(t *testing.T) {
 		{"no old object", nil, ownedProxy(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := ownChangeMatters(tc.old, tc.new); got != tc.want {
+			if got := ownChangeMatters(tc.old, tc.new, v1alpha.HTTPProxyFinalizer); got != tc.want {
 				t.Errorf("ownChangeMatters = %v, want %v", got, tc.want)
 			}
 		})
@@ -92,7 +111,7 @@ func TestOwnChangeMatters(t *testing.T) {
 
 // TestOwnChangesPassesCreateDeleteGeneric: only updates are filtered.
 func TestOwnChangesPassesCreateDeleteGeneric(t *testing.T) {
-	p := ownChanges()
+	p := ownChanges(v1alpha.HTTPProxyFinalizer)
 	obj := ownedProxy()
 	if !p.Create(event.CreateEvent{Object: obj}) {
 		t.Error("create dropped")
