@@ -120,7 +120,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
 		WithOptions(controllerOptions(mgr, opts.Workers)).
-		For(&v1alpha.HTTPProxy{}), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
+		For(&v1alpha.HTTPProxy{}, mcbuilder.WithPredicates(ownChanges(v1alpha.HTTPProxyFinalizer))), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
 		WatchesRawSource(s.proxies.source()).
 		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
 	if err != nil {
@@ -137,7 +137,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	err = finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("gateway").
 		WithOptions(controllerOptions(mgr, opts.Workers)).
-		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName))), &gatewayv1.Gateway{}, GatewayFinalizer).
+		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
 		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written}})
@@ -148,7 +148,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	routeCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httproute").
 		WithOptions(controllerOptions(mgr, opts.Workers)).
-		For(&gatewayv1.HTTPRoute{}), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
+		For(&gatewayv1.HTTPRoute{}, mcbuilder.WithPredicates(ownChanges(HTTPRouteFinalizer))), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
 		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written})

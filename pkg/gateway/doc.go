@@ -88,6 +88,11 @@
 // Programmed=True when both report so for their current generation; a hub refusal
 // (Programmed=False, reason HubWriteFailed) passes through to the proxy with its
 // message. Owning the Gateway and route brings the proxy back on every status change.
+// An object's own status changes do not bring it back: each controller's For watch
+// drops updates that change only status or bookkeeping, and its own finalizer added
+// alone (own_changes.go), and every status is judged on the live guard's read rather
+// than the cache (live_status.go), so a lagging cache cannot leave a stale status that
+// only such an update would have corrected.
 //
 // # Events
 //

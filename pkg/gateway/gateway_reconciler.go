@@ -129,9 +129,15 @@ func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope
 
 // guard is the live guard (docs/design.md, Gateway path): nothing is created on the hub
 // for a Gateway that the API server does not show, with this UID, live and finalized,
-// nor for one whose controlling HTTPProxy the API server does not show so.
+// nor for one whose controlling HTTPProxy the API server does not show so. The status
+// is then built on the Gateway as read live (live_status.go).
 func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
-	return endOnRefusal(s.log, r.guardOf(s).check(ctx), &s.requeueAfter)
+	live, err := r.guardOf(s).checkLive(ctx)
+	if err != nil {
+		return endOnRefusal(s.log, err, &s.requeueAfter)
+	}
+	adoptLiveStatus(s.gw, live)
+	return false, nil
 }
 
 // guardOf is the live guard of s: its object, then the HTTPProxy controlling it.

@@ -60,17 +60,18 @@ func judgeLive(live client.Object, uid types.UID, finalizer string) guardVerdict
 }
 
 // liveGuard reads cached's object through reader (which must not be a cache) and
-// judges it. Any error other than NotFound is returned: not knowing is not passing.
-func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, finalizer string) (guardVerdict, error) {
+// judges it; it also returns the object as read (nil when gone). Any error other than
+// NotFound is returned: not knowing is not passing.
+func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, finalizer string) (guardVerdict, client.Object, error) {
 	live := newEmptyLike(cached)
 	err := reader.Get(ctx, client.ObjectKeyFromObject(cached), live)
 	if apierrors.IsNotFound(err) {
-		return judgeLive(nil, cached.GetUID(), finalizer), nil
+		return judgeLive(nil, cached.GetUID(), finalizer), nil, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("reading %s live for the live guard: %w", client.ObjectKeyFromObject(cached), err)
+		return "", nil, fmt.Errorf("reading %s live for the live guard: %w", client.ObjectKeyFromObject(cached), err)
 	}
-	return judgeLive(live, cached.GetUID(), finalizer), nil
+	return judgeLive(live, cached.GetUID(), finalizer), live, nil
 }
 
 // newEmptyLike returns an empty object of obj's type (and, for unstructured objects,
@@ -124,17 +125,28 @@ func (r *guardRefusal) Error() string {
 // check reads every owner live, in order, and returns a *guardRefusal (counted) for
 // the first that does not pass, nil when all pass, or the read error.
 func (g ownersGuard) check(ctx context.Context) error {
-	for _, o := range g.owners {
-		v, err := liveGuard(ctx, g.reader, o.obj, o.finalizer)
+	_, err := g.checkLive(ctx)
+	return err
+}
+
+// checkLive is check that also returns, when every owner passes, the first owner (the
+// object the reconcile is about) as it was just read live.
+func (g ownersGuard) checkLive(ctx context.Context) (client.Object, error) {
+	var first client.Object
+	for i, o := range g.owners {
+		v, live, err := liveGuard(ctx, g.reader, o.obj, o.finalizer)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if v != guardPass {
 			g.metrics.guardRefusal(o.kind, v)
-			return &guardRefusal{kind: o.kind, key: client.ObjectKeyFromObject(o.obj), verdict: v}
+			return nil, &guardRefusal{kind: o.kind, key: client.ObjectKeyFromObject(o.obj), verdict: v}
+		}
+		if i == 0 {
+			first = live
 		}
 	}
-	return nil
+	return first, nil
 }
 
 // isGuardRefusal reports whether err is (or wraps) the live guard's refusal.

@@ -219,9 +219,16 @@ func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope
 // and HTTPRoute created for it would be written to the hub and, with the proxy gone,
 // left to the plane's garbage collector if it has one. Gone, replaced or terminating
 // ends the reconcile quietly (the finalizer, or the new proxy's own reconcile, takes
-// over); unfinalized looks again shortly.
+// over); unfinalized looks again shortly. The status is then built on the proxy as
+// read live (live_status.go).
 func (r *HTTPProxyReconciler) guard(ctx context.Context, s *proxyScope) (bool, error) {
-	return s.endOnRefusal(s.guard.check(ctx))
+	live, err := s.guard.checkLive(ctx)
+	if err != nil {
+		return s.endOnRefusal(err)
+	}
+	adoptLiveStatus(s.proxy, live)
+	s.before = s.proxy.DeepCopy()
+	return false, nil
 }
 
 // endOnRefusal ends the reconcile on a refusal of the live guard, with no status (the

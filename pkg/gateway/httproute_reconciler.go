@@ -129,7 +129,12 @@ func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]
 
 // guard is the live guard; see GatewayReconciler.guard.
 func (r *HTTPRouteReconciler) guard(ctx context.Context, s *routeScope) (bool, error) {
-	return endOnRefusal(s.log, r.guardOf(s).check(ctx), &s.requeueAfter)
+	live, err := r.guardOf(s).checkLive(ctx)
+	if err != nil {
+		return endOnRefusal(s.log, err, &s.requeueAfter)
+	}
+	adoptLiveStatus(s.route, live)
+	return false, nil
 }
 
 // guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
