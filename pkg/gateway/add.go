@@ -156,7 +156,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
 	// A Gateway matters to routes only once it is ours, which opens the gate.
-	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway)
+	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, parentChangesForRoutes())
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}

@@ -81,3 +81,16 @@ func ownChanges(ours string) predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool { return ownChangeMatters(e.ObjectOld, e.ObjectNew, ours) },
 	}
 }
+
+// parentChangesForRoutes is the filter of the watch that brings a Gateway's routes back
+// when the Gateway changes. Of a parent Gateway the route reconciler reads only whether
+// it exists, its namespace and its class (ourParents): what a route writes to the hub
+// never depends on the Gateway's status, which the Gateway's own reconciles patch and
+// the hub copy's events keep changing. So a status-only update of a Gateway brings no
+// route back; a spec change (its class), a metadata change (any finalizer, ours
+// included), its deletion and its creation do.
+func parentChangesForRoutes() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool { return ownChangeMatters(e.ObjectOld, e.ObjectNew, "") },
+	}
+}

@@ -130,3 +130,42 @@ func TestOwnChangesPassesCreateDeleteGeneric(t *testing.T) {
 		t.Error("spec update dropped")
 	}
 }
+
+// TestParentChangesForRoutes: a Gateway's status changes bring none of its routes back;
+// its class, any finalizer, its deletion and its creation do.
+func TestParentChangesForRoutes(t *testing.T) {
+	gw := func(rv string, change func(*gatewayv1.Gateway)) *gatewayv1.Gateway {
+		g := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gw", UID: "u1", ResourceVersion: rv, Generation: 1,
+			Finalizers: []string{GatewayFinalizer}}}
+		g.Spec.GatewayClassName = "ours"
+		change(g)
+		return g
+	}
+	same := func(*gatewayv1.Gateway) {}
+	pred := parentChangesForRoutes()
+	for _, tc := range []struct {
+		name string
+		new  *gatewayv1.Gateway
+		want bool
+	}{
+		{"programmed condition", gw("2", func(g *gatewayv1.Gateway) {
+			g.Status.Conditions = []metav1.Condition{{Type: string(gatewayv1.GatewayConditionProgrammed), Status: metav1.ConditionTrue}}
+		}), false},
+		{"addresses", gw("2", func(g *gatewayv1.Gateway) {
+			g.Status.Addresses = []gatewayv1.GatewayStatusAddress{{Value: "10.0.0.1"}}
+		}), false},
+		{"class changed", gw("2", func(g *gatewayv1.Gateway) { g.Spec.GatewayClassName = "other"; g.Generation = 2 }), true},
+		{"another finalizer added", gw("2", func(g *gatewayv1.Gateway) { g.Finalizers = append(g.Finalizers, "x") }), true},
+		{"deleted", gw("2", func(g *gatewayv1.Gateway) { g.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }), true},
+		{"resync", gw("1", same), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := pred.Update(event.UpdateEvent{ObjectOld: gw("1", same), ObjectNew: tc.new}); got != tc.want {
+				t.Errorf("Update = %t, want %t", got, tc.want)
+			}
+		})
+	}
+	if !pred.Create(event.CreateEvent{Object: gw("1", same)}) || !pred.Delete(event.DeleteEvent{Object: gw("1", same)}) {
+		t.Error("creates and deletes of a Gateway must bring its routes")
+	}
+}
