@@ -122,7 +122,8 @@ func stalls(kind string) bool {
 // the rule in place there are none; with it reverted, the coordinator moves the projects
 // of members that renewed all along. The faults that do explain a hand-over, until
 // explainedFor after they end: an error burst on the replica, its member Lease deleted,
-// its project's Lease deleted or re-created, and a hub restart (any replica).
+// its project's Lease deleted or re-created, and a hub restart (any replica; it ends
+// when the restarted API server is ready, not when the planned down time does).
 func StalledViewHandOvers(premature []PrematureHandOver, faults []Fault, lease time.Duration) []PrematureHandOver {
 	within := func(t, from, to time.Time) bool { return !t.Before(from) && !t.After(to) }
 	explains := func(f Fault, t time.Time) bool { return within(t, f.At, f.At.Add(f.For+explainedFor(lease))) }
@@ -164,5 +165,6 @@ func StalledViewHandOvers(premature []PrematureHandOver, faults []Fault, lease t
 // meanwhile wait a Lease duration for their old incarnations' Leases to go unchanged,
 // rejoin, and the coordinator (elected again, perhaps) gives their projects to the new
 // incarnations at its next pass; in the bench's hub-faults runs all of that took up to
-// 3.6 Lease durations.
+// 3.6 Lease durations after the planned down time (the restarted API server's own
+// start-up included).
 func explainedFor(lease time.Duration) time.Duration { return 4 * lease }
