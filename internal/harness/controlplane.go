@@ -130,6 +130,11 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 		BinaryAssetsDirectory: bins,
 		CRDs:                  opts.CRDs,
 		ErrorIfCRDPathMissing: true,
+		// envtest's 20 s per component is too short where several API servers start
+		// at once on two cores (the bench's data path starts 20 planes, 4 at a time):
+		// one that took longer failed a whole `make bench` run. The same bound as a
+		// restarted API server's (apiServerStartTimeout).
+		ControlPlaneStartTimeout: apiServerStartTimeout,
 	}
 	args := p.Env.ControlPlane.GetAPIServer().Configure()
 	args.Set("audit-policy-file", policy)
