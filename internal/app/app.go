@@ -228,7 +228,12 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	// The shard is both the manager's provider (a gate over project clusters) and its
 	// coordinator (engaging controllers only with held projects); the kubeconfig provider
 	// beneath it only discovers.
-	mgr, err := mcmanager.New(opts.Hub, sh, manager.Options{
+	// The manager's hub client is the one the reconcilers create downstream objects and
+	// anchors with: each create is sent once, after its live guard (SendCreatesOnce).
+	// The shard's own Lease clients keep client-go's retries.
+	mgrHub := rest.CopyConfig(opts.Hub)
+	mgrHub.Wrap(gateway.SendCreatesOnce)
+	mgr, err := mcmanager.New(mgrHub, sh, manager.Options{
 		Scheme:                 scheme,
 		Logger:                 opts.Logger,
 		Metrics:                MetricsServerOptions(opts.MetricsAddr, opts.InsecureMetrics),
