@@ -23,6 +23,67 @@ import (
 // commit time counted against the guard: 110 ms once in a smoke run).
 const DeletionTolerance = 100 * time.Millisecond
 
+// GuardWindow is how long after the live guard's read of its proxy a hub create may
+// reach the hub when that read began before the proxy's delete committed: the guard read
+// the proxy live, then sent one create, and what separated the two is the replica's own
+// work on a loaded machine (the answer's decoding, the client's rate limiter, the
+// scheduler), which on 2 cores running a dozen processes passed DeletionTolerance (156 ms
+// once in a smoke run, before any fault). It stays well under what a second attempt of
+// the same create shows (client-go waits at least the 1 s Retry-After of a 429 or 503
+// before sending a create again, past the guard; gateway.SendCreatesOnce) and under what
+// a decision on a stale view shows (seconds).
+const GuardWindow = 500 * time.Millisecond
+
+// ProxyRead is one replica's successful live GET of an HTTPProxy on its project plane,
+// from that plane's audit log: when the API server received it and when it answered.
+type ProxyRead struct {
+	Received, Answered time.Time
+}
+
+// ProxyReader names one replica's reads of one proxy.
+type ProxyReader struct {
+	Replica string
+	Proxy   ProxyKey
+}
+
+// ProxyReads returns, per replica (reader names it, "" for anyone else) and HTTPProxy in
+// namespace, its successful GETs of the proxy in the order received.
+func ProxyReads(project, namespace string, events []auditEvent, reader func(auditEvent) string) map[ProxyReader][]ProxyRead {
+	out := map[ProxyReader][]ProxyRead{}
+	for _, e := range events {
+		ref := e.ObjectRef
+		if e.Verb != "get" || ref.Resource != "httpproxies" || ref.Namespace != namespace || !succeeded(e) {
+			continue
+		}
+		replica := reader(e)
+		if replica == "" {
+			continue
+		}
+		k := ProxyReader{Replica: replica, Proxy: ProxyKey{Project: project, Namespace: namespace, Name: ref.Name}}
+		out[k] = append(out[k], ProxyRead{Received: e.RequestReceivedTimestamp, Answered: e.StageTimestamp})
+	}
+	for _, rs := range out {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Received.Before(rs[j].Received) })
+	}
+	return out
+}
+
+// inGuardWindow reports whether a create the hub received at created, for a proxy whose
+// delete committed at deleted, followed a live read of the proxy (the latest of reads,
+// the creating replica's, received before the create) that began before the delete
+// committed, and came within GuardWindow of its answer: the live guard's window, which
+// no check on one API server can close for a write to another (docs/design.md, Residual
+// windows, 4). A read that began after the commit saw the proxy terminating: a create
+// after it was not the guard's decision.
+func inGuardWindow(created, deleted time.Time, reads []ProxyRead) bool {
+	i := sort.Search(len(reads), func(i int) bool { return !reads[i].Received.Before(created) })
+	if i == 0 {
+		return false
+	}
+	last := reads[i-1]
+	return last.Received.Before(deleted) && created.Sub(last.Answered) <= GuardWindow
+}
+
 // LateCreate is a hub object created for an HTTPProxy later than the proxy's delete
 // request plus DeletionTolerance.
 type LateCreate struct {
@@ -101,13 +162,18 @@ type DeletionCheck struct {
 	// Unattributed counts anchor creates whose owner was never seen (an anchor
 	// created and deleted between two samples of the observer).
 	Unattributed int
+	// InGuardWindow counts the creates later than DeletionTolerance that followed,
+	// within GuardWindow, a read of the proxy begun before its delete committed: not late.
+	InGuardWindow int
 }
 
 // CreatesAfterDeletion compares every successful create on the hub by a replica of the
 // run (writer names it, "" for anyone else) in a project's hub namespace with the
-// delete request of the proxy it was made for (deleted, from ProxyDeletions). Creates
-// for proxies never deleted are not checked.
-func CreatesAfterDeletion(hubEvents []auditEvent, writer func(auditEvent) string, x ProxyIndex, deleted map[ProxyKey]time.Time) DeletionCheck {
+// delete of the proxy it was made for (deleted, from ProxyDeletions). Creates for
+// proxies never deleted are not checked; a create later than DeletionTolerance is late
+// unless it came in the live guard's window after that replica's read of the proxy
+// (reads, from ProxyReads; inGuardWindow).
+func CreatesAfterDeletion(hubEvents []auditEvent, writer func(auditEvent) string, x ProxyIndex, deleted map[ProxyKey]time.Time, reads map[ProxyReader][]ProxyRead) DeletionCheck {
 	var out DeletionCheck
 	for _, e := range hubEvents {
 		ref := e.ObjectRef
@@ -132,12 +198,18 @@ func CreatesAfterDeletion(hubEvents []auditEvent, writer func(auditEvent) string
 			continue
 		}
 		out.Checked++
-		if late := e.RequestReceivedTimestamp.Sub(at); late > DeletionTolerance {
-			out.Late = append(out.Late, LateCreate{
-				Replica: replica, Proxy: proxy, Resource: ref.Resource, Namespace: ref.Namespace, Name: ref.Name,
-				At: e.RequestReceivedTimestamp, Late: late,
-			})
+		late := e.RequestReceivedTimestamp.Sub(at)
+		if late <= DeletionTolerance {
+			continue
 		}
+		if inGuardWindow(e.RequestReceivedTimestamp, at, reads[ProxyReader{Replica: replica, Proxy: proxy}]) {
+			out.InGuardWindow++
+			continue
+		}
+		out.Late = append(out.Late, LateCreate{
+			Replica: replica, Proxy: proxy, Resource: ref.Resource, Namespace: ref.Namespace, Name: ref.Name,
+			At: e.RequestReceivedTimestamp, Late: late,
+		})
 	}
 	sort.SliceStable(out.Late, func(i, j int) bool { return out.Late[i].At.Before(out.Late[j].At) })
 	return out

@@ -44,6 +44,16 @@ func TestCreatesAfterDeletion(t *testing.T) {
 		auditAt(100, "admin", "delete", "httpproxies", "elsewhere", "px-3", 200), // another namespace
 		auditAt(100, "admin", "create", "httpproxies", "bench-run", "px-4", 201),
 		slowCommit(auditAt(4000, "admin", "delete", "httpproxies", "bench-run", "px-5", 200), 200*time.Millisecond),
+		// The live guard's reads, and the deletes they race.
+		auditAt(5900, "u-r0", "get", "httpproxies", "bench-run", "px-6", 200),
+		auditAt(6000, "admin", "delete", "httpproxies", "bench-run", "px-6", 200),
+		auditAt(6200, "u-r1", "get", "httpproxies", "bench-run", "px-7", 200),
+		auditAt(7000, "admin", "delete", "httpproxies", "bench-run", "px-7", 200),
+		auditAt(8000, "admin", "delete", "httpproxies", "bench-run", "px-8", 200),
+		auditAt(8100, "u-r2", "get", "httpproxies", "bench-run", "px-8", 200),
+		auditAt(8900, "u-r0", "get", "httpproxies", "bench-run", "px-9", 200),
+		auditAt(8950, "u-r1", "get", "httpproxies", "bench-run", "px-9", 404), // failed: not a read
+		auditAt(9000, "admin", "delete", "httpproxies", "bench-run", "px-9", 200),
 	}
 	deleted := ProxyDeletions(p.Name, p.Namespace, plane)
 	// A deletion's time is its commit (auditAt's stage time is 5 ms after the request).
@@ -51,6 +61,8 @@ func TestCreatesAfterDeletion(t *testing.T) {
 	wantDeleted := map[ProxyKey]time.Time{
 		proxy("px-1"): commit(1, 5*time.Millisecond), proxy("px-2"): commit(2, 5*time.Millisecond),
 		proxy("px-5"): commit(4, 200*time.Millisecond),
+		proxy("px-6"): commit(6, 5*time.Millisecond), proxy("px-7"): commit(7, 5*time.Millisecond),
+		proxy("px-8"): commit(8, 5*time.Millisecond), proxy("px-9"): commit(9, 5*time.Millisecond),
 	}
 	if len(deleted) != len(wantDeleted) {
 		t.Fatalf("deletions = %v, want %v", deleted, wantDeleted)
@@ -76,9 +88,17 @@ func TestCreatesAfterDeletion(t *testing.T) {
 		auditAt(2500, "u-r2", "update", "httproutes", hubNS, "px-2", 200),                      // an update
 		auditAt(3000, "u-r2", "create", "httproutes", hubNS, "px-2", 201),                      // late route
 		auditAt(4250, "u-r0", "create", "gateways", hubNS, "px-5", 201),                        // 250 ms after the request, 50 after the commit: fine
+		auditAt(6300, "u-r0", "create", "gateways", hubNS, "px-6", 201),                        // 395 after its read, begun before the commit: the guard's window
+		auditAt(7300, "u-r1", "create", "gateways", hubNS, "px-7", 201),                        // 1.095 s after its read: a second attempt, late
+		auditAt(8200, "u-r2", "create", "gateways", hubNS, "px-8", 201),                        // its read began after the commit: late
+		auditAt(9200, "u-r1", "create", "gateways", hubNS, "px-9", 201),                        // another replica's read: late
 	}
 	writer := func(e auditEvent) string {
 		return map[string]string{"u-r0": "r0", "u-r1": "r1", "u-r2": "r2"}[e.User.Username]
+	}
+	reads := ProxyReads(p.Name, p.Namespace, plane, writer)
+	if n := len(reads[ProxyReader{Replica: "r1", Proxy: proxy("px-9")}]); n != 0 {
+		t.Errorf("r1's failed read of px-9 counted: %d reads", n)
 	}
 	index := ProxyIndex{
 		Projects: map[string]ProjectLoad{hubNS: p},
@@ -87,18 +107,24 @@ func TestCreatesAfterDeletion(t *testing.T) {
 			return k, ok
 		},
 	}
-	got := CreatesAfterDeletion(hub, writer, index, deleted)
+	got := CreatesAfterDeletion(hub, writer, index, deleted, reads)
 
 	want := []LateCreate{
 		{Replica: "r1", Proxy: proxy("px-1"), Resource: "configmaps", Namespace: hubNS, Name: "anchor-a1", At: reportAt(1.35), Late: 345 * time.Millisecond},
 		{Replica: "r1", Proxy: proxy("px-1"), Resource: "certificates", Namespace: hubNS, Name: "px-1-https-px-1.example", At: reportAt(1.4), Late: 395 * time.Millisecond},
 		{Replica: "r2", Proxy: proxy("px-2"), Resource: "httproutes", Namespace: hubNS, Name: "px-2", At: reportAt(3), Late: 995 * time.Millisecond},
+		{Replica: "r1", Proxy: proxy("px-7"), Resource: "gateways", Namespace: hubNS, Name: "px-7", At: reportT0.Add(7300 * time.Millisecond), Late: 295 * time.Millisecond},
+		{Replica: "r2", Proxy: proxy("px-8"), Resource: "gateways", Namespace: hubNS, Name: "px-8", At: reportT0.Add(8200 * time.Millisecond), Late: 195 * time.Millisecond},
+		{Replica: "r1", Proxy: proxy("px-9"), Resource: "gateways", Namespace: hubNS, Name: "px-9", At: reportT0.Add(9200 * time.Millisecond), Late: 195 * time.Millisecond},
 	}
 	if !slices.Equal(got.Late, want) {
 		t.Errorf("late creates:\n got %+v\nwant %+v", got.Late, want)
 	}
-	if got.Checked != 6 {
-		t.Errorf("checked %d creates, want 6 (every successful replica create for a deleted proxy)", got.Checked)
+	if got.Checked != 10 {
+		t.Errorf("checked %d creates, want 10 (every successful replica create for a deleted proxy)", got.Checked)
+	}
+	if got.InGuardWindow != 1 {
+		t.Errorf("creates in the guard's window = %d, want 1 (px-6)", got.InGuardWindow)
 	}
 	if got.Unattributed != 1 {
 		t.Errorf("unattributed anchors = %d, want 1", got.Unattributed)

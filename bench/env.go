@@ -72,7 +72,9 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 
 // startProjectPlane starts a project plane and returns an admin kubeconfig for it.
 func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition) (*harness.ControlPlane, []byte, error) {
-	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds})
+	// The proxies' reads are audited: a hub create for a proxy is judged against the
+	// live guard's read it followed (CreatesAfterDeletion).
+	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds, AuditProxyReads: true})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -273,8 +273,13 @@ func writeLateWrites(b *strings.Builder, s *ScenarioResult) {
 }
 
 func writeCreatesAfterDeletion(b *strings.Builder, s *ScenarioResult) {
-	fmt.Fprintf(b, "- hub creates after the proxy's deletion was requested (+%s): %d of %d\n",
+	fmt.Fprintf(b, "- hub creates after the proxy's deletion was requested (+%s): %d of %d",
 		DeletionTolerance, len(s.CreatesAfterDeletion), s.HubCreatesChecked)
+	if s.CreatesInGuardWindow > 0 {
+		fmt.Fprintf(b, " (and %d later, each within %s of the live guard's read of its proxy begun before the delete committed)",
+			s.CreatesInGuardWindow, GuardWindow)
+	}
+	b.WriteString("\n")
 	cs := sortedLateCreates(s.CreatesAfterDeletion)
 	for _, c := range cs[:min(len(cs), maxListed)] {
 		fmt.Fprintf(b, "  - %s: %s\n", offsetFrom(s.Start, c.At), describeLateCreate(c))

@@ -507,9 +507,9 @@ func (sr *scenarioRun) result(start, end time.Time, left int, cursors map[string
 	}
 	sr.prematureHandOvers(&res, leaseWrites, end)
 	ops, loadErrors := sr.load.Ops()
-	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions; %d hub creates after the proxy's deletion was requested, of %d; %d premature failure hand-overs",
+	sr.log("  load: %v; %d records; %d overlaps (%d with work frozen by a stop); %d late writes of %d; %d anchors left; %d wrongful deletions; %d hub creates after the proxy's deletion was requested, of %d (%d more in the guard's window); %d premature failure hand-overs",
 		ops, res.Records, len(res.Overlaps), countFrozen(res.Overlaps), len(res.LateWrites), res.Writes, res.AnchorsLeft, res.WrongfulDeletions,
-		len(res.CreatesAfterDeletion), res.HubCreatesChecked, len(res.PrematureHandOvers))
+		len(res.CreatesAfterDeletion), res.HubCreatesChecked, res.CreatesInGuardWindow, len(res.PrematureHandOvers))
 	if len(loadErrors) > 0 {
 		sr.note("%d load operations failed, first: %s", len(loadErrors), loadErrors[0])
 	}
@@ -570,6 +570,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	var writes []Write
 	var hubEvents []auditEvent
 	deleted := map[ProxyKey]time.Time{}
+	reads := map[ProxyReader][]ProxyRead{}
 	unattributed := 0
 	var leaseWrites []LeaseWrite
 	for plane, cur := range cursors {
@@ -581,6 +582,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 			hubEvents = events
 		} else if p, ok := sr.project(plane); ok {
 			maps.Copy(deleted, ProxyDeletions(p.Name, p.Namespace, events))
+			maps.Copy(reads, ProxyReads(p.Name, p.Namespace, events, func(e auditEvent) string { return writerOf(e, byUser, names) }))
 		}
 		for _, e := range events {
 			w := writerOf(e, byUser, names)
@@ -634,20 +636,21 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	if unattributed > 0 {
 		sr.note("%d anchor deletions could not be tied to a proxy (anchor never observed)", unattributed)
 	}
-	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, func(e auditEvent) string { return writerOf(e, byUser, names) })
+	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, reads, func(e auditEvent) string { return writerOf(e, byUser, names) })
 	return leaseWrites, nil
 }
 
 // checkCreatesAfterDeletion lists the hub creates for a proxy that arrived later than
-// the proxy's delete request (deleted, from the project planes' audit logs) plus
-// DeletionTolerance.
-func (sr *scenarioRun) checkCreatesAfterDeletion(res *ScenarioResult, hubEvents []auditEvent, deleted map[ProxyKey]time.Time, writer func(auditEvent) string) {
+// the proxy's delete (deleted, from the project planes' audit logs) plus
+// DeletionTolerance, other than those in the live guard's window after a read of the
+// proxy (reads).
+func (sr *scenarioRun) checkCreatesAfterDeletion(res *ScenarioResult, hubEvents []auditEvent, deleted map[ProxyKey]time.Time, reads map[ProxyReader][]ProxyRead, writer func(auditEvent) string) {
 	index := ProxyIndex{Projects: map[string]ProjectLoad{}, AnchorOwner: sr.obs.AnchorOwner}
 	for _, p := range sr.projects {
 		index.Projects[anchor.MappedNamespace(p.NamespaceUID)] = p
 	}
-	check := CreatesAfterDeletion(hubEvents, writer, index, deleted)
-	res.CreatesAfterDeletion, res.HubCreatesChecked = check.Late, check.Checked
+	check := CreatesAfterDeletion(hubEvents, writer, index, deleted, reads)
+	res.CreatesAfterDeletion, res.HubCreatesChecked, res.CreatesInGuardWindow = check.Late, check.Checked, check.InGuardWindow
 	if check.Unattributed > 0 {
 		sr.note("%d anchor creates could not be tied to a proxy (anchor never observed)", check.Unattributed)
 	}

@@ -140,10 +140,13 @@ type ScenarioResult struct {
 	// HTTPProxy still existed.
 	WrongfulDeletions int `json:"wrongfulDeletions"`
 	// CreatesAfterDeletion are the hub objects created for a proxy later than its
-	// delete request + DeletionTolerance; HubCreatesChecked how many hub creates for
-	// deleted proxies were compared (CreatesAfterDeletion).
+	// delete + DeletionTolerance and not in the live guard's window; HubCreatesChecked
+	// how many hub creates for deleted proxies were compared; CreatesInGuardWindow how
+	// many later than the tolerance came within GuardWindow of a read of the proxy begun
+	// before its delete committed (CreatesAfterDeletion).
 	CreatesAfterDeletion []LateCreate `json:"createsAfterDeletion"`
 	HubCreatesChecked    int          `json:"hubCreatesChecked"`
+	CreatesInGuardWindow int          `json:"createsInGuardWindow"`
 	// ClockOffsets are the replicas' clock offsets (the skew scenario; none is 0).
 	ClockOffsets map[string]time.Duration `json:"clockOffsets,omitempty"`
 	// PrematureHandOvers are failure hand-overs of replicas that had not failed

@@ -47,6 +47,12 @@ const secretReadsAuditRule = `- level: Metadata
   resources: [{group: "", resources: ["secrets"]}]
 `
 
+// proxyReadsAuditRule records GETs of HTTPProxies, at Metadata level.
+const proxyReadsAuditRule = `- level: Metadata
+  verbs: ["get"]
+  resources: [{group: "networking.datumapis.com", resources: ["httpproxies"]}]
+`
+
 // allRequestsAuditPolicy records every request, reads and watches included, at
 // Metadata level (never a body): what a test counting requests by verb needs.
 const allRequestsAuditPolicy = `apiVersion: audit.k8s.io/v1
@@ -66,6 +72,9 @@ type PlaneOptions struct {
 	// writes every plane records. Off by default: tests that read the audit log for
 	// writes would otherwise have to tell reads apart.
 	AuditSecretReads bool
+	// AuditProxyReads records the GETs of HTTPProxies too (who read which proxy, when),
+	// for a run that ties a hub create to the live guard's read of its proxy.
+	AuditProxyReads bool
 	// CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// GarbageCollector starts kube-controller-manager with the garbage collector and
@@ -114,11 +123,15 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 		return nil, err
 	}
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	policyText := auditPolicy
+	// Extra rules go before the final "level: None": the first matching rule wins.
+	var extra string
 	if opts.AuditSecretReads {
-		// Before the final "level: None": the first matching rule wins.
-		policyText = strings.Replace(auditPolicy, "- level: None\n", secretReadsAuditRule+"- level: None\n", 1)
+		extra += secretReadsAuditRule
 	}
+	if opts.AuditProxyReads {
+		extra += proxyReadsAuditRule
+	}
+	policyText := strings.Replace(auditPolicy, "- level: None\n", extra+"- level: None\n", 1)
 	if opts.AuditAllRequests {
 		policyText = allRequestsAuditPolicy
 	}
