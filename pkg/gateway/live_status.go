@@ -22,8 +22,8 @@ import (
 // itself. A status judged on the live read also no longer fails with a conflict
 // because the cache was behind.
 
-// adoptLiveStatus makes live's status and resourceVersion those of obj, an object of
-// the same kind read from the cache, so that the status the phases then set on obj is
+// adoptLiveStatus gives obj, an object read from the cache, the status and
+// resourceVersion of live, the same object just read from the API server, so that the status the phases then set on obj is
 // built on, compared with and locked to what the API server has. The rest of obj (its
 // spec and metadata, as the phases before the guard saw them) is kept. Objects of
 // other kinds, and a nil live, are left alone.
