@@ -86,6 +86,9 @@ type DataPathResult struct {
 	// CreateRequests and DeleteRequests are the replicas' hub requests in each phase.
 	CreateRequests RequestCount `json:"createRequests"`
 	DeleteRequests RequestCount `json:"deleteRequests"`
+	// CertificateListsOfDeleted counts the Certificate LISTs sent for a proxy after its
+	// deletion was requested (CertificateListsOfDeleted), whichever phase they fell in.
+	CertificateListsOfDeleted int `json:"certificateListsOfDeleted"`
 	// MinimumCreate and MinimumDelete are DesignMinimum per proxy for this run.
 	MinimumCreate MinimumCost `json:"minimumCreate"`
 	MinimumDelete MinimumCost `json:"minimumDelete"`
@@ -428,6 +431,7 @@ func (d *dataPathRun) result(res DataPathResult, hub auditCursor, owners map[str
 	for _, p := range d.projects {
 		index.Projects[anchor.MappedNamespace(p.NamespaceUID)] = p
 	}
+	res.CertificateListsOfDeleted = CertificateListsOfDeleted(events, users, index, d.deleted)
 	clean, notClean := CleanTimes(events, index, d.deleted)
 	for _, v := range clean {
 		res.ToClean = append(res.ToClean, v)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"anchorage/internal/harness"
+	"anchorage/pkg/anchor"
 )
 
 // MinimumCost is the hub requests, by verb, that one proxy needs at the least.
@@ -127,6 +128,50 @@ func ClassifyConfigMapList(requestURI string) string {
 		return ListInformer
 	}
 	return ListOther
+}
+
+// CertificateListsOfDeleted counts the replicas' (users') Certificate LISTs on the hub
+// sent for a proxy whose deletion was requested before (deleted): the lists a
+// finalizer, or a reconcile the live guard should have stopped, would send. The
+// Gateway reconciler lists one owner's Certificates (to delete those of listeners gone)
+// by its labels: the upstream name label is the upstream Gateway's, which is named after
+// its proxy, and the namespace is the project's hub namespace (x.Projects). A list of a
+// proxy still live is the live path's, not counted.
+func CertificateListsOfDeleted(events []requestEvent, users map[string]bool, x ProxyIndex, deleted map[ProxyKey]time.Time) int {
+	n := 0
+	for _, e := range events {
+		ref := e.ObjectRef
+		if !countsAsDataPath(e, users) || e.Verb != "list" || ref.Resource != "certificates" {
+			continue
+		}
+		p, ok := x.Projects[ref.Namespace]
+		if !ok {
+			continue
+		}
+		name, ok := selectedUpstreamName(e.RequestURI)
+		if !ok {
+			continue
+		}
+		if at, wasDeleted := deleted[ProxyKey{Project: p.Name, Namespace: p.Namespace, Name: name}]; wasDeleted && !e.RequestReceivedTimestamp.Before(at) {
+			n++
+		}
+	}
+	return n
+}
+
+// selectedUpstreamName returns the upstream name a request's label selector asks for
+// (anchor.LabelName=<name>).
+func selectedUpstreamName(requestURI string) (string, bool) {
+	u, err := url.Parse(requestURI)
+	if err != nil {
+		return "", false
+	}
+	for _, term := range strings.Split(u.Query().Get("labelSelector"), ",") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(term), anchor.LabelName+"="); ok {
+			return v, true
+		}
+	}
+	return "", false
 }
 
 // RequestCount is the hub requests of a run's replicas in one phase.

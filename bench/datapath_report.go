@@ -43,11 +43,13 @@ func (d DataPathResult) DeleteCostPerProxy() (float64, bool) {
 	return float64(d.DeleteRequests.Total()) / float64(max(d.Deleted, 1)), d.Deleted > 0
 }
 
-// FinalizerLists counts the delete phase's LISTs that no informer sent: ConfigMap
-// lists other than informers' and every Certificate list (no replica watches
-// Certificates, so each is a reconcile's).
+// FinalizerLists counts the LISTs a finalizer may have sent: the delete phase's
+// ConfigMap lists other than informers', and the Certificate lists sent for a proxy
+// after its deletion was requested (no replica watches Certificates, so each is a
+// reconcile's; those of proxies still live, deleted later in the phase, are the live
+// path's).
 func (d DataPathResult) FinalizerLists() int {
-	return d.DeleteRequests.ConfigMapLists[ListByName] + d.DeleteRequests.ConfigMapLists[ListOther] + d.DeleteRequests.ByVerbResource["list certificates"]
+	return d.DeleteRequests.ConfigMapLists[ListByName] + d.DeleteRequests.ConfigMapLists[ListOther] + d.CertificateListsOfDeleted
 }
 
 // DataPathTargets judges anchorage's data path: its cost per deleted proxy against
@@ -68,8 +70,8 @@ func DataPathTargets(r *Report) []Target {
 			deleteCost.Met = verdictOf(ratio <= deleteCostLimit+limitSlack)
 		}
 		cm := a.DeleteRequests.ConfigMapLists
-		lists.Measured = fmt.Sprintf("ConfigMaps: %d by name, %d other (%d informer); Certificates: %d",
-			cm[ListByName], cm[ListOther], cm[ListInformer], a.DeleteRequests.ByVerbResource["list certificates"])
+		lists.Measured = fmt.Sprintf("ConfigMaps: %d by name, %d other (%d informer); Certificates: %d of proxies being deleted (%d in the phase, the others of proxies still live)",
+			cm[ListByName], cm[ListOther], cm[ListInformer], a.CertificateListsOfDeleted, a.DeleteRequests.ByVerbResource["list certificates"])
 		lists.Met = verdictOf(a.FinalizerLists() == 0)
 	}
 	programmed := p99Target("time to Programmed p99 ≤ the baseline's", a.ToProgrammed, s.ToProgrammed, okA && okS)

@@ -3,12 +3,15 @@ package bench
 import (
 	"bytes"
 	"math"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"anchorage/pkg/anchor"
 )
 
 // TestDesignMinimum: creates only when programming (the mapped namespace amortized
@@ -265,8 +268,12 @@ func TestDataPathTargets(t *testing.T) {
 	}
 	certLists := anch
 	certLists.DeleteRequests = RequestCount{ByVerb: map[string]int{"get": 20, "list": 1, "delete": 50}, ByVerbResource: map[string]int{"list certificates": 1}}
+	if got := verdicts(&Report{DataPath: []DataPathResult{certLists}})[1]; got != "yes" {
+		t.Errorf("lists verdict with a live proxy's Certificate LIST in the delete phase = %v, want yes", got)
+	}
+	certLists.CertificateListsOfDeleted = 1
 	if got := verdicts(&Report{DataPath: []DataPathResult{certLists}})[1]; got != "no" {
-		t.Errorf("lists verdict with a Certificate LIST in the delete phase = %v, want no", got)
+		t.Errorf("lists verdict with a Certificate LIST of a proxy being deleted = %v, want no", got)
 	}
 	anch.NotClean = 1
 	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[0]; got != "n/a" {
@@ -305,5 +312,32 @@ func TestWriteReportDataPath(t *testing.T) {
 	}
 	if png, err := os.ReadFile(filepath.Join(dir, DataPathPlot)); err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Errorf("%s not written as a PNG: %v", DataPathPlot, err)
+	}
+}
+
+// TestCertificateListsOfDeleted: a replica's Certificate LIST selecting a proxy's
+// upstream name, in its project's hub namespace, counts once the proxy's deletion was
+// requested; lists before it, of other proxies, by others, or elsewhere do not.
+func TestCertificateListsOfDeleted(t *testing.T) {
+	p := ProjectLoad{Name: "run-p0", Namespace: "bench-run"}
+	hubNS := "ns-00000000-0000-0000-0000-000000000001"
+	x := ProxyIndex{Projects: map[string]ProjectLoad{hubNS: p}}
+	deleted := map[ProxyKey]time.Time{{Project: p.Name, Namespace: p.Namespace, Name: "px-1"}: reportAt(1)}
+	uri := func(ns, name string) string {
+		return "/apis/cert-manager.io/v1/namespaces/" + ns + "/certificates?labelSelector=" +
+			url.QueryEscape("meta.datumapis.com/upstream-group=gateway.networking.k8s.io,"+anchor.LabelName+"="+name)
+	}
+	events := []requestEvent{
+		request(900, "u-r0", "list", "certificates", hubNS, "", 200, uri(hubNS, "px-1")),   // before the delete: live path
+		request(1100, "u-r0", "list", "certificates", hubNS, "", 200, uri(hubNS, "px-1")),  // after: counted
+		request(1200, "u-r1", "list", "certificates", hubNS, "", 200, uri(hubNS, "px-1")),  // after, another replica: counted
+		request(1300, "u-r0", "list", "certificates", hubNS, "", 200, uri(hubNS, "px-2")),  // a live proxy
+		request(1400, "admin", "list", "certificates", hubNS, "", 200, uri(hubNS, "px-1")), // not a replica
+		request(1500, "u-r0", "list", "certificates", "ns-other", "", 200, uri("ns-other", "px-1")),
+		request(1600, "u-r0", "get", "certificates", hubNS, "px-1-https-a", 200, ""),
+	}
+	users := map[string]bool{"u-r0": true, "u-r1": true}
+	if got := CertificateListsOfDeleted(events, users, x, deleted); got != 2 {
+		t.Errorf("Certificate lists of deleted proxies = %d, want 2", got)
 	}
 }
