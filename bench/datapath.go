@@ -128,7 +128,7 @@ func StartDataPathEnv(n int, dir string) (*Env, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			e.Planes[i], e.projectKubeconfig[i], errs[i] = startProjectPlane("bench-dp-project-"+strconv.Itoa(i), projectCRDs)
+			e.Planes[i], e.projectKubeconfig[i], errs[i] = startProjectPlane("bench-dp-project-"+strconv.Itoa(i), projectCRDs, false)
 		}()
 	}
 	wg.Wait()

@@ -53,7 +53,7 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
-		p, kc, err := startProjectPlane("bench-project-"+strconv.Itoa(i), projectCRDs)
+		p, kc, err := startProjectPlane("bench-project-"+strconv.Itoa(i), projectCRDs, true)
 		if err != nil {
 			e.Stop()
 			return nil, err
@@ -62,7 +62,7 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 		e.projectKubeconfig = append(e.projectKubeconfig, kc)
 	}
 	if light {
-		if e.Light, e.lightKubeconfig, err = startProjectPlane("bench-light", projectCRDs); err != nil {
+		if e.Light, e.lightKubeconfig, err = startProjectPlane("bench-light", projectCRDs, false); err != nil {
 			e.Stop()
 			return nil, err
 		}
@@ -70,11 +70,11 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 	return e, nil
 }
 
-// startProjectPlane starts a project plane and returns an admin kubeconfig for it.
-func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition) (*harness.ControlPlane, []byte, error) {
-	// The proxies' reads are audited: a hub create for a proxy is judged against the
-	// live guard's read it followed (CreatesAfterDeletion).
-	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds, AuditProxyReads: true})
+// startProjectPlane starts a project plane and returns an admin kubeconfig for it. A
+// scenario's planes audit the proxies' reads (auditProxyReads): a hub create for a proxy
+// is judged against the live guard's read it followed (CreatesAfterDeletion).
+func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition, auditProxyReads bool) (*harness.ControlPlane, []byte, error) {
+	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds, AuditProxyReads: auditProxyReads})
 	if err != nil {
 		return nil, nil, err
 	}
