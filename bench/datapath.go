@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -400,6 +401,10 @@ func (d *dataPathRun) anchorOwners(ctx context.Context) (map[string]ProxyKey, er
 	return out, nil
 }
 
+// maxNotCleanDescribed is how many proxies that are not clean the report describes
+// object by object.
+const maxNotCleanDescribed = 5
+
 // result reads the hub's audit log and fills in the latencies and request counts.
 func (d *dataPathRun) result(res DataPathResult, hub auditCursor, owners map[string]ProxyKey) (DataPathResult, error) {
 	events, err := readRequests(hub.path, hub.offset)
@@ -432,13 +437,18 @@ func (d *dataPathRun) result(res DataPathResult, hub auditCursor, owners map[str
 		index.Projects[anchor.MappedNamespace(p.NamespaceUID)] = p
 	}
 	res.CertificateListsOfDeleted = CertificateListsOfDeleted(events, users, index, d.deleted)
-	clean, notClean := CleanTimes(events, index, d.deleted)
+	lives := hubObjectLives(events, index)
+	clean, notClean := cleanTimesOf(lives, d.deleted)
 	for _, v := range clean {
 		res.ToClean = append(res.ToClean, v)
 	}
 	res.NotClean = len(d.deleted) - len(clean)
 	if len(notClean) > 0 {
 		d.note("%d proxies with hub objects not deleted, first %s/%s", len(notClean), notClean[0].Project, notClean[0].Name)
+		for _, k := range notClean[:min(len(notClean), maxNotCleanDescribed)] {
+			d.note("not clean: %s/%s (deletion requested %s): %s", k.Project, k.Name, d.deleted[k].UTC().Format("15:04:05.000"),
+				strings.Join(undeleted(lives[k]), "; "))
+		}
 	}
 	pr, cl := res.Programmed(), res.Clean()
 	d.log("  %s: %d/%d Programmed (p50 %s, p99 %s, max %s); %d clean (p50 %s, p99 %s, max %s); hub requests per proxy: create %v, delete %v; peak RSS %v MB",

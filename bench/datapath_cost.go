@@ -4,6 +4,7 @@
 package bench
 
 import (
+	"fmt"
 	"math"
 	"net/url"
 	"slices"
@@ -244,6 +245,12 @@ type objectLife struct{ created, deleted time.Time }
 // the downstream objects). A proxy one of whose objects was not deleted after its last
 // create is listed in notClean; a proxy with no hub object at all is in neither.
 func CleanTimes(events []requestEvent, x ProxyIndex, deleted map[ProxyKey]time.Time) (clean map[ProxyKey]time.Duration, notClean []ProxyKey) {
+	return cleanTimesOf(hubObjectLives(events, x), deleted)
+}
+
+// hubObjectLives returns, per proxy, when each hub object created for it was last
+// created and last deleted (successful creates and deletes, by anyone).
+func hubObjectLives(events []requestEvent, x ProxyIndex) map[ProxyKey]map[hubObject]*objectLife {
 	lives := map[ProxyKey]map[hubObject]*objectLife{}
 	for _, e := range events {
 		ref := e.ObjectRef
@@ -271,6 +278,11 @@ func CleanTimes(events []requestEvent, x ProxyIndex, deleted map[ProxyKey]time.T
 			life.deleted = e.StageTimestamp
 		}
 	}
+	return lives
+}
+
+// cleanTimesOf is CleanTimes on the objects' lives.
+func cleanTimesOf(lives map[ProxyKey]map[hubObject]*objectLife, deleted map[ProxyKey]time.Time) (clean map[ProxyKey]time.Duration, notClean []ProxyKey) {
 	clean = map[ProxyKey]time.Duration{}
 	for proxy, at := range deleted {
 		objects := lives[proxy]
@@ -286,6 +298,24 @@ func CleanTimes(events []requestEvent, x ProxyIndex, deleted map[ProxyKey]time.T
 	}
 	sort.Slice(notClean, func(i, j int) bool { return notClean[i].Name < notClean[j].Name })
 	return clean, notClean
+}
+
+// undeleted describes the objects not deleted after they were last created, by name,
+// with when they were created and last deleted: what a proxy that is not clean left.
+func undeleted(objects map[hubObject]*objectLife) []string {
+	var out []string
+	for o, life := range objects {
+		if !life.deleted.IsZero() && !life.deleted.Before(life.created) {
+			continue
+		}
+		d := "never deleted"
+		if !life.deleted.IsZero() {
+			d = "last deleted " + life.deleted.UTC().Format("15:04:05.000")
+		}
+		out = append(out, fmt.Sprintf("%s %s/%s created %s, %s", o.resource, o.namespace, o.name, life.created.UTC().Format("15:04:05.000"), d))
+	}
+	sort.Strings(out)
+	return out
 }
 
 // lastDeletion returns the latest delete among objects, false when one of them was

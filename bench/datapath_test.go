@@ -235,6 +235,16 @@ func TestCleanTimes(t *testing.T) {
 	if want := []ProxyKey{proxy("px-2"), proxy("px-3")}; !slices.Equal(notClean, want) {
 		t.Errorf("notClean = %v, want %v", notClean, want)
 	}
+	lives := hubObjectLives(events, x)
+	for k, want := range map[ProxyKey][]string{
+		proxy("px-1"): nil,
+		proxy("px-2"): {"gateways " + hubNS + "/px-2 created 12:00:00.215, never deleted"},
+		proxy("px-3"): {"configmaps " + hubNS + "/anchor-g3 created 12:00:01.605, last deleted 12:00:01.505"},
+	} {
+		if got := undeleted(lives[k]); !slices.Equal(got, want) {
+			t.Errorf("undeleted objects of %s = %q, want %q", k.Name, got, want)
+		}
+	}
 }
 
 // TestDataPathTargets: the cost per deleted proxy against 1.5 × the minimum, the

@@ -88,13 +88,7 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	var projects []raceProject
 	var names []string
 	for i, plane := range []*harness.ControlPlane{planeA, planeB} {
-		p := raceProject{name: fmt.Sprintf("race-%s-%d", utilrand.String(4), i), plane: plane}
-		_, err := e.AddProject(ctx, p.name, plane)
-		g.Expect(err).NotTo(HaveOccurred())
-		p.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "race-" + utilrand.String(6)}}
-		g.Expect(plane.Client.Create(ctx, p.ns)).To(Succeed())
-		p.hubNS = anchor.MappedNamespace(p.ns.UID)
-		t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns.Name) })
+		p := addRaceProject(t, g, e, fmt.Sprintf("race-%s-%d", utilrand.String(4), i), plane)
 		projects = append(projects, p)
 		names = append(names, p.name)
 	}
@@ -167,6 +161,20 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	t.Logf("live guard refusals over the replicas: %v", guardRefusals(ms))
 	g.Expect(anchors.err()).NotTo(HaveOccurred(), "the anchor watch")
 	g.Expect(late).To(BeEmpty(), "hub creates later than the proxy's delete request + %s (seed %d)", readToWriteTolerance, seed)
+}
+
+// addRaceProject registers project name on plane and creates its upstream namespace
+// (deleted when t ends).
+func addRaceProject(t *testing.T, g Gomega, e *harness.Env, name string, plane *harness.ControlPlane) raceProject {
+	ctx := context.Background()
+	p := raceProject{name: name, plane: plane}
+	_, err := e.AddProject(ctx, p.name, plane)
+	g.Expect(err).NotTo(HaveOccurred())
+	p.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "race-" + utilrand.String(6)}}
+	g.Expect(plane.Client.Create(ctx, p.ns)).To(Succeed())
+	p.hubNS = anchor.MappedNamespace(p.ns.UID)
+	t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns.Name) })
+	return p
 }
 
 // guardRefusals sums the live guard's refusals over ms, by "<kind>/<reason>" (for the

@@ -16,7 +16,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/pkg/anchor"
 	"anchorage/pkg/gateway"
 )
 
@@ -35,13 +34,7 @@ func TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	class := "anchorage-" + utilrand.String(6)
-	p := raceProject{name: "retry-" + utilrand.String(4), plane: planeA}
-	_, err := e.AddProject(ctx, p.name, p.plane)
-	g.Expect(err).NotTo(HaveOccurred())
-	p.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "retry-" + utilrand.String(6)}}
-	g.Expect(p.plane.Client.Create(ctx, p.ns)).To(Succeed())
-	p.hubNS = anchor.MappedNamespace(p.ns.UID)
-	t.Cleanup(func() { stripAndDelete(p.plane.Client, p.ns.Name) })
+	p := addRaceProject(t, g, e, "retry-"+utilrand.String(4), planeA)
 	anchors := watchAnchors(t, []raceProject{p})
 
 	m := e.StartManagerT(t, "retry-"+utilrand.String(4), harness.ManagerOptions{HubFaults: true, Adjust: func(o *app.Options) {
