@@ -267,15 +267,16 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 		// conflicting does not turn the loop into a busy one. A renew that timed out
 		// has waited its whole allowance already: the next one goes at once.
 		_, until = m.current()
-		prompt = call.timedOut || !prompt && outcome == renewAdopted && m.closeToLapse(until, m.clock.Now())
+		prompt = call.timedOut || !prompt && outcome == renewAdopted && closeToLapse(until, m.clock.Now(), m.t.RetryPeriod, allowed)
 	}
 }
 
-// closeToLapse reports whether validity ends before a renew sent after a full
-// RetryPeriod could take its whole call timeout: after a conflict, the renew that
-// follows should then go at once rather than wait.
-func (m *membership) closeToLapse(until, now time.Time) bool {
-	return until.Sub(now) < m.t.RetryPeriod+m.t.CallTimeout
+// closeToLapse reports whether validity (until) ends before a renew sent after a full
+// retry period could take its whole allowance (the time the next renew is allowed,
+// nextRenewAllowance): after a conflict, the renew that follows should then go at once
+// rather than wait.
+func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
+	return until.Sub(now) < retry+allowed
 }
 
 // renewOutcome is what one renew did to the incarnation.

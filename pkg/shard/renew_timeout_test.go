@@ -29,3 +29,29 @@ func TestNextRenewAllowance(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseToLapse: after a conflict the next renew goes at once when validity ends
+// before a renew sent a retry period from now could use its whole allowance; the
+// allowance is the renew's current one, so on a slow hub (a longer allowance) that
+// happens earlier.
+func TestCloseToLapse(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, tc := range []struct {
+		name    string
+		left    time.Duration
+		allowed time.Duration
+		want    bool
+	}{
+		{"plenty left", 10 * time.Second, 2500 * time.Millisecond, false},
+		{"less than retry + allowance", 4 * time.Second, 2500 * time.Millisecond, true},
+		{"exactly retry + allowance", 4500 * time.Millisecond, 2500 * time.Millisecond, false},
+		{"a longer allowance on a slow hub", 10 * time.Second, 10 * time.Second, true},
+		{"already ended", 0, 2500 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := closeToLapse(now.Add(tc.left), now, 2*time.Second, tc.allowed); got != tc.want {
+				t.Errorf("closeToLapse(%s left, retry 2s, allowed %s) = %v, want %v", tc.left, tc.allowed, got, tc.want)
+			}
+		})
+	}
+}
