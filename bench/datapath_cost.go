@@ -6,6 +6,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -235,27 +236,63 @@ func (c RequestCount) PerProxy(n int) map[string]float64 {
 // hubObject names one object on the hub.
 type hubObject struct{ resource, namespace, name string }
 
-// objectLife is when an object was last created and last deleted.
-type objectLife struct{ created, deleted time.Time }
+// objectLife is when an object was last created and last deleted, and the evidence
+// for a deletion whose answer was lost.
+type objectLife struct {
+	created, deleted time.Time
+	// attempts are the deletes answered with an error other than 404 (a timeout: the
+	// deletion may have committed), absent the requests answered 404 (GET or DELETE),
+	// both by when they were answered.
+	attempts, absent []time.Time
+}
+
+// gone returns when the object was last deleted: its last successful delete, or, when
+// none came after its last create, the first delete attempted after it whose answer
+// was an error, provided a later request found the object absent (404): a delete whose
+// client gave up (the replica's deadline passed on a saturated hub) can still have
+// committed, and the replica's next GET finding nothing is how it learns so. Without a
+// 404 after it, a failed attempt proves nothing.
+func (l *objectLife) gone() time.Time {
+	if !l.deleted.IsZero() && !l.deleted.Before(l.created) {
+		return l.deleted
+	}
+	var proof time.Time
+	for _, at := range l.absent {
+		if at.After(l.created) && (proof.IsZero() || at.Before(proof)) {
+			proof = at
+		}
+	}
+	if proof.IsZero() {
+		return l.deleted
+	}
+	gone := proof
+	for _, at := range l.attempts {
+		if at.After(l.created) && at.Before(gone) {
+			gone = at
+		}
+	}
+	return gone
+}
 
 // CleanTimes returns, for every proxy in deleted (when its deletion was requested),
 // how long after that every hub object created for it (x.proxyOf: its anchors, its
 // downstream Gateway, HTTPRoute and Certificates) was deleted, from the hub's audit
 // events (successful creates and deletes, by anyone: the garbage collector deletes
-// the downstream objects). A proxy one of whose objects was not deleted after its last
-// create is listed in notClean; a proxy with no hub object at all is in neither.
+// the downstream objects; and a delete whose answer was lost, once a 404 proves it:
+// objectLife.gone). A proxy one of whose objects was not deleted after its last create
+// is listed in notClean; a proxy with no hub object at all is in neither.
 func CleanTimes(events []requestEvent, x ProxyIndex, deleted map[ProxyKey]time.Time) (clean map[ProxyKey]time.Duration, notClean []ProxyKey) {
 	return cleanTimesOf(hubObjectLives(events, x), deleted)
 }
 
-// hubObjectLives returns, per proxy, when each hub object created for it was last
-// created and last deleted (successful creates and deletes, by anyone).
+// hubObjectLives returns, per proxy, the life of each hub object created for it
+// (successful creates and deletes by anyone, failed deletes, 404 answers).
 func hubObjectLives(events []requestEvent, x ProxyIndex) map[ProxyKey]map[hubObject]*objectLife {
 	lives := map[ProxyKey]map[hubObject]*objectLife{}
 	for _, e := range events {
 		ref := e.ObjectRef
 		p, inRun := x.Projects[ref.Namespace]
-		if !inRun || !succeeded(e.auditEvent) || (e.Verb != "create" && e.Verb != "delete") {
+		if !inRun || e.Stage != "ResponseComplete" || (e.Verb != "create" && e.Verb != "delete" && e.Verb != "get") {
 			continue
 		}
 		proxy, ok, known := x.proxyOf(p, ref.Resource, ref.Name)
@@ -271,11 +308,29 @@ func hubObjectLives(events []requestEvent, x ProxyIndex) map[ProxyKey]map[hubObj
 			life = &objectLife{}
 			lives[proxy][key] = life
 		}
-		if e.Verb == "create" && e.StageTimestamp.After(life.created) {
-			life.created = e.StageTimestamp
+		at, code := e.StageTimestamp, e.ResponseStatus.Code
+		switch {
+		case code == http.StatusNotFound && (e.Verb == "get" || e.Verb == "delete"):
+			life.absent = append(life.absent, at)
+		case !succeeded(e.auditEvent):
+			if e.Verb == "delete" {
+				life.attempts = append(life.attempts, at)
+			}
+		case e.Verb == "create" && at.After(life.created):
+			life.created = at
+		case e.Verb == "delete" && at.After(life.deleted):
+			life.deleted = at
 		}
-		if e.Verb == "delete" && e.StageTimestamp.After(life.deleted) {
-			life.deleted = e.StageTimestamp
+	}
+	// An object only read was not created in the run.
+	for proxy, objects := range lives {
+		for o, life := range objects {
+			if life.created.IsZero() && life.deleted.IsZero() {
+				delete(objects, o)
+			}
+		}
+		if len(objects) == 0 {
+			delete(lives, proxy)
 		}
 	}
 	return lives
@@ -305,12 +360,15 @@ func cleanTimesOf(lives map[ProxyKey]map[hubObject]*objectLife, deleted map[Prox
 func undeleted(objects map[hubObject]*objectLife) []string {
 	var out []string
 	for o, life := range objects {
-		if !life.deleted.IsZero() && !life.deleted.Before(life.created) {
+		if g := life.gone(); !g.IsZero() && !g.Before(life.created) {
 			continue
 		}
 		d := "never deleted"
 		if !life.deleted.IsZero() {
 			d = "last deleted " + life.deleted.UTC().Format("15:04:05.000")
+		}
+		if n := len(life.attempts); n > 0 {
+			d += fmt.Sprintf(", %d delete(s) answered with an error", n)
 		}
 		out = append(out, fmt.Sprintf("%s %s/%s created %s, %s", o.resource, o.namespace, o.name, life.created.UTC().Format("15:04:05.000"), d))
 	}
@@ -323,11 +381,12 @@ func undeleted(objects map[hubObject]*objectLife) []string {
 func lastDeletion(objects map[hubObject]*objectLife) (time.Time, bool) {
 	var last time.Time
 	for _, life := range objects {
-		if life.deleted.IsZero() || life.deleted.Before(life.created) {
+		gone := life.gone()
+		if gone.IsZero() || gone.Before(life.created) {
 			return time.Time{}, false
 		}
-		if life.deleted.After(last) {
-			last = life.deleted
+		if gone.After(last) {
+			last = gone
 		}
 	}
 	return last, true

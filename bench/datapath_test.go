@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"maps"
 	"math"
 	"net/url"
 	"os"
@@ -225,14 +226,27 @@ func TestCleanTimes(t *testing.T) {
 		ev(300, "bench:r0", "create", "configmaps", "anchor-g3", 201),
 		ev(1500, "bench:r0", "delete", "configmaps", "anchor-g3", 200),
 		ev(1600, "bench:r0", "create", "configmaps", "anchor-g3", 201),
+		// px-5: its Gateway's delete answered 504 (the client gave up), then a GET found
+		// it gone: deleted at the attempt.
+		ev(500, "bench:r0", "create", "gateways", "px-5", 201),
+		ev(1300, "bench:r0", "delete", "gateways", "px-5", 504),
+		ev(1400, "bench:r0", "get", "gateways", "px-5", 404),
+		// px-6: a delete answered 500 and nothing after it: not proven.
+		ev(600, "bench:r0", "get", "gateways", "px-6", 404), // before the create: no proof
+		ev(610, "bench:r0", "create", "gateways", "px-6", 201),
+		ev(1300, "bench:r0", "delete", "gateways", "px-6", 500),
+		// px-7: only read, never created in the run: no object of its.
+		ev(700, "bench:r0", "get", "gateways", "px-7", 404),
 	}
-	deleted := map[ProxyKey]time.Time{proxy("px-1"): reportAt(1), proxy("px-2"): reportAt(1), proxy("px-3"): reportAt(1), proxy("px-4"): reportAt(1)}
+	deleted := map[ProxyKey]time.Time{proxy("px-1"): reportAt(1), proxy("px-2"): reportAt(1), proxy("px-3"): reportAt(1), proxy("px-4"): reportAt(1),
+		proxy("px-5"): reportAt(1), proxy("px-6"): reportAt(1), proxy("px-7"): reportAt(1)}
 	clean, notClean := CleanTimes(events, x, deleted)
-	if len(clean) != 1 || clean[proxy("px-1")] != time.Second {
-		// 1995 ms received + 5 ms to the stage timestamp, less the delete at 1 s.
-		t.Errorf("clean = %v, want px-1 after 1s", clean)
+	// px-1: 1995 ms received + 5 ms to the stage timestamp, less the delete at 1 s; px-5:
+	// its failed delete's answer (1305 ms), proven by the 404 after it.
+	if want := map[ProxyKey]time.Duration{proxy("px-1"): time.Second, proxy("px-5"): 305 * time.Millisecond}; !maps.Equal(clean, want) {
+		t.Errorf("clean = %v, want %v", clean, want)
 	}
-	if want := []ProxyKey{proxy("px-2"), proxy("px-3")}; !slices.Equal(notClean, want) {
+	if want := []ProxyKey{proxy("px-2"), proxy("px-3"), proxy("px-6")}; !slices.Equal(notClean, want) {
 		t.Errorf("notClean = %v, want %v", notClean, want)
 	}
 	lives := hubObjectLives(events, x)
@@ -240,6 +254,8 @@ func TestCleanTimes(t *testing.T) {
 		proxy("px-1"): nil,
 		proxy("px-2"): {"gateways " + hubNS + "/px-2 created 12:00:00.215, never deleted"},
 		proxy("px-3"): {"configmaps " + hubNS + "/anchor-g3 created 12:00:01.605, last deleted 12:00:01.505"},
+		proxy("px-5"): nil,
+		proxy("px-6"): {"gateways " + hubNS + "/px-6 created 12:00:00.615, never deleted, 1 delete(s) answered with an error"},
 	} {
 		if got := undeleted(lives[k]); !slices.Equal(got, want) {
 			t.Errorf("undeleted objects of %s = %q, want %q", k.Name, got, want)
