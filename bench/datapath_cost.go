@@ -253,7 +253,7 @@ type objectLife struct {
 // committed, and the replica's next GET finding nothing is how it learns so. Without a
 // 404 after it, a failed attempt proves nothing.
 func (l *objectLife) gone() time.Time {
-	if !l.deleted.IsZero() && !l.deleted.Before(l.created) {
+	if l.after(l.deleted) {
 		return l.deleted
 	}
 	var proof time.Time
@@ -273,6 +273,9 @@ func (l *objectLife) gone() time.Time {
 	}
 	return gone
 }
+
+// after reports whether at is a time no earlier than the object's last create.
+func (l *objectLife) after(at time.Time) bool { return !at.IsZero() && !at.Before(l.created) }
 
 // CleanTimes returns, for every proxy in deleted (when its deletion was requested),
 // how long after that every hub object created for it (x.proxyOf: its anchors, its
@@ -360,7 +363,7 @@ func cleanTimesOf(lives map[ProxyKey]map[hubObject]*objectLife, deleted map[Prox
 func undeleted(objects map[hubObject]*objectLife) []string {
 	var out []string
 	for o, life := range objects {
-		if g := life.gone(); !g.IsZero() && !g.Before(life.created) {
+		if life.after(life.gone()) {
 			continue
 		}
 		d := "never deleted"
@@ -382,7 +385,7 @@ func lastDeletion(objects map[hubObject]*objectLife) (time.Time, bool) {
 	var last time.Time
 	for _, life := range objects {
 		gone := life.gone()
-		if gone.IsZero() || gone.Before(life.created) {
+		if !life.after(gone) {
 			return time.Time{}, false
 		}
 		if gone.After(last) {

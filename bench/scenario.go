@@ -571,6 +571,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	var hubEvents []auditEvent
 	deleted := map[ProxyKey]time.Time{}
 	reads := map[ProxyReader][]ProxyRead{}
+	writer := func(e auditEvent) string { return writerOf(e, byUser, names) }
 	unattributed := 0
 	var leaseWrites []LeaseWrite
 	for plane, cur := range cursors {
@@ -582,10 +583,10 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 			hubEvents = events
 		} else if p, ok := sr.project(plane); ok {
 			maps.Copy(deleted, ProxyDeletions(p.Name, p.Namespace, events))
-			maps.Copy(reads, ProxyReads(p.Name, p.Namespace, events, func(e auditEvent) string { return writerOf(e, byUser, names) }))
+			maps.Copy(reads, ProxyReads(p.Name, p.Namespace, events, writer))
 		}
 		for _, e := range events {
-			w := writerOf(e, byUser, names)
+			w := writer(e)
 			if w == "" || !isWrite(e) || !succeeded(e) {
 				continue
 			}
@@ -636,7 +637,7 @@ func (sr *scenarioRun) auditChecks(res *ScenarioResult, cursors map[string]audit
 	if unattributed > 0 {
 		sr.note("%d anchor deletions could not be tied to a proxy (anchor never observed)", unattributed)
 	}
-	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, reads, func(e auditEvent) string { return writerOf(e, byUser, names) })
+	sr.checkCreatesAfterDeletion(res, hubEvents, deleted, reads, writer)
 	return leaseWrites, nil
 }
 

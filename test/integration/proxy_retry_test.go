@@ -61,7 +61,6 @@ func TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard(t *testing.T) {
 	deleted := time.Now()
 
 	g.Eventually(func(g Gomega) {
-		g.Expect(client.IgnoreNotFound(p.plane.Client.Get(ctx, client.ObjectKeyFromObject(proxy), &v1alpha.HTTPProxy{}))).To(Succeed())
 		list := &v1alpha.HTTPProxyList{}
 		g.Expect(p.plane.Client.List(ctx, list, client.InNamespace(p.ns.Name))).To(Succeed())
 		g.Expect(namesIn(list)).To(BeEmpty(), "the proxy is finalized")
