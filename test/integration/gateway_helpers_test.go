@@ -69,11 +69,14 @@ func newGatewayTest(t *testing.T, plane *harness.ControlPlane) *gatewayTest {
 
 // startManager starts a replica with fast protocol timings and this test's class,
 // under the generated roles on the hub and the planes.
-func (gt *gatewayTest) startManager(name string) *harness.Manager {
+func (gt *gatewayTest) startManager(name string, adjust ...func(*app.Options)) *harness.Manager {
 	gt.t.Helper()
 	return gt.env.StartManagerT(gt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: gt.class}
+		for _, a := range adjust {
+			a(o)
+		}
 	}})
 }
 

@@ -16,7 +16,9 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
+	"anchorage/internal/app"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
 )
 
@@ -372,8 +374,18 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	g.Expect(hub.Client.Create(ctx, cert)).To(Succeed())
 	before := map[string]types.UID{"gateway": downGW.UID, "route": downRoute.UID, "cert": cert.GetUID(), "gwAnchor": gwAnchor.UID, "routeAnchor": routeAnchor.UID}
 
-	m := gt.startManager("takeover")
+	// The resync's first pass comes at once, so that the checks below also cover it: it
+	// records the plane's identity (its one write, in the lease namespace) and must
+	// neither create nor delete anything of the proxy's.
+	m := gt.startManager("takeover", func(o *app.Options) {
+		o.Resync = resync.Options{InitialJitter: time.Millisecond}
+	})
 	gt.waitProgrammed("web")
+	g.Eventually(func(g Gomega) {
+		records := &corev1.ConfigMapList{}
+		g.Expect(hub.Client.List(ctx, records, client.InNamespace(gt.env.ProviderNamespace), client.MatchingLabels{resync.LabelPlaneIdentity: "true"})).To(Succeed())
+		g.Expect(records.Items).NotTo(BeEmpty(), "the resync's first pass records the plane's identity")
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 
 	// Adopted in place: same objects, the Gateway's listener name kept, nothing new.
 	after := map[string]types.UID{}
@@ -400,6 +412,10 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	g.Expect(string(downNow.Spec.GatewayClassName)).To(Equal(gateway.DefaultDownstreamGatewayClassName), "adopted objects are brought to the current spec")
 
 	hubKinds := []string{"namespaces", "configmaps", "gateways", "httproutes", "certificates"}
-	g.Expect(hubWritesBy(g, m.User, []string{"create"}, hubKinds, "")).To(BeEmpty(), "no new object on the hub")
+	g.Expect(hubWritesBy(g, m.User, []string{"create"}, hubKinds, hubNS)).To(BeEmpty(), "no new object on the hub")
+	for _, ev := range hubWritesBy(g, m.User, []string{"create"}, hubKinds, "") {
+		g.Expect(ev.ObjectRef.Namespace == gt.env.ProviderNamespace && ev.ObjectRef.Resource == "configmaps").To(BeTrue(),
+			"the manager creates nothing outside the proxy's hub namespace but its own records in the lease namespace; created %+v", ev.ObjectRef)
+	}
 	g.Expect(hubWritesBy(g, m.User, []string{"delete", "deletecollection"}, hubKinds, "")).To(BeEmpty(), "nothing deleted on the hub")
 }
