@@ -49,7 +49,7 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{Dir: dir}
-	if e.Hub, err = harness.StartControlPlane("bench-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true}); err != nil {
+	if e.Hub, err = harness.StartControlPlane("bench-hub", harness.PlaneOptions{CRDs: hubCRDs, GarbageCollector: true, Lean: true}); err != nil {
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
@@ -74,7 +74,7 @@ func StartEnv(n int, light bool, dir string) (*Env, error) {
 // scenario's planes audit the proxies' reads (auditProxyReads): a hub create for a proxy
 // is judged against the live guard's read it followed (CreatesAfterDeletion).
 func startProjectPlane(name string, crds []*apiextensionsv1.CustomResourceDefinition, auditProxyReads bool) (*harness.ControlPlane, []byte, error) {
-	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds, AuditProxyReads: auditProxyReads})
+	p, err := harness.StartControlPlane(name, harness.PlaneOptions{CRDs: crds, AuditProxyReads: auditProxyReads, Lean: true})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -43,7 +43,7 @@ type Schedule struct {
 
 // FullSchedule is make bench's; SmokeSchedule make bench-smoke's.
 var (
-	FullSchedule  = Schedule{Warm: 10 * time.Second, Hold: 8 * time.Second, OwnedWithin: 90 * time.Second, Settle: 45 * time.Second, LoadInterval: 300 * time.Millisecond, HubFaultSteps: HubFaultSteps(false)}
+	FullSchedule  = Schedule{Warm: 5 * time.Second, Hold: 5 * time.Second, OwnedWithin: 90 * time.Second, Settle: 45 * time.Second, LoadInterval: 300 * time.Millisecond, HubFaultSteps: HubFaultSteps(false)}
 	SmokeSchedule = Schedule{Warm: 5 * time.Second, Hold: 3 * time.Second, OwnedWithin: 30 * time.Second, Settle: 20 * time.Second, LoadInterval: 300 * time.Millisecond, HubFaultSteps: HubFaultSteps(true)}
 )
 

@@ -59,13 +59,18 @@ const allRequestsAuditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+- level: None
+  users: ["admin"]
+  verbs: ["get", "list", "watch"]
 - level: Metadata
 `
 
 // PlaneOptions configures a ControlPlane.
 type PlaneOptions struct {
 	// AuditAllRequests records every request (reads, lists and watches too) besides the
-	// writes every plane records, for a run that counts requests by verb. It supersedes
+	// writes every plane records, for a run that counts requests by verb, except the
+	// reads of the admin user (the harness's own client: a bench's polls are not what it
+	// counts, and recording them cost the API server it measures). It supersedes
 	// AuditSecretReads.
 	AuditAllRequests bool
 	// AuditSecretReads records every request on Secrets, reads included, besides the
@@ -80,6 +85,30 @@ type PlaneOptions struct {
 	// GarbageCollector starts kube-controller-manager with the garbage collector and
 	// namespace controllers, for tests that assert a cascade.
 	GarbageCollector bool
+	// Lean turns off what a plane does for itself while idle, for runs that start
+	// many planes on few cores (the bench's data path runs 21): see leanAPIServerArgs
+	// and leanEtcdArgs.
+	Lean bool
+}
+
+// leanAPIServerArgs stop an API server's own periodic writes and bookkeeping that
+// nothing here reads: the endpoints of the "kubernetes" Service (a lease written every
+// 10 s), the server's identity Lease (every 10 s), and API Priority and Fairness (its
+// configuration controller and queues; the plain in-flight limits apply instead).
+// Measured on this 2-core machine, an idle plane's API server: 1.9 % of a core with
+// the defaults, 1.5 % lean.
+var leanAPIServerArgs = map[string]string{
+	"endpoint-reconciler-type":     "none",
+	"enable-priority-and-fairness": "false",
+	"feature-gates":                "APIServerIdentity=false",
+}
+
+// leanEtcdArgs slow a single-member etcd's raft ticks fivefold (heartbeat every 500 ms
+// instead of 100 ms; the election timeout keeps its tenfold ratio): with no
+// peer there is nothing to heartbeat. Idle etcd: 1.05 % of a core by default, 0.78 %.
+var leanEtcdArgs = map[string]string{
+	"heartbeat-interval": "500",
+	"election-timeout":   "5000",
 }
 
 // ControlPlane is one envtest API server (hub or project) with an audit log and,
@@ -153,6 +182,16 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 	args.Set("audit-policy-file", policy)
 	args.Set("audit-log-path", p.AuditLogPath)
 	args.Set("audit-log-mode", "blocking")
+	if opts.Lean {
+		for k, v := range leanAPIServerArgs {
+			args.Set(k, v)
+		}
+		p.Env.ControlPlane.Etcd = &envtest.Etcd{}
+		etcdArgs := p.Env.ControlPlane.Etcd.Configure()
+		for k, v := range leanEtcdArgs {
+			etcdArgs.Set(k, v)
+		}
+	}
 	if p.Config, err = p.Env.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s control plane: %w", name, err)
 	}

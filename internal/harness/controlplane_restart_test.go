@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -215,4 +217,68 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// TestLeanPlaneKeepsItsSettingsAcrossARestart: a lean plane's kube-apiserver and etcd
+// run with the lean flags and serve, and the API server started again after a kill gets
+// the same flags.
+func TestLeanPlaneKeepsItsSettingsAcrossARestart(t *testing.T) {
+	plane, err := StartControlPlane("lean", PlaneOptions{Lean: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plane.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	expectFlags := func(when string, pid int, name string, flags map[string]string) {
+		t.Helper()
+		_, args, err := processCommand(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range flags {
+			if !slices.Contains(args, "--"+k+"="+v) {
+				t.Errorf("%s: %s runs without --%s=%s: %q", when, name, k, v, args)
+			}
+		}
+	}
+	expectFlags("started", planeAPIServerPID(t, plane), "kube-apiserver", leanAPIServerArgs)
+	expectFlags("started", childEtcdPID(t), "etcd", leanEtcdArgs)
+	written := configMap("lean")
+	if err := plane.Client.Create(ctx, written); err != nil {
+		t.Fatal(err)
+	}
+	if err := plane.RestartAPIServer(ctx, 100*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	expectFlags("restarted", planeAPIServerPID(t, plane), "kube-apiserver", leanAPIServerArgs)
+	expectSameConfigMap(ctx, t, plane.Client, written)
+}
+
+// childEtcdPID returns the pid of the one etcd this test process started.
+func childEtcdPID(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		ppid, err := parentPID(string(stat))
+		if err == nil && ppid == os.Getpid() && strings.Contains(string(stat), "(etcd)") {
+			found = append(found, pid)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one etcd child of this test, found %v", found)
+	}
+	return found[0]
 }
