@@ -107,9 +107,9 @@ bench-binaries: build
 	go build -o bin/bench ./bench/cmd/bench
 
 ## bench: the full chaos and benchmark run, both coordinators side by side: scenarios
-## kill, pause, scale, rolling, skew and hub-faults (about 13 minutes), the Lease-write
+## kill, pause, scale, rolling, skew and hub-faults (about 10 minutes), the Lease-write
 ## and memory runs (about 7), then the data-path section (20 planes x 1,000 proxies, 3
-## replicas; about 25, CPU-bound here); 45 to 50 minutes on 2 cores (bench/README.md,
+## replicas; about 21, CPU-bound here); about 39 minutes on 2 cores (bench/README.md,
 ## Duration). The failover runs are make bench-failover. Writes bench/out/report.md,
 ## results.json and plots. Not part of make test. One section only:
 ## BENCH_FLAGS='--only data-path' (add --data-path-small for a development size).

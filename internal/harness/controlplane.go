@@ -559,9 +559,21 @@ func (a *apiServerProcess) kill() {
 // findChildAPIServer returns the pid of parent's child kube-apiserver serving port
 // with certDir: the plane's own, among the other planes' of the same test process.
 func findChildAPIServer(parent int, port, certDir string) (int, error) {
-	entries, err := os.ReadDir("/proc")
+	found, err := childProcesses(parent, func(argv []string) bool { return isPlaneAPIServer(argv, port, certDir) })
 	if err != nil {
 		return 0, err
+	}
+	if len(found) != 1 {
+		return 0, fmt.Errorf("want one kube-apiserver child of %d with --secure-port=%s --cert-dir=%s, found %v", parent, port, certDir, found)
+	}
+	return found[0], nil
+}
+
+// childProcesses returns the pids of parent's children whose command line matches.
+func childProcesses(parent int, match func(argv []string) bool) ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
 	}
 	var found []int
 	for _, e := range entries {
@@ -580,14 +592,11 @@ func findChildAPIServer(parent int, port, certDir string) (int, error) {
 		if err != nil {
 			continue
 		}
-		if isPlaneAPIServer(splitCmdline(cmdline), port, certDir) {
+		if match(splitCmdline(cmdline)) {
 			found = append(found, pid)
 		}
 	}
-	if len(found) != 1 {
-		return 0, fmt.Errorf("want one kube-apiserver child of %d with --secure-port=%s --cert-dir=%s, found %v", parent, port, certDir, found)
-	}
-	return found[0], nil
+	return found, nil
 }
 
 // processCommand returns a process's executable and arguments, to start it again.

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -258,24 +257,11 @@ func TestLeanPlaneKeepsItsSettingsAcrossARestart(t *testing.T) {
 // childEtcdPID returns the pid of the one etcd this test process started.
 func childEtcdPID(t *testing.T) int {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	found, err := childProcesses(os.Getpid(), func(argv []string) bool {
+		return len(argv) > 0 && filepath.Base(argv[0]) == "etcd"
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	var found []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		ppid, err := parentPID(string(stat))
-		if err == nil && ppid == os.Getpid() && strings.Contains(string(stat), "(etcd)") {
-			found = append(found, pid)
-		}
 	}
 	if len(found) != 1 {
 		t.Fatalf("want one etcd child of this test, found %v", found)
