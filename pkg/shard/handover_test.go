@@ -48,7 +48,7 @@ func TestHandOverWriteRetriedAfterItFailedForGood(t *testing.T) {
 			cs := fake.NewSimpleClientset(lease.DeepCopy())
 			s := &Shard{clock: clk, t: Timings{CallTimeout: time.Second, RetryPeriod: 400 * time.Millisecond, DrainDeadline: time.Second},
 				log: logr.Discard(), m: newMetrics(prometheus.NewRegistry()), cs: cs, opts: Options{Namespace: "ns", Exit: func() {}},
-				observer: newLeaseObserver(clk, time.Second), events: record.NewFakeRecorder(10),
+				observer: newLeaseObserver(clk, time.Second, 400*time.Millisecond), events: record.NewFakeRecorder(10),
 				holdings: map[string]*holding{}, handedOff: map[string]handOff{}, handOverStarts: map[string]time.Time{},
 				undiscovered: map[string]time.Time{}, found: map[string]discovered{"secret-p": {project: "p", gen: 1}}}
 			s.member = &membership{clock: clk, t: s.t, holder: "a/1", validUntil: now.Add(time.Hour)}
@@ -77,7 +77,10 @@ func TestHandOverWriteRetriedAfterItFailedForGood(t *testing.T) {
 				}
 				time.Sleep(10 * time.Millisecond)
 			}
-			if h := s.holdings["p"]; h != nil && h.state() == holdingOpen {
+			s.mu.Lock()
+			h := s.holdings["p"]
+			s.mu.Unlock()
+			if h != nil && h.state() == holdingOpen {
 				t.Fatal("the old owner reopened the project it was handing over")
 			}
 		})

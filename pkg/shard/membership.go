@@ -336,7 +336,13 @@ func (m *membership) resolveConflict(ctx context.Context, holder string, until t
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		// The API server creates Leases on update, so a renew of a deleted member Lease
+		// conflicts (its version precondition) rather than finding none: gone all the same.
+		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
+		return renewTaken
+	case err != nil:
 		m.log.V(1).Info("Reading member Lease after a conflict failed", "error", err.Error(), "validUntil", until)
 		return renewDone
 	}

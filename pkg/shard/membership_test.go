@@ -293,3 +293,32 @@ func TestRenewGoesPromptlyAfterAConflictNearTheEndOfValidity(t *testing.T) {
 		t.Fatalf("%d updates sent, want 4 (two failed, one conflicting, one prompt)", got)
 	}
 }
+
+// TestRenewOfADeletedMemberLeaseLapsesAtOnce (issue 19, finding 3, the holder's side as
+// the hub answers it): the API server creates Leases on update, so a renew conditional
+// on a version of a member Lease deleted by hand is answered with a conflict, not with
+// NotFound; the read that follows finds no Lease. The incarnation lapses then, as when
+// the renew itself finds none, rather than run on until its validity ends.
+func TestRenewOfADeletedMemberLeaseLapsesAtOnce(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
+	cs := fake.NewSimpleClientset()
+	tm := Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, CallTimeout: 400 * time.Millisecond}
+	m := &membership{pod: "pod", weight: 1, t: tm, clock: clk, leases: cs.CoordinationV1().Leases("ns"), log: logr.Discard(),
+		m: newMetrics(prometheus.NewRegistry()), kick: make(chan struct{}, 1)}
+	ctx := context.Background()
+	holder := HolderIdentity("pod", "1")
+	if !m.join(ctx, holder) {
+		t.Fatal("join failed")
+	}
+	if err := cs.CoordinationV1().Leases("ns").Delete(ctx, MemberLeaseName("pod"), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cs.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(coordinationv1.Resource("leases"), MemberLeaseName("pod"), errors.New("the object has been modified"))
+	})
+	clk.Step(tm.RetryPeriod)
+	_, until := m.current()
+	if outcome, _ := m.renew(ctx, holder, until, tm.CallTimeout); outcome != renewTaken {
+		t.Errorf("a renew of a deleted member Lease came back %v, want renewTaken (lapse now)", outcome)
+	}
+}

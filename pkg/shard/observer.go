@@ -2,16 +2,21 @@ package shard
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 )
 
@@ -35,6 +40,11 @@ type leaseObserver struct {
 	// than what is stored is taken as the truth: resourceVersions went back (an etcd
 	// restore), and ignoring them would leave this observer blind for good.
 	watchLag time.Duration
+	// log reports lists and watches that failed.
+	log logr.Logger
+	// retry is the protocol's retry period: the longest the observer waits before it
+	// lists and watches again after its hub failed it (listAgainAfter).
+	retry time.Duration
 	// regressions counts the versions taken although older than the stored one.
 	regressions int
 	synced      bool
@@ -45,14 +55,14 @@ type leaseObserver struct {
 }
 
 // newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
-// version this process wrote (the Lease duration).
-func newLeaseObserver(clk clock.Clock, watchLag time.Duration) *leaseObserver {
-	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, recorded: map[string]time.Time{}, watchLag: watchLag, notify: make(chan struct{}, 1)}
+// version this process wrote (the Lease duration), retry the retry period.
+func newLeaseObserver(clk clock.Clock, watchLag, retry time.Duration) *leaseObserver {
+	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, recorded: map[string]time.Time{}, watchLag: watchLag, retry: retry, log: logr.Discard(), notify: make(chan struct{}, 1)}
 }
 
 // run watches Leases in namespace until ctx ends.
 func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namespace string) {
-	lw := &toolscache.ListWatch{
+	o.follow(ctx, &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = LabelRole
 			return cs.CoordinationV1().Leases(namespace).List(ctx, opts)
@@ -61,23 +71,161 @@ func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namesp
 			opts.LabelSelector = LabelRole
 			return cs.CoordinationV1().Leases(namespace).Watch(ctx, opts)
 		},
-	}
-	inf := toolscache.NewSharedIndexInformer(lw, &coordinationv1.Lease{}, 0, toolscache.Indexers{})
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { o.observe(obj, false) },
-		UpdateFunc: func(_, obj any) { o.observe(obj, false) },
-		DeleteFunc: func(obj any) { o.forget(obj) },
 	})
-	go func() {
-		if toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-			o.mu.Lock()
-			o.synced = true
-			o.mu.Unlock()
-			o.poke()
-		}
-	}()
-	inf.RunWithContext(ctx)
 }
+
+// follow lists and watches through lw until ctx ends. A client-go reflector feeds the
+// observer directly (leaseFeed); when its list or watch fails, follow lists and
+// watches again after listAgainAfter, never more than a retry period, instead of the
+// reflector's own backoff, which doubles from 0.8 s to 30 s (60 s with jitter) and
+// keeps that for two minutes: after a hub API server restart, a replica would not see
+// the projects assigned to it until the claim deadline moved them, and, blind to its
+// own renews, would pause its admission (the stale-view rule). The observer is one
+// list and watch per replica, no more load on a recovering hub than the renews it sends
+// at the same period.
+func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherWithContext) {
+	feed := &leaseFeed{o: o, known: map[string]*coordinationv1.Lease{}}
+	r := toolscache.NewReflectorWithOptions(refusalsEndTheWatch{lw}, &coordinationv1.Lease{}, feed,
+		toolscache.ReflectorOptions{Name: "anchorage-lease-observer", TypeDescription: "Lease"})
+	failed := 0
+	for ctx.Err() == nil {
+		lists := feed.listed()
+		err := r.ListAndWatchWithContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if feed.listed() > lists {
+			failed = 0 // the hub answered a list: the watch that followed has ended
+		} else {
+			failed++
+		}
+		if err != nil {
+			o.log.V(1).Info("Listing or watching Leases failed; trying again", "error", err.Error(), "failedInARow", failed)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.clock.After(listAgainAfter(failed, o.retry)):
+		}
+	}
+}
+
+// listAgainAfter is how long the observer waits before it lists and watches again,
+// after failed attempts in a row since the hub last answered a list: an eighth of the
+// retry period at first (a watch that ended, as watches do), doubling with each attempt
+// that failed, never more than the retry period.
+func listAgainAfter(failed int, retry time.Duration) time.Duration {
+	wait := retry / 8
+	for i := 0; i < failed && wait < retry; i++ {
+		wait *= 2
+	}
+	return min(wait, retry)
+}
+
+// refusalsEndTheWatch passes lists and watches through, but makes a watch refused for
+// want of a connection, or answered 429, end the reflector's attempt: the reflector
+// would otherwise wait out its own backoff before it watched again (follow waits its
+// own instead). The error keeps its text, not its type.
+type refusalsEndTheWatch struct {
+	lw toolscache.ListerWatcherWithContext
+}
+
+func (r refusalsEndTheWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return r.lw.ListWithContext(ctx, opts)
+}
+
+func (r refusalsEndTheWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	if err != nil && (utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)) {
+		return nil, fmt.Errorf("watching Leases: %s", err.Error())
+	}
+	return w, err
+}
+
+// List and Watch make it a ListerWatcher, which the reflector's constructor takes; the
+// reflector calls the context-aware methods above.
+func (r refusalsEndTheWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return r.ListWithContext(context.Background(), opts)
+}
+
+func (r refusalsEndTheWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return r.WatchWithContext(context.Background(), opts)
+}
+
+// IsWatchListSemanticsUnSupported passes on whether the wrapped lister-watcher can
+// stream its initial list.
+func (r refusalsEndTheWatch) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+}
+
+// leaseFeed is the reflector's store: it hands every Lease the hub delivers to the
+// observer, and keeps the last one of each name so a relist can tell which are gone.
+type leaseFeed struct {
+	o *leaseObserver
+
+	mu    sync.Mutex
+	known map[string]*coordinationv1.Lease
+	lists int
+}
+
+func (f *leaseFeed) listed() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lists
+}
+
+func (f *leaseFeed) Add(obj any) error { return f.Update(obj) }
+func (f *leaseFeed) Update(obj any) error {
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		f.mu.Lock()
+		f.known[l.Name] = l
+		f.mu.Unlock()
+		f.o.observe(l, false)
+	}
+	return nil
+}
+
+func (f *leaseFeed) Delete(obj any) error {
+	if l, ok := obj.(*coordinationv1.Lease); ok {
+		f.mu.Lock()
+		delete(f.known, l.Name)
+		f.mu.Unlock()
+		f.o.forget(l)
+	}
+	return nil
+}
+
+// Replace takes a full list: every Lease in it is delivered, every one known before
+// and missing from it is gone. The first list marks the observer synced.
+func (f *leaseFeed) Replace(items []any, _ string) error {
+	listed := map[string]bool{}
+	for _, obj := range items {
+		if l, ok := obj.(*coordinationv1.Lease); ok {
+			listed[l.Name] = true
+			_ = f.Update(l)
+		}
+	}
+	f.mu.Lock()
+	var gone []*coordinationv1.Lease
+	for name, l := range f.known {
+		if !listed[name] {
+			gone = append(gone, l)
+		}
+	}
+	f.lists++
+	f.mu.Unlock()
+	for _, l := range gone {
+		_ = f.Delete(l)
+	}
+	f.o.mu.Lock()
+	f.o.synced = true
+	f.o.mu.Unlock()
+	f.o.poke()
+	return nil
+}
+
+// Resync is not used (no resync period).
+func (f *leaseFeed) Resync() error { return nil }
 
 func (o *leaseObserver) poke() {
 	select {

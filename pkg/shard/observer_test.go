@@ -42,7 +42,7 @@ func TestStoreDecision(t *testing.T) {
 // duration.
 func TestObserverFollowsAnEtcdRestore(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-	o := newLeaseObserver(clk, 15*time.Second)
+	o := newLeaseObserver(clk, 15*time.Second, 400*time.Millisecond)
 	lease := func(rv, holder string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: "anchorage-project-p", ResourceVersion: rv, Labels: map[string]string{LabelRole: roleProject}},

@@ -63,7 +63,7 @@ func TestCoordinatorWritesStopAtTheEndOfValidity(t *testing.T) {
 				clk := clocktesting.NewFakeClock(now)
 				cs := fake.NewSimpleClientset(project.DeepCopy(), member.DeepCopy())
 				s := &Shard{clock: clk, t: Timings{CallTimeout: time.Second}, log: logr.Discard(), m: newMetrics(prometheus.NewRegistry()),
-					cs: cs, opts: Options{Namespace: "ns"}, observer: newLeaseObserver(clk, time.Second), events: record.NewFakeRecorder(10)}
+					cs: cs, opts: Options{Namespace: "ns"}, observer: newLeaseObserver(clk, time.Second, 400*time.Millisecond), events: record.NewFakeRecorder(10)}
 				s.member = &membership{clock: clk, t: s.t, holder: "c/1", validUntil: now.Add(tc.validFor)}
 				before := len(cs.Actions())
 				if got := do(s, tc.coordinator); got != tc.want {
@@ -116,7 +116,7 @@ func TestProtocolEventsEndWithValidity(t *testing.T) {
 				}
 				rec := record.NewFakeRecorder(10)
 				s := &Shard{clock: clk, t: Timings{CallTimeout: time.Second, LeaseDuration: time.Second}, log: logr.Discard(), m: newMetrics(prometheus.NewRegistry()),
-					cs: cs, opts: Options{Namespace: "ns"}, observer: newLeaseObserver(clk, time.Second), events: rec}
+					cs: cs, opts: Options{Namespace: "ns"}, observer: newLeaseObserver(clk, time.Second, 400*time.Millisecond), events: rec}
 				s.member = &membership{clock: clk, t: s.t, holder: "c/1", validUntil: now.Add(time.Second)}
 				if !do(s) {
 					t.Fatal("the write was not sent")

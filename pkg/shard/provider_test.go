@@ -35,7 +35,7 @@ func TestDiscoveryEndedIsARemovalUnlessStopping(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-			s := &Shard{clock: clk, m: newMetrics(prometheus.NewRegistry()), found: map[string]discovered{}, observer: newLeaseObserver(clk, 15*time.Second)}
+			s := &Shard{clock: clk, m: newMetrics(prometheus.NewRegistry()), found: map[string]discovered{}, observer: newLeaseObserver(clk, 15*time.Second, 400*time.Millisecond)}
 			ended, end := context.WithCancel(context.Background())
 			s.found["p"] = discovered{project: "p", config: &rest.Config{}, ctx: ended}
 			if c.replaced {
@@ -103,7 +103,7 @@ func TestEngageWaitsForTheProjectName(t *testing.T) {
 			clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 			reader := &failingReader{failures: c.failures, secret: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kubeconfig-7", Annotations: map[string]string{AnnotationProject: "tenant-a"}}}}
 			s := &Shard{clock: clk, t: Timings{RetryPeriod: time.Second, CallTimeout: time.Second}, log: logr.Discard(), m: newMetrics(prometheus.NewRegistry()),
-				found: map[string]discovered{}, observer: newLeaseObserver(clk, 15*time.Second), hubReader: reader}
+				found: map[string]discovered{}, observer: newLeaseObserver(clk, 15*time.Second, 400*time.Millisecond), hubReader: reader}
 			ctx, end := context.WithCancel(context.Background())
 			defer end()
 			if err := s.Engage(ctx, "kubeconfig-7", &fakeProjectCluster{}); err != nil {

@@ -167,7 +167,7 @@ func New(opts Options) (*Shard, error) {
 	}
 	s := &Shard{
 		opts: opts, t: t, clock: opts.Clock, log: opts.Logger.WithName("shard"), m: newMetrics(opts.Registry), cs: cs,
-		observer:       newLeaseObserver(opts.Clock, t.LeaseDuration),
+		observer:       newLeaseObserver(opts.Clock, t.LeaseDuration, t.RetryPeriod),
 		found:          map[string]discovered{},
 		holdings:       map[string]*holding{},
 		handOverStarts: map[string]time.Time{},
@@ -184,6 +184,7 @@ func New(opts Options) (*Shard, error) {
 		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
 	}
 	s.observer.watched = s.member.watched
+	s.observer.log = s.log.WithName("lease-observer")
 	return s, nil
 }
 

@@ -53,7 +53,7 @@ func TestViewFreshOnlyFromWatchedOwnRenews(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	m := &membership{pod: "a", clock: clk, t: Timings{RenewDeadline: 2 * time.Second}}
-	o := newLeaseObserver(clk, 3*time.Second)
+	o := newLeaseObserver(clk, 3*time.Second, 400*time.Millisecond)
 	o.watched = m.watched
 	lease := func(pod, rv string, renewed time.Time) *coordinationv1.Lease {
 		return &coordinationv1.Lease{

@@ -299,6 +299,19 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 
 	old := expectMovedAfterValidity(g, victim, oldHolder, moved)
 	t.Logf("%d of %d projects moved after the member Lease was deleted; the old incarnation's validity ended at %s", len(moved), len(held), old.ValidUntil.Format(time.StampMilli))
+
+	// The first renew after the deletion lapsed the old incarnation at once (the hub
+	// answers it with a conflict, since Leases are created on update, and the read after
+	// it with NotFound): the next incarnation joined before the old validity ran out.
+	var next shard.Incarnation
+	for _, inc := range victim.Replica.Shard.Incarnations() {
+		if inc.Joined.After(old.Joined) && (next.Holder == "" || inc.Joined.Before(next.Joined)) {
+			next = inc
+		}
+	}
+	g.Expect(next.Holder).NotTo(BeEmpty(), "a later incarnation is in the history")
+	g.Expect(next.Joined.Before(old.ValidUntil)).To(BeTrue(), "the next incarnation joined at %s, after the old one's validity ended at %s: the deletion did not lapse it",
+		next.Joined.Format(time.StampMilli), old.ValidUntil.Format(time.StampMilli))
 }
 
 func ptrValue(s *string) string {
