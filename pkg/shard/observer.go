@@ -89,15 +89,15 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 		toolscache.ReflectorOptions{Name: "anchorage-lease-observer", TypeDescription: "Lease"})
 	failed := 0
 	for ctx.Err() == nil {
-		lists := feed.listed()
+		began := o.clock.Now()
 		err := r.ListAndWatchWithContext(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if feed.listed() > lists {
-			failed = 0 // the hub answered a list: the watch that followed has ended
+		if o.clock.Since(began) >= o.retry {
+			failed = 0 // a watch that ran for a while and ended
 		} else {
-			failed++
+			failed++ // refused, or a list the hub answered and a watch it did not keep
 		}
 		if err != nil {
 			o.log.V(1).Info("Listing or watching Leases failed; trying again", "error", err.Error(), "failedInARow", failed)
@@ -111,9 +111,10 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 }
 
 // listAgainAfter is how long the observer waits before it lists and watches again,
-// after failed attempts in a row since the hub last answered a list: an eighth of the
-// retry period at first (a watch that ended, as watches do), doubling with each attempt
-// that failed, never more than the retry period.
+// after failed attempts in a row (each ended within a retry period of its start): an
+// eighth of the retry period after a watch that ran for a while and ended, as watches
+// do, doubling with each attempt that failed, never more than the retry period. A hub
+// that answers lists but drops every watch at once is listed once a retry period.
 func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	wait := retry / 8
 	for i := 0; i < failed && wait < retry; i++ {
@@ -165,13 +166,6 @@ type leaseFeed struct {
 
 	mu    sync.Mutex
 	known map[string]*coordinationv1.Lease
-	lists int
-}
-
-func (f *leaseFeed) listed() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lists
 }
 
 func (f *leaseFeed) Add(obj any) error { return f.Update(obj) }
@@ -212,7 +206,6 @@ func (f *leaseFeed) Replace(items []any, _ string) error {
 			gone = append(gone, l)
 		}
 	}
-	f.lists++
 	f.mu.Unlock()
 	for _, l := range gone {
 		_ = f.Delete(l)

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -24,12 +26,15 @@ import (
 // or refuses the connection while it is down (a restart). Its watches deliver nothing;
 // going down closes them.
 type scriptedHub struct {
-	mu       sync.Mutex
-	down     bool
-	leases   []coordinationv1.Lease
-	rv       int
-	refused  int
-	watchers []*watch.FakeWatcher
+	mu   sync.Mutex
+	down bool
+	// watchesFail: lists are answered, watches fail with a 500.
+	watchesFail bool
+	lists       int
+	leases      []coordinationv1.Lease
+	rv          int
+	refused     int
+	watchers    []*watch.FakeWatcher
 }
 
 func (h *scriptedHub) refusal() error {
@@ -44,6 +49,7 @@ func (h *scriptedHub) ListWithContext(context.Context, metav1.ListOptions) (runt
 		h.refused++
 		return nil, h.refusal()
 	}
+	h.lists++
 	list := &coordinationv1.LeaseList{ListMeta: metav1.ListMeta{ResourceVersion: strconv.Itoa(h.rv)}}
 	list.Items = append(list.Items, h.leases...)
 	return list, nil
@@ -55,6 +61,9 @@ func (h *scriptedHub) WatchWithContext(context.Context, metav1.ListOptions) (wat
 	if h.down {
 		h.refused++
 		return nil, h.refusal()
+	}
+	if h.watchesFail {
+		return nil, apierrors.NewInternalError(errors.New("watch cache not ready"))
 	}
 	w := watch.NewFake()
 	h.watchers = append(h.watchers, w)
@@ -88,6 +97,23 @@ func (h *scriptedHub) comeBack(leases ...coordinationv1.Lease) {
 		h.leases = append(h.leases, l)
 	}
 	h.down = false
+}
+
+// failWatches answers lists from now on but fails every watch, and ends the open ones.
+func (h *scriptedHub) failWatches() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.watchesFail = true
+	for _, w := range h.watchers {
+		w.Stop()
+	}
+	h.watchers = nil
+}
+
+func (h *scriptedHub) listed() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lists
 }
 
 func (h *scriptedHub) refusals() int {
@@ -168,6 +194,18 @@ func TestObserverListsAgainWithinARetryPeriodOfTheHubsReturn(t *testing.T) {
 	}
 	if _, ok := o.vanishedMembers()["a/1"]; !ok {
 		t.Errorf("the member whose Lease was deleted while the hub was down is not noted as vanished: %v", o.vanishedMembers())
+	}
+
+	// A hub that answers lists but fails every watch is listed about once a retry
+	// period, not in a loop.
+	hub.failWatches()
+	before := hub.listed()
+	stepUntil(t, clk, "ten retry periods", func() func() bool {
+		var stepped time.Duration
+		return func() bool { stepped += 25 * time.Millisecond; return stepped > 10*retry }
+	}())
+	if n := hub.listed() - before; n < 5 || n > 12 {
+		t.Errorf("a hub that fails every watch was listed %d times in ten retry periods, want about ten (5 to 12)", n)
 	}
 }
 
