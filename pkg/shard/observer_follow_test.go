@@ -79,6 +79,11 @@ func (h *scriptedHub) goDown() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.down = true
+	h.endWatchesLocked()
+}
+
+// endWatchesLocked closes every open watch, as a hub that drops its connections does.
+func (h *scriptedHub) endWatchesLocked() {
 	for _, w := range h.watchers {
 		w.Stop()
 	}
@@ -104,10 +109,7 @@ func (h *scriptedHub) failWatches() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.watchesFail = true
-	for _, w := range h.watchers {
-		w.Stop()
-	}
-	h.watchers = nil
+	h.endWatchesLocked()
 }
 
 func (h *scriptedHub) listed() int {
