@@ -2,6 +2,8 @@
 K8S_VERSION ?= 1.35.4
 K8S_BIN_DIR := $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
+# The data-plane oracle (hack/build-edge-translate.sh): the tests and the demo run it.
+export EDGE_TRANSLATE ?= $(CURDIR)/bin/edge-translate
 GO_FILES = $(shell find . -name '*.go' -not -path './bin/*' -not -path './tmp/*')
 # Packages run one at a time: the integration suites and the demo each start several
 # API servers, and timing-sensitive tests must not compete for 2 cores.
@@ -21,7 +23,7 @@ DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
 
-.PHONY: help all test unit lint k8s-binaries manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
+.PHONY: help all test unit lint k8s-binaries edge-translate manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
@@ -35,9 +37,9 @@ help:
 ## all: the default goal, same as build.
 all: build
 
-## test: build the control-plane binaries if missing, install kubectl and promtool if
-## missing, lint, then run unit and integration tests.
-test: k8s-binaries tools lint
+## test: build the control-plane binaries and the data-plane oracle if missing, install
+## kubectl and promtool if missing, lint, then run unit and integration tests.
+test: k8s-binaries edge-translate tools lint
 	go test $(TEST_FLAGS) ./...
 
 ## unit: tests that need no API server.
@@ -57,13 +59,18 @@ tools:
 k8s-binaries:
 	@K8S_VERSION=$(K8S_VERSION) hack/build-k8s.sh >/dev/null
 
+## edge-translate: Envoy Gateway's translator, the data-plane oracle, built offline into
+## bin/edge-translate (hack/edge-translate).
+edge-translate:
+	@hack/build-edge-translate.sh >/dev/null
+
 ## manifests: regenerate CRDs, deepcopy and RBAC from markers.
 manifests:
 	hack/manifests.sh
 
 ## demo: a local hub, two project planes and three manager processes, narrated end to end.
 ## DEMO_KEEP=1 (or DEMO_FLAGS=--keep) leaves everything running and prints the kubeconfigs.
-demo: k8s-binaries build
+demo: k8s-binaries edge-translate build
 	go build -o bin/demo ./cmd/demo
 	bin/demo --manager=bin/manager $(DEMO_FLAGS)
 
