@@ -415,6 +415,9 @@ func resourceOf(gk schema.GroupKind) string {
 		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "httproutes",
 		{Group: "cert-manager.io", Kind: "Certificate"}:         "certificates",
 		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "httpproxies",
+		{Kind: "Service"}: "services",
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:             "endpointslices",
+		{Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy"}: "backendtlspolicies",
 	}
 	if r, ok := resources[gk]; ok {
 		return r

@@ -113,12 +113,28 @@ type HTTPProxyBackend struct {
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an http or https URL with a host"
 	Endpoint string `json:"endpoint"`
 
+	// TLS configures the connection to an https endpoint.
+	//
+	// +optional
+	TLS *HTTPProxyBackendTLS `json:"tls,omitempty"`
+
 	// Filters applied only to requests sent to this backend.
 	//
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	Filters []gatewayv1.HTTPRouteFilter `json:"filters,omitempty"`
+}
+
+// HTTPProxyBackendTLS is how the edge connects to an https endpoint.
+type HTTPProxyBackendTLS struct {
+	// Hostname the backend's certificate must be valid for, and the SNI the edge sends.
+	// Default: the endpoint's host.
+	//
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Hostname *string `json:"hostname,omitempty"`
 }
 
 // HTTPProxyStatus is what the manager observed and did.

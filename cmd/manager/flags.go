@@ -121,6 +121,7 @@ func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
 	for _, g := range gatewayFlags {
 		fs.StringVar(g.field(&f.gateway), g.name, g.def, g.usage)
 	}
+	fs.BoolVar(&f.gateway.AssumeWrittenIsProgrammed, "assume-written-is-programmed", false, "off by default: for a hub where no gateway controller writes status on the downstream Gateways and HTTPRoutes (a hub without edges), count a downstream copy written as accepted and programmed; off, Programmed follows the edge controller's status on the hub and stays False (reason Pending) until it has spoken")
 	fs.IntVar(&f.gateway.Workers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller (HTTPProxy, Gateway, HTTPRoute) runs at once; never two of the same object")
 }
 

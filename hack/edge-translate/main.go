@@ -26,11 +26,15 @@ import (
 	egv1a1 "github.com/envoyproxy/gateway/api/v1alpha1"
 	"github.com/envoyproxy/gateway/internal/gatewayapi"
 	"github.com/envoyproxy/gateway/internal/gatewayapi/resource"
+	"github.com/envoyproxy/gateway/internal/gatewayapi/status"
 	"github.com/envoyproxy/gateway/internal/logging"
 	"github.com/envoyproxy/gateway/internal/xds/translator"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	gwapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
@@ -46,14 +50,15 @@ type verdict struct {
 
 func main() {
 	file := flag.String("f", "-", "the YAML documents to translate; - for stdin")
+	address := flag.String("envoy-address", "", "the address of the edge's running Envoy: Gateways then get the Accepted and Programmed conditions Envoy Gateway's Kubernetes provider gives them for a ready Envoy Deployment behind a LoadBalancer Service with this address; empty leaves them as the translator does (no Gateway-level conditions)")
 	flag.Parse()
-	if err := run(*file, os.Stdout); err != nil {
+	if err := run(*file, *address, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "edge-translate:", err)
 		os.Exit(1)
 	}
 }
 
-func run(file string, w io.Writer) error {
+func run(file, envoyAddress string, w io.Writer) error {
 	in, err := readInput(file)
 	if err != nil {
 		return err
@@ -65,11 +70,12 @@ func run(file string, w io.Writer) error {
 	if res.GatewayClass == nil {
 		return fmt.Errorf("the input holds no GatewayClass")
 	}
-	slices, err := endpointSlices(in)
+	slices, metas, err := readDocuments(in)
 	if err != nil {
 		return err
 	}
 	res.EndpointSlices = append(res.EndpointSlices, slices...)
+	restoreMetadata(res, metas)
 
 	t := &gatewayapi.Translator{
 		GatewayControllerName: string(res.GatewayClass.Spec.ControllerName),
@@ -81,6 +87,9 @@ func run(file string, w io.Writer) error {
 
 	out := verdict{Xds: map[string]map[string]any{}}
 	for _, g := range result.Gateways {
+		if envoyAddress != "" {
+			finishGatewayStatus(g, envoyAddress)
+		}
 		out.Gateways = append(out.Gateways, g)
 	}
 	for _, r := range result.HTTPRoutes {
@@ -127,6 +136,21 @@ func run(file string, w io.Writer) error {
 	return enc.Encode(out)
 }
 
+// finishGatewayStatus does what Envoy Gateway's Kubernetes provider does after the
+// translator (internal/provider/kubernetes/status.go): a Gateway the translator did not
+// refuse is Accepted, and its Programmed condition and addresses come from the Envoy
+// Service and Deployment, here a LoadBalancer Service at address and one ready replica.
+func finishGatewayStatus(gw *gwapiv1.Gateway, address string) {
+	if !status.GatewayAccepted(gw) {
+		return
+	}
+	status.UpdateGatewayStatusAccepted(gw)
+	svc := &corev1.Service{Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: address}}
+	envoy := &appsv1.Deployment{Status: appsv1.DeploymentStatus{Replicas: 1, AvailableReplicas: 1}}
+	status.UpdateGatewayStatusProgrammedCondition(gw, svc, envoy, status.NodeAddresses{})
+}
+
 func readInput(file string) ([]byte, error) {
 	if file == "-" {
 		return io.ReadAll(os.Stdin)
@@ -134,28 +158,60 @@ func readInput(file string) ([]byte, error) {
 	return os.ReadFile(file)
 }
 
-// endpointSlices decodes the EndpointSlice documents of in.
-func endpointSlices(in []byte) ([]*discoveryv1.EndpointSlice, error) {
+// readDocuments decodes the EndpointSlice documents of in, and the metadata of every
+// document by kind, namespace and name.
+func readDocuments(in []byte) ([]*discoveryv1.EndpointSlice, map[string]metav1.ObjectMeta, error) {
 	var out []*discoveryv1.EndpointSlice
+	metas := map[string]metav1.ObjectMeta{}
 	reader := utilyaml.NewYAMLReader(bufioReader(in))
 	for {
 		doc, err := reader.Read()
 		if err == io.EOF {
-			return out, nil
+			return out, metas, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("splitting the documents: %w", err)
+			return nil, nil, fmt.Errorf("splitting the documents: %w", err)
 		}
 		var head struct {
-			Kind string `json:"kind"`
+			Kind     string            `json:"kind"`
+			Metadata metav1.ObjectMeta `json:"metadata"`
 		}
-		if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind != "EndpointSlice" {
+		if err := yaml.Unmarshal(doc, &head); err != nil || head.Kind == "" {
+			continue
+		}
+		metas[metaKey(head.Kind, head.Metadata.Namespace, head.Metadata.Name)] = head.Metadata
+		if head.Kind != "EndpointSlice" {
 			continue
 		}
 		s := &discoveryv1.EndpointSlice{}
 		if err := yaml.UnmarshalStrict(doc, s); err != nil {
-			return nil, fmt.Errorf("reading an EndpointSlice: %w", err)
+			return nil, nil, fmt.Errorf("reading an EndpointSlice: %w", err)
 		}
 		out = append(out, s)
+	}
+}
+
+func metaKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+// restoreMetadata gives the loaded objects the metadata their documents carry (the
+// loader keeps only names): a status then names the generation it was computed for,
+// as Envoy Gateway's Kubernetes provider, which hands over whole objects, reports it.
+func restoreMetadata(res *resource.Resources, metas map[string]metav1.ObjectMeta) {
+	restore := func(kind string, m *metav1.ObjectMeta) {
+		if full, ok := metas[metaKey(kind, m.Namespace, m.Name)]; ok {
+			*m = full
+		}
+	}
+	for _, g := range res.Gateways {
+		restore("Gateway", &g.ObjectMeta)
+	}
+	for _, r := range res.HTTPRoutes {
+		restore("HTTPRoute", &r.ObjectMeta)
+	}
+	for _, s := range res.Services {
+		restore("Service", &s.ObjectMeta)
+	}
+	for _, p := range res.BackendTLSPolicies {
+		restore("BackendTLSPolicy", &p.ObjectMeta)
 	}
 }

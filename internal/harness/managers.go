@@ -27,6 +27,7 @@ import (
 
 	"anchorage/internal/app"
 	"anchorage/internal/testenv"
+	"anchorage/pkg/gateway"
 )
 
 // ErrKilled is what every API call of an abruptly stopped manager returns.
@@ -122,6 +123,9 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.transport(ProjectTraffic)); return nil }},
 		// A drain past its deadline "exits the process": here, an abrupt stop.
 		Exit: m.Kill,
+		// The harness's hubs run no edge controller unless a test starts an Edge and
+		// turns this off.
+		Gateway: gateway.Config{AssumeWrittenIsProgrammed: true},
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)

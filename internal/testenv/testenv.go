@@ -120,3 +120,17 @@ func StartAPIServer(t testing.TB, crds ...*apiextensionsv1.CustomResourceDefinit
 	})
 	return cfg
 }
+
+// EdgeTranslateBinary returns the path of the data-plane oracle built by
+// hack/build-edge-translate.sh: EDGE_TRANSLATE when set, else bin/edge-translate. It
+// returns an error naming the command that builds it when it is missing.
+func EdgeTranslateBinary() (string, error) {
+	path := os.Getenv("EDGE_TRANSLATE")
+	if path == "" {
+		path = filepath.Join(RepoRoot(), "bin", "edge-translate")
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", fmt.Errorf("data-plane oracle missing at %s (run make edge-translate or make test): %w", path, err)
+	}
+	return path, nil
+}

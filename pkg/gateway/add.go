@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -150,8 +151,11 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		WithOptions(controllerOptions(mgr, opts.Workers)).
 		For(&gatewayv1.HTTPRoute{}, mcbuilder.WithPredicates(ownChanges(HTTPRouteFinalizer))), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
+		WatchesRawSource(hubSource(hubCache, &corev1.Service{}, kindHTTPRoute)).
+		WatchesRawSource(hubSource(hubCache, &discoveryv1.EndpointSlice{}, kindHTTPRoute)).
+		WatchesRawSource(hubSource(hubCache, &gatewayv1.BackendTLSPolicy{}, kindHTTPRoute)).
 		WatchesRawSource(s.routes.source()).
-		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written})
+		Build(&HTTPRouteReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, HubCache: hubCache})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
@@ -164,10 +168,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	return s, nil
 }
 
-// HubCacheByObject restricts the hub cache's Gateways and HTTPRoutes to downstream
-// copies, which carry the cluster-name label: the hub may hold many other Gateways,
-// and the hub watches only need ours. Pass it as the hub manager's
-// cache.Options.ByObject.
+// HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes and backend objects
+// (Services, EndpointSlices, BackendTLSPolicies) to downstream copies, which carry the
+// cluster-name label: the hub may hold many other objects of those kinds, and the hub
+// watches only need ours. Pass it as the hub manager's cache.Options.ByObject.
 func HubCacheByObject() map[client.Object]cache.ByObject {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
@@ -175,8 +179,11 @@ func HubCacheByObject() map[client.Object]cache.ByObject {
 	}
 	downstream := labels.NewSelector().Add(*req)
 	return map[client.Object]cache.ByObject{
-		&gatewayv1.Gateway{}:   {Label: downstream},
-		&gatewayv1.HTTPRoute{}: {Label: downstream},
+		&gatewayv1.Gateway{}:          {Label: downstream},
+		&gatewayv1.HTTPRoute{}:        {Label: downstream},
+		&corev1.Service{}:             {Label: downstream},
+		&discoveryv1.EndpointSlice{}:  {Label: downstream},
+		&gatewayv1.BackendTLSPolicy{}: {Label: downstream},
 	}
 }
 

@@ -56,7 +56,9 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 		Route:   &gatewayv1.HTTPRoute{ObjectMeta: meta(proxy.Name), Spec: routeSpec},
 	}
 	for _, svc := range services {
+		annotations := svc.Annotations
 		svc.ObjectMeta = meta(svc.Name)
+		svc.Annotations = annotations
 		out.Services = append(out.Services, svc)
 	}
 	return out, nil
@@ -189,11 +191,14 @@ func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev
 			if err != nil {
 				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
 			}
-			filters, err := backendFilters(rule, b.Filters, target)
+			rewrite, err := backendRewrite(rule, b.Filters, target)
 			if err != nil {
 				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
 			}
-			svc := backendService(backendServiceName(proxy.Name, i), target)
+			if rewrite != nil {
+				rule.Filters = append(rule.Filters, *rewrite)
+			}
+			svc := backendService(backendServiceName(proxy.Name, i), target, b.TLS)
 			services = append(services, svc)
 			rule.BackendRefs = append(rule.BackendRefs, gatewayv1.HTTPBackendRef{
 				BackendRef: gatewayv1.BackendRef{
@@ -205,7 +210,7 @@ func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev
 					},
 					Weight: ptr.To[int32](1),
 				},
-				Filters: filters,
+				Filters: deepCopyFilters(b.Filters),
 			})
 		}
 		spec.Rules = append(spec.Rules, rule)
@@ -266,19 +271,20 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 	return t, nil
 }
 
-// backendFilters returns the backend's filters plus the URLRewrite that makes a
-// request look addressed to the backend: the Host header set to the backend's host and,
-// when the endpoint has a path, the matched prefix replaced by it. A URLRewrite of the
-// proxy's own (on the rule or the backend) takes precedence over the host rewrite;
-// with an endpoint path it is a conflict, as is a path with anything but exactly one
-// PathPrefix match (Gateway API allows replacePrefixMatch only then).
-func backendFilters(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilter, t backendTarget) ([]gatewayv1.HTTPRouteFilter, error) {
-	filters := deepCopyFilters(own)
+// backendRewrite returns the URLRewrite that makes a request look addressed to the
+// backend: the Host header set to the backend's host and, when the endpoint has a path,
+// the matched prefix replaced by it. It goes on the rule, not the backendRef: a proxy
+// rule has one backend, and edges apply a backendRef's URLRewrite only in part (Envoy
+// Gateway keeps its hostname and drops its path). A URLRewrite of the proxy's own (on
+// the rule or the backend) takes precedence (nil); with an endpoint path it is a
+// conflict, as is a path with anything but exactly one PathPrefix match (Gateway API
+// allows replacePrefixMatch only then).
+func backendRewrite(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilter, t backendTarget) (*gatewayv1.HTTPRouteFilter, error) {
 	if hasFilter(rule.Filters, gatewayv1.HTTPRouteFilterURLRewrite) || hasFilter(own, gatewayv1.HTTPRouteFilterURLRewrite) {
 		if t.Path != "" {
 			return nil, fmt.Errorf("the endpoint path %s cannot be combined with a URLRewrite filter", t.Path)
 		}
-		return filters, nil
+		return nil, nil
 	}
 	rewrite := &gatewayv1.HTTPURLRewriteFilter{Hostname: ptr.To(gatewayv1.PreciseHostname(t.Host))}
 	if t.Path != "" {
@@ -287,7 +293,7 @@ func backendFilters(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilte
 		}
 		rewrite.Path = &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To(t.Path)}
 	}
-	return append(filters, gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: rewrite}), nil
+	return &gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: rewrite}, nil
 }
 
 func hasFilter(filters []gatewayv1.HTTPRouteFilter, typ gatewayv1.HTTPRouteFilterType) bool {
@@ -351,10 +357,19 @@ func rootPrefix() *gatewayv1.HTTPPathMatch {
 
 // backendService is the ExternalName Service a backend is reached through. Its port
 // carries the scheme as appProtocol, so an implementation knows to originate TLS for
-// https endpoints.
-func backendService(name string, t backendTarget) *corev1.Service {
+// https endpoints; an https one names the hostname the backend's certificate is checked
+// against (BackendCertHostnameAnnotation: tls.hostname, else the endpoint's host).
+func backendService(name string, t backendTarget, tls *v1alpha.HTTPProxyBackendTLS) *corev1.Service {
+	var annotations map[string]string
+	if t.Scheme == "https" {
+		host := t.Host
+		if tls != nil && tls.Hostname != nil && *tls.Hostname != "" {
+			host = *tls.Hostname
+		}
+		annotations = map[string]string{BackendCertHostnameAnnotation: host}
+	}
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations},
 		Spec: corev1.ServiceSpec{
 			Type:         corev1.ServiceTypeExternalName,
 			ExternalName: t.Host,

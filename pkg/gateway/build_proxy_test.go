@@ -159,6 +159,7 @@ func TestBuildRouteSpec(t *testing.T) {
 	}
 	userRewrite := gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: &gatewayv1.HTTPURLRewriteFilter{Hostname: ptr.To(gatewayv1.PreciseHostname("mine.example"))}}
 
+	ownHeader := gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterRequestHeaderModifier, RequestHeaderModifier: &gatewayv1.HTTPHeaderFilter{Set: []gatewayv1.HTTPHeader{{Name: "X-Tenant", Value: "a"}}}}
 	cases := []struct {
 		reason       string
 		proxy        *v1alpha.HTTPProxy
@@ -171,7 +172,8 @@ func TestBuildRouteSpec(t *testing.T) {
 			proxy:  proxy("web", []gatewayv1.Hostname{"a.example.com"}, backendRule("https://api.example.com")),
 			wantRules: []gatewayv1.HTTPRouteRule{{
 				Matches:     []gatewayv1.HTTPRouteMatch{prefix("/")},
-				BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-0", 443, rewrite("api.example.com", ""))},
+				Filters:     []gatewayv1.HTTPRouteFilter{rewrite("api.example.com", "")},
+				BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-0", 443)},
 			}},
 			wantServices: []string{"web-backend-0=api.example.com:443/https"},
 		},
@@ -180,7 +182,8 @@ func TestBuildRouteSpec(t *testing.T) {
 			proxy:  proxy("web", nil, backendRule("http://API.example.com:8080/v1/", prefix("/api"))),
 			wantRules: []gatewayv1.HTTPRouteRule{{
 				Matches:     []gatewayv1.HTTPRouteMatch{prefix("/api")},
-				BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-0", 8080, rewrite("api.example.com", "/v1"))},
+				Filters:     []gatewayv1.HTTPRouteFilter{rewrite("api.example.com", "/v1")},
+				BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-0", 8080)},
 			}},
 			wantServices: []string{"web-backend-0=api.example.com:8080/http"},
 		},
@@ -205,9 +208,21 @@ func TestBuildRouteSpec(t *testing.T) {
 			),
 			wantRules: []gatewayv1.HTTPRouteRule{
 				{Matches: []gatewayv1.HTTPRouteMatch{prefix("/")}, Filters: []gatewayv1.HTTPRouteFilter{{Type: gatewayv1.HTTPRouteFilterRequestRedirect, RequestRedirect: &gatewayv1.HTTPRequestRedirectFilter{Scheme: ptr.To("https")}}}},
-				{Matches: []gatewayv1.HTTPRouteMatch{prefix("/")}, BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-1", 80, rewrite("b.example", ""))}},
+				{Matches: []gatewayv1.HTTPRouteMatch{prefix("/")}, Filters: []gatewayv1.HTTPRouteFilter{rewrite("b.example", "")}, BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-1", 80)}},
 			},
 			wantServices: []string{"web-backend-1=b.example:80/http"},
+		},
+		{
+			reason: "a backend's own filters stay on its backendRef; the rewrite goes on the rule",
+			proxy: proxy("web", nil, v1alpha.HTTPProxyRule{
+				Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "http://b.example", Filters: []gatewayv1.HTTPRouteFilter{ownHeader}}},
+			}),
+			wantRules: []gatewayv1.HTTPRouteRule{{
+				Matches:     []gatewayv1.HTTPRouteMatch{prefix("/")},
+				Filters:     []gatewayv1.HTTPRouteFilter{rewrite("b.example", "")},
+				BackendRefs: []gatewayv1.HTTPBackendRef{backendRef("web-backend-0", 80, ownHeader)},
+			}},
+			wantServices: []string{"web-backend-0=b.example:80/http"},
 		},
 		{reason: "an IP address cannot be an ExternalName", proxy: proxy("web", nil, backendRule("http://10.0.0.1")), wantInvalid: "IP address"},
 		{reason: "user information is refused", proxy: proxy("web", nil, backendRule("http://u:p@b.example")), wantInvalid: "user information"},

@@ -75,6 +75,12 @@ type Config struct {
 	CertificateIssuer IssuerRef
 	// EventSource is the reporting component of Events. Default DefaultEventSource.
 	EventSource string
+	// AssumeWrittenIsProgrammed is for hubs where no gateway controller writes status on
+	// the downstream Gateways and HTTPRoutes (a hub without edges, such as the demo's):
+	// a downstream copy written counts as accepted and programmed. Off (the default),
+	// Programmed follows what the edge's controller reports on the hub, and stays False
+	// with reason Pending until it has.
+	AssumeWrittenIsProgrammed bool
 	// Workers is how many reconciles each controller (HTTPProxy, Gateway, HTTPRoute)
 	// runs at once. Two reconciles of the same object never run together (the
 	// workqueue hands a key to one worker at a time), so finalizers and per-project

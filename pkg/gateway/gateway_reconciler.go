@@ -145,20 +145,22 @@ func (r *GatewayReconciler) guardOf(s *gatewayScope) ownersGuard {
 	return upstreamGuard(&s.upstream, s.gw, kindGateway, GatewayFinalizer, r.Metrics)
 }
 
-// program writes the hub side and reports the outcome in the Gateway's status; a hub
-// refusal is also an Event and an error, so the request is retried with backoff.
+// program writes the hub side and reports in the Gateway's status what the edge made
+// of it (status.go); a hub refusal is also an Event and an error, so the request is
+// retried with backoff. The edge's status changes on the hub bring the Gateway back
+// (the hub watch), so nothing here waits for them.
 func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool, error) {
-	addresses, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	down, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
 	if isGuardRefusal(err) {
 		return endOnRefusal(s.log, err, &s.requeueAfter)
 	}
 	before := s.gw.DeepCopy()
 	if err != nil {
 		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the Gateway to the hub failed: %v", err)
-		setGatewayStatus(s.gw, false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err))
+		setGatewayStatus(s.gw, verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}, nil)
 	} else {
-		setGatewayStatus(s.gw, true, string(gatewayv1.GatewayReasonProgrammed), "The downstream Gateway and its Certificates are written to the hub")
-		s.gw.Status.Addresses = addresses
+		setGatewayStatus(s.gw, gatewayEdgeVerdict(down, r.Config.AssumeWrittenIsProgrammed), down)
+		s.gw.Status.Addresses = down.Status.Addresses
 	}
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.gw); statusErr != nil {
 		err = errors.Join(err, statusErr)
@@ -168,9 +170,9 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 
 // writeHub ensures the mapped namespace, then the downstream Gateway and Certificates
 // attached to the anchor, and removes Certificates of listeners that are gone, through
-// hub (whose creates pass the live guard). It returns the downstream Gateway's
-// addresses.
-func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) ([]gatewayv1.GatewayStatusAddress, error) {
+// hub (whose creates pass the live guard). It returns the downstream Gateway as the hub
+// holds it, status included.
+func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) (*gatewayv1.Gateway, error) {
 	upstreamNS := &corev1.Namespace{}
 	if err := s.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: s.gw.Namespace}, upstreamNS); err != nil {
 		return nil, fmt.Errorf("reading upstream namespace %s: %w", s.gw.Namespace, err)
@@ -206,7 +208,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 			}
 		}
 	}
-	return written.(*gatewayv1.Gateway).Status.Addresses, nil
+	return written.(*gatewayv1.Gateway), nil
 }
 
 func copyGatewaySpec(dst, src client.Object) error {

@@ -407,9 +407,14 @@ func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPP
 }
 
 // copyServiceSpec copies the fields of a backend Service the proxy owns, leaving those
-// the API server defaults.
+// the API server defaults: the spec and the certificate hostname annotation.
 func copyServiceSpec(dst, src client.Object) error {
 	d, s := dst.(*corev1.Service), src.(*corev1.Service)
+	if v, ok := s.Annotations[BackendCertHostnameAnnotation]; ok {
+		metav1.SetMetaDataAnnotation(&d.ObjectMeta, BackendCertHostnameAnnotation, v)
+	} else {
+		delete(d.Annotations, BackendCertHostnameAnnotation)
+	}
 	d.Spec.Type = s.Spec.Type
 	d.Spec.ExternalName = s.Spec.ExternalName
 	d.Spec.Ports = append([]corev1.ServicePort(nil), s.Spec.Ports...)

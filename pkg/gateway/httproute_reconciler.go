@@ -4,9 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -22,10 +31,15 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get;list;watch;create;update;delete
 
 // HTTPRouteReconciler mirrors upstream HTTPRoutes attached to our Gateways to the hub:
-// a downstream HTTPRoute in ns-<namespace UID>, attached to the downstream Gateways,
-// hanging on the route's anchor. Its finalizer deletes it and the anchor.
+// a downstream HTTPRoute in ns-<namespace UID>, attached to the downstream Gateways, and
+// for each backend the Service, EndpointSlice and BackendTLSPolicy an edge resolves it
+// through (build_backends.go), all hanging on the route's anchor. Its finalizer deletes
+// them and the anchor.
 type HTTPRouteReconciler struct {
 	Clusters  Clusters
 	Admission Admission
@@ -37,6 +51,10 @@ type HTTPRouteReconciler struct {
 	// Written remembers the hub objects this replica wrote, so that the finalizer
 	// deletes each with one conditional call. Nil: the finalizer reads each first.
 	Written *WrittenObjects
+	// HubCache is the hub's label-selected cache of downstream objects; it names the
+	// backend objects of a route whose rules shrank, for deletion after a live read. Nil:
+	// only the objects this replica remembers writing are found.
+	HubCache client.Reader
 }
 
 // routeScope is what one reconcile of one HTTPRoute works on.
@@ -75,7 +93,10 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 // anchor) and then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, func(ctx context.Context, w hubWriter) error {
-		return w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)})
+		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)}); err != nil {
+			return err
+		}
+		return r.deleteBackendObjects(ctx, s, w, nil)
 	})
 }
 
@@ -142,39 +163,79 @@ func (r *HTTPRouteReconciler) guardOf(s *routeScope) ownersGuard {
 	return upstreamGuard(&s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, r.Metrics)
 }
 
-// program writes the downstream route and reports the outcome per parent in the
-// route's status; a hub refusal is also an Event and an error (retried with backoff).
+// program writes the downstream route and its backends, and reports per parent what
+// the edge made of it (status.go); a hub refusal is also an Event and an error (retried
+// with backoff). The edge's status changes on the hub bring the route back.
 func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
-	err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	down, resolved, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
 	if isGuardRefusal(err) {
 		return endOnRefusal(s.log, err, &s.requeueAfter)
 	}
 	before := s.route.DeepCopy()
 	controller := r.Config.controllerName()
+	var parents []parentVerdict
+	for _, p := range s.parents {
+		pv := parentVerdict{parent: p, refs: resolved}
+		if err != nil {
+			pv.accepted = verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}
+		} else {
+			pv.accepted, pv.refs = routeEdgeVerdict(down, downstreamParent(down, p, s.route.Namespace), controller, resolved, r.Config.AssumeWrittenIsProgrammed)
+		}
+		parents = append(parents, pv)
+	}
 	if err != nil {
 		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
-		setRouteParentStatus(s.route, s.parents, controller, false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err))
-	} else {
-		setRouteParentStatus(s.route, s.parents, controller, true, string(gatewayv1.RouteReasonAccepted), "The downstream HTTPRoute is written to the hub")
 	}
+	if !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)) {
+		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, resolved.reason, "Programming", "%s", resolved.message)
+	}
+	setRouteParentStatus(s.route, parents, controller)
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.route); statusErr != nil {
 		err = errors.Join(err, statusErr)
 	}
 	return true, err
 }
 
-// writeHub ensures the mapped namespace and the downstream route, attached to the
-// anchor and to the downstream copies of the route's parents, through hub (whose
-// creates pass the live guard).
-func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) error {
+// flattenParents returns the conditions of route's parent entries of controller.
+func flattenParents(route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController) []metav1.Condition {
+	var out []metav1.Condition
+	for _, ps := range route.Status.Parents {
+		if ps.ControllerName == controller {
+			out = append(out, ps.Conditions...)
+		}
+	}
+	return out
+}
+
+// downstreamParent returns the parent reference of down that stands for the upstream
+// parent p of a route in routeNS: the entry at the same index (downstreamRoute keeps the
+// order), or p itself when down is not there.
+func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, routeNS string) gatewayv1.ParentReference {
+	for _, dp := range down.Spec.ParentRefs {
+		if dp.Name == p.Name && ptr.Deref(dp.SectionName, "") == ptr.Deref(p.SectionName, "") &&
+			(parentNamespace(p, routeNS) == routeNS) == (dp.Namespace == nil) {
+			return dp
+		}
+	}
+	return p
+}
+
+// writeHub ensures the mapped namespace, the backends' hub objects and the downstream
+// route, attached to the anchor and to the downstream copies of the route's parents,
+// and removes backend objects the route no longer has, through hub (whose creates pass
+// the live guard). The backends go first, so an edge never reads a route whose backends
+// are not there yet. It returns the downstream route as the hub holds it and the
+// resolution of the backends.
+func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) (*gatewayv1.HTTPRoute, verdict, error) {
+	unknown := verdict{false, string(gatewayv1.RouteReasonBackendNotFound), "The backends were not resolved: the hub write failed first"}
 	reader := s.cluster.GetAPIReader()
 	upstreamNS := &corev1.Namespace{}
 	if err := reader.Get(ctx, client.ObjectKey{Name: s.route.Namespace}, upstreamNS); err != nil {
-		return fmt.Errorf("reading upstream namespace %s: %w", s.route.Namespace, err)
+		return nil, unknown, fmt.Errorf("reading upstream namespace %s: %w", s.route.Namespace, err)
 	}
 	hubNS, err := anchor.EnsureMappedNamespace(ctx, hub, s.project, upstreamNS)
 	if err != nil {
-		return err
+		return nil, unknown, err
 	}
 	// Parents in other namespaces: their Gateways' reconcilers create those hub
 	// namespaces; the route only needs their names.
@@ -186,20 +247,199 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 		}
 		mapped, err := mappedNamespaceOf(ctx, reader, ns)
 		if err != nil {
-			return err
+			return nil, unknown, err
 		}
 		if mapped == "" {
-			return fmt.Errorf("parent namespace %s is gone", ns)
+			return nil, unknown, fmt.Errorf("parent namespace %s is gone", ns)
 		}
 		hubNamespaces[ns] = mapped
 	}
+	backends, resolved, err := r.resolveBackends(ctx, s, hubNS)
+	if err != nil {
+		return nil, unknown, err
+	}
 	down, err := downstreamRoute(s.route, hubNS, s.parents, hubNamespaces)
 	if err != nil {
-		return err
+		return nil, resolved, err
 	}
+	pointBackendsAtHub(down, s.route.UID, hubNS)
 	w := s.hubWriter(hub, hubNS, r.Metrics)
-	_, err = w.apply(ctx, kindHTTPRoute, down, copyRouteSpec)
-	return err
+	wanted := map[string]bool{}
+	for _, b := range backends {
+		for _, obj := range b.objects() {
+			wanted[backendKindOf(obj)+"/"+obj.GetName()] = true
+			if _, err := w.apply(ctx, backendKindOf(obj), obj, backendCopier(obj)); err != nil {
+				return nil, resolved, err
+			}
+		}
+	}
+	written, err := w.apply(ctx, kindHTTPRoute, down, copyRouteSpec)
+	if err != nil {
+		return nil, resolved, err
+	}
+	return written.(*gatewayv1.HTTPRoute), resolved, r.deleteBackendObjects(ctx, s, w, wanted)
+}
+
+// resolveBackends builds the hub objects of every backendRef of the route that names
+// an upstream Service an edge can reach, read from the project's cache, and judges
+// ResolvedRefs: True when every backendRef has its hub objects, else False with the
+// first refusal's reason and every refusal's message.
+func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope, hubNS string) ([]hubBackend, verdict, error) {
+	var out []hubBackend
+	var reason gatewayv1.RouteConditionReason
+	var problems []string
+	for i, rule := range s.route.Spec.Rules {
+		for j, ref := range rule.BackendRefs {
+			b, err := r.resolveBackend(ctx, s, ref.BackendObjectReference, BackendObjectName(s.route.UID, i, j), hubNS)
+			var unresolved *unresolvedError
+			if errors.As(err, &unresolved) {
+				if reason == "" {
+					reason = unresolved.reason
+				}
+				problems = append(problems, fmt.Sprintf("rule %d backendRef %d (%s): %s", i, j, ref.Name, unresolved.msg))
+				continue
+			}
+			if err != nil {
+				return nil, verdict{}, err
+			}
+			out = append(out, b)
+		}
+	}
+	if len(problems) > 0 {
+		return out, verdict{false, string(reason), strings.Join(problems, "; ")}, nil
+	}
+	return out, verdict{true, string(gatewayv1.RouteReasonResolvedRefs), "Every backend is on the hub"}, nil
+}
+
+// resolveBackend builds the hub objects named name of one backendRef.
+func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope, ref gatewayv1.BackendObjectReference, name, hubNS string) (hubBackend, error) {
+	if !isServiceRef(ref) {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("kind %s/%s: only Services are programmed on the hub", ptr.Deref(ref.Group, ""), ptr.Deref(ref.Kind, ""))}
+	}
+	if ref.Namespace != nil && string(*ref.Namespace) != s.route.Namespace {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("a backend in namespace %s: only the route's own namespace is programmed on the hub", *ref.Namespace)}
+	}
+	svc := &corev1.Service{}
+	err := s.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: s.route.Namespace, Name: string(ref.Name)}, svc)
+	if apierrors.IsNotFound(err) {
+		// The proxy writes its Services before its route; a route written by hand may
+		// name one that comes later. Look again shortly.
+		s.requeueAfter = backendRetryAfter
+		return buildHubBackend(nil, 0, name, hubNS)
+	}
+	if err != nil {
+		return hubBackend{}, fmt.Errorf("reading backend Service %s/%s: %w", s.route.Namespace, ref.Name, err)
+	}
+	return buildHubBackend(svc, ptr.Deref(ref.Port, 0), name, hubNS)
+}
+
+// backendRetryAfter is how soon a route whose backend Service is missing looks again.
+const backendRetryAfter = 5 * time.Second
+
+// pointBackendsAtHub points every Service backendRef of the downstream route at its
+// hub objects, resolved or not: an unresolved one then names nothing on the hub, and
+// the edge answers it as Gateway API says (500), rather than reaching a Service of the
+// same name that someone else put there.
+func pointBackendsAtHub(down *gatewayv1.HTTPRoute, routeUID types.UID, hubNS string) {
+	for i := range down.Spec.Rules {
+		for j, ref := range down.Spec.Rules[i].BackendRefs {
+			if isServiceRef(ref.BackendObjectReference) {
+				down.Spec.Rules[i].BackendRefs[j] = hubBackendRef(ref, BackendObjectName(routeUID, i, j), hubNS)
+			}
+		}
+	}
+}
+
+// deleteBackendObjects deletes the route's backend objects in w's namespace that are
+// not in keep (kind/name; nil keeps none): those the hub cache shows with the route's
+// labels and those this replica remembers writing, each after a live read shows it
+// hanging on the route's anchor (hubWriter.deleteAttached).
+func (r *HTTPRouteReconciler) deleteBackendObjects(ctx context.Context, s *routeScope, w hubWriter, keep map[string]bool) error {
+	for _, kind := range backendKinds {
+		names := w.written.namesOf(w.owner.UID, kind.name, w.ns)
+		if r.HubCache != nil {
+			cached, err := labelledNames(ctx, r.HubCache, kind.list(), w)
+			if err != nil {
+				return err
+			}
+			names = append(names, cached...)
+		}
+		if keep == nil {
+			for i, rule := range s.route.Spec.Rules {
+				for j := range rule.BackendRefs {
+					names = append(names, BackendObjectName(s.route.UID, i, j))
+				}
+			}
+		}
+		slices.Sort(names)
+		for _, name := range slices.Compact(names) {
+			if keep[kind.name+"/"+name] {
+				continue
+			}
+			obj := kind.object()
+			obj.SetName(name)
+			obj.SetNamespace(w.ns)
+			if err := w.deleteAttached(ctx, kind.name, obj); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// labelledNames returns the names of the objects of list's kind in w's namespace that
+// carry w's owner's labels, from reader.
+func labelledNames(ctx context.Context, reader client.Reader, list client.ObjectList, w hubWriter) ([]string, error) {
+	labels := w.owner.Labels()
+	delete(labels, anchor.LabelClusterName) // older objects spell it the legacy way; the namespace and anchor pin the owner
+	if err := reader.List(ctx, list, client.InNamespace(w.ns), client.MatchingLabels(labels)); err != nil {
+		return nil, fmt.Errorf("listing the hub cache's %T in %s: %w", list, w.ns, err)
+	}
+	var out []string
+	err := meta.EachListItem(list, func(o runtime.Object) error {
+		out = append(out, o.(client.Object).GetName())
+		return nil
+	})
+	return out, err
+}
+
+// backendKind is one kind of a backend's hub objects.
+type backendKind struct {
+	name   string
+	object func() client.Object
+	list   func() client.ObjectList
+}
+
+// backendKinds are the kinds of a backend's hub objects, the policy first so a
+// deletion never leaves a policy naming a Service that is gone.
+var backendKinds = []backendKind{
+	{kindBackendTLSPolicy, func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }},
+	{kindEndpointSlice, func() client.Object { return &discoveryv1.EndpointSlice{} }, func() client.ObjectList { return &discoveryv1.EndpointSliceList{} }},
+	{kindService, func() client.Object { return &corev1.Service{} }, func() client.ObjectList { return &corev1.ServiceList{} }},
+}
+
+// backendKindOf names obj's kind among the backend kinds.
+func backendKindOf(obj client.Object) string {
+	switch obj.(type) {
+	case *corev1.Service:
+		return kindService
+	case *discoveryv1.EndpointSlice:
+		return kindEndpointSlice
+	default:
+		return kindBackendTLSPolicy
+	}
+}
+
+// backendCopier is the copyContent of obj's kind for hubWriter.apply.
+func backendCopier(obj client.Object) func(dst, src client.Object) error {
+	switch obj.(type) {
+	case *corev1.Service:
+		return copyHubServiceSpec
+	case *discoveryv1.EndpointSlice:
+		return copyEndpointSlice
+	default:
+		return copyBackendTLSPolicySpec
+	}
 }
 
 func copyRouteSpec(dst, src client.Object) error {

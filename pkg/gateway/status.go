@@ -21,37 +21,123 @@ const (
 )
 
 // The Programmed signal: the Gateway and HTTPRoute reconcilers report, in Gateway API's
-// own status fields, that the downstream copies of the current generation are on the
-// hub. The HTTPProxy reconciler reads them back.
+// own status fields, what the edge's gateway controller made of the downstream copies of
+// the current generation, as it wrote it on the hub; the HTTPProxy reconciler reads
+// them back. Until the edge has spoken for the current generation, nothing says
+// Programmed (reason Pending), unless Config.AssumeWrittenIsProgrammed says no edge
+// controller ever will.
 //
-//   - Gateway: status.conditions Programmed=True with observedGeneration equal to the
-//     Gateway's generation (Accepted=True beside it); Programmed=False with reason
-//     HubWriteFailed and the hub's message when the hub refused a write.
-//   - HTTPRoute: status.parents entry with this controller's name for the parent
-//     Gateway, Accepted=True with observedGeneration equal to the route's generation.
+//   - Gateway: Accepted, and Programmed with the edge's reason and message, for the
+//     Gateway's generation; status.listeners as the edge reports them. Programmed=False
+//     with reason HubWriteFailed and the hub's message when the hub refused a write.
+//   - HTTPRoute: a status.parents entry with this controller's name per parent Gateway:
+//     Accepted as the edge reports it for the downstream route, ResolvedRefs as this
+//     manager resolved the backends (False when a backend has nothing on the hub) and
+//     as the edge resolved them.
 
-// setGatewayStatus records on gw whether its downstream copies are written.
-func setGatewayStatus(gw *gatewayv1.Gateway, programmed bool, reason, message string) {
-	meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{
-		Type:               string(gatewayv1.GatewayConditionAccepted),
-		Status:             metav1.ConditionTrue,
-		Reason:             string(gatewayv1.GatewayReasonAccepted),
-		Message:            "The Gateway is of this manager's class",
-		ObservedGeneration: gw.Generation,
-	})
-	meta.SetStatusCondition(&gw.Status.Conditions, metav1.Condition{
-		Type:               string(gatewayv1.GatewayConditionProgrammed),
-		Status:             conditionStatus(programmed),
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: gw.Generation,
-	})
+// edgeCondition returns the condition typ that the edge's controller reported in
+// conds for generation, or nil when it has not reported one for that generation.
+func edgeCondition(conds []metav1.Condition, typ string, generation int64) *metav1.Condition {
+	c := meta.FindStatusCondition(conds, typ)
+	if c == nil || c.ObservedGeneration != generation {
+		return nil
+	}
+	return c
 }
 
-// setRouteParentStatus records, for each of parents, whether route's downstream copy
-// is written. Entries of other controllers are kept; this controller's entries for
-// parents no longer in parents are dropped.
-func setRouteParentStatus(route *gatewayv1.HTTPRoute, parents []gatewayv1.ParentReference, controller gatewayv1.GatewayController, accepted bool, reason, message string) {
+// verdict is one condition as a reconciler decided it, before it is stamped with the
+// upstream object's generation.
+type verdict struct {
+	ok      bool
+	reason  string
+	message string
+}
+
+func (v verdict) condition(typ string, generation int64) metav1.Condition {
+	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: v.message, ObservedGeneration: generation}
+}
+
+// gatewayEdgeVerdict judges an upstream Gateway's Programmed condition from its
+// downstream copy down as the hub holds it: the edge controller's Programmed for
+// down's generation, or Pending until there is one. assume (no edge controller writes
+// status) counts the written copy as programmed.
+func gatewayEdgeVerdict(down *gatewayv1.Gateway, assume bool) verdict {
+	if assume {
+		return verdict{true, string(gatewayv1.GatewayReasonProgrammed), "The downstream Gateway and its Certificates are written to the hub (assumed programmed: no edge controller reports status)"}
+	}
+	c := edgeCondition(down.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed), down.Generation)
+	if c == nil {
+		return verdict{false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for the edge's gateway controller to program the downstream Gateway (generation %d)", down.Generation)}
+	}
+	return verdict{c.Status == metav1.ConditionTrue, c.Reason, "Edge: " + c.Message}
+}
+
+// setGatewayStatus records on gw whether its downstream copy is programmed, and the
+// listener status the edge reported for the current generation of down (nil: the hub
+// write failed, nothing to mirror).
+func setGatewayStatus(gw *gatewayv1.Gateway, programmed verdict, down *gatewayv1.Gateway) {
+	accepted := verdict{true, string(gatewayv1.GatewayReasonAccepted), "The Gateway is of this manager's class"}
+	if down != nil {
+		if c := edgeCondition(down.Status.Conditions, string(gatewayv1.GatewayConditionAccepted), down.Generation); c != nil && c.Status == metav1.ConditionFalse {
+			accepted = verdict{false, c.Reason, "Edge: " + c.Message}
+		}
+	}
+	meta.SetStatusCondition(&gw.Status.Conditions, accepted.condition(string(gatewayv1.GatewayConditionAccepted), gw.Generation))
+	meta.SetStatusCondition(&gw.Status.Conditions, programmed.condition(string(gatewayv1.GatewayConditionProgrammed), gw.Generation))
+	if down == nil {
+		return
+	}
+	gw.Status.Listeners = nil
+	if edgeCondition(down.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed), down.Generation) == nil {
+		return
+	}
+	for _, l := range down.Status.Listeners {
+		l := *l.DeepCopy()
+		for i := range l.Conditions {
+			l.Conditions[i].ObservedGeneration = gw.Generation
+		}
+		gw.Status.Listeners = append(gw.Status.Listeners, l)
+	}
+}
+
+// routeEdgeVerdict judges one parent's Accepted and ResolvedRefs for an upstream route
+// from the edge's entry for the downstream parent in down's status (any controller but
+// ours), for down's generation, and from resolved, this manager's own resolution of the
+// backends. assume (no edge controller writes status) counts the written route as
+// accepted.
+func routeEdgeVerdict(down *gatewayv1.HTTPRoute, downParent gatewayv1.ParentReference, ours gatewayv1.GatewayController, resolved verdict, assume bool) (accepted, refs verdict) {
+	refs = resolved
+	if assume {
+		return verdict{true, string(gatewayv1.RouteReasonAccepted), "The downstream HTTPRoute is written to the hub (assumed accepted: no edge controller reports status)"}, refs
+	}
+	accepted = verdict{false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for the edge's gateway controller to accept the downstream HTTPRoute (generation %d)", down.Generation)}
+	for _, ps := range down.Status.Parents {
+		if ps.ControllerName == ours || !sameParent(ps.ParentRef, downParent, down.Namespace) {
+			continue
+		}
+		a := edgeCondition(ps.Conditions, string(gatewayv1.RouteConditionAccepted), down.Generation)
+		if a == nil {
+			continue
+		}
+		accepted = verdict{a.Status == metav1.ConditionTrue, a.Reason, "Edge: " + a.Message}
+		if r := edgeCondition(ps.Conditions, string(gatewayv1.RouteConditionResolvedRefs), down.Generation); r != nil && r.Status != metav1.ConditionTrue && refs.ok {
+			refs = verdict{false, r.Reason, "Edge: " + r.Message}
+		}
+	}
+	return accepted, refs
+}
+
+// parentVerdict is what setRouteParentStatus writes for one parent.
+type parentVerdict struct {
+	parent   gatewayv1.ParentReference
+	accepted verdict
+	refs     verdict
+}
+
+// setRouteParentStatus records, for each parent, whether route's downstream copy is
+// accepted and its references resolved. Entries of other controllers are kept; this
+// controller's entries for parents no longer listed are dropped.
+func setRouteParentStatus(route *gatewayv1.HTTPRoute, parents []parentVerdict, controller gatewayv1.GatewayController) {
 	var out []gatewayv1.RouteParentStatus
 	for _, ps := range route.Status.Parents {
 		if ps.ControllerName != controller {
@@ -59,26 +145,14 @@ func setRouteParentStatus(route *gatewayv1.HTTPRoute, parents []gatewayv1.Parent
 		}
 	}
 	for _, p := range parents {
-		entry := gatewayv1.RouteParentStatus{ParentRef: p, ControllerName: controller}
+		entry := gatewayv1.RouteParentStatus{ParentRef: p.parent, ControllerName: controller}
 		for _, ps := range route.Status.Parents {
-			if ps.ControllerName == controller && sameParent(ps.ParentRef, p, route.Namespace) {
+			if ps.ControllerName == controller && sameParent(ps.ParentRef, p.parent, route.Namespace) {
 				entry.Conditions = append([]metav1.Condition(nil), ps.Conditions...)
 			}
 		}
-		meta.SetStatusCondition(&entry.Conditions, metav1.Condition{
-			Type:               string(gatewayv1.RouteConditionAccepted),
-			Status:             conditionStatus(accepted),
-			Reason:             reason,
-			Message:            message,
-			ObservedGeneration: route.Generation,
-		})
-		meta.SetStatusCondition(&entry.Conditions, metav1.Condition{
-			Type:               string(gatewayv1.RouteConditionResolvedRefs),
-			Status:             metav1.ConditionTrue,
-			Reason:             string(gatewayv1.RouteReasonResolvedRefs),
-			Message:            "References are passed to the hub as written",
-			ObservedGeneration: route.Generation,
-		})
+		meta.SetStatusCondition(&entry.Conditions, p.accepted.condition(string(gatewayv1.RouteConditionAccepted), route.Generation))
+		meta.SetStatusCondition(&entry.Conditions, p.refs.condition(string(gatewayv1.RouteConditionResolvedRefs), route.Generation))
 		out = append(out, entry)
 	}
 	route.Status.Parents = out
@@ -95,17 +169,25 @@ func sameParent(a, b gatewayv1.ParentReference, routeNS string) bool {
 }
 
 // proxyProgrammed judges a proxy's Programmed condition from its upstream Gateway and
-// HTTPRoute (nil: not there yet), as their reconcilers reported them.
+// HTTPRoute (nil: not there yet), as their reconcilers reported them: the Gateway
+// programmed and every listener the edge reports programmed, the route accepted with
+// its references resolved, each for the object's current generation. A refusal's
+// reason passes through to the proxy.
 func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController) (bool, string, string) {
 	if gw == nil || route == nil {
 		return false, v1alpha.ReasonPending, "Waiting for the upstream Gateway and HTTPRoute to be created"
 	}
 	c := meta.FindStatusCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
 	if c == nil || c.ObservedGeneration != gw.Generation || c.Status == metav1.ConditionUnknown {
-		return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for Gateway %s (generation %d) to be written to the hub", gw.Name, gw.Generation)
+		return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for Gateway %s (generation %d) to be programmed", gw.Name, gw.Generation)
 	}
 	if c.Status != metav1.ConditionTrue {
-		return false, pendingUnless(c.Reason), fmt.Sprintf("Gateway %s: %s", gw.Name, c.Message)
+		return false, reasonOrPending(c.Reason), fmt.Sprintf("Gateway %s: %s", gw.Name, c.Message)
+	}
+	for _, l := range gw.Status.Listeners {
+		if lc := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed)); lc != nil && lc.Status != metav1.ConditionTrue {
+			return false, reasonOrPending(lc.Reason), fmt.Sprintf("Gateway %s listener %s: %s", gw.Name, l.Name, lc.Message)
+		}
 	}
 	parent := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw.Name)}
 	for _, ps := range route.Status.Parents {
@@ -117,20 +199,23 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 			break
 		}
 		if a.Status != metav1.ConditionTrue {
-			return false, pendingUnless(a.Reason), fmt.Sprintf("HTTPRoute %s: %s", route.Name, a.Message)
+			return false, reasonOrPending(a.Reason), fmt.Sprintf("HTTPRoute %s: %s", route.Name, a.Message)
 		}
-		return true, v1alpha.ReasonProgrammed, "The Gateway, HTTPRoute and Certificates are written to the hub"
+		if r := meta.FindStatusCondition(ps.Conditions, string(gatewayv1.RouteConditionResolvedRefs)); r != nil && r.Status != metav1.ConditionTrue {
+			return false, reasonOrPending(r.Reason), fmt.Sprintf("HTTPRoute %s: %s", route.Name, r.Message)
+		}
+		return true, v1alpha.ReasonProgrammed, "The edge serves the Gateway and HTTPRoute"
 	}
-	return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for HTTPRoute %s (generation %d) to be written to the hub", route.Name, route.Generation)
+	return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for HTTPRoute %s (generation %d) to be accepted", route.Name, route.Generation)
 }
 
-// pendingUnless passes a hub failure through to the proxy and reads anything else as
-// pending.
-func pendingUnless(reason string) string {
-	if reason == v1alpha.ReasonHubWriteFailed {
-		return reason
+// reasonOrPending passes a refusal's reason through to the proxy; a condition without
+// one reads as pending.
+func reasonOrPending(reason string) string {
+	if reason == "" {
+		return v1alpha.ReasonPending
 	}
-	return v1alpha.ReasonPending
+	return reason
 }
 
 func conditionStatus(ok bool) metav1.ConditionStatus {

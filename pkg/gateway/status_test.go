@@ -54,11 +54,102 @@ func TestProxyProgrammed(t *testing.T) {
 		{"route accepted by another controller only", okGW, acceptedRoute(1, 1, "other.example/x", "web", metav1.ConditionTrue, "Accepted"), false, v1alpha.ReasonPending},
 		{"route accepted for another parent only", okGW, acceptedRoute(1, 1, testController, "other", metav1.ConditionTrue, "Accepted"), false, v1alpha.ReasonPending},
 		{"hub refused the route: passed through", okGW, acceptedRoute(1, 1, testController, "web", metav1.ConditionFalse, v1alpha.ReasonHubWriteFailed), false, v1alpha.ReasonHubWriteFailed},
+		{"route accepted with a backend unresolved: its reason passed through", okGW, withResolvedRefs(acceptedRoute(3, 3, testController, "web", metav1.ConditionTrue, "Accepted"), metav1.ConditionFalse, "BackendNotFound"), false, "BackendNotFound"},
+		{"route accepted with every backend resolved", okGW, withResolvedRefs(acceptedRoute(3, 3, testController, "web", metav1.ConditionTrue, "Accepted"), metav1.ConditionTrue, "ResolvedRefs"), true, v1alpha.ReasonProgrammed},
+		{"the edge refused the route: its reason passed through", okGW, acceptedRoute(1, 1, testController, "web", metav1.ConditionFalse, "NotAllowedByListeners"), false, "NotAllowedByListeners"},
+		{"a listener the edge has not programmed", withListener(programmedGateway(2, 2, metav1.ConditionTrue, "Programmed", ""), metav1.ConditionFalse, "Invalid"), okRoute, false, "Invalid"},
+		{"every listener programmed", withListener(programmedGateway(2, 2, metav1.ConditionTrue, "Programmed", ""), metav1.ConditionTrue, "Programmed"), okRoute, true, v1alpha.ReasonProgrammed},
+		{"the edge has not programmed the Gateway", programmedGateway(2, 2, metav1.ConditionFalse, v1alpha.ReasonPending, "waiting"), okRoute, false, v1alpha.ReasonPending},
 	}
 	for _, tc := range cases {
 		got, reason, msg := proxyProgrammed(tc.gw, tc.route, testController)
 		if got != tc.want || reason != tc.wantReason || msg == "" {
 			t.Errorf("%s: got (%v, %q, %q), want (%v, %q, a message)", tc.reason, got, reason, msg, tc.want, tc.wantReason)
+		}
+	}
+}
+
+func withResolvedRefs(r *gatewayv1.HTTPRoute, status metav1.ConditionStatus, reason string) *gatewayv1.HTTPRoute {
+	c := &r.Status.Parents[0].Conditions
+	*c = append(*c, metav1.Condition{Type: "ResolvedRefs", Status: status, Reason: reason, Message: "m", ObservedGeneration: r.Generation})
+	return r
+}
+
+func withListener(gw *gatewayv1.Gateway, status metav1.ConditionStatus, reason string) *gatewayv1.Gateway {
+	gw.Status.Listeners = append(gw.Status.Listeners, gatewayv1.ListenerStatus{Name: "https-x", Conditions: []metav1.Condition{{Type: "Programmed", Status: status, Reason: reason, Message: "m"}}})
+	return gw
+}
+
+// TestGatewayEdgeVerdict: the upstream Gateway's Programmed follows the edge's
+// Programmed for the downstream Gateway's current generation, and waits without one.
+func TestGatewayEdgeVerdict(t *testing.T) {
+	down := func(gen, observed int64, status metav1.ConditionStatus, reason string) *gatewayv1.Gateway {
+		gw := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Generation: gen}}
+		if observed > 0 {
+			gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: status, Reason: reason, Message: "edge says", ObservedGeneration: observed}}
+		}
+		return gw
+	}
+	cases := []struct {
+		reason     string
+		down       *gatewayv1.Gateway
+		assume     bool
+		want       bool
+		wantReason string
+	}{
+		{"the edge has said nothing", down(1, 0, "", ""), false, false, v1alpha.ReasonPending},
+		{"the edge spoke of an older generation", down(3, 2, metav1.ConditionTrue, "Programmed"), false, false, v1alpha.ReasonPending},
+		{"the edge programmed the current generation", down(3, 3, metav1.ConditionTrue, "Programmed"), false, true, "Programmed"},
+		{"the edge refused the current generation", down(3, 3, metav1.ConditionFalse, "AddressNotAssigned"), false, false, "AddressNotAssigned"},
+		{"no edge reports status: written counts", down(1, 0, "", ""), true, true, "Programmed"},
+	}
+	for _, tc := range cases {
+		got := gatewayEdgeVerdict(tc.down, tc.assume)
+		if got.ok != tc.want || got.reason != tc.wantReason || got.message == "" {
+			t.Errorf("%s: got %+v, want ok=%v reason %q", tc.reason, got, tc.want, tc.wantReason)
+		}
+	}
+}
+
+// TestRouteEdgeVerdict: a parent's Accepted follows the edge's entry for the downstream
+// parent and generation; ResolvedRefs is this manager's resolution, turned False by the
+// edge's.
+func TestRouteEdgeVerdict(t *testing.T) {
+	parent := gatewayv1.ParentReference{Name: "web"}
+	resolved := verdict{true, "ResolvedRefs", "on the hub"}
+	unresolved := verdict{false, "BackendNotFound", "Service not found"}
+	down := func(gen int64, controller gatewayv1.GatewayController, parentName string, conds ...metav1.Condition) *gatewayv1.HTTPRoute {
+		r := &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: "ns-x", Generation: gen}}
+		if len(conds) > 0 {
+			r.Status.Parents = []gatewayv1.RouteParentStatus{{ParentRef: gatewayv1.ParentReference{Name: gatewayv1.ObjectName(parentName)}, ControllerName: controller, Conditions: conds}}
+		}
+		return r
+	}
+	cond := func(typ string, status metav1.ConditionStatus, reason string, gen int64) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: "m", ObservedGeneration: gen}
+	}
+	cases := []struct {
+		reason               string
+		down                 *gatewayv1.HTTPRoute
+		resolved             verdict
+		assume               bool
+		wantAccepted, wantOK bool
+		wantAcceptedReason   string
+		wantRefsReason       string
+	}{
+		{"the edge has said nothing", down(1, "", ""), resolved, false, false, true, v1alpha.ReasonPending, "ResolvedRefs"},
+		{"the edge accepted and resolved", down(2, "edge/x", "web", cond("Accepted", "True", "Accepted", 2), cond("ResolvedRefs", "True", "ResolvedRefs", 2)), resolved, false, true, true, "Accepted", "ResolvedRefs"},
+		{"the edge accepted an older generation", down(3, "edge/x", "web", cond("Accepted", "True", "Accepted", 2)), resolved, false, false, true, v1alpha.ReasonPending, "ResolvedRefs"},
+		{"our own entry is no verdict of the edge", down(2, testController, "web", cond("Accepted", "True", "Accepted", 2)), resolved, false, false, true, v1alpha.ReasonPending, "ResolvedRefs"},
+		{"the edge's entry for another parent", down(2, "edge/x", "other", cond("Accepted", "True", "Accepted", 2)), resolved, false, false, true, v1alpha.ReasonPending, "ResolvedRefs"},
+		{"the edge could not resolve a backend", down(2, "edge/x", "web", cond("Accepted", "True", "Accepted", 2), cond("ResolvedRefs", "False", "BackendNotFound", 2)), resolved, false, true, false, "Accepted", "BackendNotFound"},
+		{"our resolution failed: it stands whatever the edge says", down(2, "edge/x", "web", cond("Accepted", "True", "Accepted", 2), cond("ResolvedRefs", "True", "ResolvedRefs", 2)), unresolved, false, true, false, "Accepted", "BackendNotFound"},
+		{"no edge reports status: written counts as accepted", down(1, "", ""), unresolved, true, true, false, "Accepted", "BackendNotFound"},
+	}
+	for _, tc := range cases {
+		accepted, refs := routeEdgeVerdict(tc.down, parent, testController, tc.resolved, tc.assume)
+		if accepted.ok != tc.wantAccepted || accepted.reason != tc.wantAcceptedReason || refs.ok != tc.wantOK || refs.reason != tc.wantRefsReason {
+			t.Errorf("%s: got accepted %+v refs %+v", tc.reason, accepted, refs)
 		}
 	}
 }
@@ -69,7 +160,7 @@ func TestSetRouteParentStatusKeepsOtherControllers(t *testing.T) {
 	route.Status.Parents = append(route.Status.Parents, stale)
 	parent := gatewayv1.ParentReference{Name: "web"}
 
-	setRouteParentStatus(route, []gatewayv1.ParentReference{parent}, testController, true, "Accepted", "written")
+	setRouteParentStatus(route, []parentVerdict{{parent: parent, accepted: verdict{true, "Accepted", "written"}, refs: verdict{true, "ResolvedRefs", "on the hub"}}}, testController)
 
 	var got []string
 	for _, ps := range route.Status.Parents {
@@ -84,7 +175,7 @@ func TestSetRouteParentStatusKeepsOtherControllers(t *testing.T) {
 
 func TestSetGatewayStatus(t *testing.T) {
 	gw := programmedGateway(7, 6, metav1.ConditionUnknown, "Pending", "")
-	setGatewayStatus(gw, false, v1alpha.ReasonHubWriteFailed, "no")
+	setGatewayStatus(gw, verdict{false, v1alpha.ReasonHubWriteFailed, "no"}, nil)
 	p := meta.FindStatusCondition(gw.Status.Conditions, "Programmed")
 	a := meta.FindStatusCondition(gw.Status.Conditions, "Accepted")
 	if p.Status != metav1.ConditionFalse || p.Reason != v1alpha.ReasonHubWriteFailed || p.ObservedGeneration != 7 || a == nil || a.Status != metav1.ConditionTrue {

@@ -60,7 +60,7 @@ func newChurn(t *testing.T, prefix string) *churn {
 func (c *churn) startManager(name string) *harness.Manager {
 	return c.e.StartManagerT(c.t, name, harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: c.class}
+		o.Gateway = gateway.Config{GatewayClassName: c.class, AssumeWrittenIsProgrammed: true}
 		o.Recorder = c.rec
 	}})
 }

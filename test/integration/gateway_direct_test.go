@@ -99,7 +99,7 @@ func TestGatewayRecreateAfterFinalizeCreatesNothing(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	metrics, err := gateway.NewMetrics(registry)
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: gateway.Config{GatewayClassName: gt.class}.WithDefaults(), Metrics: metrics, Anchors: hubAnchorCache(t)}
+	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}.WithDefaults(), Metrics: metrics, Anchors: hubAnchorCache(t)}
 	key := client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}
 	reconcileWithCache := func(cached client.Object) error {
 		cl := &staleCluster{
@@ -193,7 +193,7 @@ func TestGatewayFinalizerWorksWhenTheUpstreamNamespaceIsPurged(t *testing.T) {
 	r := &gateway.GatewayReconciler{
 		Clusters:  oneProject{project: gt.project, cluster: &staleCluster{cached: pc, live: pc, events: events.NewFakeRecorder(100)}},
 		Admission: gateway.OpenAdmission{},
-		Config:    gateway.Config{GatewayClassName: gt.class}.WithDefaults(),
+		Config:    gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}.WithDefaults(),
 		Metrics:   metrics,
 		Anchors:   hubAnchorCache(t),
 	}

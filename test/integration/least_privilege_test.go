@@ -53,7 +53,7 @@ func TestLeastPrivilegeHubAuditShowsNoSecretReadOutsideProvider(t *testing.T) {
 
 	m := env.StartManagerT(t, "lp-audit-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: gt.class}
+		o.Gateway = gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}
 		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second}
 	}})
 	p := gt.createProxy(gt.newProxy("web", "lp.example.com"))

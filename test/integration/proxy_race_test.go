@@ -98,7 +98,7 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	for i := range 3 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("race%d-%s", i, utilrand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class}
+			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
 		}}))
 	}
 	waitAllServed(g, e, ms, names)

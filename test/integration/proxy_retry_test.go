@@ -39,7 +39,7 @@ func TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard(t *testing.T) {
 
 	m := e.StartManagerT(t, "retry-"+utilrand.String(4), harness.ManagerOptions{HubFaults: true, Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: class}
+		o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
 	}})
 	waitAllServed(g, e, []*harness.Manager{m}, []string{p.name})
 

@@ -61,7 +61,7 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 	rt.t.Helper()
 	return rt.env.StartManagerT(rt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: rt.class}
+		o.Gateway = gateway.Config{GatewayClassName: rt.class, AssumeWrittenIsProgrammed: true}
 		// The tests read every pass since they began, every anchor's line included.
 		o.Resync = resync.Options{Clock: rt.clock, ReportHistory: 16}
 		if adjust != nil {

@@ -226,7 +226,7 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	for i := range 2 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("hg%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(timings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class}
+			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
 		}}))
 	}
 	claimed := waitAllClaimed(g, e, []string{p.Name})

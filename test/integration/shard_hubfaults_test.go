@@ -275,7 +275,7 @@ func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	for i := range 2 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("slow%d-%s", i, utilrand.String(4)), harness.ManagerOptions{HubFaults: true, Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class}
+			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
 		}}))
 	}
 	waitAllServed(g, e, ms, names)

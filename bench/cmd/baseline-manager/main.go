@@ -167,7 +167,7 @@ func run() error {
 	}
 	adm := &recordingAdmission{holder: f.identity, rec: rec, engaged: engaged}
 	clusters := gateway.ManagerClusters(mgr)
-	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Config: gateway.Config{Workers: f.gatewayWorkers}, Clusters: clusters, Admission: adm})
+	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Config: gateway.Config{Workers: f.gatewayWorkers, AssumeWrittenIsProgrammed: true}, Clusters: clusters, Admission: adm})
 	if err != nil {
 		return err
 	}

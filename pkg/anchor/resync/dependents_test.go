@@ -171,6 +171,10 @@ func TestWouldWrite(t *testing.T) {
 		{route, "edge", route, "edge", true},
 		{route, "edge", cert, "edge-x", false},
 		{proxy, "edge", gw, "edge", false},
+		// A backend object's name carries its route's UID: a live route of the same name
+		// never writes the one a stale anchor holds.
+		{route, "edge", schema.GroupKind{Kind: "Service"}, "route-6f1c8f4e-93b0-4d2c-9d53-2c8f5a7e1b11-rule-0-backendref-0", false},
+		{route, "edge", schema.GroupKind{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, "edge", false},
 		{schema.GroupKind{Kind: "ConfigMap"}, "edge", schema.GroupKind{Kind: "ConfigMap"}, "edge", false},
 	}
 	for _, tc := range cases {

@@ -69,8 +69,9 @@ func TestResyncOptionsValidate(t *testing.T) {
 func TestDependentKindsOfTheLivePathsWrites(t *testing.T) {
 	got := resync.DependentKindsOf(resync.DefaultHubWrites, nil)
 	want := []schema.GroupKind{
-		{Kind: "ConfigMap"}, {Group: "cert-manager.io", Kind: "Certificate"},
-		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}, {Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+		{Kind: "ConfigMap"}, {Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy"}, {Group: "cert-manager.io", Kind: "Certificate"},
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, {Group: "gateway.networking.k8s.io", Kind: "Gateway"},
+		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}, {Kind: "Service"},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("DependentKindsOf(DefaultHubWrites) = %v, want %v", got, want)

@@ -15,11 +15,17 @@ type HubWrite struct {
 	// PerListener: named <owner>-<listener>, one per listener, instead of the owner's
 	// own name.
 	PerListener bool
+	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>, one per backend
+	// of the owner. The name carries the owner's UID, so a live owner of the same name
+	// (another UID) never writes the name a stale anchor's dependent has: such a
+	// dependent is never claimed, and goes with the stale anchor.
+	PerBackendRef bool
 }
 
 // DefaultHubWrites is what pkg/gateway writes on the hub, by upstream owner kind: a
 // downstream Gateway and one cert-manager Certificate per HTTPS listener for a Gateway,
-// a downstream HTTPRoute for an HTTPRoute. An HTTPProxy writes nothing on the hub
+// a downstream HTTPRoute and, per backend, a Service, an EndpointSlice and (https) a
+// BackendTLSPolicy for an HTTPRoute. An HTTPProxy writes nothing on the hub
 // itself. Only these owners can re-attach a dependent, so only these can claim one.
 var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}: {
@@ -28,6 +34,9 @@ var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 	},
 	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: {
 		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
+		{Group: "", Kind: "Service", PerBackendRef: true},
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice", PerBackendRef: true},
+		{Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy", PerBackendRef: true},
 	},
 }
 
@@ -38,6 +47,9 @@ var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 func wouldWrite(writes map[schema.GroupKind][]HubWrite, ownerKind schema.GroupKind, ownerName string, gk schema.GroupKind, name string) bool {
 	for _, w := range writes[ownerKind] {
 		if w.Group != gk.Group || w.Kind != gk.Kind {
+			continue
+		}
+		if w.PerBackendRef {
 			continue
 		}
 		if w.PerListener {

@@ -1,0 +1,375 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"anchorage/internal/testenv"
+)
+
+// EdgeControllerName is the controller name of the oracle's GatewayClass: Envoy
+// Gateway's own, so its translator takes the hub's Gateways as its to program.
+const EdgeControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
+
+// Edge stands in for an edge cluster that reads the hub: its gateway controller is
+// Envoy Gateway's translator (bin/edge-translate, hack/edge-translate), its Envoy runs
+// at Address, and cert-manager has issued every Certificate the hub asks for. It reads
+// one hub namespace as the edge's Karmada propagation would hand it over, and can write
+// the verdict back onto the hub's Gateways and HTTPRoutes as the edge's controller does
+// (Publish), so a manager that mirrors that status is judged by a controller nobody
+// here wrote.
+type Edge struct {
+	// Hub is read for the objects and written for their status.
+	Hub client.Client
+	// GatewayClass is the class the hub's Gateways name (the manager's downstream class).
+	GatewayClass string
+	// Address is the edge Envoy's address; Envoy Gateway reports a Gateway Programmed
+	// only once its Envoy has one. Default 192.0.2.10.
+	Address string
+
+	binary  string
+	mu      sync.Mutex
+	secrets map[string]*corev1.Secret // stand-ins for cert-manager's Secrets, by namespace/name and DNS names
+	lastErr error
+}
+
+// NewEdge returns an edge reading hub, for Gateways of class. It fails when the oracle
+// binary has not been built.
+func NewEdge(hub client.Client, class string) (*Edge, error) {
+	bin, err := testenv.EdgeTranslateBinary()
+	if err != nil {
+		return nil, err
+	}
+	return &Edge{Hub: hub, GatewayClass: class, Address: "192.0.2.10", binary: bin, secrets: map[string]*corev1.Secret{}}, nil
+}
+
+// EdgeVerdict is what Envoy Gateway's translator makes of one hub namespace: each
+// object's status as it computes it, and the xDS resources an Envoy would run, by IR key
+// and type URL.
+type EdgeVerdict struct {
+	Gateways           []gatewayv1.Gateway                     `json:"gateways"`
+	HTTPRoutes         []gatewayv1.HTTPRoute                   `json:"httpRoutes"`
+	BackendTLSPolicies []gatewayv1.BackendTLSPolicy            `json:"backendTLSPolicies"`
+	Xds                map[string]map[string][]json.RawMessage `json:"xds"`
+	// Input is the YAML the translator was given, for a failing test to print.
+	Input string `json:"-"`
+}
+
+// Translate runs the translator over everything the hub holds in namespace that an
+// edge's gateway controller reads.
+func (e *Edge) Translate(ctx context.Context, namespace string) (*EdgeVerdict, error) {
+	input, err := e.input(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, e.binary, "-f", "-", "-envoy-address", e.Address)
+	cmd.Stdin = strings.NewReader(input)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("running %s: %w: %s", e.binary, err, stderr.String())
+	}
+	v := &EdgeVerdict{Input: input}
+	if err := json.Unmarshal(stdout.Bytes(), v); err != nil {
+		return nil, fmt.Errorf("reading the translator's verdict: %w", err)
+	}
+	return v, nil
+}
+
+// input is namespace's objects as YAML documents, behind a GatewayClass of the edge's
+// controller and with a TLS Secret for every Certificate (what cert-manager writes).
+func (e *Edge) input(ctx context.Context, namespace string) (string, error) {
+	var docs []any
+	docs = append(docs, &gatewayv1.GatewayClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "gateway.networking.k8s.io/v1", Kind: "GatewayClass"},
+		ObjectMeta: metav1.ObjectMeta{Name: e.GatewayClass},
+		Spec:       gatewayv1.GatewayClassSpec{ControllerName: EdgeControllerName},
+	}, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	in := client.InNamespace(namespace)
+	gws, routes := &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}
+	svcs, slices_, policies := &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &gatewayv1.BackendTLSPolicyList{}
+	for _, l := range []client.ObjectList{gws, routes, svcs, slices_, policies} {
+		if err := e.Hub.List(ctx, l, in); err != nil {
+			return "", fmt.Errorf("listing hub objects in %s: %w", namespace, err)
+		}
+	}
+	for i := range gws.Items {
+		docs = append(docs, typed(&gws.Items[i], "gateway.networking.k8s.io/v1", "Gateway"))
+	}
+	for i := range routes.Items {
+		docs = append(docs, typed(&routes.Items[i], "gateway.networking.k8s.io/v1", "HTTPRoute"))
+	}
+	for i := range svcs.Items {
+		docs = append(docs, typed(&svcs.Items[i], "v1", "Service"))
+	}
+	for i := range slices_.Items {
+		docs = append(docs, typed(&slices_.Items[i], "discovery.k8s.io/v1", "EndpointSlice"))
+	}
+	for i := range policies.Items {
+		docs = append(docs, typed(&policies.Items[i], "gateway.networking.k8s.io/v1", "BackendTLSPolicy"))
+	}
+	issued, err := e.issuedSecrets(ctx, namespace)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range issued {
+		docs = append(docs, s)
+	}
+	var b strings.Builder
+	for _, d := range docs {
+		out, err := manifest(d)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	return b.String(), nil
+}
+
+// typed clears what the hub adds to obj and sets its type, so it reads as a manifest.
+func typed[T client.Object](obj T, apiVersion, kind string) T {
+	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
+	obj.SetManagedFields(nil)
+	return obj
+}
+
+// manifest is obj as YAML without its status, which is the edge's to write and which
+// the translator's loader would validate as input.
+func manifest(obj any) ([]byte, error) {
+	raw, err := yaml.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	return yaml.Marshal(m)
+}
+
+// issuedSecrets returns, for each Certificate in namespace, the TLS Secret cert-manager
+// would write for it: a self-signed certificate for its DNS names.
+func (e *Edge) issuedSecrets(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
+	certs := &unstructured.UnstructuredList{}
+	certs.SetAPIVersion("cert-manager.io/v1")
+	certs.SetKind("CertificateList")
+	if err := e.Hub.List(ctx, certs, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Certificates in %s: %w", namespace, err)
+	}
+	var out []*corev1.Secret
+	for _, c := range certs.Items {
+		name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
+		dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
+		if name == "" || len(dns) == 0 {
+			continue
+		}
+		s, err := e.issued(namespace, name, dns)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func (e *Edge) issued(namespace, name string, dns []string) (*corev1.Secret, error) {
+	key := namespace + "/" + name + "/" + strings.Join(dns, ",")
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if s, ok := e.secrets[key]; ok {
+		return s, nil
+	}
+	certPEM, keyPEM, err := selfSigned(dns)
+	if err != nil {
+		return nil, err
+	}
+	s := &corev1.Secret{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Type:       corev1.SecretTypeTLS,
+		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
+	}
+	e.secrets[key] = s
+	return s, nil
+}
+
+// selfSigned returns a PEM certificate and key for dns, valid for a day.
+func selfSigned(dns []string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: dns[0]},
+		DNSNames:     dns,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}
+
+// Publish writes the verdict's status onto the hub's Gateways and HTTPRoutes, as the
+// edge's gateway controller does: the Gateway's conditions, addresses and listeners, and
+// the route's status.parents entries of the edge's controller (others' are kept). An
+// object whose status already reads so is not written.
+func (e *Edge) Publish(ctx context.Context, v *EdgeVerdict) error {
+	for i := range v.Gateways {
+		want := &v.Gateways[i]
+		gw := &gatewayv1.Gateway{}
+		if err := e.Hub.Get(ctx, client.ObjectKeyFromObject(want), gw); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		status := *want.Status.DeepCopy()
+		stampTransitions(status.Conditions, gw.Status.Conditions)
+		for j := range status.Listeners {
+			var old []metav1.Condition
+			for _, l := range gw.Status.Listeners {
+				if l.Name == status.Listeners[j].Name {
+					old = l.Conditions
+				}
+			}
+			stampTransitions(status.Listeners[j].Conditions, old)
+		}
+		if equality.Semantic.DeepEqual(gw.Status, status) {
+			continue
+		}
+		gw.Status = status
+		if err := e.Hub.Status().Update(ctx, gw); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	for i := range v.HTTPRoutes {
+		want := &v.HTTPRoutes[i]
+		route := &gatewayv1.HTTPRoute{}
+		if err := e.Hub.Get(ctx, client.ObjectKeyFromObject(want), route); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		var parents []gatewayv1.RouteParentStatus
+		for _, p := range route.Status.Parents {
+			if p.ControllerName != EdgeControllerName {
+				parents = append(parents, p)
+			}
+		}
+		for _, p := range want.Status.Parents {
+			p := *p.DeepCopy()
+			var old []metav1.Condition
+			for _, o := range route.Status.Parents {
+				if o.ControllerName == EdgeControllerName && o.ParentRef.Name == p.ParentRef.Name {
+					old = o.Conditions
+				}
+			}
+			stampTransitions(p.Conditions, old)
+			parents = append(parents, p)
+		}
+		if equality.Semantic.DeepEqual(route.Status.Parents, parents) {
+			continue
+		}
+		route.Status.Parents = parents
+		if err := e.Hub.Status().Update(ctx, route); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	return nil
+}
+
+// stampTransitions gives conds the transition times the API server requires: old's
+// where the status did not change, now otherwise.
+func stampTransitions(conds, old []metav1.Condition) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	for i := range conds {
+		conds[i].LastTransitionTime = now
+		for _, o := range old {
+			if o.Type == conds[i].Type && o.Status == conds[i].Status {
+				conds[i].LastTransitionTime = o.LastTransitionTime
+			}
+		}
+	}
+}
+
+// Serve translates namespace and publishes the verdict every interval until ctx ends,
+// as a running edge controller would keep the hub's status current. Errors are
+// retried at the next tick; the last one is kept for LastError.
+func (e *Edge) Serve(ctx context.Context, namespace string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		v, err := e.Translate(ctx, namespace)
+		if err == nil {
+			err = e.Publish(ctx, v)
+		}
+		e.mu.Lock()
+		if ctx.Err() == nil {
+			e.lastErr = err
+		}
+		e.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// LastError is the error of Serve's last round, nil when it succeeded.
+func (e *Edge) LastError() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.lastErr
+}
+
+// Resources returns the xDS resources of typeURL across every IR key, decoded into T.
+func Resources[T any](v *EdgeVerdict, typeURL string) ([]T, error) {
+	var out []T
+	keys := make([]string, 0, len(v.Xds))
+	for k := range v.Xds {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		for _, raw := range v.Xds[k][typeURL] {
+			var r T
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return nil, fmt.Errorf("decoding a %s: %w", typeURL, err)
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

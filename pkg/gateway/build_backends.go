@@ -1,0 +1,197 @@
+package gateway
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// What the hub holds for each backend of an upstream HTTPRoute, so that an edge's
+// gateway controller resolves the route from the hub alone: per backendRef, a headless
+// Service, an EndpointSlice (address type FQDN) naming the backend's host, and for an
+// https backend a BackendTLSPolicy validating the backend's certificate. All three are
+// named route-<route UID>-rule-<rule>-backendref-<ref>, the previous manager's layout
+// (its gateway_controller.go, processDownstreamHTTPRouteRules), so a cut-over adopts
+// them instead of writing a second set; all hang on the route's anchor.
+
+// BackendCertHostnameAnnotation on a backend's upstream Service names the hostname the
+// backend's certificate must be valid for (HTTPProxy spec.rules[].backends[].tls.hostname,
+// or the endpoint's host). The previous manager recorded it under the same key.
+const BackendCertHostnameAnnotation = "networking.datumapis.com/backend-cert-hostname"
+
+// endpointSliceManagedBy marks the hub EndpointSlices as this manager's, so the hub's
+// EndpointSlice controllers leave them alone.
+const endpointSliceManagedBy = "anchorage.datumapis.com"
+
+// Hub kinds of the backend objects, as Metrics and WrittenObjects name them.
+const (
+	kindService          = "Service"
+	kindEndpointSlice    = "EndpointSlice"
+	kindBackendTLSPolicy = "BackendTLSPolicy"
+)
+
+// BackendObjectName names the hub objects of the backendRef at index ref of the rule at
+// index rule of the upstream route with UID route.
+func BackendObjectName(route types.UID, rule, ref int) string {
+	return fmt.Sprintf("route-%s-rule-%d-backendref-%d", route, rule, ref)
+}
+
+// hubBackend is what the hub holds for one resolved backendRef.
+type hubBackend struct {
+	Service *corev1.Service
+	Slice   *discoveryv1.EndpointSlice
+	// Policy is nil for a backend reached over plain HTTP.
+	Policy *gatewayv1.BackendTLSPolicy
+}
+
+// objects returns the backend's hub objects, the policy last.
+func (b hubBackend) objects() []client.Object {
+	out := []client.Object{b.Service, b.Slice}
+	if b.Policy != nil {
+		out = append(out, b.Policy)
+	}
+	return out
+}
+
+// unresolvedError says why a backendRef has nothing on the hub: the reason is Gateway
+// API's for ResolvedRefs=False.
+type unresolvedError struct {
+	reason gatewayv1.RouteConditionReason
+	msg    string
+}
+
+func (e *unresolvedError) Error() string { return e.msg }
+
+// buildHubBackend returns what the hub holds, in hubNS under name, for a backendRef to
+// port of the upstream Service svc (nil: there is none). Only an ExternalName Service,
+// the form every HTTPProxy backend takes, can be reached from an edge; any other names
+// endpoints that exist on the project's plane alone.
+func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
+	if svc == nil {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, "Service not found"}
+	}
+	if svc.Spec.Type != corev1.ServiceTypeExternalName || svc.Spec.ExternalName == "" {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound,
+			fmt.Sprintf("Service %s is of type %s: only an ExternalName Service names an endpoint an edge can reach", svc.Name, svc.Spec.Type)}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == int32(port) {
+			sp = &svc.Spec.Ports[i]
+		}
+	}
+	if sp == nil {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s has no port %d", svc.Name, port)}
+	}
+	portName := sp.Name
+	if portName == "" {
+		portName = fmt.Sprintf("port-%d", sp.Port)
+	}
+	meta := metav1.ObjectMeta{Name: name, Namespace: hubNS}
+	b := hubBackend{
+		Service: &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: corev1.ClusterIPNone,
+			Ports:     []corev1.ServicePort{{Name: portName, Protocol: corev1.ProtocolTCP, Port: sp.Port, AppProtocol: sp.AppProtocol}},
+		}},
+		Slice: &discoveryv1.EndpointSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: hubNS, Labels: map[string]string{
+				discoveryv1.LabelServiceName: name,
+				discoveryv1.LabelManagedBy:   endpointSliceManagedBy,
+			}},
+			AddressType: discoveryv1.AddressTypeFQDN,
+			Endpoints: []discoveryv1.Endpoint{{
+				Addresses:  []string{svc.Spec.ExternalName},
+				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+			}},
+			Ports: []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(sp.Port), AppProtocol: sp.AppProtocol}},
+		},
+	}
+	if ptr.Deref(sp.AppProtocol, "") == "https" {
+		hostname := svc.Spec.ExternalName
+		if v := svc.Annotations[BackendCertHostnameAnnotation]; v != "" {
+			hostname = v
+		}
+		b.Policy = &gatewayv1.BackendTLSPolicy{ObjectMeta: meta, Spec: gatewayv1.BackendTLSPolicySpec{
+			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{
+				LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Group: "", Kind: kindService, Name: gatewayv1.ObjectName(name)},
+				SectionName:                ptr.To(gatewayv1.SectionName(portName)),
+			}},
+			Validation: gatewayv1.BackendTLSPolicyValidation{
+				WellKnownCACertificates: ptr.To(gatewayv1.WellKnownCACertificatesSystem),
+				Hostname:                gatewayv1.PreciseHostname(hostname),
+			},
+		}}
+	}
+	return b, nil
+}
+
+// isServiceRef reports whether ref names a core Service (group and kind defaulted as
+// the API server defaults them).
+func isServiceRef(ref gatewayv1.BackendObjectReference) bool {
+	return ptr.Deref(ref.Group, "") == "" && ptr.Deref(ref.Kind, kindService) == kindService
+}
+
+// hubBackendRef is ref pointed at the hub objects named name in hubNS.
+func hubBackendRef(ref gatewayv1.HTTPBackendRef, name, hubNS string) gatewayv1.HTTPBackendRef {
+	out := *ref.DeepCopy()
+	out.Group = ptr.To(gatewayv1.Group(""))
+	out.Kind = ptr.To(gatewayv1.Kind(kindService))
+	out.Namespace = ptr.To(gatewayv1.Namespace(hubNS))
+	out.Name = gatewayv1.ObjectName(name)
+	return out
+}
+
+// copyHubServiceSpec brings the hub Service dst to src's type and ports, merging ports by
+// name so fields the API server defaulted (targetPort) stay as they are. clusterIP is
+// immutable and set only on create.
+func copyHubServiceSpec(dst, src client.Object) error {
+	d, s := dst.(*corev1.Service), src.(*corev1.Service)
+	d.Spec.Type = s.Spec.Type
+	if d.Spec.ClusterIP == "" {
+		d.Spec.ClusterIP = s.Spec.ClusterIP
+	}
+	var ports []corev1.ServicePort
+	for _, want := range s.Spec.Ports {
+		p := want
+		for _, have := range d.Spec.Ports {
+			if have.Name == want.Name {
+				p = have
+				p.Port, p.Protocol, p.AppProtocol = want.Port, want.Protocol, want.AppProtocol
+			}
+		}
+		ports = append(ports, p)
+	}
+	d.Spec.Ports = ports
+	return nil
+}
+
+// copyEndpointSlice brings the hub EndpointSlice dst to src's endpoints, ports and
+// labels (addressType is immutable: an existing slice of another type is an error).
+func copyEndpointSlice(dst, src client.Object) error {
+	d, s := dst.(*discoveryv1.EndpointSlice), src.(*discoveryv1.EndpointSlice)
+	if d.AddressType != s.AddressType {
+		return fmt.Errorf("EndpointSlice %s has address type %s, want %s: delete it to have it written again", d.Name, d.AddressType, s.AddressType)
+	}
+	d.Endpoints = append([]discoveryv1.Endpoint(nil), s.Endpoints...)
+	d.Ports = append([]discoveryv1.EndpointPort(nil), s.Ports...)
+	if d.Labels == nil {
+		d.Labels = map[string]string{}
+	}
+	for k, v := range s.Labels {
+		d.Labels[k] = v
+	}
+	return nil
+}
+
+// copyBackendTLSPolicySpec brings the hub policy dst to src's spec.
+func copyBackendTLSPolicySpec(dst, src client.Object) error {
+	dst.(*gatewayv1.BackendTLSPolicy).Spec = *src.(*gatewayv1.BackendTLSPolicy).Spec.DeepCopy()
+	return nil
+}
