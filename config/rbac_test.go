@@ -160,6 +160,10 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 		hubMust = append(hubMust, each(gw, r, mapped, "get", "list", "watch", "create", "update", "delete")...)
 	}
 	hubMust = append(hubMust, each(certs, "certificates", mapped, "get", "list", "create", "update", "delete")...)
+	// What an edge resolves a backend through: written whole, like the routes.
+	hubMust = append(hubMust, each("", "services", mapped, "get", "list", "watch", "create", "update", "delete")...)
+	hubMust = append(hubMust, each("discovery.k8s.io", "endpointslices", mapped, "get", "list", "watch", "create", "update", "delete")...)
+	hubMust = append(hubMust, each(gw, "backendtlspolicies", mapped, "get", "list", "watch", "create", "update", "delete")...)
 	hubMust = append(hubMust, each("", "events", mapped, "create", "patch")...)
 	hubMust = append(hubMust, each("events.k8s.io", "events", mapped, "create", "patch")...)
 	hubMust = append(hubMust, each("authentication.k8s.io", "tokenreviews", "", "create")...)
@@ -180,7 +184,9 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 		access{verb: "impersonate", resource: "users"},
 		// The project planes' kinds are the plane role's, not the hub's.
 		access{verb: "get", group: "networking.datumapis.com", resource: "httpproxies", namespace: mapped},
-		access{verb: "create", resource: "services", namespace: mapped},
+		// Backend objects are written whole; nothing of theirs is patched or has status.
+		access{verb: "patch", resource: "services", namespace: mapped},
+		access{verb: "update", resource: "services", subresource: "status", namespace: mapped},
 	)
 
 	planeMust := []access{}

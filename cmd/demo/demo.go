@@ -92,6 +92,8 @@ type demo struct {
 	proxies       []*proxy
 	stranded      []*stranded
 	res           result
+	edge          *harness.Edge
+	stopEdge      func()
 }
 
 // run tells the story, stops everything (or, with --keep, waits for ctx to end first)
@@ -161,6 +163,7 @@ func (d *demo) story(ctx context.Context) error {
 		{"Installing the manager's namespace and RBAC on the hub, and registering the projects", d.registerProjects},
 		{"Starting three replicas of the manager, each its own process", d.startReplicas},
 		{"Creating HTTPProxies in each project", d.createProxies},
+		{"Serving a request through a proxy", d.serveRequest},
 		{"Who owns what: kubectl get leases -n " + providerNamespace, func(ctx context.Context) error { return d.showLeases(ctx, true) }},
 		{"Planting stranded anchors, as the field had them", d.collectStranded},
 		{"Deleting a proxy", d.deleteProxy},
@@ -189,6 +192,9 @@ func (d *demo) stopAll(w io.Writer) {
 	}
 	planes += len(d.projects)
 	fmt.Fprintf(w, "\n%s Stopping %d replicas (%s) and %d control planes\n", d.elapsed(), len(running), strings.Join(running, ", "), planes)
+	if d.stopEdge != nil {
+		d.stopEdge()
+	}
 	for _, r := range d.replicas {
 		r.stop(15 * time.Second)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -26,7 +27,9 @@ var (
 	gatewayGVK   = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
 	httpRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
 	// downstreamKinds are the kinds that hang on anchors.
-	downstreamKinds = []schema.GroupVersionKind{gatewayGVK, httpRouteGVK, gateway.CertificateGVK}
+	downstreamKinds = []schema.GroupVersionKind{gatewayGVK, httpRouteGVK, gateway.CertificateGVK,
+		corev1.SchemeGroupVersion.WithKind("Service"), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
+		gatewayv1.SchemeGroupVersion.WithKind("BackendTLSPolicy")}
 )
 
 // hubObject is an object on the hub as the demo last saw it.

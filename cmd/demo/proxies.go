@@ -22,6 +22,9 @@ import (
 // createProxies creates two proxies per project, waits until each is Programmed and
 // shows what they produced on the hub.
 func (d *demo) createProxies(ctx context.Context) error {
+	if err := d.startEdge(); err != nil {
+		return err
+	}
 	hosts := map[string][][2]string{
 		"acme":    {{"storefront", "shop.example.com"}, {"checkout", "pay.example.com"}},
 		"initech": {{"blog", "blog.example.com"}, {"feeds", "feeds.example.com"}},

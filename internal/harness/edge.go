@@ -79,13 +79,17 @@ type EdgeVerdict struct {
 	Input string `json:"-"`
 }
 
-// Translate runs the translator over everything the hub holds in namespace that an
+// Translate runs the translator over everything the hub holds in namespaces that an
 // edge's gateway controller reads.
-func (e *Edge) Translate(ctx context.Context, namespace string) (*EdgeVerdict, error) {
-	input, err := e.input(ctx, namespace)
+func (e *Edge) Translate(ctx context.Context, namespaces ...string) (*EdgeVerdict, error) {
+	input, err := e.input(ctx, namespaces)
 	if err != nil {
 		return nil, err
 	}
+	return e.translate(ctx, input)
+}
+
+func (e *Edge) translate(ctx context.Context, input string) (*EdgeVerdict, error) {
 	cmd := exec.CommandContext(ctx, e.binary, "-f", "-", "-envoy-address", e.Address)
 	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
@@ -100,21 +104,43 @@ func (e *Edge) Translate(ctx context.Context, namespace string) (*EdgeVerdict, e
 	return v, nil
 }
 
-// input is namespace's objects as YAML documents, behind a GatewayClass of the edge's
-// controller and with a TLS Secret for every Certificate (what cert-manager writes).
-func (e *Edge) input(ctx context.Context, namespace string) (string, error) {
-	var docs []any
-	docs = append(docs, &gatewayv1.GatewayClass{
+// input is the namespaces' objects as YAML documents, behind a GatewayClass of the
+// edge's controller and with a TLS Secret for every Certificate (what cert-manager
+// writes).
+func (e *Edge) input(ctx context.Context, namespaces []string) (string, error) {
+	docs := []any{&gatewayv1.GatewayClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "gateway.networking.k8s.io/v1", Kind: "GatewayClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: e.GatewayClass},
 		Spec:       gatewayv1.GatewayClassSpec{ControllerName: EdgeControllerName},
-	}, &corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: namespace}})
+	}}
+	for _, ns := range namespaces {
+		more, err := e.namespaceDocs(ctx, ns)
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, more...)
+	}
+	var b strings.Builder
+	for _, d := range docs {
+		out, err := manifest(d)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString("---\n")
+		b.Write(out)
+	}
+	return b.String(), nil
+}
+
+// namespaceDocs returns what the hub holds in namespace that an edge reads.
+func (e *Edge) namespaceDocs(ctx context.Context, namespace string) ([]any, error) {
+	docs := []any{&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: namespace}}}
 	in := client.InNamespace(namespace)
 	gws, routes := &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}
 	svcs, slices_, policies := &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &gatewayv1.BackendTLSPolicyList{}
 	for _, l := range []client.ObjectList{gws, routes, svcs, slices_, policies} {
 		if err := e.Hub.List(ctx, l, in); err != nil {
-			return "", fmt.Errorf("listing hub objects in %s: %w", namespace, err)
+			return nil, fmt.Errorf("listing hub objects in %s: %w", namespace, err)
 		}
 	}
 	for i := range gws.Items {
@@ -134,21 +160,12 @@ func (e *Edge) input(ctx context.Context, namespace string) (string, error) {
 	}
 	issued, err := e.issuedSecrets(ctx, namespace)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, s := range issued {
 		docs = append(docs, s)
 	}
-	var b strings.Builder
-	for _, d := range docs {
-		out, err := manifest(d)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString("---\n")
-		b.Write(out)
-	}
-	return b.String(), nil
+	return docs, nil
 }
 
 // typed clears what the hub adds to obj and sets its type, so it reads as a manifest.
@@ -170,6 +187,13 @@ func manifest(obj any) ([]byte, error) {
 		return nil, err
 	}
 	delete(m, "status")
+	// What the hub changes on every write (status writes included) is no input: an
+	// unchanged input needs no new translation (Serve).
+	if md, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "managedFields", "creationTimestamp"} {
+			delete(md, k)
+		}
+	}
 	return yaml.Marshal(m)
 }
 
@@ -323,17 +347,34 @@ func stampTransitions(conds, old []metav1.Condition) {
 	}
 }
 
-// Serve translates namespace and publishes the verdict every interval until ctx ends,
-// as a running edge controller would keep the hub's status current. Errors are
-// retried at the next tick; the last one is kept for LastError.
-func (e *Edge) Serve(ctx context.Context, namespace string, interval time.Duration) {
+// Serve translates the namespaces namespaces returns, and publishes the verdict, every
+// interval until ctx ends, as a running edge controller keeps the hub's status current.
+// A round whose input is what the last published round translated runs no translator.
+// Errors are retried at the next tick; the last one is kept for LastError.
+func (e *Edge) Serve(ctx context.Context, namespaces func(context.Context) ([]string, error), interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	var published string
 	for {
-		v, err := e.Translate(ctx, namespace)
-		if err == nil {
-			err = e.Publish(ctx, v)
-		}
+		err := func() error {
+			nss, err := namespaces(ctx)
+			if err != nil {
+				return err
+			}
+			input, err := e.input(ctx, nss)
+			if err != nil || input == published {
+				return err
+			}
+			v, err := e.translate(ctx, input)
+			if err != nil {
+				return err
+			}
+			if err := e.Publish(ctx, v); err != nil {
+				return err
+			}
+			published = input
+			return nil
+		}()
 		e.mu.Lock()
 		if ctx.Err() == nil {
 			e.lastErr = err
@@ -344,6 +385,30 @@ func (e *Edge) Serve(ctx context.Context, namespace string, interval time.Durati
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// Namespaces is a Serve source of a fixed list.
+func Namespaces(names ...string) func(context.Context) ([]string, error) {
+	return func(context.Context) ([]string, error) { return names, nil }
+}
+
+// MappedNamespacesWithGateways is a Serve source: every ns-<uid> namespace of hub that
+// holds a Gateway.
+func MappedNamespacesWithGateways(hub client.Reader) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		gws := &gatewayv1.GatewayList{}
+		if err := hub.List(ctx, gws); err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, g := range gws.Items {
+			if strings.HasPrefix(g.Namespace, "ns-") && !slices.Contains(out, g.Namespace) {
+				out = append(out, g.Namespace)
+			}
+		}
+		slices.Sort(out)
+		return out, nil
 	}
 }
 

@@ -232,7 +232,8 @@ type backendTarget struct {
 
 // parseEndpoint parses a backend URL and refuses what the upstream objects cannot
 // express: user information, a query or fragment, an IP address (an ExternalName
-// Service needs a DNS name), a bad port.
+// Service needs a DNS name), a single-label host (the hub's FQDN EndpointSlice needs
+// two labels), a bad port.
 func parseEndpoint(endpoint string) (backendTarget, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -253,6 +254,9 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 	}
 	if errs := validation.IsDNS1123Subdomain(t.Host); len(errs) > 0 {
 		return t, fmt.Errorf("host %q is not a DNS name: %s", t.Host, strings.Join(errs, "; "))
+	}
+	if !strings.Contains(t.Host, ".") {
+		return t, fmt.Errorf("host %q is a single DNS label; the edge reaches a backend through an FQDN EndpointSlice, which needs at least two", t.Host)
 	}
 	t.Port = 80
 	if t.Scheme == "https" {

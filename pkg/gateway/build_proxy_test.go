@@ -225,6 +225,7 @@ func TestBuildRouteSpec(t *testing.T) {
 			wantServices: []string{"web-backend-0=b.example:80/http"},
 		},
 		{reason: "an IP address cannot be an ExternalName", proxy: proxy("web", nil, backendRule("http://10.0.0.1")), wantInvalid: "IP address"},
+		{reason: "a single-label host cannot be an FQDN endpoint", proxy: proxy("web", nil, backendRule("http://localhost:8080")), wantInvalid: "single DNS label"},
 		{reason: "user information is refused", proxy: proxy("web", nil, backendRule("http://u:p@b.example")), wantInvalid: "user information"},
 		{reason: "a query is refused", proxy: proxy("web", nil, backendRule("http://b.example/?x=1")), wantInvalid: "query"},
 		{reason: "a bad port is refused", proxy: proxy("web", nil, backendRule("http://b.example:0")), wantInvalid: "port"},

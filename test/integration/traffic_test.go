@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,128 +27,6 @@ import (
 // The traffic tests judge the hub by what an edge makes of it: the hub objects of each
 // proxy go through Envoy Gateway's translator (harness.Edge), and the test reads its
 // verdict (route status) and the xDS it produces (listeners, virtual hosts, clusters).
-
-// xDS type URLs the assertions read.
-const (
-	xdsCluster  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-	xdsListener = "type.googleapis.com/envoy.config.listener.v3.Listener"
-	xdsRoutes   = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
-)
-
-// envoyCluster is the part of an xDS Cluster the assertions read.
-type envoyCluster struct {
-	Name           string `json:"name"`
-	Type           string `json:"type"`
-	LoadAssignment struct {
-		Endpoints []struct {
-			LbEndpoints []struct {
-				Endpoint struct {
-					Address struct {
-						SocketAddress struct {
-							Address   string `json:"address"`
-							PortValue int    `json:"portValue"`
-						} `json:"socketAddress"`
-					} `json:"address"`
-				} `json:"endpoint"`
-			} `json:"lbEndpoints"`
-		} `json:"endpoints"`
-	} `json:"loadAssignment"`
-	TransportSocket        *envoyTransportSocket `json:"transportSocket"`
-	TransportSocketMatches []struct {
-		TransportSocket envoyTransportSocket `json:"transportSocket"`
-	} `json:"transportSocketMatches"`
-}
-
-// envoyTransportSocket is the part of an upstream transport socket the assertions read.
-type envoyTransportSocket struct {
-	Name        string `json:"name"`
-	TypedConfig struct {
-		Sni              string `json:"sni"`
-		CommonTLSContext struct {
-			CombinedValidationContext struct {
-				DefaultValidationContext struct {
-					MatchTypedSubjectAltNames []struct {
-						Matcher struct {
-							Exact string `json:"exact"`
-						} `json:"matcher"`
-					} `json:"matchTypedSubjectAltNames"`
-				} `json:"defaultValidationContext"`
-			} `json:"combinedValidationContext"`
-		} `json:"commonTlsContext"`
-	} `json:"typedConfig"`
-}
-
-// tls returns the cluster's TLS transport sockets: Envoy Gateway puts the one a
-// BackendTLSPolicy asks for in transportSocketMatches, behind a placeholder default.
-func (c envoyCluster) tls() []envoyTransportSocket {
-	var out []envoyTransportSocket
-	if c.TransportSocket != nil && c.TransportSocket.Name == "envoy.transport_sockets.tls" {
-		out = append(out, *c.TransportSocket)
-	}
-	for _, m := range c.TransportSocketMatches {
-		if m.TransportSocket.Name == "envoy.transport_sockets.tls" {
-			out = append(out, m.TransportSocket)
-		}
-	}
-	return out
-}
-
-// endpoints returns the cluster's endpoint addresses as host:port.
-func (c envoyCluster) endpoints() []string {
-	var out []string
-	for _, e := range c.LoadAssignment.Endpoints {
-		for _, lb := range e.LbEndpoints {
-			a := lb.Endpoint.Address.SocketAddress
-			out = append(out, a.Address+":"+strconv.Itoa(a.PortValue))
-		}
-	}
-	return out
-}
-
-// sniAndNames returns the SNI and the validated subject alt names of each TLS socket.
-func (c envoyCluster) sniAndNames() (snis, names []string) {
-	for _, ts := range c.tls() {
-		snis = append(snis, ts.TypedConfig.Sni)
-		for _, m := range ts.TypedConfig.CommonTLSContext.CombinedValidationContext.DefaultValidationContext.MatchTypedSubjectAltNames {
-			names = append(names, m.Matcher.Exact)
-		}
-	}
-	return snis, names
-}
-
-// envoyListener is the part of an xDS Listener the assertions read.
-type envoyListener struct {
-	Name    string `json:"name"`
-	Address struct {
-		SocketAddress struct {
-			PortValue int `json:"portValue"`
-		} `json:"socketAddress"`
-	} `json:"address"`
-	FilterChains []struct {
-		Name             string `json:"name"`
-		FilterChainMatch struct {
-			ServerNames []string `json:"serverNames"`
-		} `json:"filterChainMatch"`
-	} `json:"filterChains"`
-}
-
-// envoyRouteConfig is the part of an xDS RouteConfiguration the assertions read.
-type envoyRouteConfig struct {
-	Name         string `json:"name"`
-	VirtualHosts []struct {
-		Name    string   `json:"name"`
-		Domains []string `json:"domains"`
-		Routes  []struct {
-			Name     string            `json:"name"`
-			Route    *envoyRouteAction `json:"route"`
-			Redirect *struct {
-				HostRedirect   string `json:"hostRedirect"`
-				SchemeRedirect string `json:"schemeRedirect"`
-				ResponseCode   string `json:"responseCode"`
-			} `json:"redirect"`
-		} `json:"routes"`
-	} `json:"virtualHosts"`
-}
 
 // trafficCases are the proxies the oracle test programs: the sample and one of each
 // shape a tenant writes.
@@ -245,13 +122,13 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		}
 	}
 
-	clusters, err := harness.Resources[envoyCluster](v, xdsCluster)
+	clusters, err := harness.Resources[harness.EnvoyCluster](v, harness.XDSCluster)
 	g.Expect(err).NotTo(HaveOccurred())
-	byName := map[string]envoyCluster{}
+	byName := map[string]harness.EnvoyCluster{}
 	for _, c := range clusters {
 		byName[c.Name] = c
 	}
-	routeConfigs, err := harness.Resources[envoyRouteConfig](v, xdsRoutes)
+	routeConfigs, err := harness.Resources[harness.EnvoyRouteConfig](v, harness.XDSRoutes)
 	g.Expect(err).NotTo(HaveOccurred())
 	for i, rule := range p.Spec.Rules {
 		// Envoy Gateway names a rule's cluster httproute/<ns>/<name>/rule/<i>, with
@@ -265,7 +142,7 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		}
 		if len(rule.Backends) == 0 {
 			g.Expect(ruleClusters).To(BeEmpty(), "rule %d has no backend, yet the edge has a cluster for it", i)
-			g.Expect(redirectsOf(routeConfigs, p.Name)).NotTo(BeEmpty(), "rule %d redirects, yet the edge has no redirect route", i)
+			g.Expect(harness.RedirectsOf(routeConfigs, p.Name)).NotTo(BeEmpty(), "rule %d redirects, yet the edge has no redirect route", i)
 			continue
 		}
 		u, err := url.Parse(rule.Backends[0].Endpoint)
@@ -277,20 +154,20 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		g.Expect(ruleClusters).To(HaveLen(1), "one cluster %s for rule %d's backend; clusters %v", ruleCluster, i, keys(byName))
 		clusterName := ruleClusters[0]
 		c := byName[clusterName]
-		g.Expect(c.endpoints()).To(ConsistOf(u.Hostname()+":"+port), "cluster %s endpoints", clusterName)
+		g.Expect(c.Endpoints()).To(ConsistOf(u.Hostname()+":"+port), "cluster %s endpoints", clusterName)
 		g.Expect(c.Type).To(Equal("STRICT_DNS"), "cluster %s resolves the backend's hostname", clusterName)
 		if u.Scheme == "https" {
 			tlsName := u.Hostname()
 			if tls := rule.Backends[0].TLS; tls != nil && tls.Hostname != nil {
 				tlsName = *tls.Hostname
 			}
-			snis, names := c.sniAndNames()
+			snis, names := c.SNIAndNames()
 			g.Expect(snis).To(ConsistOf(tlsName), "cluster %s: TLS towards the https backend, with its hostname as SNI", clusterName)
 			g.Expect(names).To(ConsistOf(tlsName), "cluster %s validates the backend's certificate for its hostname", clusterName)
 		} else {
-			g.Expect(c.tls()).To(BeEmpty(), "cluster %s: TLS towards an http backend", clusterName)
+			g.Expect(c.TLS()).To(BeEmpty(), "cluster %s: TLS towards an http backend", clusterName)
 		}
-		rewrites := rewritesTo(routeConfigs, clusterName)
+		rewrites := harness.RewritesTo(routeConfigs, clusterName)
 		g.Expect(rewrites).NotTo(BeEmpty(), "no route sends traffic to cluster %s", clusterName)
 		for _, r := range rewrites {
 			g.Expect(r.HostRewriteLiteral).To(Equal(u.Hostname()), "route to %s rewrites Host", clusterName)
@@ -304,7 +181,7 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		}
 	}
 
-	listeners, err := harness.Resources[envoyListener](v, xdsListener)
+	listeners, err := harness.Resources[harness.EnvoyListener](v, harness.XDSListener)
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, h := range p.Spec.Hostnames {
 		var chains []string
@@ -316,82 +193,8 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 			}
 		}
 		g.Expect(chains).NotTo(BeEmpty(), "no HTTPS filter chain serves %s", h)
-		g.Expect(virtualHostsFor(routeConfigs, string(h))).To(BeNumerically(">=", 2), "virtual hosts for %s on HTTP and HTTPS", h)
+		g.Expect(harness.VirtualHostsFor(routeConfigs, string(h))).To(BeNumerically(">=", 2), "virtual hosts for %s on HTTP and HTTPS", h)
 	}
-}
-
-type envoyRouteAction struct {
-	Cluster          string `json:"cluster"`
-	WeightedClusters *struct {
-		Clusters []struct {
-			Name               string `json:"name"`
-			HostRewriteLiteral string `json:"hostRewriteLiteral"`
-		} `json:"clusters"`
-	} `json:"weightedClusters"`
-	HostRewriteLiteral string `json:"hostRewriteLiteral"`
-	RegexRewrite       *struct {
-		Substitution string `json:"substitution"`
-	} `json:"regexRewrite"`
-	PrefixRewrite string `json:"prefixRewrite"`
-}
-
-// rewritesTo returns every route action that sends traffic to cluster, directly or as
-// one of weighted clusters (whose own host rewrite then counts).
-func rewritesTo(configs []envoyRouteConfig, cluster string) []envoyRouteAction {
-	var out []envoyRouteAction
-	for _, rc := range configs {
-		for _, vh := range rc.VirtualHosts {
-			for _, r := range vh.Routes {
-				if r.Route == nil {
-					continue
-				}
-				if r.Route.Cluster == cluster {
-					out = append(out, *r.Route)
-				}
-				if r.Route.WeightedClusters == nil {
-					continue
-				}
-				for _, wc := range r.Route.WeightedClusters.Clusters {
-					if wc.Name == cluster {
-						a := *r.Route
-						if wc.HostRewriteLiteral != "" {
-							a.HostRewriteLiteral = wc.HostRewriteLiteral
-						}
-						out = append(out, a)
-					}
-				}
-			}
-		}
-	}
-	return out
-}
-
-// redirectsOf returns the names of the redirect routes of the proxy's route.
-func redirectsOf(configs []envoyRouteConfig, proxy string) []string {
-	var out []string
-	for _, rc := range configs {
-		for _, vh := range rc.VirtualHosts {
-			for _, r := range vh.Routes {
-				if r.Redirect != nil && strings.Contains(r.Name, "/"+proxy+"/") {
-					out = append(out, r.Name)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// virtualHostsFor counts the virtual hosts whose domains include host.
-func virtualHostsFor(configs []envoyRouteConfig, host string) int {
-	n := 0
-	for _, rc := range configs {
-		for _, vh := range rc.VirtualHosts {
-			if slices.Contains(vh.Domains, host) {
-				n++
-			}
-		}
-	}
-	return n
 }
 
 func keys[V any](m map[string]V) []string {
@@ -410,7 +213,7 @@ func (gt *gatewayTest) startEdge() *harness.Edge {
 	gt.g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(gt.ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); edge.Serve(ctx, gt.hubNS(), 250*time.Millisecond) }()
+	go func() { defer close(done); edge.Serve(ctx, harness.Namespaces(gt.hubNS()), 250*time.Millisecond) }()
 	gt.t.Cleanup(func() {
 		cancel()
 		<-done
