@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"strconv"
 	"strings"
 	"sync"
@@ -339,10 +341,11 @@ func (d *dataPathRun) waitProgrammed(ctx context.Context) {
 }
 
 // waitClean waits until no proxy of the run is left on its plane and the hub holds no
-// anchor, downstream Gateway, HTTPRoute or Certificate of the run, or CleanWithin
+// anchor, downstream Gateway, HTTPRoute, Certificate or backend object (Service,
+// EndpointSlice, BackendTLSPolicy) of the run, or CleanWithin
 // passes. The hub is listed only once the planes hold no proxy: a proxy's finalizer
 // deletes its hub objects before it goes, and these lists (a label-selected ConfigMap
-// list over the whole hub per project, three lists per mapped namespace) would
+// list over the whole hub per project, six lists per mapped namespace) would
 // otherwise compete, twice a second, with the replicas they measure. The latencies
 // come from the audit log, not from this wait, which only ends the phase.
 func (d *dataPathRun) waitClean(ctx context.Context) {
@@ -377,12 +380,13 @@ func (d *dataPathRun) hubLeft(ctx context.Context) (int, error) {
 		certs := &unstructured.UnstructuredList{}
 		certs.SetGroupVersionKind(gateway.CertificateGVK.GroupVersion().WithKind(gateway.CertificateGVK.Kind + "List"))
 		gws, routes := &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}
-		for _, list := range []client.ObjectList{gws, routes, certs} {
+		svcs, slices, policies := &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &gatewayv1.BackendTLSPolicyList{}
+		for _, list := range []client.ObjectList{gws, routes, certs, svcs, slices, policies} {
 			if err := hub.List(ctx, list, ns); err != nil {
 				return 0, err
 			}
 		}
-		n += len(gws.Items) + len(routes.Items) + len(certs.Items)
+		n += len(gws.Items) + len(routes.Items) + len(certs.Items) + len(svcs.Items) + len(slices.Items) + len(policies.Items)
 	}
 	return n, nil
 }
@@ -427,7 +431,7 @@ func (d *dataPathRun) result(res DataPathResult, hub auditCursor, owners map[str
 	res.CreateRequests = CountRequests(events, users, res.CreateStart, res.DeleteStart)
 	res.DeleteRequests = CountRequests(events, users, res.DeleteStart, res.DeleteEnd)
 	perNamespace := d.o.Proxies / max(len(d.projects), 1)
-	res.MinimumCreate, res.MinimumDelete = DesignMinimum(DataPathHostnames, perNamespace)
+	res.MinimumCreate, res.MinimumDelete = DesignMinimum(DataPathHostnames, DataPathBackendObjects, perNamespace)
 
 	res.Created, res.Deleted = len(d.created), len(d.deleted)
 	programmed := d.tracker.times()

@@ -35,24 +35,32 @@ func (m MinimumCost) Total() float64 {
 //   - programming a proxy with hostnames hostnames, one of proxiesPerNamespace in a
 //     fresh upstream namespace: the create of the mapped namespace (once per upstream
 //     namespace, so amortized over its proxies), the two anchors (the upstream
-//     Gateway's and HTTPRoute's), the downstream Gateway and HTTPRoute and one
-//     Certificate per hostname — creates only, since nothing is there to read;
+//     Gateway's and HTTPRoute's), the downstream Gateway and HTTPRoute, one
+//     Certificate per hostname and the backendObjects of its backends (per backend a
+//     Service and an EndpointSlice, and a BackendTLSPolicy for an https one) — creates
+//     only, since nothing is there to read;
 //   - deleting it: the two anchor deletes, each a GET in the mapped namespace (the live
 //     read that proves what is deleted) and a DELETE with that read's UID and
 //     resourceVersion as preconditions; and one DELETE of each downstream object (the
-//     Gateway, the HTTPRoute, one Certificate per hostname), which the upstream
-//     finalizers delete themselves so that deletion does not wait on the hub's garbage
-//     collector. Those need no read: the owner is terminating and its finalizer holds
-//     the names (the replica that wrote them conditions the delete on the UID it wrote).
+//     Gateway, the HTTPRoute, one Certificate per hostname, the backend objects), which
+//     the upstream finalizers delete themselves so that deletion does not wait on the
+//     hub's garbage collector. Those need no read: the owner is terminating and its
+//     finalizer holds the names (the replica that wrote them conditions the delete on
+//     the UID it wrote).
 //
 // A proxiesPerNamespace below 1 counts as 1.
-func DesignMinimum(hostnames, proxiesPerNamespace int) (create, del MinimumCost) {
+func DesignMinimum(hostnames, backendObjects, proxiesPerNamespace int) (create, del MinimumCost) {
 	perNamespace := float64(max(proxiesPerNamespace, 1))
 	const anchors = 2 // the upstream Gateway's and the HTTPRoute's
-	create = MinimumCost{"create": 1/perNamespace + anchors + 1 + 1 + float64(hostnames)}
-	del = MinimumCost{"get": anchors, "delete": anchors + 1 + 1 + float64(hostnames)}
+	objects := 1 + 1 + float64(hostnames) + float64(backendObjects)
+	create = MinimumCost{"create": 1/perNamespace + anchors + objects}
+	del = MinimumCost{"get": anchors, "delete": anchors + objects}
 	return create, del
 }
+
+// DataPathBackendObjects is the hub objects of a data-path proxy's backends: its one
+// https backend's Service, EndpointSlice and BackendTLSPolicy.
+const DataPathBackendObjects = 3
 
 // Latency is the p50, p99 and max of a set of durations.
 type Latency struct {

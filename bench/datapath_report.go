@@ -93,9 +93,10 @@ func p99Target(name string, a, s []time.Duration, both bool) Target {
 // dataPathMinimumNote says what the design minimum counts.
 const dataPathMinimumNote = "The design minimum (`DesignMinimum`, docs/design.md \"Gateway path\") counts, per programmed proxy with H hostnames " +
 	"in a fresh upstream namespace: the mapped namespace's create (once per upstream namespace, amortized over its proxies), " +
-	"the two anchors (upstream Gateway and HTTPRoute), the downstream Gateway and HTTPRoute and H Certificates — creates only; " +
+	"the two anchors (upstream Gateway and HTTPRoute), the downstream Gateway and HTTPRoute, H Certificates and its https backend's " +
+	"Service, EndpointSlice and BackendTLSPolicy — creates only; " +
 	"per deleted proxy: the two anchor deletes, each a GET in the mapped namespace and a DELETE with its UID and resourceVersion " +
-	"as preconditions, and one DELETE of each downstream object (Gateway, HTTPRoute, H Certificates), which the finalizers delete themselves. Measured: every hub request of the run's replicas " +
+	"as preconditions, and one DELETE of each downstream object (Gateway, HTTPRoute, H Certificates, the three backend objects), which the finalizers delete themselves. Measured: every hub request of the run's replicas " +
 	"(their own users; the harness's requests are not counted) except watches and Lease and Event requests, from the hub's audit log, " +
 	"the create phase running from the first create to the first delete and the delete phase from the first delete until the hub held " +
 	"nothing of the run. Both coordinators run the same reconcilers (pkg/gateway, the same finalizers), so the ratio between them " +

@@ -21,22 +21,23 @@ import (
 // deleting, whatever the hostnames.
 func TestDesignMinimum(t *testing.T) {
 	tests := []struct {
-		name                  string
-		hostnames, perNS      int
-		create                MinimumCost
-		del                   MinimumCost
-		createTotal, delTotal float64
+		name                       string
+		hostnames, backends, perNS int
+		create                     MinimumCost
+		del                        MinimumCost
+		createTotal, delTotal      float64
 	}{
-		{"one proxy alone in its namespace", 1, 1, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
-		{"fifty proxies share the namespace's create", 1, 50, MinimumCost{"create": 5.02}, MinimumCost{"get": 2, "delete": 5}, 5.02, 7},
-		{"three hostnames: three Certificates", 3, 1, MinimumCost{"create": 8}, MinimumCost{"get": 2, "delete": 7}, 8, 9},
-		{"no proxies per namespace counts as one", 1, 0, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
+		{"one proxy alone in its namespace", 1, 0, 1, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
+		{"fifty proxies share the namespace's create", 1, 0, 50, MinimumCost{"create": 5.02}, MinimumCost{"get": 2, "delete": 5}, 5.02, 7},
+		{"three hostnames: three Certificates", 3, 0, 1, MinimumCost{"create": 8}, MinimumCost{"get": 2, "delete": 7}, 8, 9},
+		{"no proxies per namespace counts as one", 1, 0, 0, MinimumCost{"create": 6}, MinimumCost{"get": 2, "delete": 5}, 6, 7},
+		{"an https backend: its Service, EndpointSlice and BackendTLSPolicy", 1, 3, 1, MinimumCost{"create": 9}, MinimumCost{"get": 2, "delete": 8}, 9, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			create, del := DesignMinimum(tt.hostnames, tt.perNS)
+			create, del := DesignMinimum(tt.hostnames, tt.backends, tt.perNS)
 			if !sameCost(create, tt.create) || !sameCost(del, tt.del) {
-				t.Errorf("DesignMinimum(%d, %d) = %v, %v; want %v, %v", tt.hostnames, tt.perNS, create, del, tt.create, tt.del)
+				t.Errorf("DesignMinimum(%d, %d, %d) = %v, %v; want %v, %v", tt.hostnames, tt.backends, tt.perNS, create, del, tt.create, tt.del)
 			}
 			if math.Abs(create.Total()-tt.createTotal) > 1e-9 || del.Total() != tt.delTotal {
 				t.Errorf("totals = %v, %v; want %v, %v", create.Total(), del.Total(), tt.createTotal, tt.delTotal)
@@ -268,7 +269,7 @@ func TestCleanTimes(t *testing.T) {
 // the baseline's; without the baseline the latency targets have no verdict, and with
 // a proxy not clean the cost has none (its requests fall outside the phase).
 func TestDataPathTargets(t *testing.T) {
-	_, minDel := DesignMinimum(1, 50)
+	_, minDel := DesignMinimum(1, 0, 50)
 	anch := DataPathResult{
 		Coordinator: Anchorage, Deleted: 10, MinimumDelete: minDel,
 		DeleteRequests: RequestCount{ByVerb: map[string]int{"get": 20, "delete": 50}, ConfigMapLists: map[string]int{ListInformer: 2}},
@@ -313,7 +314,7 @@ func TestDataPathTargets(t *testing.T) {
 // TestWriteReportDataPath: the data-path section, its targets and its plot appear
 // when the report has a data-path result.
 func TestWriteReportDataPath(t *testing.T) {
-	minCreate, minDel := DesignMinimum(1, 10)
+	minCreate, minDel := DesignMinimum(1, 0, 10)
 	d := DataPathResult{
 		Coordinator: Anchorage, Planes: 2, Proxies: 20, Replicas: 3, Created: 20, Deleted: 20,
 		ToProgrammed: []time.Duration{time.Second, 2 * time.Second}, ToClean: []time.Duration{time.Second},
