@@ -183,10 +183,11 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 		}
 		parents = append(parents, pv)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
-	}
-	if !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)) {
+	case !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)):
+		// Once, when the route's references stop resolving.
 		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, resolved.reason, "Programming", "%s", resolved.message)
 	}
 	setRouteParentStatus(s.route, parents, controller)

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -151,7 +152,7 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		if port == "" {
 			port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		}
-		g.Expect(ruleClusters).To(HaveLen(1), "one cluster %s for rule %d's backend; clusters %v", ruleCluster, i, keys(byName))
+		g.Expect(ruleClusters).To(HaveLen(1), "one cluster %s for rule %d's backend; clusters %v", ruleCluster, i, slices.Sorted(maps.Keys(byName)))
 		clusterName := ruleClusters[0]
 		c := byName[clusterName]
 		g.Expect(c.Endpoints()).To(ConsistOf(u.Hostname()+":"+port), "cluster %s endpoints", clusterName)
@@ -195,15 +196,6 @@ func expectServed(t *testing.T, v *harness.EdgeVerdict, hubNS string, p *v1alpha
 		g.Expect(chains).NotTo(BeEmpty(), "no HTTPS filter chain serves %s", h)
 		g.Expect(harness.VirtualHostsFor(routeConfigs, string(h))).To(BeNumerically(">=", 2), "virtual hosts for %s on HTTP and HTTPS", h)
 	}
-}
-
-func keys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // startEdge starts an edge serving this test's hub namespace until the test ends.
