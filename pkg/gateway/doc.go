@@ -12,7 +12,8 @@
 //   - GatewayReconciler: upstream Gateway of our class -> downstream Gateway and one
 //     cert-manager Certificate per HTTPS listener in ns-<namespace UID> on the hub.
 //   - HTTPRouteReconciler: upstream HTTPRoute attached to one of our Gateways ->
-//     downstream HTTPRoute whose parentRefs name the downstream Gateways.
+//     downstream HTTPRoute whose parentRefs name the downstream Gateways, and each
+//     backend's Service, EndpointSlice and BackendTLSPolicy.
 //
 // A reconciler reaches a project plane or the hub only through Clusters, and every
 // reconcile first enters Admission for its project (the sharding layer implements both;
@@ -65,34 +66,42 @@
 //
 // Each proxy rule's backend URL becomes an ExternalName Service named
 // <proxy>-backend-<rule index> (controlled by the proxy) with one port: the URL's port
-// or the scheme's default, named after the scheme and with the scheme as appProtocol.
-// The HTTPRoute rule references it with a backendRef and a URLRewrite filter that sets
-// the Host header to the backend's host and, for a URL with a path, replaces the matched
-// prefix with that path. ExternalName Services are the standard Kubernetes way to name
-// an external DNS endpoint, need no controller of their own, and keep the route within
-// Gateway API's core. What cannot be expressed that way is refused with Accepted=False,
-// reason Invalid, and an Event, and nothing already programmed is touched: an IP
-// address (ExternalName needs a DNS name), user information, a query or fragment, a
-// path together with a URLRewrite filter of the proxy's own, or a path on a rule
-// without exactly one PathPrefix match. Not done: TLS origination towards https
-// backends (a BackendTLSPolicy) and copying the Services to the hub; the downstream
-// HTTPRoute's backendRefs are passed through as written.
+// or the scheme's default, named after the scheme and with the scheme as appProtocol;
+// an https one carries BackendCertHostnameAnnotation (tls.hostname, else the URL's
+// host). The HTTPRoute rule references it with a backendRef, and the rule gets a
+// URLRewrite filter that sets the Host header to the backend's host and, for a URL with
+// a path, replaces the matched prefix with that path (on the rule, not the backendRef:
+// edges apply a backendRef's URLRewrite only in part). What cannot be expressed that
+// way is refused with Accepted=False, reason Invalid, and an Event, and nothing already
+// programmed is touched: an IP address or a single-label host (the hub's EndpointSlice
+// needs an FQDN of two labels or more), user information, a query or fragment, a path
+// together with a URLRewrite filter of the proxy's own, or a path on a rule without
+// exactly one PathPrefix match.
+//
+// On the hub each backendRef of an upstream route gets what an edge resolves it
+// through (build_backends.go): a headless Service, an FQDN EndpointSlice and, for https,
+// a BackendTLSPolicy, named route-<route UID>-rule-<n>-backendref-<m> and hanging on the
+// route's anchor; the downstream route's backendRefs name them. Only an ExternalName
+// Service in the route's namespace resolves; any other backendRef is ResolvedRefs=False.
 //
 // # The Programmed signal
 //
-// The Gateway and HTTPRoute reconcilers report in Gateway API's own status: the
-// upstream Gateway gets Accepted and Programmed conditions (Programmed=True once the
-// downstream Gateway and Certificates are written, with observedGeneration, and the
-// downstream Gateway's addresses); the HTTPRoute gets a status.parents entry with this
-// controller's name and Accepted=True once the downstream route is written. The proxy is
-// Programmed=True when both report so for their current generation; a hub refusal
-// (Programmed=False, reason HubWriteFailed) passes through to the proxy with its
-// message. Owning the Gateway and route brings the proxy back on every status change.
-// An object's own status changes do not bring it back: each controller's For watch
-// drops updates that change only status or bookkeeping, and its own finalizer added
-// alone (own_changes.go), and every status is judged on the live guard's read rather
-// than the cache (live_status.go), so a lagging cache cannot leave a stale status that
-// only such an update would have corrected.
+// Programmed is the edge's verdict (status.go): the Gateway and HTTPRoute reconcilers
+// mirror what the edge's gateway controller wrote on the downstream copies' status, for
+// their current generation (the Gateway's Accepted, Programmed and listeners; the
+// route's Accepted per parent), and compute ResolvedRefs; until the edge has spoken,
+// Programmed is False with reason Pending, unless Config.AssumeWrittenIsProgrammed says
+// no edge controller ever will. The proxy is Programmed=True when its Gateway and every
+// listener are programmed and its route is accepted with its references resolved, each
+// for its current generation; a refusal's reason (HubWriteFailed, BackendNotFound, the
+// edge's own) passes through to the proxy with its message. The hub watches of the
+// downstream copies and the backend objects bring the owner back on every status write
+// and every hand-made change. Owning the Gateway and route brings the proxy back on
+// every status change. An object's own status changes do not bring it back: each
+// controller's For watch drops updates that change only status or bookkeeping, and its
+// own finalizer added alone (own_changes.go), and every status is judged on the live
+// guard's read rather than the cache (live_status.go), so a lagging cache cannot leave
+// a stale status that only such an update would have corrected.
 //
 // # Events
 //
