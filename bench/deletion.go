@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"anchorage/pkg/anchor"
 )
 
@@ -129,7 +131,9 @@ type ProxyIndex struct {
 
 // proxyOf names the proxy a hub object was created for: an anchor by its owner, the
 // downstream Gateway and HTTPRoute by their name (the proxy's), a Certificate by the
-// "<gateway>-https-" its name begins with. ok is false for anything else (the hub
+// "<gateway>-https-" its name begins with, a backend's Service, EndpointSlice or
+// BackendTLSPolicy by the route whose UID its name carries (route-<UID>-rule-...), whose
+// anchor is named after the same UID. ok is false for anything else (the hub
 // namespace itself serves every proxy of its upstream namespace); known is false for an
 // anchor whose owner was never seen.
 func (x ProxyIndex) proxyOf(p ProjectLoad, resource, name string) (k ProxyKey, ok, known bool) {
@@ -148,6 +152,13 @@ func (x ProxyIndex) proxyOf(p ProjectLoad, resource, name string) (k ProxyKey, o
 		if gateway, _, found := strings.Cut(name, "-https-"); found {
 			k.Name = gateway
 			return k, true, true
+		}
+	case "services", "endpointslices", "backendtlspolicies":
+		rest, isBackend := strings.CutPrefix(name, "route-")
+		uid, _, hasRule := strings.Cut(rest, "-rule-")
+		if isBackend && hasRule {
+			owner, seen := x.AnchorOwner(anchor.Name(types.UID(uid)))
+			return owner, true, seen
 		}
 	}
 	return k, false, false

@@ -74,24 +74,26 @@ func TestCreatesAfterDeletion(t *testing.T) {
 	}
 
 	hub := []auditEvent{
-		auditAt(900, "u-r0", "create", "configmaps", hubNS, "anchor-a1", 201),                  // before: fine
-		auditAt(1000+100, "u-r0", "create", "gateways", hubNS, "px-1", 201),                    // at the tolerance: fine
-		auditAt(1350, "u-r1", "create", "configmaps", hubNS, "anchor-a1", 201),                 // late anchor
-		auditAt(1400, "u-r1", "create", "certificates", hubNS, "px-1-https-px-1.example", 201), // late Certificate
-		auditAt(1200, "u-r1", "create", "httproutes", hubNS, "px-1", 409),                      // refused: created nothing
-		auditAt(5000, "admin", "create", "gateways", hubNS, "px-1", 201),                       // not a replica
-		auditAt(5000, "u-r0", "create", "gateways", "ns-other", "px-1", 201),                   // not the run's
-		auditAt(5000, "u-r0", "create", "namespaces", "", hubNS, 201),                          // shared
-		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "not-an-anchor", 201),             // not an anchor
-		auditAt(5000, "u-r0", "create", "httproutes", hubNS, "px-4", 201),                      // never deleted
-		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "anchor-unseen", 201),             // owner never seen
-		auditAt(2500, "u-r2", "update", "httproutes", hubNS, "px-2", 200),                      // an update
-		auditAt(3000, "u-r2", "create", "httproutes", hubNS, "px-2", 201),                      // late route
-		auditAt(4250, "u-r0", "create", "gateways", hubNS, "px-5", 201),                        // 250 ms after the request, 50 after the commit: fine
-		auditAt(6300, "u-r0", "create", "gateways", hubNS, "px-6", 201),                        // 395 after its read, begun before the commit: the guard's window
-		auditAt(7300, "u-r1", "create", "gateways", hubNS, "px-7", 201),                        // 1.095 s after its read: a second attempt, late
-		auditAt(8200, "u-r2", "create", "gateways", hubNS, "px-8", 201),                        // its read began after the commit: late
-		auditAt(9200, "u-r1", "create", "gateways", hubNS, "px-9", 201),                        // another replica's read: late
+		auditAt(900, "u-r0", "create", "configmaps", hubNS, "anchor-a1", 201),                         // before: fine
+		auditAt(1000+100, "u-r0", "create", "gateways", hubNS, "px-1", 201),                           // at the tolerance: fine
+		auditAt(1350, "u-r1", "create", "configmaps", hubNS, "anchor-a1", 201),                        // late anchor
+		auditAt(1400, "u-r1", "create", "certificates", hubNS, "px-1-https-px-1.example", 201),        // late Certificate
+		auditAt(1450, "u-r1", "create", "endpointslices", hubNS, "route-a1-rule-0-backendref-0", 201), // late backend object, by its route's anchor
+		auditAt(5000, "u-r0", "create", "services", hubNS, "web-backend-0", 201),                      // not a backend object's name
+		auditAt(1200, "u-r1", "create", "httproutes", hubNS, "px-1", 409),                             // refused: created nothing
+		auditAt(5000, "admin", "create", "gateways", hubNS, "px-1", 201),                              // not a replica
+		auditAt(5000, "u-r0", "create", "gateways", "ns-other", "px-1", 201),                          // not the run's
+		auditAt(5000, "u-r0", "create", "namespaces", "", hubNS, 201),                                 // shared
+		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "not-an-anchor", 201),                    // not an anchor
+		auditAt(5000, "u-r0", "create", "httproutes", hubNS, "px-4", 201),                             // never deleted
+		auditAt(5000, "u-r0", "create", "configmaps", hubNS, "anchor-unseen", 201),                    // owner never seen
+		auditAt(2500, "u-r2", "update", "httproutes", hubNS, "px-2", 200),                             // an update
+		auditAt(3000, "u-r2", "create", "httproutes", hubNS, "px-2", 201),                             // late route
+		auditAt(4250, "u-r0", "create", "gateways", hubNS, "px-5", 201),                               // 250 ms after the request, 50 after the commit: fine
+		auditAt(6300, "u-r0", "create", "gateways", hubNS, "px-6", 201),                               // 395 after its read, begun before the commit: the guard's window
+		auditAt(7300, "u-r1", "create", "gateways", hubNS, "px-7", 201),                               // 1.095 s after its read: a second attempt, late
+		auditAt(8200, "u-r2", "create", "gateways", hubNS, "px-8", 201),                               // its read began after the commit: late
+		auditAt(9200, "u-r1", "create", "gateways", hubNS, "px-9", 201),                               // another replica's read: late
 	}
 	writer := func(e auditEvent) string {
 		return map[string]string{"u-r0": "r0", "u-r1": "r1", "u-r2": "r2"}[e.User.Username]
@@ -112,6 +114,7 @@ func TestCreatesAfterDeletion(t *testing.T) {
 	want := []LateCreate{
 		{Replica: "r1", Proxy: proxy("px-1"), Resource: "configmaps", Namespace: hubNS, Name: "anchor-a1", At: reportAt(1.35), Late: 345 * time.Millisecond},
 		{Replica: "r1", Proxy: proxy("px-1"), Resource: "certificates", Namespace: hubNS, Name: "px-1-https-px-1.example", At: reportAt(1.4), Late: 395 * time.Millisecond},
+		{Replica: "r1", Proxy: proxy("px-1"), Resource: "endpointslices", Namespace: hubNS, Name: "route-a1-rule-0-backendref-0", At: reportAt(1.45), Late: 445 * time.Millisecond},
 		{Replica: "r2", Proxy: proxy("px-2"), Resource: "httproutes", Namespace: hubNS, Name: "px-2", At: reportAt(3), Late: 995 * time.Millisecond},
 		{Replica: "r1", Proxy: proxy("px-7"), Resource: "gateways", Namespace: hubNS, Name: "px-7", At: reportT0.Add(7300 * time.Millisecond), Late: 295 * time.Millisecond},
 		{Replica: "r2", Proxy: proxy("px-8"), Resource: "gateways", Namespace: hubNS, Name: "px-8", At: reportT0.Add(8200 * time.Millisecond), Late: 195 * time.Millisecond},
@@ -120,8 +123,8 @@ func TestCreatesAfterDeletion(t *testing.T) {
 	if !slices.Equal(got.Late, want) {
 		t.Errorf("late creates:\n got %+v\nwant %+v", got.Late, want)
 	}
-	if got.Checked != 10 {
-		t.Errorf("checked %d creates, want 10 (every successful replica create for a deleted proxy)", got.Checked)
+	if got.Checked != 11 {
+		t.Errorf("checked %d creates, want 11 (every successful replica create for a deleted proxy)", got.Checked)
 	}
 	if got.InGuardWindow != 1 {
 		t.Errorf("creates in the guard's window = %d, want 1 (px-6)", got.InGuardWindow)
