@@ -209,8 +209,8 @@ func flattenParents(route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayCont
 }
 
 // downstreamParent returns the parent reference of down that stands for the upstream
-// parent p of a route in routeNS: the entry at the same index (downstreamRoute keeps the
-// order), or p itself when down is not there.
+// parent p of a route in routeNS: the one of the same name and section, local when p is
+// in the route's namespace (downstreamRoute makes it so), or p itself when down has none.
 func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, routeNS string) gatewayv1.ParentReference {
 	for _, dp := range down.Spec.ParentRefs {
 		if dp.Name == p.Name && ptr.Deref(dp.SectionName, "") == ptr.Deref(p.SectionName, "") &&
@@ -335,7 +335,10 @@ func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope,
 }
 
 // backendRetryAfter is how soon a route whose backend Service is missing looks again.
-const backendRetryAfter = 5 * time.Second
+// Routes do not watch the plane's Services: a proxy writes its Services before its
+// route, so only a route written by hand can be ahead of its Service, and each look
+// costs the hub a read of every object the route has there.
+const backendRetryAfter = 30 * time.Second
 
 // pointBackendsAtHub points every Service backendRef of the downstream route at its
 // hub objects, resolved or not: an unresolved one then names nothing on the hub, and
