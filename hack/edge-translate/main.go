@@ -16,6 +16,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -163,7 +165,7 @@ func readInput(file string) ([]byte, error) {
 func readDocuments(in []byte) ([]*discoveryv1.EndpointSlice, map[string]metav1.ObjectMeta, error) {
 	var out []*discoveryv1.EndpointSlice
 	metas := map[string]metav1.ObjectMeta{}
-	reader := utilyaml.NewYAMLReader(bufioReader(in))
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(in)))
 	for {
 		doc, err := reader.Read()
 		if err == io.EOF {

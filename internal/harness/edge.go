@@ -168,10 +168,9 @@ func (e *Edge) namespaceDocs(ctx context.Context, namespace string) ([]any, erro
 	return docs, nil
 }
 
-// typed clears what the hub adds to obj and sets its type, so it reads as a manifest.
+// typed sets obj's type, which a list's items lack, so it reads as a manifest.
 func typed[T client.Object](obj T, apiVersion, kind string) T {
 	obj.GetObjectKind().SetGroupVersionKind(schema.FromAPIVersionAndKind(apiVersion, kind))
-	obj.SetManagedFields(nil)
 	return obj
 }
 

@@ -1,8 +1,0 @@
-package main
-
-import (
-	"bufio"
-	"bytes"
-)
-
-func bufioReader(b []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(b)) }
