@@ -50,11 +50,19 @@ type hubBackend struct {
 	Policy *gatewayv1.BackendTLSPolicy
 }
 
+// backendObject is one hub object of a backend, with its kind and what hubWriter.apply
+// copies of it into an existing object.
+type backendObject struct {
+	kind string
+	obj  client.Object
+	copy func(dst, src client.Object) error
+}
+
 // objects returns the backend's hub objects, the policy last.
-func (b hubBackend) objects() []client.Object {
-	out := []client.Object{b.Service, b.Slice}
+func (b hubBackend) objects() []backendObject {
+	out := []backendObject{{kindService, b.Service, copyHubServiceSpec}, {kindEndpointSlice, b.Slice, copyEndpointSlice}}
 	if b.Policy != nil {
-		out = append(out, b.Policy)
+		out = append(out, backendObject{kindBackendTLSPolicy, b.Policy, copyBackendTLSPolicySpec})
 	}
 	return out
 }

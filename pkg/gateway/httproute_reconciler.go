@@ -267,9 +267,9 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	w := s.hubWriter(hub, hubNS, r.Metrics)
 	wanted := map[string]bool{}
 	for _, b := range backends {
-		for _, obj := range b.objects() {
-			wanted[backendKindOf(obj)+"/"+obj.GetName()] = true
-			if _, err := w.apply(ctx, backendKindOf(obj), obj, backendCopier(obj)); err != nil {
+		for _, o := range b.objects() {
+			wanted[o.kind+"/"+o.obj.GetName()] = true
+			if _, err := w.apply(ctx, o.kind, o.obj, o.copy); err != nil {
 				return nil, resolved, err
 			}
 		}
@@ -394,9 +394,7 @@ func (r *HTTPRouteReconciler) deleteBackendObjects(ctx context.Context, s *route
 // labelledNames returns the names of the objects of list's kind in w's namespace that
 // carry w's owner's labels, from reader.
 func labelledNames(ctx context.Context, reader client.Reader, list client.ObjectList, w hubWriter) ([]string, error) {
-	labels := w.owner.Labels()
-	delete(labels, anchor.LabelClusterName) // older objects spell it the legacy way; the namespace and anchor pin the owner
-	if err := reader.List(ctx, list, client.InNamespace(w.ns), client.MatchingLabels(labels)); err != nil {
+	if err := reader.List(ctx, list, client.InNamespace(w.ns), w.ownerLabels()); err != nil {
 		return nil, fmt.Errorf("listing the hub cache's %T in %s: %w", list, w.ns, err)
 	}
 	var out []string
@@ -420,30 +418,6 @@ var backendKinds = []backendKind{
 	{kindBackendTLSPolicy, func() client.Object { return &gatewayv1.BackendTLSPolicy{} }, func() client.ObjectList { return &gatewayv1.BackendTLSPolicyList{} }},
 	{kindEndpointSlice, func() client.Object { return &discoveryv1.EndpointSlice{} }, func() client.ObjectList { return &discoveryv1.EndpointSliceList{} }},
 	{kindService, func() client.Object { return &corev1.Service{} }, func() client.ObjectList { return &corev1.ServiceList{} }},
-}
-
-// backendKindOf names obj's kind among the backend kinds.
-func backendKindOf(obj client.Object) string {
-	switch obj.(type) {
-	case *corev1.Service:
-		return kindService
-	case *discoveryv1.EndpointSlice:
-		return kindEndpointSlice
-	default:
-		return kindBackendTLSPolicy
-	}
-}
-
-// backendCopier is the copyContent of obj's kind for hubWriter.apply.
-func backendCopier(obj client.Object) func(dst, src client.Object) error {
-	switch obj.(type) {
-	case *corev1.Service:
-		return copyHubServiceSpec
-	case *discoveryv1.EndpointSlice:
-		return copyEndpointSlice
-	default:
-		return copyBackendTLSPolicySpec
-	}
 }
 
 func copyRouteSpec(dst, src client.Object) error {

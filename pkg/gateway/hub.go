@@ -182,15 +182,22 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 	return nil
 }
 
+// ownerLabels selects the objects labelled for the writer's owner. The cluster-name
+// label is left out: older objects spell it the legacy way, and the namespace and the
+// anchor pin the owner.
+func (w hubWriter) ownerLabels() client.MatchingLabels {
+	labels := w.owner.Labels()
+	delete(labels, anchor.LabelClusterName)
+	return client.MatchingLabels(labels)
+}
+
 // certificates returns the Certificates in the writer's namespace that carry the
 // owner's labels and hang on its anchor. A hub that does not serve Certificates has
 // none.
 func (w hubWriter) certificates(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(CertificateGVK.GroupVersion().WithKind(CertificateGVK.Kind + "List"))
-	labels := w.owner.Labels()
-	delete(labels, anchor.LabelClusterName) // older objects spell it the legacy way; the namespace and anchor pin the owner
-	err := w.hub.List(ctx, list, client.InNamespace(w.ns), client.MatchingLabels(labels))
+	err := w.hub.List(ctx, list, client.InNamespace(w.ns), w.ownerLabels())
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
