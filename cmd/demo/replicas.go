@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -168,10 +170,36 @@ func anchorDeletions(replicas []*replica) map[string]logLine {
 
 // freeAddr returns a loopback address with a port nothing listens on right now.
 func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+	low := ephemeralLow()
+	for range 100 {
+		// Below the ephemeral range: a port the kernel hands to no outgoing connection
+		// and no :0 listener between this check and the replica's bind (a replica once
+		// lost its metrics port to a client connection's source port).
+		port := 20000 + rand.IntN(max(low-20000, 1000))
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		addr := l.Addr().String()
+		return addr, l.Close()
 	}
-	addr := l.Addr().String()
-	return addr, l.Close()
+	return "", errors.New("no free port below the ephemeral range after 100 tries")
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (32768 when it cannot
+// be read).
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(fields[0])
+	if err != nil || low <= 21000 {
+		return 32768
+	}
+	return low
 }
