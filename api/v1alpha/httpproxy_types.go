@@ -10,6 +10,12 @@ import (
 // manager this one replaces, so that it can take over proxies the old one wrote.
 const HTTPProxyFinalizer = "networking.datumapis.com/httpproxy-cleanup"
 
+// HTTPProxyReplicatorFinalizer is the finalizer the previous manager's resource
+// replicator put on the proxies it copied downstream. Proxies taken over from that
+// manager may still carry it; this manager honours it as its own, so that a proxy
+// written by the previous manager is not deleted before what it produced is cleaned up.
+const HTTPProxyReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-resource-replicator"
+
 // Condition types reported in HTTPProxyStatus.Conditions. They mirror Gateway API's, so
 // an operator reads a proxy the same way as the Gateway it produced.
 const (
@@ -38,36 +44,50 @@ const (
 	// ReasonHubWriteFailed means writing the downstream objects or their anchor to the
 	// hub failed; the manager retries.
 	ReasonHubWriteFailed = "HubWriteFailed"
+
+	// ReasonUnsupportedBackend means a backend is of a kind the schema accepts (it was
+	// part of the previous manager's API) but this manager cannot program: a connector
+	// or an instance backend.
+	ReasonUnsupportedBackend = "UnsupportedBackend"
 )
 
 // HTTPProxySpec is what the tenant asks for: which hostnames to serve and how to route
 // requests for them.
 type HTTPProxySpec struct {
 	// Hostnames the proxy serves. Each is a fully qualified DNS name (RFC 1123
-	// subdomain): wildcards are refused because each hostname gets its own certificate,
-	// and IP addresses are refused because they cannot be given one.
+	// subdomain). Wildcards are refused because each hostname gets its own certificate.
+	// An IP address passes the schema, as it did under the previous manager, whose
+	// stored proxies must stay valid; the manager refuses such a hostname instead, with
+	// a condition saying why, because no certificate can be issued for it.
+	//
+	// Two rules here are stricter than the previous manager's CRD: wildcards and
+	// duplicates (listType=set) are refused. The previous manager refused both in its
+	// admission webhook on every create and every update that changed the spec, so no
+	// proxy it stored carries either.
 	//
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:items:XValidation:rule="!self.startsWith('*')",message="must not be a wildcard hostname"
-	// +kubebuilder:validation:items:XValidation:rule="!isIP(self)",message="must be a DNS name, not an IP address"
 	Hostnames []gatewayv1.Hostname `json:"hostnames,omitempty"`
 
-	// Rules route requests to backends, in the manner of HTTPRoute rules. At most 16
-	// rules of at most 8 matches keep every proxy within the HTTPRoute limit of 128
-	// matches, so a proxy the API server accepts always yields a valid HTTPRoute.
+	// Rules route requests to backends, in the manner of HTTPRoute rules. A rule may
+	// have up to 64 matches, but all rules together at most 128: the HTTPRoute limit,
+	// so a proxy the API server accepts always yields a valid HTTPRoute.
 	//
 	// +required
 	// +listType=atomic
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=16
 	// +kubebuilder:validation:XValidation:rule="self.all(r1, !has(r1.name) || self.exists_one(r2, has(r2.name) && r2.name == r1.name))",message="rule names must be unique"
+	// +kubebuilder:validation:XValidation:rule="self.map(r, has(r.matches) ? size(r.matches) : 0).sum() <= 128",message="the rules may have at most 128 matches in total"
 	Rules []HTTPProxyRule `json:"rules"`
 }
 
 // HTTPProxyRule matches requests and forwards them to a backend. It becomes one rule of
 // the HTTPRoute the proxy produces, so its fields carry Gateway API's types and meaning.
+// The redirect rule below tests a filter's type where the previous manager's tested
+// for its requestRedirect field: the filter's own rules make the two agree.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.backends) && size(self.backends) > 0 && has(self.filters) && self.filters.exists(f, f.type == 'RequestRedirect'))",message="a RequestRedirect filter must not be used together with backends"
 type HTTPProxyRule struct {
@@ -77,12 +97,20 @@ type HTTPProxyRule struct {
 	// +optional
 	Name *gatewayv1.SectionName `json:"name,omitempty"`
 
-	// Matches select the requests this rule applies to; any one match suffices. No
-	// matches means every request (a prefix match on "/").
+	// Matches select the requests this rule applies to; any one match suffices. Left
+	// out, the API server fills in a single prefix match on "/", that is every request.
+	//
+	// The default, the minimum of one and the maximum of 64 are the previous manager's
+	// own, so every proxy it stored has between 1 and 64 matches per rule and stays
+	// valid. Keeping the minimum also keeps a single spelling of "every request": an
+	// explicit empty list was refused before and still is, rather than becoming a
+	// second way to write what the default already says.
 	//
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:default={{path:{type:"PathPrefix",value:"/"}}}
 	Matches []gatewayv1.HTTPRouteMatch `json:"matches,omitempty"`
 
 	// Filters applied to requests matching this rule, before they reach a backend.
@@ -102,16 +130,44 @@ type HTTPProxyRule struct {
 	Backends []HTTPProxyBackend `json:"backends,omitempty"`
 }
 
-// HTTPProxyBackend is where matching requests are sent.
+// HTTPProxyBackend is where matching requests are sent. It is one of three kinds: an
+// endpoint URL, an endpoint reached through a connector (connector and endpoint), or an
+// instance (instance alone). All three are part of the schema so that every proxy the
+// previous manager stored reads back whole; this manager programs only the first and
+// reports the other two with the UnsupportedBackend reason.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.instance) || has(self.endpoint)",message="endpoint is required unless instance is set"
+// +kubebuilder:validation:XValidation:rule="!has(self.instance) || !(has(self.endpoint) || has(self.connector))",message="instance must not be combined with endpoint or connector"
 type HTTPProxyBackend struct {
 	// Endpoint is the URL requests are forwarded to: scheme http or https and a host,
-	// optionally a port and a path (for example https://api.example.com:8443/v1).
+	// optionally a port and a path (for example https://api.example.com:8443/v1). With
+	// a connector, it is the address the connector forwards to. Required unless
+	// instance is set.
 	//
-	// +required
+	// The length cap bounds the cost the API server estimates for the URL rule. The
+	// URL rule and the cap are stricter than the previous manager's CRD, but its
+	// admission webhook already refused any endpoint that is not an http or https URL
+	// with a host, and it allowed no more than a scheme, a host of at most 253
+	// characters and a port, far short of 2048.
+	//
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHostname() != ''",message="must be an http or https URL with a host"
-	Endpoint string `json:"endpoint"`
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// Connector names the Connector through which the endpoint is reached, for a
+	// backend that is not directly reachable from the edge. Used together with
+	// endpoint; not with instance.
+	//
+	// +optional
+	Connector *ConnectorReference `json:"connector,omitempty"`
+
+	// Instance names a workload on a tenant network to forward to, instead of an
+	// endpoint URL. Used alone: neither endpoint nor connector may be set with it.
+	//
+	// +optional
+	Instance *InstanceBackendRef `json:"instance,omitempty"`
 
 	// TLS configures the connection to an https endpoint.
 	//
@@ -137,15 +193,57 @@ type HTTPProxyBackendTLS struct {
 	Hostname *string `json:"hostname,omitempty"`
 }
 
-// HTTPProxyStatus is what the manager observed and did.
-type HTTPProxyStatus struct {
-	// Conditions are the latest observations of the proxy's state: Accepted and
-	// Programmed.
+// ConnectorReference names a Connector in the proxy's namespace.
+type ConnectorReference struct {
+	// Name of the Connector.
+	//
+	// +required
+	Name string `json:"name"`
+}
+
+// InstanceBackendRef points at a workload on a tenant network: the EndpointSlice that
+// publishes its address, and the port to use on it.
+type InstanceBackendRef struct {
+	// Name of the EndpointSlice, in the proxy's namespace.
+	//
+	// +required
+	Name string `json:"name"`
+
+	// Port on that EndpointSlice to send requests to.
+	//
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// HostnameStatus is what was observed about one of the proxy's hostnames.
+type HostnameStatus struct {
+	// Hostname the conditions are about.
+	//
+	// +required
+	Hostname string `json:"hostname"`
+
+	// Conditions about this hostname, for example whether it is verified, whether
+	// its DNS record and its certificate are in place.
 	//
 	// +optional
 	// +listType=map
 	// +listMapKey=type
-	// +kubebuilder:validation:MaxItems=8
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// HTTPProxyStatus is what the manager observed and did. Only addresses is capped (at
+// 16, as under the previous manager), and the status holds fields this manager does
+// not write itself (canonicalHostname, hostnameStatuses): the status the previous
+// manager wrote stays valid and is kept whole.
+type HTTPProxyStatus struct {
+	// Conditions are the latest observations of the proxy's state: Accepted and
+	// Programmed, and any others a previous manager left.
+	//
+	// +optional
+	// +listType=map
+	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// Addresses are the network addresses the proxy's Gateway is reachable at, copied
@@ -160,8 +258,19 @@ type HTTPProxyStatus struct {
 	//
 	// +optional
 	// +listType=atomic
-	// +kubebuilder:validation:MaxItems=16
 	Hostnames []gatewayv1.Hostname `json:"hostnames,omitempty"`
+
+	// CanonicalHostname is a stable, platform-assigned hostname for the proxy, which
+	// a tenant can point its own DNS records at.
+	//
+	// +optional
+	CanonicalHostname string `json:"canonicalHostname,omitempty"`
+
+	// HostnameStatuses report on each of the proxy's hostnames separately.
+	//
+	// +optional
+	// +listType=atomic
+	HostnameStatuses []HostnameStatus `json:"hostnameStatuses,omitempty"`
 }
 
 // HTTPProxy serves a set of hostnames and forwards matching HTTP requests to backend

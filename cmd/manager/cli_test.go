@@ -206,11 +206,12 @@ func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
 	g.Expect(f.gateway).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
 
 	f, err = parseReplica("--identity=a", "--gateway-class=up", "--downstream-gateway-class=down", "--controller-name=example.com/gc",
-		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2")
+		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2", "--hostname-claims-namespace=claims")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src", Workers: 2,
+		HostnameClaimsNamespace: "claims",
 	}))
 }
 

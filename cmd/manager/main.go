@@ -22,7 +22,8 @@ func main() {
 }
 
 // execute runs one command line and returns the exit code. Help and output go to out; a
-// failure is one line on errOut, `<command path>: <error>`, and exit code 1.
+// failure is one line on errOut, `<command path>: <error>`, and exit code 1, or an
+// exitError's code (3: `sweep --cut-over-check` found a blocked row).
 func execute(ctx context.Context, args []string, out, errOut io.Writer, r runners) int {
 	root := newRootCommand(r)
 	root.SetArgs(args)
@@ -34,10 +35,24 @@ func execute(ctx context.Context, args []string, out, errOut io.Writer, r runner
 			cmd = root
 		}
 		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)
+		var exit *exitError
+		if errors.As(err, &exit) {
+			return exit.code
+		}
 		return 1
 	}
 	return 0
 }
+
+// exitError ends the process with its own exit code rather than 1, after the usual one
+// line on stderr.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
 
 // runReplica runs one replica until ctx ends.
 func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error {

@@ -81,7 +81,10 @@ func sweepCommand(common *commonFlags, r runners) *cobra.Command {
 		Short: "Run one anchor resync pass over every project, without sharding, and print what it decided",
 		Long: "sweep runs one anchor resync pass over every project (or those --project names) and prints a row per\n" +
 			"project, then the anchors whose project has no kubeconfig Secret. It is a dry run unless --delete is\n" +
-			"given; a deleting sweep is refused while replicas hold valid member Leases, unless --force.",
+			"given; a deleting sweep is refused while replicas hold valid member Leases, unless --force.\n" +
+			"With --cut-over-check it runs no pass: it reads the hub and every project's plane, changes nothing, and\n" +
+			"prints one row per finding about the cut-over from the previous manager (blocked, changed, adopted, left);\n" +
+			"it exits with code 3 when a row is blocked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := s.config(common)

@@ -17,9 +17,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
+	"anchorage/internal/cutover"
+	"anchorage/pkg/gateway"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/shard"
 )
@@ -160,14 +163,46 @@ type sweepFlags struct {
 	projects                   []string
 	output                     string
 	resync                     resyncFlags
+	// cutOverCheck runs the read-only cut-over check instead of a resync pass, with
+	// what the replicas will run with in cutOver.
+	cutOverCheck bool
+	cutOver      cutover.Options
+	fs           *pflag.FlagSet
+}
+
+// cutOverFlags are the flags only --cut-over-check reads: the replicas' flags of the
+// same names (gatewayFlags), whose values the check compares what it finds with.
+func (s *sweepFlags) cutOverFlags() []struct {
+	name, usage string
+	value       *string
+} {
+	return []struct {
+		name, usage string
+		value       *string
+	}{
+		{"gateway-class", "with --cut-over-check: the replicas' --gateway-class, the class the proxies' upstream Gateways get", &s.cutOver.GatewayClass},
+		{"downstream-gateway-class", "with --cut-over-check: the replicas' --downstream-gateway-class, the class the downstream Gateways on the hub get", &s.cutOver.DownstreamGatewayClass},
+		{"issuer-name", "with --cut-over-check: the replicas' --issuer-name, the issuer the downstream Certificates name", &s.cutOver.IssuerName},
+	}
 }
 
 func (s *sweepFlags) register(fs *pflag.FlagSet) {
-	fs.BoolVar(&s.once, "once", false, "run one pass and exit (required)")
+	s.fs = fs
+	fs.BoolVar(&s.once, "once", false, "run one pass and exit (required, except with --cut-over-check, which implies it)")
 	fs.BoolVar(&s.deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
 	fs.BoolVar(&s.force, "force", false, "with --delete, delete even while replicas hold valid member Leases (they may be deleting too); without it such a sweep is refused")
 	fs.StringSliceVar(&s.projects, "project", nil, "sweep only these projects (as their kubeconfig Secrets name them); repeat the flag or give a comma list (default every project)")
-	fs.StringVarP(&s.output, "output", "o", outputTable, "output format: table, or json (JSON Lines: one line per project, then one per anchor without a project Secret)")
+	fs.StringVarP(&s.output, "output", "o", outputTable, "output format: table, or json (JSON Lines: one line per project, then one per anchor without a project Secret; with --cut-over-check one line per row)")
+	fs.BoolVar(&s.cutOverCheck, "cut-over-check", false, "instead of a resync pass, read the hub and every project's plane (or --project's), change nothing, and print one row per finding about the cut-over from the previous manager: blocked, changed, adopted or left (docs/operations.md, Checking before the cut-over). Implies --once; refused with --delete; the resync flags are not read. Exit code 3 when a row is blocked")
+	for _, f := range s.cutOverFlags() {
+		def := ""
+		for _, g := range gatewayFlags {
+			if g.name == f.name {
+				def = g.def
+			}
+		}
+		fs.StringVar(f.value, f.name, def, f.usage)
+	}
 	s.resync.register(fs, false)
 }
 
@@ -178,12 +213,22 @@ type sweepConfig struct {
 	projects                                          []string
 	output                                            string
 	force                                             bool
+	// cutOver, when set, runs the cut-over check with these options instead of a pass.
+	cutOver *cutover.Options
 }
 
 // config checks the sweep's command line and returns what the sweep runs with.
 func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
 	c := sweepConfig{kubeconfigPath: common.kubeconfig, providerNamespace: common.providerNamespace, leaseNamespace: common.leaseNamespace,
 		projects: s.projects, output: s.output, force: s.force}
+	if s.cutOverCheck {
+		return s.cutOverConfig(c)
+	}
+	for _, f := range s.cutOverFlags() {
+		if s.fs.Changed(f.name) {
+			return c, fmt.Errorf("--%s is only read by --cut-over-check (a resync pass does not program gateways)", f.name)
+		}
+	}
 	if !s.once {
 		return c, errors.New("--once is required: the sweep runs one pass (the replicas run the periodic resync)")
 	}
@@ -212,10 +257,91 @@ func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
 	return c, nil
 }
 
+// cutOverConfig checks a --cut-over-check command line. --once is implied; --delete is
+// refused, the check being read-only; the resync flags are not read.
+func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
+	if s.deleteAnchors {
+		return c, errors.New("--cut-over-check and --delete exclude each other: the check reads and deletes nothing; run the deleting sweep on its own")
+	}
+	if s.output != outputTable && s.output != outputJSON {
+		return c, fmt.Errorf("--output %q: want table or json", s.output)
+	}
+	if slices.Contains(s.projects, "") {
+		return c, errors.New("--project: an empty project name")
+	}
+	// Each value is checked as the replicas check the flag of the same name.
+	for _, f := range s.cutOverFlags() {
+		for _, g := range gatewayFlags {
+			if g.name != f.name {
+				continue
+			}
+			var one gateway.Config
+			*g.field(&one) = *f.value
+			if err := one.Validate(); err != nil {
+				return c, fmt.Errorf("--%s: %w", f.name, err)
+			}
+		}
+	}
+	opts := s.cutOver
+	opts.Projects = s.projects
+	c.cutOver = &opts
+	return c, nil
+}
+
+// exitCutOverBlocked is the exit code of a cut-over check that found a blocked row.
+const exitCutOverBlocked = 3
+
+// runCutOverCheck is `manager sweep --cut-over-check`: it builds a client of every
+// project's plane from the kubeconfig Secrets (as the sweep does), runs the check, and
+// prints its rows. Some row blocked is an exitError with exitCutOverBlocked.
+func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
+	ctx := cmd.Context()
+	cfg, err := common.hubConfig()
+	if err != nil {
+		return err
+	}
+	setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+	cfg = rest.CopyConfig(cfg)
+	if cfg.Timeout == 0 {
+		cfg.Timeout = cutover.PlaneTimeout
+	}
+	hub, err := client.New(cfg, client.Options{})
+	if err != nil {
+		return fmt.Errorf("building the hub client: %w", err)
+	}
+	planes, rows, err := cutover.Planes(ctx, hub, cutover.Secrets{
+		Namespace: c.providerNamespace, Label: kubeconfig.DefaultKubeconfigSecretLabel, ProjectAnnotation: shard.AnnotationProject,
+	}, c.projects)
+	if err != nil {
+		return err
+	}
+	found, err := cutover.Check(ctx, hub, planes, *c.cutOver)
+	if err != nil {
+		return err
+	}
+	return writeCutOver(cmd.OutOrStdout(), append(rows, found...), c.output)
+}
+
+// writeCutOver prints the rows, sorted, and returns an exitError (exitCutOverBlocked)
+// when some are blocked, whose message is the one summary line on stderr.
+func writeCutOver(out io.Writer, rows []cutover.Row, format string) error {
+	cutover.Sort(rows)
+	if err := cutover.Write(out, rows, format); err != nil {
+		return err
+	}
+	if n := cutover.CountBlocked(rows); n > 0 {
+		return &exitError{code: exitCutOverBlocked, err: fmt.Errorf("cut-over blocked: %d of %d rows are blocked (printed first); resolve them before anchorage starts", n, len(rows))}
+	}
+	return nil
+}
+
 // runSweep is `manager sweep --once`: one resync pass over every project (or those
 // --project names), without sharding, printing a row per project on out as it is final
 // and the anchors without a project Secret at the end.
 func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
+	if c.cutOver != nil {
+		return runCutOverCheck(cmd, common, c)
+	}
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	hub, err := common.hubConfig()
 	if err != nil {

@@ -21,12 +21,24 @@ package planerbac
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways/finalizers;httproutes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
+//
+// The previous manager's backend EndpointSlices (pkg/gateway previous_manager.go): an
+// upstream route it wrote names them (read, watched), they carry its finalizer, which
+// this manager removes (patch), and a deleted proxy's are deleted with it.
+//
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // The resync (pkg/anchor/resync) reads, live: the plane's "default" Namespace (the
 // plane's identity) and upstream Namespaces (namespaces proofs), both covered above, and
 // owners of the kinds it is configured to read (resync.DefaultLiveOwnerKinds:
-// HTTPProxy, Gateway, HTTPRoute), covered by the gateway path's get above. An operator
+// HTTPProxy, Gateway, HTTPRoute and EndpointSlice, covered above, and the kinds the
+// previous manager's replicator anchored, get only, below; Secrets never). An operator
 // who adds a kind to --resync-owner-kinds grants get on it in a role of their own
 // (docs/operations.md).
+//
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups=gateway.envoyproxy.io,resources=backends;backendtrafficpolicies;securitypolicies;httproutefilters,verbs=get
+// +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get
+// +kubebuilder:rbac:groups=networking.datumapis.com,resources=trafficprotectionpolicies;networkcontexts;subnets;connectors,verbs=get

@@ -29,9 +29,14 @@ func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return append(own, gw...), nil
 }
 
-// HubCRDs are the CRDs the hub serves: the Gateway API standard channel and
-// cert-manager's Certificate.
+// HubCRDs are the CRDs the hub serves: the Gateway API standard channel,
+// cert-manager's Certificate, and this repository's HTTPProxy, because the previous
+// manager replicated every HTTPProxy to the hub and a takeover finds those copies.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	own, err := readCRDDir(filepath.Join(RepoRoot(), "config", "crd", "bases"))
+	if err != nil {
+		return nil, err
+	}
 	gw, err := GatewayCRDs()
 	if err != nil {
 		return nil, err
@@ -40,7 +45,7 @@ func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(gw, cert), nil
+	return append(append(own, gw...), cert), nil
 }
 
 // GatewayCRDs reads the standard-channel CRDs shipped in the gateway-api module.

@@ -164,6 +164,16 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
+	// The previous manager's backend EndpointSlices, finalized on deletion
+	// (previous_manager.go). Only slices carrying its finalizer are reconciled.
+	err = mcbuilder.ControllerManagedBy(mgr).
+		Named("endpointslice").
+		WithOptions(controllerOptions(mgr, opts.Workers)).
+		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(carriesFinalizer(HTTPRouteFinalizer))).
+		Complete(&EndpointSliceReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
+	if err != nil {
+		return nil, fmt.Errorf("setting up the EndpointSlice controller: %w", err)
+	}
 	s.gates = gates
 	return s, nil
 }

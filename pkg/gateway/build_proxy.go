@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,9 @@ type proxyObjects struct {
 // upstream Gateway, if any: its listener names are kept (see buildGatewaySpec). An
 // *invalidError means the proxy cannot be programmed as written.
 func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
+	if h := ipHostname(proxy); h != "" {
+		return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
+	}
 	gwSpec, err := buildGatewaySpec(proxy, existing, gatewayClass)
 	if err != nil {
 		return nil, err
@@ -46,6 +50,15 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	routeSpec, services, err := buildRouteSpec(proxy)
 	if err != nil {
 		return nil, err
+	}
+	// The previous manager's canonical-hostname listeners stay, and the route serves
+	// their hostname too (previous_manager.go).
+	kept, canonical := keptCanonicalListeners(proxy.Name, existing)
+	gwSpec.Listeners = append(gwSpec.Listeners, kept...)
+	for _, h := range canonical {
+		if !slices.Contains(routeSpec.Hostnames, h) {
+			routeSpec.Hostnames = append(routeSpec.Hostnames, h)
+		}
 	}
 	owner := proxyOwnerReference(proxy)
 	meta := func(name string) metav1.ObjectMeta {
@@ -105,22 +118,29 @@ func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gat
 		}
 		used[name] = true
 		listeners = append(listeners, gatewayv1.Listener{
-			Name:     name,
-			Hostname: ptr.To(host),
-			Port:     HTTPSPort,
-			Protocol: gatewayv1.HTTPSProtocolType,
-			TLS: &gatewayv1.ListenerTLSConfig{
-				Mode: ptr.To(gatewayv1.TLSModeTerminate),
-				CertificateRefs: []gatewayv1.SecretObjectReference{{
-					Group: ptr.To(gatewayv1.Group("")),
-					Kind:  ptr.To(gatewayv1.Kind("Secret")),
-					Name:  gatewayv1.ObjectName(CertificateName(proxy.Name, name)),
-				}},
-			},
+			Name:          name,
+			Hostname:      ptr.To(host),
+			Port:          HTTPSPort,
+			Protocol:      gatewayv1.HTTPSProtocolType,
+			TLS:           httpsTermination(proxy.Name, name),
 			AllowedRoutes: sameNamespaceRoutes(),
 		})
 	}
 	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, nil
+}
+
+// httpsTermination is the TLS of the HTTPS listener named listener of gateway: it
+// terminates with the Secret <gateway>-<listener>, which the listener's downstream
+// Certificate writes.
+func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1.ListenerTLSConfig {
+	return &gatewayv1.ListenerTLSConfig{
+		Mode: ptr.To(gatewayv1.TLSModeTerminate),
+		CertificateRefs: []gatewayv1.SecretObjectReference{{
+			Group: ptr.To(gatewayv1.Group("")),
+			Kind:  ptr.To(gatewayv1.Kind("Secret")),
+			Name:  gatewayv1.ObjectName(CertificateName(gateway, listener)),
+		}},
+	}
 }
 
 // pickHTTPSListenerName returns the existing listener's name for host if there is one

@@ -86,6 +86,10 @@ type Config struct {
 	// workqueue hands a key to one worker at a time), so finalizers and per-project
 	// admission hold with any count. Default DefaultWorkers.
 	Workers int
+	// HostnameClaimsNamespace is the hub namespace of the previous manager's hostname
+	// claims, released by the finalizer of a Gateway in its shape (previous_manager.go).
+	// Default DefaultHostnameClaimsNamespace.
+	HostnameClaimsNamespace string
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -102,6 +106,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.CertificateIssuer.Kind, DefaultIssuerKind)
 	def(&c.CertificateIssuer.Group, DefaultIssuerGroup)
 	def(&c.EventSource, DefaultEventSource)
+	def(&c.HostnameClaimsNamespace, DefaultHostnameClaimsNamespace)
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
@@ -115,6 +120,7 @@ func (c Config) Validate() error {
 		{"gateway class", c.GatewayClassName},
 		{"downstream gateway class", c.DownstreamGatewayClassName},
 		{"certificate issuer name", c.CertificateIssuer.Name},
+		{"hostname claims namespace", c.HostnameClaimsNamespace},
 	} {
 		if errs := validation.IsDNS1123Subdomain(f.value); len(errs) > 0 {
 			return fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(errs, "; "))

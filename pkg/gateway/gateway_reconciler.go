@@ -54,6 +54,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 		phases: []phase[gatewayScope]{
 			r.finalize,        // terminating: delete the downstream objects and the anchor
 			r.skipOtherClass,  // not our class: leave it
+			r.skipHandsOff,    // controlled by a proxy with a backend this manager cannot program: leave it
 			r.ensureFinalizer, // ours: make sure it carries our finalizer
 			r.guard,           // the live Gateway, and the proxy controlling it, must still be the ones this reconcile is about
 			r.program,         // mapped namespace, anchor, downstream Gateway, Certificates, status
@@ -92,6 +93,9 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 				return err
 			}
 		}
+		if hasPreviousShape(s.gw) {
+			return releaseHostnameClaims(ctx, w, r.Config.HostnameClaimsNamespace, s.gw)
+		}
 		return nil
 	})
 }
@@ -116,6 +120,12 @@ func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (
 		return true, nil
 	}
 	return false, nil
+}
+
+// skipHandsOff ends the reconcile for a Gateway whose proxy has a backend this manager
+// cannot program (handsOff): what is programmed for it is left as it is.
+func (r *GatewayReconciler) skipHandsOff(ctx context.Context, s *gatewayScope) (bool, error) {
+	return skipIfHandsOff(ctx, &s.upstream, s.gw)
 }
 
 // ensureFinalizer puts our finalizer on the Gateway before anything is written to the

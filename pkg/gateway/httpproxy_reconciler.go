@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,7 +124,10 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	if s.proxy.DeletionTimestamp == nil {
 		return false, nil
 	}
-	if !controllerutil.ContainsFinalizer(s.proxy, v1alpha.HTTPProxyFinalizer) {
+	// The previous manager's replicator finalizer is honoured as ours: the proxy's hub
+	// copy hangs on the proxy's own anchor, which this finalizer deletes.
+	finalizers := proxyFinalizersHeld(s.proxy)
+	if len(finalizers) == 0 {
 		return true, nil
 	}
 	reader, writer := s.cluster.GetAPIReader(), s.cluster.GetClient()
@@ -143,15 +149,14 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 			return true, err
 		}
 	}
-	services := &corev1.ServiceList{}
-	if err := reader.List(ctx, services, client.InNamespace(s.proxy.Namespace)); err != nil {
-		return true, fmt.Errorf("listing Services in %s: %w", s.proxy.Namespace, err)
+	if err := deleteControlled(ctx, reader, writer, s.proxy, &corev1.ServiceList{}); err != nil {
+		return true, err
 	}
-	for i := range services.Items {
-		if metav1.IsControlledBy(&services.Items[i], s.proxy) {
-			if err := deleteExact(ctx, writer, &services.Items[i]); err != nil {
-				return true, err
-			}
+	if slices.Contains(finalizers, v1alpha.HTTPProxyReplicatorFinalizer) {
+		// A proxy the previous manager wrote: its backend EndpointSlices, finalized by
+		// EndpointSliceReconciler (their hub anchors go there).
+		if err := deleteControlled(ctx, reader, writer, s.proxy, &discoveryv1.EndpointSliceList{}); err != nil {
+			return true, err
 		}
 	}
 	if remaining > 0 {
@@ -162,8 +167,35 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	if err := r.deleteOwnAnchor(ctx, s); err != nil {
 		return true, err
 	}
-	s.log.V(2).Info("Finalized HTTPProxy", "uid", s.proxy.UID)
-	return true, removeFinalizer(ctx, writer, s.proxy, v1alpha.HTTPProxyFinalizer)
+	s.log.V(2).Info("Finalized HTTPProxy", "uid", s.proxy.UID, "finalizers", finalizers)
+	return true, removeFinalizer(ctx, writer, s.proxy, finalizers...)
+}
+
+// proxyFinalizersHeld returns the finalizers of proxy this reconciler removes once the
+// proxy's objects are gone: ours, and the previous manager's replicator's.
+func proxyFinalizersHeld(proxy *v1alpha.HTTPProxy) []string {
+	var out []string
+	for _, f := range []string{v1alpha.HTTPProxyFinalizer, v1alpha.HTTPProxyReplicatorFinalizer} {
+		if controllerutil.ContainsFinalizer(proxy, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// deleteControlled deletes the objects of list's kind in proxy's namespace that proxy
+// controls, listed live through reader, each with a UID precondition.
+func deleteControlled(ctx context.Context, reader client.Reader, writer client.Client, proxy *v1alpha.HTTPProxy, list client.ObjectList) error {
+	if err := reader.List(ctx, list, client.InNamespace(proxy.Namespace)); err != nil {
+		return fmt.Errorf("listing %T in %s: %w", list, proxy.Namespace, err)
+	}
+	return meta.EachListItem(list, func(o runtime.Object) error {
+		obj := o.(client.Object)
+		if !metav1.IsControlledBy(obj, proxy) {
+			return nil
+		}
+		return deleteExact(ctx, writer, obj)
+	})
 }
 
 // deleteOwnAnchor deletes an anchor named after the proxy itself, in the mapped
@@ -241,6 +273,14 @@ func (s *proxyScope) endOnRefusal(err error) (bool, error) {
 // build computes the upstream objects. A proxy that cannot be programmed as written is
 // Accepted=False with the reason, and nothing already in the project is touched.
 func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, error) {
+	if why := unsupportedBackend(s.proxy); why != "" {
+		s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonUnsupportedBackend, why)
+		s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonUnsupportedBackend, "The proxy is not accepted")
+		if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != v1alpha.ReasonUnsupportedBackend {
+			s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, v1alpha.ReasonUnsupportedBackend, "Programming", "The proxy cannot be programmed: %s", why)
+		}
+		return true, nil
+	}
 	existing := &gatewayv1.Gateway{}
 	err := s.cluster.GetClient().Get(ctx, client.ObjectKeyFromObject(s.proxy), existing)
 	switch {

@@ -70,6 +70,7 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 		load: r.load,
 		phases: []phase[routeScope]{
 			r.finalize,        // terminating: delete the downstream route and the anchor
+			r.skipHandsOff,    // controlled by a proxy with a backend this manager cannot program: leave it
 			r.findOurParents,  // attached to none of our Gateways: leave it
 			r.ensureFinalizer, // ours: make sure it carries our finalizer
 			r.guard,           // the live route, and the proxy controlling it, must still be the ones this reconcile is about
@@ -98,6 +99,12 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 		}
 		return r.deleteBackendObjects(ctx, s, w, nil)
 	})
+}
+
+// skipHandsOff ends the reconcile for a route whose proxy has a backend this manager
+// cannot program (handsOff): what is programmed for it is left as it is.
+func (r *HTTPRouteReconciler) skipHandsOff(ctx context.Context, s *routeScope) (bool, error) {
+	return skipIfHandsOff(ctx, &s.upstream, s.route)
 }
 
 // findOurParents records the route's parents that are our Gateways, and ends the
@@ -314,6 +321,9 @@ func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope
 
 // resolveBackend builds the hub objects named name of one backendRef.
 func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope, ref gatewayv1.BackendObjectReference, name, hubNS string) (hubBackend, error) {
+	if isSliceRef(ref) && (ref.Namespace == nil || string(*ref.Namespace) == s.route.Namespace) {
+		return r.resolveSliceBackend(ctx, s, ref, name, hubNS)
+	}
 	if !isServiceRef(ref) {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("kind %s/%s: only Services are programmed on the hub", ptr.Deref(ref.Group, ""), ptr.Deref(ref.Kind, ""))}
 	}
@@ -334,20 +344,37 @@ func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope,
 	return buildHubBackend(svc, ptr.Deref(ref.Port, 0), name, hubNS)
 }
 
+// resolveSliceBackend builds the hub objects named name of a backendRef to an upstream
+// EndpointSlice, the previous manager's form of a proxy backend (previous_manager.go):
+// a route it wrote keeps resolving to the same hub objects until the proxy's route is
+// rewritten to this manager's Services.
+func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeScope, ref gatewayv1.BackendObjectReference, name, hubNS string) (hubBackend, error) {
+	slice := &discoveryv1.EndpointSlice{}
+	err := s.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: s.route.Namespace, Name: string(ref.Name)}, slice)
+	if apierrors.IsNotFound(err) {
+		s.requeueAfter = backendRetryAfter
+		return buildHubBackendFromSlice(nil, 0, name, hubNS)
+	}
+	if err != nil {
+		return hubBackend{}, fmt.Errorf("reading backend EndpointSlice %s/%s: %w", s.route.Namespace, ref.Name, err)
+	}
+	return buildHubBackendFromSlice(slice, ptr.Deref(ref.Port, 0), name, hubNS)
+}
+
 // backendRetryAfter is how soon a route whose backend Service is missing looks again.
 // Routes do not watch the plane's Services: a proxy writes its Services before its
 // route, so only a route written by hand can be ahead of its Service, and each look
 // costs the hub a read of every object the route has there.
 const backendRetryAfter = 30 * time.Second
 
-// pointBackendsAtHub points every Service backendRef of the downstream route at its
+// pointBackendsAtHub points every Service (or EndpointSlice) backendRef of the downstream route at its
 // hub objects, resolved or not: an unresolved one then names nothing on the hub, and
 // the edge answers it as Gateway API says (500), rather than reaching a Service of the
 // same name that someone else put there.
 func pointBackendsAtHub(down *gatewayv1.HTTPRoute, routeUID types.UID, hubNS string) {
 	for i := range down.Spec.Rules {
 		for j, ref := range down.Spec.Rules[i].BackendRefs {
-			if isServiceRef(ref.BackendObjectReference) {
+			if isServiceRef(ref.BackendObjectReference) || isSliceRef(ref.BackendObjectReference) {
 				down.Spec.Rules[i].BackendRefs[j] = hubBackendRef(ref, BackendObjectName(routeUID, i, j), hubNS)
 			}
 		}

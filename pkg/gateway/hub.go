@@ -33,7 +33,9 @@ type hubWriter struct {
 // object (fields a previous manager or an operator set, status) is kept, and an object
 // already as desired is not written at all. That is what makes a take-over write no new
 // object. An existing object that names another owner in its labels is refused, never
-// overwritten. apply returns the object as the hub holds it afterwards.
+// overwritten, but for the previous manager's backend EndpointSlice of a route, which
+// the route adopts (isPreviousBackendSliceOf). apply returns the object as the hub
+// holds it afterwards.
 func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)
@@ -60,7 +62,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	if existing.GetDeletionTimestamp() != nil {
 		return nil, fmt.Errorf("%s %s on the hub is being deleted; it is written again once it is gone", kind, key)
 	}
-	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil {
+	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil && !isPreviousBackendSliceOf(existing, w.owner, w.owner.UID) {
 		return nil, fmt.Errorf("%s %s on the hub: %w", kind, key, err)
 	}
 	obj := existing.DeepCopyObject().(client.Object)

@@ -47,19 +47,22 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 	return nil
 }
 
-// removeFinalizer removes finalizer from obj, conditional on the resourceVersion read.
+// removeFinalizer removes finalizers from obj in one patch, conditional on the resourceVersion read.
 // An object already gone is fine; a NotFound about anything else (the API server
 // refuses every write into a namespace that no longer exists with a NotFound naming the
 // namespace) is an error, since the object is still there holding the finalizer.
-func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
-	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizers ...string) error {
+	orig := obj.DeepCopyObject().(client.Object)
+	removed := false
+	for _, f := range finalizers {
+		removed = controllerutil.RemoveFinalizer(obj, f) || removed
+	}
+	if !removed {
 		return nil
 	}
-	orig := obj.DeepCopyObject().(client.Object)
-	controllerutil.RemoveFinalizer(obj, finalizer)
 	err := c.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 	if err != nil && !isNotFoundOf(c, err, obj) {
-		return fmt.Errorf("removing finalizer %s from %s: %w", finalizer, client.ObjectKeyFromObject(obj), err)
+		return fmt.Errorf("removing finalizers %v from %s: %w", finalizers, client.ObjectKeyFromObject(obj), err)
 	}
 	return nil
 }

@@ -10,22 +10,58 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultFinalizers are our finalizers by owner kind (docs/design.md, Wire formats): an
-// owner terminating with one is being finalized by the live path.
-var DefaultFinalizers = map[schema.GroupKind]string{
-	{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
-	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateway.networking.datumapis.com/gateway-controller",
-	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "gateway.networking.datumapis.com/gateway-controller-gc",
+// DefaultFinalizers are the finalizers by owner kind that mean an owner terminating
+// with one is being finalized (docs/design.md, Wire formats): pkg/gateway's own, the
+// previous manager's on its backend EndpointSlices (pkg/gateway finalizes those too),
+// and its replicator's on the kinds it mirrored to the hub. The replicator's finalizer
+// on a kind other than HTTPProxy is removed by nobody after a cut-over: an owner stuck
+// on it is reported (finalizer-stuck) after StuckAfter, never collected.
+var DefaultFinalizers = func() map[schema.GroupKind]string {
+	m := map[schema.GroupKind]string{
+		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
+		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateway.networking.datumapis.com/gateway-controller",
+		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "gateway.networking.datumapis.com/gateway-controller-gc",
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:      "gateway.networking.datumapis.com/gateway-controller-gc",
+	}
+	for _, gk := range PreviousReplicatedKinds {
+		m[gk] = PreviousReplicatorFinalizer
+	}
+	return m
+}()
+
+// PreviousReplicatorFinalizer is the finalizer of the previous manager's resource
+// replicator, on every upstream object it mirrored to the hub.
+const PreviousReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-resource-replicator"
+
+// PreviousReplicatedKinds are the kinds the previous manager's resource replicator
+// mirrored to the hub by default, each copy hanging on an anchor of the upstream object
+// (its internal/config/config.go, the replicator's default resources), less Secrets,
+// which the resync never reads. HTTPProxy is already one of pkg/gateway's kinds.
+var PreviousReplicatedKinds = []schema.GroupKind{
+	{Group: "", Kind: "ConfigMap"},
+	{Group: "gateway.envoyproxy.io", Kind: "Backend"},
+	{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"},
+	{Group: "gateway.envoyproxy.io", Kind: "SecurityPolicy"},
+	{Group: "gateway.envoyproxy.io", Kind: "HTTPRouteFilter"},
+	{Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy"},
+	{Group: "networking.datumapis.com", Kind: "TrafficProtectionPolicy"},
+	{Group: "networking.datumapis.com", Kind: "NetworkContext"},
+	{Group: "networking.datumapis.com", Kind: "Subnet"},
+	{Group: "networking.datumapis.com", Kind: "Connector"},
 }
 
 // DefaultLiveOwnerKinds are the owner kinds the resync reads live on a project's
-// plane by default: the kinds the live path anchors (DefaultFinalizers). The plane's
-// ClusterRole (config/rbac/project-role.yaml) grants get on exactly these.
-var DefaultLiveOwnerKinds = []schema.GroupKind{
+// plane by default: every kind that is anchored on the hub, by the live path or by the
+// previous manager (DefaultFinalizers), so that no stranded anchor of the field is kept
+// for want of a kind. The plane's ClusterRole (config/rbac/project-role.yaml) grants
+// get on exactly these. A kind a plane does not serve reads as unknown (its 404 names
+// no object), reported, never collected.
+var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "HTTPProxy"},
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
 	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
-}
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
+}, PreviousReplicatedKinds...)
 
 // secretKind is never read live nor listed: reading it would need read access to a
 // tenant's (or the hub's) credentials, which the manager must not hold.

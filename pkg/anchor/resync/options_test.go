@@ -15,12 +15,17 @@ import (
 )
 
 // TestDefaultFinalizersAreTheLivePaths: the resync treats an owner terminating with
-// these as being finalized; they must be the finalizers pkg/gateway writes.
+// these as being finalized; they must be the finalizers pkg/gateway writes or honours
+// (the previous manager's, on the kinds it anchored).
 func TestDefaultFinalizersAreTheLivePaths(t *testing.T) {
 	want := map[schema.GroupKind]string{
 		{Group: v1alpha.GroupVersion.Group, Kind: "HTTPProxy"}: v1alpha.HTTPProxyFinalizer,
 		{Group: gatewayv1.GroupName, Kind: "Gateway"}:          gateway.GatewayFinalizer,
 		{Group: gatewayv1.GroupName, Kind: "HTTPRoute"}:        gateway.HTTPRouteFinalizer,
+		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:     gateway.HTTPRouteFinalizer,
+	}
+	for _, gk := range resync.PreviousReplicatedKinds {
+		want[gk] = v1alpha.HTTPProxyReplicatorFinalizer
 	}
 	if len(resync.DefaultFinalizers) != len(want) {
 		t.Fatalf("DefaultFinalizers has %d entries, want %d", len(resync.DefaultFinalizers), len(want))

@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// What this manager inherits from the one it replaces (docs/operations.md, Cut-over
+// from the previous manager), besides the wire formats it shares by design: finalizers
+// it never writes but must honour, upstream EndpointSlices it never writes but must
+// finalize and resolve, canonical-hostname listeners it keeps, backends it cannot
+// program and leaves alone, and hostname claims it releases.
+
+// PreviousCanonicalListeners are the names of the listeners the previous manager gave
+// every proxy's Gateway for the proxy's platform hostname (its canonical hostname).
+// A Gateway that has them keeps them: tenants point CNAMEs at that hostname.
+var PreviousCanonicalListeners = []gatewayv1.SectionName{"default-http", "default-https"}
+
+// DefaultHostnameClaimsNamespace is the hub namespace in which the previous manager
+// recorded, one ConfigMap per hostname, which Gateway holds a custom hostname. The
+// Gateway finalizer of a Gateway in the previous manager's shape releases its claims
+// there, as the previous manager's finalizer did.
+const DefaultHostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
+
+// unsupportedBackend returns why proxy has a backend this manager cannot program (a
+// connector or an instance: the previous manager's tunnel and tenant-network backends),
+// or "" when every backend is an endpoint URL.
+func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
+	for i, r := range proxy.Spec.Rules {
+		for _, b := range r.Backends {
+			switch {
+			case b.Instance != nil:
+				return fmt.Sprintf("rule %d: an instance backend (%s) cannot be programmed by this manager; the objects programmed for the proxy are left as they are", i, b.Instance.Name)
+			case b.Connector != nil:
+				return fmt.Sprintf("rule %d: a connector backend (%s) cannot be programmed by this manager; the objects programmed for the proxy are left as they are", i, b.Connector.Name)
+			}
+		}
+	}
+	return ""
+}
+
+// ipHostname returns the first of proxy's hostnames that is an IP address, or "". The
+// schema lets them through (the previous manager's did), but no certificate is issued
+// for one.
+func ipHostname(proxy *v1alpha.HTTPProxy) string {
+	for _, h := range proxy.Spec.Hostnames {
+		if net.ParseIP(string(h)) != nil {
+			return string(h)
+		}
+	}
+	return ""
+}
+
+// handsOff reports whether obj (an upstream Gateway or HTTPRoute) is controlled by an
+// HTTPProxy, read from reader, that has a backend this manager cannot program: what the
+// previous manager programmed for such a proxy stays exactly as it is while the proxy
+// lives. Its deletion is finalized like any other.
+func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (bool, error) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil || ref.Kind != kindHTTPProxy || !strings.HasPrefix(ref.APIVersion, v1alpha.GroupVersion.Group+"/") {
+		return false, nil
+	}
+	proxy := &v1alpha.HTTPProxy{}
+	err := reader.Get(ctx, client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}, proxy)
+	if err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	return proxy.UID == ref.UID && unsupportedBackend(proxy) != "", nil
+}
+
+// keptCanonicalListeners returns the listeners of existing, the proxy's Gateway as
+// the plane holds it, that are the previous manager's canonical-hostname listeners,
+// written the way this manager writes listeners (an HTTPS one terminating with the
+// Secret <gateway>-<listener>), and their hostnames.
+func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gatewayv1.Listener, []gatewayv1.Hostname) {
+	if existing == nil {
+		return nil, nil
+	}
+	var listeners []gatewayv1.Listener
+	var hosts []gatewayv1.Hostname
+	for _, l := range existing.Spec.Listeners {
+		if l.Hostname == nil || *l.Hostname == "" || !isCanonicalListener(l.Name) {
+			continue
+		}
+		kept := gatewayv1.Listener{Name: l.Name, Hostname: ptr.To(*l.Hostname), Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
+		if l.Protocol == gatewayv1.HTTPSProtocolType {
+			kept.TLS = httpsTermination(gateway, l.Name)
+		}
+		listeners = append(listeners, kept)
+		if len(hosts) == 0 || hosts[len(hosts)-1] != *l.Hostname {
+			hosts = append(hosts, *l.Hostname)
+		}
+	}
+	return listeners, hosts
+}
+
+func isCanonicalListener(name gatewayv1.SectionName) bool {
+	for _, n := range PreviousCanonicalListeners {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// hasPreviousShape reports whether gw is a Gateway in the previous manager's shape (it
+// has one of its canonical-hostname listeners): only those can hold hostname claims.
+func hasPreviousShape(gw *gatewayv1.Gateway) bool {
+	for _, l := range gw.Spec.Listeners {
+		if isCanonicalListener(l.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// isSliceRef reports whether ref names an EndpointSlice, the previous manager's way of
+// naming a proxy's backend in the upstream route.
+func isSliceRef(ref gatewayv1.BackendObjectReference) bool {
+	return ptr.Deref(ref.Group, "") == discoveryv1.GroupName && ptr.Deref(ref.Kind, "") == kindEndpointSlice
+}
+
+// buildHubBackendFromSlice is buildHubBackend for a backendRef to port of an upstream
+// EndpointSlice the previous manager wrote for a proxy backend: address type FQDN, one
+// address (the backend's host), the backend's port, and the certificate hostname in
+// BackendCertHostnameAnnotation. The route then resolves to the same hub objects before
+// and after the proxy's route is rewritten to this manager's Services.
+func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
+	if slice == nil {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, "EndpointSlice not found"}
+	}
+	if slice.AddressType != discoveryv1.AddressTypeFQDN || len(slice.Endpoints) != 1 || len(slice.Endpoints[0].Addresses) != 1 {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound,
+			fmt.Sprintf("EndpointSlice %s is not one FQDN address: only a DNS name is reachable from an edge", slice.Name)}
+	}
+	host := slice.Endpoints[0].Addresses[0]
+	if host == "connector.local" {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s is a connector's: not reachable from an edge", slice.Name)}
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: slice.Name, Namespace: slice.Namespace, Annotations: slice.Annotations},
+		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: host},
+	}
+	for _, p := range slice.Ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: ptr.Deref(p.Name, ""), Port: ptr.Deref(p.Port, 0), AppProtocol: p.AppProtocol})
+	}
+	return buildHubBackend(svc, port, name, hubNS)
+}
+
+// isPreviousBackendSliceOf reports whether obj, a hub object named name for the route
+// of routeUID, is the backend EndpointSlice the previous manager wrote for that route:
+// labelled for an upstream EndpointSlice of the route's project and namespace. The
+// route's UID in the name proves whose backend it is, so the route adopts it (its
+// labels and anchor become the route's) instead of refusing it as another owner's.
+func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID types.UID) bool {
+	if _, ok := obj.(*discoveryv1.EndpointSlice); !ok {
+		return false
+	}
+	if !strings.HasPrefix(obj.GetName(), "route-"+string(routeUID)+"-rule-") {
+		return false
+	}
+	labels := obj.GetLabels()
+	if labels[anchor.LabelKind] != kindEndpointSlice || labels[anchor.LabelGroup] != discoveryv1.GroupName || labels[anchor.LabelNamespace] != route.Namespace {
+		return false
+	}
+	p, err := anchor.ProjectFromClusterName(labels[anchor.LabelClusterName])
+	return err == nil && p == route.Project
+}
+
+// skipIfHandsOff is the skipHandsOff phase of the Gateway and HTTPRoute reconcilers.
+func skipIfHandsOff(ctx context.Context, u *upstream, obj client.Object) (bool, error) {
+	off, err := handsOff(ctx, u.cluster.GetClient(), obj)
+	if err != nil {
+		return true, err
+	}
+	if off {
+		u.log.V(4).Info("Leaving what is programmed for a proxy with a backend this manager cannot program")
+	}
+	return off, nil
+}
+
+// EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices (one
+// per proxy backend, <proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer, the
+// previous manager's gateway-controller-gc): once one is being deleted, it deletes the
+// slice's anchor in the mapped namespace (its hub copy goes with it through the hub's
+// garbage collector, unless a route adopted it onto its own anchor) and removes the
+// finalizer. This manager writes no such slice; it only finishes their deletion, so a
+// cut-over leaves none Terminating and no anchor of theirs behind.
+type EndpointSliceReconciler struct {
+	Clusters  Clusters
+	Admission Admission
+	Config    Config
+	Metrics   *Metrics
+	// Anchors is the hub's anchor cache (anchor.DeleteIndexed).
+	Anchors anchor.NameIndex
+}
+
+// sliceScope is what one reconcile of one EndpointSlice works on.
+type sliceScope struct {
+	upstream
+	slice *discoveryv1.EndpointSlice
+}
+
+// Reconcile finalizes a terminating slice that carries the finalizer; nothing else.
+func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[sliceScope]{
+		load: r.load,
+		phases: []phase[sliceScope]{
+			r.finalize, // terminating: delete the slice's anchor, drop the finalizer
+		},
+	})
+}
+
+func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Request) (*sliceScope, error) {
+	slice := &discoveryv1.EndpointSlice{}
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, kindEndpointSlice)
+	if u == nil || err != nil {
+		return nil, err
+	}
+	u.anchors = r.Anchors
+	u.owner = anchor.OwnerOf(u.project, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), slice)
+	return &sliceScope{upstream: *u, slice: slice}, nil
+}
+
+// finalize deletes the anchor of a terminating slice and removes the finalizer; the
+// slice's downstream objects hang on the anchor and need no call of their own.
+func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
+	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.slice, kindEndpointSlice, HTTPRouteFinalizer, func(context.Context, hubWriter) error { return nil })
+}
+
+// carriesFinalizer selects the objects that carry finalizer: the only slices
+// EndpointSliceReconciler has anything to do for.
+func carriesFinalizer(finalizer string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, finalizer) })
+}
+
+// releaseHostnameClaims deletes the previous manager's hostname claims of gw in
+// namespace: the ConfigMaps labelled with gw's namespace and name and with a cluster
+// label naming w's project, each conditional on the UID and resourceVersion listed. Its
+// own finalizer did the same; without it a deleted proxy's hostnames would stay claimed
+// for a manager that reads the claims.
+func releaseHostnameClaims(ctx context.Context, w hubWriter, namespace string, gw *gatewayv1.Gateway) error {
+	claims := &corev1.ConfigMapList{}
+	err := w.hub.List(ctx, claims, client.InNamespace(namespace), client.MatchingLabels{
+		anchor.LabelNamespace: gw.Namespace,
+		anchor.LabelName:      gw.Name,
+	})
+	if err != nil {
+		return fmt.Errorf("listing the hostname claims of Gateway %s in %s: %w", client.ObjectKeyFromObject(gw), namespace, err)
+	}
+	for i := range claims.Items {
+		claim := &claims.Items[i]
+		if p, err := anchor.ProjectFromClusterName(claim.Labels[anchor.LabelClusterName]); err != nil || p != w.owner.Project {
+			continue
+		}
+		uid, rv := claim.UID, claim.ResourceVersion
+		err := w.hub.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing hostname claim %s: %w", claim.Name, err)
+		}
+		logf.FromContext(ctx).Info("Released hostname claim", "hostname", claim.Name, "uid", uid)
+	}
+	return nil
+}
