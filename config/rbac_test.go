@@ -168,6 +168,12 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 	hubMust = append(hubMust, each("events.k8s.io", "events", mapped, "create", "patch")...)
 	hubMust = append(hubMust, each("authentication.k8s.io", "tokenreviews", "", "create")...)
 	hubMust = append(hubMust, each("authorization.k8s.io", "subjectaccessreviews", "", "create")...)
+	// sweep --cut-over-check lists the webhook configurations on the hub and on each plane.
+	webhookConfigs := []access{
+		{verb: "list", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
+		{verb: "list", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
+	}
+	hubMust = append(hubMust, webhookConfigs...)
 	for _, gk := range resync.DependentKindsOf(resync.DefaultHubWrites, nil) {
 		hubMust = append(hubMust, access{verb: "list", group: gk.Group, resource: resourceOf(gk), namespace: mapped})
 	}
@@ -184,6 +190,9 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 		access{verb: "impersonate", resource: "users"},
 		// The project planes' kinds are the plane role's, not the hub's.
 		access{verb: "get", group: "networking.datumapis.com", resource: "httpproxies", namespace: mapped},
+		// The cut-over check only lists webhook configurations.
+		access{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
+		access{verb: "update", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
 		// Backend objects are written whole; nothing of theirs is patched or has status.
 		access{verb: "patch", resource: "services", namespace: mapped},
 		access{verb: "update", resource: "services", subresource: "status", namespace: mapped},
@@ -202,6 +211,7 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 	planeMust = append(planeMust, each("", "services", "web", "get", "list", "watch", "create", "update", "delete")...)
 	planeMust = append(planeMust, each("", "namespaces", "", "get")...)
 	planeMust = append(planeMust, each("events.k8s.io", "events", "web", "create", "patch")...)
+	planeMust = append(planeMust, webhookConfigs...)
 	for _, gk := range resync.DefaultLiveOwnerKinds {
 		planeMust = append(planeMust, access{verb: "get", group: gk.Group, resource: resourceOf(gk), namespace: "web"})
 	}
@@ -214,6 +224,9 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 		access{verb: "list", resource: "namespaces"},
 		access{verb: "delete", resource: "namespaces"},
 		access{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "web"},
+		// The check reads webhook configurations; nothing may change them.
+		access{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations"},
+		access{verb: "get", group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations"},
 	)
 
 	for _, tc := range []struct {

@@ -58,7 +58,7 @@ func TestCutOverCheckFlags(t *testing.T) {
 		{"the check deletes nothing", []string{"--cut-over-check", "--delete"}, "--cut-over-check and --delete exclude each other"},
 		{"with --once too", []string{"--once", "--cut-over-check", "--delete", "--force"}, "--cut-over-check and --delete exclude each other"},
 		{"an unknown output", []string{"--cut-over-check", "-o", "yaml"}, `--output "yaml"`},
-		{"an empty project", []string{"--cut-over-check", "--project="}, "--project: an empty project name"},
+		{"an empty project", []string{"--cut-over-check", "--project=a,,b"}, "--project: an empty project name"},
 		{"a class the replicas would refuse", []string{"--cut-over-check", "--gateway-class=Not_A_Class"}, "--gateway-class: gateway class"},
 		{"an issuer the replicas would refuse", []string{"--cut-over-check", "--issuer-name=UPPER"}, "--issuer-name: certificate issuer name"},
 		{"the check's flags without the check", []string{"--once", "--gateway-class=x"}, "--gateway-class is only read by --cut-over-check"},
@@ -94,7 +94,7 @@ func TestCutOverCheckExitCode(t *testing.T) {
 	g.Expect(strings.Split(strings.TrimSpace(out), "\n")).To(HaveLen(2))
 	g.Expect(out).To(HavePrefix(`{"verdict":"blocked"`), "sorted: blocked first")
 
-	code, out, errOut = run(rows[:1])
+	code, out, errOut = run([]cutover.Row{{Verdict: cutover.Changed, Project: "acme", Kind: "Gateway", Namespace: "shop", Name: "p", Detail: "class"}})
 	g.Expect(code).To(Equal(0))
 	g.Expect(errOut).To(BeEmpty())
 	g.Expect(out).To(HavePrefix(`{"verdict":"changed"`))
@@ -167,6 +167,7 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 	}
 	code, out, errOut := check("-o", "json")
 	g.Expect(code).To(Equal(exitCutOverBlocked), "stdout:\n%s\nstderr:\n%s", out, errOut)
+	t.Logf("the check, blocked:\n%s\nstderr:\n%s", out, errOut)
 	var got []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var r cutover.Row
@@ -185,8 +186,9 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 	g.Expect(c.Delete(ctx, webhooks)).To(Succeed())
 	code, out, errOut = check()
 	g.Expect(code).To(Equal(0), "stderr:\n%s", errOut)
+	t.Logf("the check, passing:\n%s", out)
 	g.Expect(out).To(HavePrefix("VERDICT  PROJECT  KIND"))
-	g.Expect(out).To(ContainSubstring(`listeners http-hostname-0 become the one listener "http"`))
+	g.Expect(out).To(ContainSubstring(`listener http-hostname-0 becomes the one listener "http"`))
 
 	after := &gatewayv1.Gateway{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(gw), after)).To(Succeed())

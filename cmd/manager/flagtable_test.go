@@ -67,7 +67,9 @@ func renderFlagSection(root *cobra.Command) string {
 		"the log flags) go before or after the subcommand. `--log-level` and `--zap-log-level` set the same\n" +
 		"level: when both are given, the later one on the command line wins. Logs are JSON lines on stderr,\n" +
 		"client-go's included. A bad flag or an unreachable hub ends the process with exit code 1 and one line\n" +
-		"on stderr, `manager: <error>` (`manager sweep: <error>` for the sweep).\n")
+		"on stderr, `manager: <error>` (`manager sweep: <error>` for the sweep). `manager sweep --cut-over-check`\n" +
+		"(read-only, implies `--once`) exits with code 3 and one summary line on stderr when a row is blocked,\n" +
+		"0 when none is (*Checking before the cut-over*).\n")
 	b.WriteString("\n### manager\n\n")
 	writeFlagTable(&b, root)
 	b.WriteString("\n### manager sweep\n\n")

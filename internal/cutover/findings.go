@@ -227,8 +227,11 @@ func GatewayRows(project string, gws []gatewayv1.Gateway, left map[types.UID]boo
 			}
 		}
 		if len(merged) > 0 {
-			row.Detail = fmt.Sprintf("HTTPProxy %s's Gateway: listeners %s become the one listener %q (port 80, every hostname of the proxy)",
-				proxy, strings.Join(merged, ", "), "http")
+			which := "listeners " + strings.Join(merged, ", ") + " become"
+			if len(merged) == 1 {
+				which = "listener " + merged[0] + " becomes"
+			}
+			row.Detail = fmt.Sprintf("HTTPProxy %s's Gateway: %s the one listener %q (port 80, every hostname of the proxy)", proxy, which, "http")
 			rows = append(rows, row)
 		}
 	}

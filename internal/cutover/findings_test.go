@@ -156,7 +156,7 @@ func TestGatewayRows(t *testing.T) {
 		{"per-hostname HTTP listeners", gateway(controlledBy(objMeta("p", nil, false), "p"), "anchorage", "default-http", "http-hostname-0", "https-hostname-0", "http-hostname-1"),
 			[]string{`listeners http-hostname-0, http-hostname-1 become the one listener "http"`}},
 		{"both", gateway(controlledBy(objMeta("p", nil, false), "p"), "other", "http-hostname-0"),
-			[]string{`becomes "anchorage"`, "listeners http-hostname-0 become"}},
+			[]string{`becomes "anchorage"`, `listener http-hostname-0 becomes the one listener "http"`}},
 		{"not a proxy's Gateway", gateway(objMeta("mine", nil, false), "other", "http-hostname-0"), nil},
 		{"a proxy anchorage leaves alone", gateway(controlledBy(objMeta("left", nil, false), "left"), "other", "http-hostname-0"), nil},
 		{"terminating", gateway(controlledBy(objMeta("p", []string{FinalizerGateway}, true), "p"), "other", "http-hostname-0"), nil},

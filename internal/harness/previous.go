@@ -461,7 +461,10 @@ func (l *prevLayer) certificate(ctx context.Context, p *PreviousProxy, gwAnchor 
 	if err := l.in.Hub.Status().Update(ctx, cert); err != nil {
 		return fmt.Errorf("writing Certificate status: %w", err)
 	}
+	// Owned by its Certificate, as cert-manager writes it with --enable-certificate-owner-ref,
+	// so the Secret goes with the Certificate.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: meta.Namespace, Name: name,
+		OwnerReferences: []metav1.OwnerReference{prevController("cert-manager.io/v1", "Certificate", cert)},
 		Labels: map[string]string{anchor.LabelClusterName: l.clusterLbl, "controller.cert-manager.io/fao": "true"},
 		Annotations: map[string]string{"cert-manager.io/certificate-name": name, "cert-manager.io/issuer-name": l.in.Issuer,
 			"cert-manager.io/issuer-kind": "ClusterIssuer", "cert-manager.io/alt-names": host, "cert-manager.io/common-name": host}},
