@@ -60,7 +60,13 @@
 // listener names of an existing Gateway are kept (buildGatewaySpec), so Certificates
 // named <gateway>-<listener> by the previous manager are adopted rather than replaced.
 // Reconciling state the previous manager left creates no hub object and deletes
-// nothing live.
+// nothing live. What it did beyond the shared format is in previous_manager.go: the
+// replicator's finalizer on proxies and the gc finalizer on its backend EndpointSlices
+// are honoured (EndpointSliceReconciler), a route naming those slices resolves to the
+// same hub objects and adopts its backend slices, the canonical-hostname listeners
+// (default-http, default-https) are kept, hostname claims are released with the
+// Gateway, and a proxy with a connector or instance backend is left exactly as it is
+// (Accepted=False, UnsupportedBackend) until it is deleted.
 //
 // # Backends
 //
