@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/multicluster-runtime/providers/kubeconfig"
 
 	"anchorage/internal/app"
 	"anchorage/internal/cutover"
@@ -102,7 +102,9 @@ func TestCutOverCheckExitCode(t *testing.T) {
 	// Other failures stay exit code 1.
 	var out2, errOut2 bytes.Buffer
 	code = execute(context.Background(), []string{"sweep", "--cut-over-check"}, &out2, &errOut2, runners{
-		sweep: func(*cobra.Command, *commonFlags, sweepConfig) error { return errors.New("listing kubeconfig Secrets: forbidden") },
+		sweep: func(*cobra.Command, *commonFlags, sweepConfig) error {
+			return errors.New("listing kubeconfig Secrets: forbidden")
+		},
 	})
 	g.Expect(code).To(Equal(1))
 }

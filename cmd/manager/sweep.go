@@ -22,8 +22,8 @@ import (
 
 	"anchorage/internal/app"
 	"anchorage/internal/cutover"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 

@@ -62,9 +62,9 @@ func expectDetail(t *testing.T, what string, rows []Row, says ...string) {
 
 func TestTerminatingRows(t *testing.T) {
 	cases := []struct {
-		name       string
-		kind       string
-		meta       metav1.ObjectMeta
+		name      string
+		kind      string
+		meta      metav1.ObjectMeta
 		wantStuck string // "" for no row
 		notNaming string
 	}{
