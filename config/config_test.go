@@ -418,6 +418,15 @@ func resourceOf(gk schema.GroupKind) string {
 		{Kind: "Service"}: "services",
 		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:             "endpointslices",
 		{Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy"}: "backendtlspolicies",
+		// The previous manager's replicated kinds (resync.PreviousReplicatedKinds).
+		{Group: "gateway.envoyproxy.io", Kind: "Backend"}:                    "backends",
+		{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"}:       "backendtrafficpolicies",
+		{Group: "gateway.envoyproxy.io", Kind: "SecurityPolicy"}:             "securitypolicies",
+		{Group: "gateway.envoyproxy.io", Kind: "HTTPRouteFilter"}:            "httproutefilters",
+		{Group: "networking.datumapis.com", Kind: "TrafficProtectionPolicy"}: "trafficprotectionpolicies",
+		{Group: "networking.datumapis.com", Kind: "NetworkContext"}:          "networkcontexts",
+		{Group: "networking.datumapis.com", Kind: "Subnet"}:                  "subnets",
+		{Group: "networking.datumapis.com", Kind: "Connector"}:               "connectors",
 	}
 	if r, ok := resources[gk]; ok {
 		return r

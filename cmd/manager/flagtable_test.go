@@ -69,7 +69,7 @@ func renderFlagSection(root *cobra.Command) string {
 		"client-go's included. A bad flag or an unreachable hub ends the process with exit code 1 and one line\n" +
 		"on stderr, `manager: <error>` (`manager sweep: <error>` for the sweep). `manager sweep --cut-over-check`\n" +
 		"(read-only, implies `--once`) exits with code 3 and one summary line on stderr when a row is blocked,\n" +
-		"0 when none is (*Checking before the cut-over*).\n")
+		"0 when none is (*Cut-over from the previous manager*).\n")
 	b.WriteString("\n### manager\n\n")
 	writeFlagTable(&b, root)
 	b.WriteString("\n### manager sweep\n\n")

@@ -193,7 +193,7 @@ func (s *sweepFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&s.force, "force", false, "with --delete, delete even while replicas hold valid member Leases (they may be deleting too); without it such a sweep is refused")
 	fs.StringSliceVar(&s.projects, "project", nil, "sweep only these projects (as their kubeconfig Secrets name them); repeat the flag or give a comma list (default every project)")
 	fs.StringVarP(&s.output, "output", "o", outputTable, "output format: table, or json (JSON Lines: one line per project, then one per anchor without a project Secret; with --cut-over-check one line per row)")
-	fs.BoolVar(&s.cutOverCheck, "cut-over-check", false, "instead of a resync pass, read the hub and every project's plane (or --project's), change nothing, and print one row per finding about the cut-over from the previous manager: blocked, changed, adopted or left (docs/operations.md, Checking before the cut-over). Implies --once; refused with --delete; the resync flags are not read. Exit code 3 when a row is blocked")
+	fs.BoolVar(&s.cutOverCheck, "cut-over-check", false, "instead of a resync pass, read the hub and every project's plane (or --project's), change nothing, and print one row per finding about the cut-over from the previous manager: blocked, changed, adopted or left (docs/operations.md, Cut-over from the previous manager). Implies --once; refused with --delete; the resync flags are not read. Exit code 3 when a row is blocked")
 	for _, f := range s.cutOverFlags() {
 		def := ""
 		for _, g := range gatewayFlags {

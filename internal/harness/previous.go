@@ -465,7 +465,7 @@ func (l *prevLayer) certificate(ctx context.Context, p *PreviousProxy, gwAnchor 
 	// so the Secret goes with the Certificate.
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: meta.Namespace, Name: name,
 		OwnerReferences: []metav1.OwnerReference{prevController("cert-manager.io/v1", "Certificate", cert)},
-		Labels: map[string]string{anchor.LabelClusterName: l.clusterLbl, "controller.cert-manager.io/fao": "true"},
+		Labels:          map[string]string{anchor.LabelClusterName: l.clusterLbl, "controller.cert-manager.io/fao": "true"},
 		Annotations: map[string]string{"cert-manager.io/certificate-name": name, "cert-manager.io/issuer-name": l.in.Issuer,
 			"cert-manager.io/issuer-kind": "ClusterIssuer", "cert-manager.io/alt-names": host, "cert-manager.io/common-name": host}},
 		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/internal/cutover"
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
@@ -69,9 +71,32 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	}
 	g.Expect(len(before)).To(BeNumerically(">=", 30), "every hub object of the live proxies is watched")
 
-	// Runbook: the previous manager's webhooks go before this manager starts.
+	// Runbook step 3: the check, read only, blocks on the previous manager's webhooks
+	// and lists what will be changed, adopted and left.
+	checkOpts := cutover.Options{GatewayClass: gt.class, IssuerName: cutOverIssuer, DownstreamGatewayClass: cutOverDownstreamClass}
+	planes := map[string]client.Client{gt.project: gt.plane.Client}
+	rows, err := cutover.Check(ctx, hub.Client, planes, checkOpts)
+	g.Expect(err).NotTo(HaveOccurred())
+	mine := rowsOf(rows, gt.ns.Name, hubNS, suffix)
+	for _, w := range state.Webhooks {
+		g.Expect(mine).To(ContainElement(And(HaveField("Verdict", cutover.Blocked), HaveField("Name", w.GetName()))), "the check blocks on webhook configuration %s", w.GetName())
+	}
+	for _, name := range left {
+		g.Expect(mine).To(ContainElement(And(HaveField("Verdict", cutover.Left), HaveField("Name", name))), "the check leaves %s", name)
+	}
+	g.Expect(mine).To(ContainElement(And(HaveField("Verdict", cutover.Adopted), HaveField("Name", "plain-0-0"))), "the check adopts plain's EndpointSlice")
+	g.Expect(mine).To(ContainElement(HaveField("Verdict", cutover.Changed)), "the check lists what is changed (http-hostname listeners, slice backendRefs)")
+	g.Expect(hubUIDs(state, append(slices.Clone(live), left...))).To(Equal(before), "the check writes nothing")
+
+	// Step 4: the previous manager's webhooks go before this manager starts; the check
+	// then blocks on nothing of this project.
 	for _, w := range state.Webhooks {
 		g.Expect(gt.plane.Client.Delete(ctx, w)).To(Succeed())
+	}
+	rows, err = cutover.Check(ctx, hub.Client, planes, checkOpts)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, r := range rowsOf(rows, gt.ns.Name, hubNS, suffix) {
+		g.Expect(r.Verdict).NotTo(Equal(cutover.Blocked), "blocked after the webhooks went: %+v", r)
 	}
 
 	edge, err := harness.NewEdge(hub.Client, cutOverDownstreamClass)
@@ -188,6 +213,18 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 			g.Expect(c.Labels["meta.datumapis.com/upstream-namespace"]).NotTo(Equal(gt.ns.Name), "hostname claim %s is released", c.Name)
 		}
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+}
+
+// rowsOf returns the check's rows about this test's objects: in its upstream or hub
+// namespace, or named with its suffix (the webhook configurations).
+func rowsOf(rows []cutover.Row, ns, hubNS, suffix string) []cutover.Row {
+	var out []cutover.Row
+	for _, r := range rows {
+		if r.Namespace == ns || r.Namespace == hubNS || strings.HasSuffix(r.Name, suffix) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // waitAcceptedByUs waits until this manager (not the previous one, whose status the
