@@ -19,6 +19,8 @@ func (d *demo) collectStranded(ctx context.Context) error {
 		{project: acme.name, kind: "HTTPRoute", upstreamNamespace: "shop-2023", name: "old-cart", legacyLabel: true},
 		{project: initech.name, kind: "Gateway", upstreamNamespace: "blog-archive", name: "archive", hostname: "archive.example.com", legacyLabel: true},
 		{project: initech.name, kind: "HTTPRoute", upstreamNamespace: initech.namespace, name: "drafts", hubNamespace: initech.hubNamespace()},
+		// The previous manager also anchored its backend EndpointSlices.
+		{project: acme.name, kind: "EndpointSlice", upstreamNamespace: acme.namespace, name: "old-api-0-0", hostname: "old-api.example.org", hubNamespace: acme.hubNamespace(), legacyLabel: true},
 	}
 	for _, s := range d.stranded {
 		if err := s.plant(ctx, d.hub.Client); err != nil {

@@ -23,9 +23,10 @@ import (
 
 // Kinds the demo reads on the hub.
 var (
-	configMapGVK = corev1.SchemeGroupVersion.WithKind("ConfigMap")
-	gatewayGVK   = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
-	httpRouteGVK = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	configMapGVK     = corev1.SchemeGroupVersion.WithKind("ConfigMap")
+	gatewayGVK       = gatewayv1.SchemeGroupVersion.WithKind("Gateway")
+	httpRouteGVK     = gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")
+	endpointSliceGVK = discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice")
 	// downstreamKinds are the kinds that hang on anchors.
 	downstreamKinds = []schema.GroupVersionKind{gatewayGVK, httpRouteGVK, gateway.CertificateGVK,
 		corev1.SchemeGroupVersion.WithKind("Service"), discoveryv1.SchemeGroupVersion.WithKind("EndpointSlice"),
@@ -174,7 +175,11 @@ func (s *stranded) plant(ctx context.Context, c client.Client) error {
 			return fmt.Errorf("creating old hub namespace %s: %w", ns, err)
 		}
 	}
-	owner := anchor.Owner{Project: s.project, Group: gatewayv1.GroupName, Kind: s.kind, Namespace: s.upstreamNamespace, Name: s.name, UID: uuid.NewUUID()}
+	group := gatewayv1.GroupName
+	if s.kind == "EndpointSlice" {
+		group = discoveryv1.GroupName
+	}
+	owner := anchor.Owner{Project: s.project, Group: group, Kind: s.kind, Namespace: s.upstreamNamespace, Name: s.name, UID: uuid.NewUUID()}
 	labels := owner.Labels()
 	if s.legacyLabel {
 		labels[anchor.LabelClusterName] = "cluster-_" + s.project
@@ -208,6 +213,14 @@ func (s *stranded) plant(ctx context.Context, c client.Client) error {
 		route := newUnstructured(httpRouteGVK, ns, s.name, labels, ref)
 		route.Object["spec"] = map[string]any{}
 		deps = append(deps, route)
+	case "EndpointSlice":
+		// The previous manager's backend slice: a copy of the upstream slice, named for
+		// the route's backendRef, on the upstream slice's anchor.
+		slice := newUnstructured(endpointSliceGVK, ns, "route-"+string(uuid.NewUUID())+"-rule-0-backendref-0", labels, ref)
+		slice.Object["addressType"] = "FQDN"
+		slice.Object["endpoints"] = []any{map[string]any{"addresses": []any{s.hostname}}}
+		slice.Object["ports"] = []any{map[string]any{"name": "httpproxy-0-0", "port": int64(443), "protocol": "TCP", "appProtocol": "https"}}
+		deps = append(deps, slice)
 	default:
 		return fmt.Errorf("no stranded %s in this demo", s.kind)
 	}
