@@ -115,7 +115,7 @@ var gatewayFlags = []struct {
 		func(c *gateway.Config) *string { return &c.CertificateIssuer.Group }},
 	{"event-source", gateway.DefaultEventSource, "reporting component of the Events the gateway data path writes",
 		func(c *gateway.Config) *string { return &c.EventSource }},
-	{"hostname-claims-namespace", gateway.DefaultHostnameClaimsNamespace, "hub namespace of the previous manager's hostname claims (a ConfigMap per hostname); the finalizer of a Gateway in its shape releases the Gateway's claims there",
+	{"hostname-claims-namespace", gateway.DefaultHostnameClaimsNamespace, "hub namespace of the hostname claims (a ConfigMap per hostname, the previous manager's record): a hostname is programmed for the one Gateway that holds its claim",
 		func(c *gateway.Config) *string { return &c.HostnameClaimsNamespace }},
 }
 

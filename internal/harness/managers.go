@@ -84,6 +84,9 @@ func (e *Env) StartManagerT(t testing.TB, name string, opts ManagerOptions) *Man
 	return m
 }
 
+// ClaimsNamespace is the hub namespace of e's hostname claims.
+func (e *Env) ClaimsNamespace() string { return "claims-" + e.ProviderNamespace }
+
 // StartManager starts a replica against e's hub as its own API user, with its own
 // metrics registry, ports off and controller-name validation skipped.
 func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions) (*Manager, error) {
@@ -129,6 +132,11 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)
+	}
+	if o.Gateway.HostnameClaimsNamespace == "" {
+		// Claims are hub-wide: each environment has its own, so one test's hostnames
+		// never collide with another's on the shared hub.
+		o.Gateway.HostnameClaimsNamespace = e.ClaimsNamespace()
 	}
 	if m.Replica, err = app.New(ctx, o); err != nil {
 		return nil, err

@@ -34,11 +34,11 @@ package planerbac
 // plane's identity) and upstream Namespaces (namespaces proofs), both covered above, and
 // owners of the kinds it is configured to read (resync.DefaultLiveOwnerKinds:
 // HTTPProxy, Gateway, HTTPRoute and EndpointSlice, covered above, and the kinds the
-// previous manager's replicator anchored, get only, below; Secrets never). An operator
+// previous manager's replicator anchored, get only, below; Secrets and ConfigMaps
+// never). An operator
 // who adds a kind to --resync-owner-kinds grants get on it in a role of their own
 // (docs/operations.md).
 //
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups=gateway.envoyproxy.io,resources=backends;backendtrafficpolicies;securitypolicies;httproutefilters,verbs=get
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get
 // +kubebuilder:rbac:groups=networking.datumapis.com,resources=trafficprotectionpolicies;networkcontexts;subnets;connectors,verbs=get

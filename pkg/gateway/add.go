@@ -141,7 +141,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written}})
+		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: newHostnameSets()}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
@@ -232,25 +232,44 @@ func routeParentKeys(obj client.Object) []string {
 // created before its Gateway (or before the Gateway became ours) is programmed.
 func routesOfGateway(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, gw client.Object) []mcreconcile.Request {
-		routes := &gatewayv1.HTTPRouteList{}
-		key := gw.GetNamespace() + "/" + gw.GetName()
-		if err := cl.GetClient().List(ctx, routes, client.MatchingFields{routeParentIndex: key}); err != nil {
-			// A provider that did not apply the index: fall back to a full list.
-			if err := cl.GetClient().List(ctx, routes); err != nil {
-				return nil
-			}
-		}
-		var out []mcreconcile.Request
-		for i := range routes.Items {
-			for _, k := range routeParentKeys(&routes.Items[i]) {
-				if k == key {
-					out = append(out, mcreconcile.Request{ClusterName: name, Request: requestOf(&routes.Items[i])})
-					break
-				}
-			}
-		}
-		return out
+		return routeRequestsOf(ctx, name, cl, gw)
 	})
+}
+
+// routeRequestsOf returns the requests of the routes in cl's cache whose parent is gw.
+func routeRequestsOf(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, gw client.Object) []mcreconcile.Request {
+	routes := &gatewayv1.HTTPRouteList{}
+	key := gw.GetNamespace() + "/" + gw.GetName()
+	if err := cl.GetClient().List(ctx, routes, client.MatchingFields{routeParentIndex: key}); err != nil {
+		// A provider that did not apply the index: fall back to a full list.
+		if err := cl.GetClient().List(ctx, routes); err != nil {
+			return nil
+		}
+	}
+	var out []mcreconcile.Request
+	for i := range routes.Items {
+		for _, k := range routeParentKeys(&routes.Items[i]) {
+			if k == key {
+				out = append(out, mcreconcile.Request{ClusterName: name, Request: requestOf(&routes.Items[i])})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// enqueueRoutesOf asks the HTTPRoute controller, through routes, to reconcile gw's
+// routes in project again.
+func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, string, *gatewayv1.Gateway) {
+	return func(ctx context.Context, project string, gw *gatewayv1.Gateway) {
+		cl, err := clusters.Project(ctx, project)
+		if err != nil {
+			return
+		}
+		for _, req := range routeRequestsOf(ctx, multicluster.ClusterName(project), cl, gw) {
+			routes.add(req)
+		}
+	}
 }
 
 // controllerOptions carries the manager's controller settings the multicluster builder

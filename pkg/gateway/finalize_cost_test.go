@@ -270,11 +270,12 @@ func waitIndexed(t *testing.T, ctx context.Context, anchors anchor.NameIndex, na
 
 // TestUpstreamFinalizerDeletesItsAnchorWithoutAList: the Gateway finalizer (and so the
 // HTTPRoute's, which shares it) deletes the Gateway's anchor with one GET and one
-// DELETE of ConfigMaps and no LIST, whether the upstream namespace is there (the
-// anchor is read in its mapped namespace) or gone (the anchor cache says where it is);
-// with the namespace gone and no anchor cached, it calls nothing on ConfigMaps at all;
-// and when the cache shows the anchor in two mapped namespaces it deletes and reads
-// nothing, keeps both and keeps its finalizer.
+// DELETE of ConfigMaps and no LIST of anchors, whether the upstream namespace is there
+// (the anchor is read in its mapped namespace) or gone (the anchor cache says where it
+// is); with the namespace gone and no anchor cached, it calls nothing on ConfigMaps but
+// the one label-selected LIST of its hostname claims (in the claims namespace, always:
+// hostname_claims.go); and when the cache shows the anchor in two mapped namespaces it
+// deletes and reads no anchor, keeps both and keeps its finalizer.
 func TestUpstreamFinalizerDeletesItsAnchorWithoutAList(t *testing.T) {
 	ctx := context.Background()
 	cfg := testenv.StartAPIServer(t)
@@ -291,10 +292,10 @@ func TestUpstreamFinalizerDeletesItsAnchorWithoutAList(t *testing.T) {
 		wantCalls     map[string]int
 		wantErr       error
 	}{
-		{"namespace known", false, 1, map[string]int{"get": 1, "delete": 1}, nil},
-		{"namespace gone, anchor cached", true, 1, map[string]int{"get": 1, "delete": 1}, nil},
-		{"namespace gone, no anchor", true, 0, map[string]int{}, nil},
-		{"two anchors of the name", false, 2, map[string]int{}, anchor.ErrAmbiguous},
+		{"namespace known", false, 1, map[string]int{"get": 1, "delete": 1, "list": 1}, nil},
+		{"namespace gone, anchor cached", true, 1, map[string]int{"get": 1, "delete": 1, "list": 1}, nil},
+		{"namespace gone, no anchor", true, 0, map[string]int{"list": 1}, nil},
+		{"two anchors of the name", false, 2, map[string]int{"list": 1}, anchor.ErrAmbiguous},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

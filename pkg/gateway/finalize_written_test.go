@@ -76,7 +76,8 @@ func hubCallsOf(c *callCounter, resources ...string) map[string]string {
 }
 
 // TestGatewayFinalizerDeletesItsHubObjectsWithoutAList: a terminating Gateway's
-// finalizer never lists. When this replica wrote the downstream Gateway and its
+// finalizer lists nothing but its hostname claims (one label-selected list in the
+// claims namespace, then a DELETE per claim: its two listeners' hostnames). When this replica wrote the downstream Gateway and its
 // Certificates, each goes with one DELETE conditional on the UID it was written with;
 // when another replica did (nothing remembered), with a GET and a DELETE; a Certificate
 // of a listener removed before the live path cleaned it up still goes when remembered;
@@ -109,13 +110,13 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 		keptGateway    bool
 	}{
 		{name: "written here", want: map[string]string{
-			"gateways": "map[delete:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:1 get:1]"}},
+			"gateways": "map[delete:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:3 get:1 list:1]"}},
 		{name: "written by another replica", finalizedElsewhere: true, want: map[string]string{
-			"gateways": "map[delete:1 get:1]", "certificates": "map[delete:2 get:2]", "configmaps": "map[delete:1 get:1]"}},
+			"gateways": "map[delete:1 get:1]", "certificates": "map[delete:2 get:2]", "configmaps": "map[delete:3 get:1 list:1]"}},
 		{name: "a listener removed since", dropListenerB: true, want: map[string]string{
-			"gateways": "map[delete:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:1 get:1]"}},
+			"gateways": "map[delete:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:3 get:1 list:1]"}},
 		{name: "downstream Gateway replaced by hand", replaceGateway: true, keptGateway: true, want: map[string]string{
-			"gateways": "map[delete:1 get:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:1 get:1]"}},
+			"gateways": "map[delete:1 get:1]", "certificates": "map[delete:2]", "configmaps": "map[delete:3 get:1 list:1]"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

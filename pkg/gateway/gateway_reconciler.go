@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -39,12 +40,20 @@ type GatewayReconciler struct {
 	// Written remembers the hub objects this replica wrote, so that the finalizer
 	// deletes each with one conditional call. Nil: the finalizer reads each first.
 	Written *WrittenObjects
+	// Routes, when set, is asked to reconcile a Gateway's routes again when the
+	// hostnames programmed for the Gateway change: a route writes only hostnames its
+	// Gateways have on the hub (HTTPRouteReconciler.heldHostnames).
+	Routes func(ctx context.Context, project string, gw *gatewayv1.Gateway)
+	// programmed remembers what noticeHostnames last saw; set with Routes.
+	programmed *hostnameSets
 }
 
 // gatewayScope is what one reconcile of one Gateway works on.
 type gatewayScope struct {
 	upstream
 	gw *gatewayv1.Gateway
+	// refused are the listener hostnames not programmed (hostname_claims.go), and why.
+	refused map[gatewayv1.Hostname]string
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -82,8 +91,16 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 // lists: the Certificates are the ones the Gateway's listeners name and the ones this
 // replica remembers writing for it (a listener removed before the live path cleaned
 // its Certificate up); one neither knows hangs on the anchor alone and goes with it
-// through the hub's garbage collector.
+// through the hub's garbage collector. Before all that, the Gateway's hostname claims
+// are released (hostname_claims.go), whether or not its namespace is still there.
 func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
+	if s.gw.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(s.gw, GatewayFinalizer) {
+		// Its hostname claims first, found by their labels (one list in the claims
+		// namespace): a listener removed earlier may have left one.
+		if err := r.releaseClaims(ctx, s); err != nil {
+			return true, err
+		}
+	}
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.gw, kindGateway, GatewayFinalizer, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
 			return err
@@ -92,9 +109,6 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 			if err := w.deleteAttached(ctx, kindCertificate, certificateRef(name, w.ns)); err != nil {
 				return err
 			}
-		}
-		if hasPreviousShape(s.gw) {
-			return releaseHostnameClaims(ctx, w, r.Config.HostnameClaimsNamespace, s.gw)
 		}
 		return nil
 	})
@@ -171,6 +185,7 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 	} else {
 		setGatewayStatus(s.gw, gatewayEdgeVerdict(down, r.Config.AssumeWrittenIsProgrammed), down)
 		s.gw.Status.Addresses = down.Status.Addresses
+		r.reportRefusedHostnames(s, before)
 	}
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.gw); statusErr != nil {
 		err = errors.Join(err, statusErr)
@@ -191,12 +206,29 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	w := s.hubWriter(hub, hubNS, r.Metrics)
-	written, err := w.apply(ctx, kindGateway, downstreamGateway(s.gw, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
+	// Only the listeners whose hostname this Gateway holds are programmed.
+	claims := hostnameClaims{hub: hub, ns: r.Config.HostnameClaimsNamespace}
+	who := claimantOf(s.project, s.gw)
+	held, err := claims.held(ctx, who)
 	if err != nil {
 		return nil, err
 	}
-	certs, err := downstreamCertificates(s.gw, hubNS, r.Config.CertificateIssuer)
+	res, err := claims.claim(ctx, who, s.gw, held)
+	if err != nil {
+		return nil, err
+	}
+	s.refused = res.refused
+	programmable := res.programmable(s.gw)
+	w := s.hubWriter(hub, hubNS, r.Metrics)
+	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
+	if err != nil {
+		return nil, err
+	}
+	if err := claims.releaseUnless(ctx, held, listenerHostnames(programmable)); err != nil {
+		return nil, err
+	}
+	r.noticeHostnames(s, written.(*gatewayv1.Gateway))
+	certs, err := downstreamCertificates(programmable, hubNS, r.Config.CertificateIssuer)
 	if err != nil {
 		return nil, err
 	}

@@ -371,6 +371,7 @@ func (r *HTTPProxyReconciler) pruneServices(ctx context.Context, s *proxyScope) 
 func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, error) {
 	ok, reason, message := proxyProgrammed(s.gateway, s.route, r.Config.controllerName())
 	s.setCondition(v1alpha.ConditionProgrammed, ok, reason, message)
+	s.reportHostnames()
 	if !ok {
 		return true, nil
 	}

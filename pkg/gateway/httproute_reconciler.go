@@ -180,6 +180,24 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 	}
 	before := s.route.DeepCopy()
 	controller := r.Config.controllerName()
+	var notHeld *hostnamesNotHeldError
+	if errors.As(err, &notHeld) {
+		// Nothing written: a route whose hostnames its Gateways do not hold would be
+		// served for every hostname of a listener without one.
+		s.requeueAfter = claimRetryAfter
+		if notHeld.pending {
+			s.requeueAfter = finalizeRecheck
+		}
+		var parents []parentVerdict
+		for _, p := range s.parents {
+			parents = append(parents, parentVerdict{parent: p, refs: resolved, accepted: verdict{false, notHeld.reason(), notHeld.Error()}})
+		}
+		if !notHeld.pending && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted)) {
+			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", notHeld.Error())
+		}
+		setRouteParentStatus(s.route, parents, controller)
+		return true, patchStatus(ctx, s.cluster.GetClient(), before, s.route)
+	}
 	var parents []parentVerdict
 	for _, p := range s.parents {
 		pv := parentVerdict{parent: p, refs: resolved}
@@ -268,6 +286,9 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	}
 	down, err := downstreamRoute(s.route, hubNS, s.parents, hubNamespaces)
 	if err != nil {
+		return nil, resolved, err
+	}
+	if err := r.keepHeldHostnames(ctx, s, hub, down, hubNS, hubNamespaces); err != nil {
 		return nil, resolved, err
 	}
 	pointBackendsAtHub(down, s.route.UID, hubNS)

@@ -8,13 +8,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -28,17 +26,15 @@ import (
 // from the previous manager), besides the wire formats it shares by design: finalizers
 // it never writes but must honour, upstream EndpointSlices it never writes but must
 // finalize and resolve, canonical-hostname listeners it keeps, backends it cannot
-// program and leaves alone, and hostname claims it releases.
+// program and leaves alone; its hostname claims are this manager's (hostname_claims.go).
 
 // PreviousCanonicalListeners are the names of the listeners the previous manager gave
 // every proxy's Gateway for the proxy's platform hostname (its canonical hostname).
 // A Gateway that has them keeps them: tenants point CNAMEs at that hostname.
 var PreviousCanonicalListeners = []gatewayv1.SectionName{"default-http", "default-https"}
 
-// DefaultHostnameClaimsNamespace is the hub namespace in which the previous manager
-// recorded, one ConfigMap per hostname, which Gateway holds a custom hostname. The
-// Gateway finalizer of a Gateway in the previous manager's shape releases its claims
-// there, as the previous manager's finalizer did.
+// DefaultHostnameClaimsNamespace is the hub namespace of the hostname claims
+// (hostname_claims.go): the previous manager's, so that its claims are adopted.
 const DefaultHostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
 
 // unsupportedBackend returns why proxy has a backend this manager cannot program (a
@@ -116,17 +112,6 @@ func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gate
 func isCanonicalListener(name gatewayv1.SectionName) bool {
 	for _, n := range PreviousCanonicalListeners {
 		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
-// hasPreviousShape reports whether gw is a Gateway in the previous manager's shape (it
-// has one of its canonical-hostname listeners): only those can hold hostname claims.
-func hasPreviousShape(gw *gatewayv1.Gateway) bool {
-	for _, l := range gw.Spec.Listeners {
-		if isCanonicalListener(l.Name) {
 			return true
 		}
 	}
@@ -251,33 +236,4 @@ func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (
 // EndpointSliceReconciler has anything to do for.
 func carriesFinalizer(finalizer string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, finalizer) })
-}
-
-// releaseHostnameClaims deletes the previous manager's hostname claims of gw in
-// namespace: the ConfigMaps labelled with gw's namespace and name and with a cluster
-// label naming w's project, each conditional on the UID and resourceVersion listed. Its
-// own finalizer did the same; without it a deleted proxy's hostnames would stay claimed
-// for a manager that reads the claims.
-func releaseHostnameClaims(ctx context.Context, w hubWriter, namespace string, gw *gatewayv1.Gateway) error {
-	claims := &corev1.ConfigMapList{}
-	err := w.hub.List(ctx, claims, client.InNamespace(namespace), client.MatchingLabels{
-		anchor.LabelNamespace: gw.Namespace,
-		anchor.LabelName:      gw.Name,
-	})
-	if err != nil {
-		return fmt.Errorf("listing the hostname claims of Gateway %s in %s: %w", client.ObjectKeyFromObject(gw), namespace, err)
-	}
-	for i := range claims.Items {
-		claim := &claims.Items[i]
-		if p, err := anchor.ProjectFromClusterName(claim.Labels[anchor.LabelClusterName]); err != nil || p != w.owner.Project {
-			continue
-		}
-		uid, rv := claim.UID, claim.ResourceVersion
-		err := w.hub.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-		if err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("releasing hostname claim %s: %w", claim.Name, err)
-		}
-		logf.FromContext(ctx).Info("Released hostname claim", "hostname", claim.Name, "uid", uid)
-	}
-	return nil
 }

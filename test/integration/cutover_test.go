@@ -23,7 +23,6 @@ import (
 	"anchorage/internal/cutover"
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor/resync"
-	"anchorage/pkg/gateway"
 )
 
 // The previous manager's names the cut-over keeps, as the runbook passes them to this
@@ -52,7 +51,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	state, err := harness.LayDownPrevious(ctx, harness.PreviousInput{
 		Hub: hub.Client, Plane: gt.plane.Client, Project: gt.project, Namespace: gt.ns, Suffix: suffix,
 		GatewayClass: gt.class, ControllerName: cutOverControllerName, DownstreamClass: cutOverDownstreamClass,
-		Issuer: cutOverIssuer, ClaimsNamespace: gateway.DefaultHostnameClaimsNamespace,
+		Issuer: cutOverIssuer, ClaimsNamespace: gt.env.ClaimsNamespace(),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
@@ -208,7 +207,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 			g.Expect(cm.Name).To(Equal("kube-root-ca.crt"), "no anchor or other ConfigMap is left in %s", hubNS)
 		}
 		claims := &corev1.ConfigMapList{}
-		g.Expect(hub.Client.List(ctx, claims, client.InNamespace(gateway.DefaultHostnameClaimsNamespace))).To(Succeed())
+		g.Expect(hub.Client.List(ctx, claims, client.InNamespace(gt.env.ClaimsNamespace()))).To(Succeed())
 		for _, c := range claims.Items {
 			g.Expect(c.Labels["meta.datumapis.com/upstream-namespace"]).NotTo(Equal(gt.ns.Name), "hostname claim %s is released", c.Name)
 		}

@@ -310,7 +310,8 @@ func TestGatewayHubRefusalIsReportedAndNothingDeleted(t *testing.T) {
 
 // TestGatewayTakesOverWireFormatState: a project and hub as the previous manager left
 // them (finalizers, an unlabelled ns-<uid>, anchors (one with the legacy cluster label),
-// downstream Gateway, HTTPRoute and Certificate, listener names of its own) are adopted
+// downstream Gateway, HTTPRoute and Certificate, listener names of its own, its hostname
+// claim) are adopted
 // in place: the manager creates no hub object and deletes nothing, and the proxy
 // becomes Programmed=True.
 func TestGatewayTakesOverWireFormatState(t *testing.T) {
@@ -372,7 +373,16 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 		"issuerRef": map[string]any{"name": "previous", "kind": "ClusterIssuer", "group": "cert-manager.io"},
 	}, "spec")).To(Succeed())
 	g.Expect(hub.Client.Create(ctx, cert)).To(Succeed())
-	before := map[string]types.UID{"gateway": downGW.UID, "route": downRoute.UID, "cert": cert.GetUID(), "gwAnchor": gwAnchor.UID, "routeAnchor": routeAnchor.UID}
+	// The previous manager's hostname claim, in its claims namespace (the harness gives
+	// each environment its own).
+	g.Expect(hub.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gt.env.ClaimsNamespace()}})).To(Succeed())
+	claim := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: gt.env.ClaimsNamespace(), Name: string(host), Labels: map[string]string{
+			anchor.LabelClusterName: "cluster-_" + gt.project, anchor.LabelNamespace: gt.ns.Name, anchor.LabelName: "web"}},
+		Data: map[string]string{"owner": "/" + gt.project + "/" + gt.ns.Name + "/web"},
+	}
+	g.Expect(hub.Client.Create(ctx, claim)).To(Succeed())
+	before := map[string]types.UID{"gateway": downGW.UID, "route": downRoute.UID, "cert": cert.GetUID(), "gwAnchor": gwAnchor.UID, "routeAnchor": routeAnchor.UID, "claim": claim.UID}
 
 	// The resync's first pass comes at once, so that the checks below also cover it: it
 	// records the plane's identity (its one write, in the lease namespace) and must
@@ -397,7 +407,7 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: name}, o)).To(Succeed())
 		after[key] = o.GetUID()
 	}
-	for key, a := range map[string]*corev1.ConfigMap{"gwAnchor": gwAnchor, "routeAnchor": routeAnchor} {
+	for key, a := range map[string]*corev1.ConfigMap{"gwAnchor": gwAnchor, "routeAnchor": routeAnchor, "claim": claim} {
 		got := &corev1.ConfigMap{}
 		g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(a), got)).To(Succeed())
 		after[key] = got.UID

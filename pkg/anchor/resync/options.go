@@ -36,9 +36,12 @@ const PreviousReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-re
 // PreviousReplicatedKinds are the kinds the previous manager's resource replicator
 // mirrored to the hub by default, each copy hanging on an anchor of the upstream object
 // (its internal/config/config.go, the replicator's default resources), less Secrets,
-// which the resync never reads. HTTPProxy is already one of pkg/gateway's kinds.
+// which the resync never reads, and ConfigMaps, which it mirrored only when labelled
+// networking.datumapis.com/gateway-sync: a get on every tenant ConfigMap is more than
+// those few anchors are worth (an operator who has them adds ConfigMap to the owner
+// kinds with its grant; until then they are reported kind-not-configured). HTTPProxy is
+// already one of pkg/gateway's kinds.
 var PreviousReplicatedKinds = []schema.GroupKind{
-	{Group: "", Kind: "ConfigMap"},
 	{Group: "gateway.envoyproxy.io", Kind: "Backend"},
 	{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"},
 	{Group: "gateway.envoyproxy.io", Kind: "SecurityPolicy"},

@@ -1,0 +1,445 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+)
+
+// Hostname claims: the hub and its edges are shared by every project, so a hostname is
+// programmed for one Gateway of one project at a time, first come first served
+// (docs/design.md, Hostname claims). A claim is the previous manager's record, kept so
+// that its claims are adopted at cut-over: a ConfigMap named after the hostname in the
+// claims namespace (Config.HostnameClaimsNamespace), labelled with the claimant's
+// project (cluster-name), namespace and Gateway name, its data naming the same. The
+// create is the grant: the API server lets one create of a name succeed, so two
+// replicas (or two projects) racing for a hostname cannot both hold it. Claims are
+// written by the Gateway reconciler, under the project's admission like every other hub
+// write, and released when the listener goes and by the Gateway's finalizer.
+
+// ReasonHostnamesInUse is the reason of a listener, a Gateway and a proxy whose hostname
+// another Gateway (of this project or another) holds.
+const ReasonHostnamesInUse = "HostnamesInUse"
+
+// claimRetryAfter is how soon a Gateway refused a hostname tries again: the holder's
+// release is not watched.
+const claimRetryAfter = 30 * time.Second
+
+// claimOwnerKey is the data key naming the claimant, as the previous manager wrote it.
+const claimOwnerKey = "owner"
+
+// claimant is the Gateway a claim is for.
+type claimant struct {
+	project, namespace, name string
+}
+
+func claimantOf(project string, gw *gatewayv1.Gateway) claimant {
+	return claimant{project: project, namespace: gw.Namespace, name: gw.Name}
+}
+
+// labels are the claim's labels: the three the previous manager wrote.
+func (c claimant) labels() map[string]string {
+	return map[string]string{
+		anchor.LabelClusterName: anchor.ClusterNameValue(c.project),
+		anchor.LabelNamespace:   c.namespace,
+		anchor.LabelName:        c.name,
+	}
+}
+
+// holds reports whether claim is this claimant's: its labels name the same namespace
+// and Gateway, and a cluster-name that decodes (legacy forms included) to the project.
+// The data is not trusted: the previous manager wrote the project in a form of its own.
+func (c claimant) holds(claim *corev1.ConfigMap) bool {
+	l := claim.Labels
+	if l[anchor.LabelNamespace] != c.namespace || l[anchor.LabelName] != c.name {
+		return false
+	}
+	p, err := anchor.ProjectFromClusterName(l[anchor.LabelClusterName])
+	return err == nil && p == c.project
+}
+
+// claimable reports whether a listener hostname can be claimed at all: a wildcard
+// covers hostnames other projects may hold, so it is never programmed.
+func claimable(host gatewayv1.Hostname) bool {
+	return host != "" && !strings.HasPrefix(string(host), "*")
+}
+
+// claimResult is what claiming a Gateway's hostnames found.
+type claimResult struct {
+	// refused maps each listener hostname not programmed to why.
+	refused map[gatewayv1.Hostname]string
+}
+
+// programmable returns gw with only the listeners whose hostname this Gateway holds
+// (and hostname-less ones): what is written to the hub.
+func (r claimResult) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+	if len(r.refused) == 0 {
+		return gw
+	}
+	out := gw.DeepCopy()
+	out.Spec.Listeners = nil
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname != nil {
+			if _, no := r.refused[*l.Hostname]; no {
+				continue
+			}
+		}
+		out.Spec.Listeners = append(out.Spec.Listeners, *l.DeepCopy())
+	}
+	return out
+}
+
+// hostnameClaims reads and writes the claims in one hub namespace, live.
+type hostnameClaims struct {
+	hub client.Client
+	ns  string
+}
+
+// held lists the claims c holds (label-selected), by hostname.
+func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev1.ConfigMap, error) {
+	list := &corev1.ConfigMapList{}
+	labels := c.labels()
+	delete(labels, anchor.LabelClusterName) // legacy spellings: checked by holds
+	if err := h.hub.List(ctx, list, client.InNamespace(h.ns), client.MatchingLabels(labels)); err != nil {
+		return nil, fmt.Errorf("listing the hostname claims of %s/%s in %s: %w", c.namespace, c.name, h.ns, err)
+	}
+	out := map[string]*corev1.ConfigMap{}
+	for i := range list.Items {
+		if c.holds(&list.Items[i]) {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	return out, nil
+}
+
+// claim claims every claimable listener hostname of gw for c: those it holds are kept,
+// the others are created; a hostname another claimant holds is refused, as is a
+// wildcard. Nothing of another claimant's is written.
+func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (claimResult, error) {
+	res := claimResult{refused: map[gatewayv1.Hostname]string{}}
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname == nil {
+			continue
+		}
+		host := *l.Hostname
+		if _, done := res.refused[host]; done {
+			continue
+		}
+		if !claimable(host) {
+			res.refused[host] = fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)
+			continue
+		}
+		if held[string(host)] != nil {
+			continue
+		}
+		ok, err := h.create(ctx, c, string(host))
+		if err != nil {
+			return res, err
+		}
+		if !ok {
+			res.refused[host] = fmt.Sprintf("hostname %s is already programmed for another Gateway", host)
+		}
+	}
+	return res, nil
+}
+
+// create writes c's claim on host; false means another claimant holds it. The
+// namespace is created on first use.
+func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bool, error) {
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: host, Labels: c.labels()},
+		Data:       map[string]string{claimOwnerKey: c.project + "/" + c.namespace + "/" + c.name},
+	}
+	err := h.hub.Create(ctx, cm)
+	if apierrors.IsNotFound(err) {
+		if nsErr := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
+			return false, fmt.Errorf("creating the hostname claims namespace %s: %w", h.ns, nsErr)
+		}
+		err = h.hub.Create(ctx, cm)
+	}
+	if err == nil {
+		logf.FromContext(ctx).Info("Claimed hostname", "hostname", host)
+		return true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("claiming hostname %s: %w", host, err)
+	}
+	existing := &corev1.ConfigMap{}
+	if err := h.hub.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: host}, existing); err != nil {
+		return false, client.IgnoreNotFound(fmt.Errorf("reading the claim of hostname %s: %w", host, err))
+	}
+	return c.holds(existing), nil
+}
+
+// releaseUnless deletes the claims in held whose hostname is not in keep, each
+// conditional on the UID and resourceVersion read.
+func (h hostnameClaims) releaseUnless(ctx context.Context, held map[string]*corev1.ConfigMap, keep map[string]bool) error {
+	for host, claim := range held {
+		if keep[host] {
+			continue
+		}
+		uid, rv := claim.UID, claim.ResourceVersion
+		err := h.hub.Delete(ctx, claim, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("releasing the claim of hostname %s: %w", host, err)
+		}
+		logf.FromContext(ctx).Info("Released hostname claim", "hostname", host, "uid", uid)
+	}
+	return nil
+}
+
+// listenerHostnames returns the set of gw's listener hostnames.
+func listenerHostnames(gw *gatewayv1.Gateway) map[string]bool {
+	out := map[string]bool{}
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname != nil {
+			out[string(*l.Hostname)] = true
+		}
+	}
+	return out
+}
+
+// refusedListenerStatus is the status of a listener whose hostname is not programmed.
+func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) gatewayv1.ListenerStatus {
+	cond := func(typ string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: ReasonHostnamesInUse, Message: why, ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+	}
+	return gatewayv1.ListenerStatus{
+		Name:           l.Name,
+		SupportedKinds: []gatewayv1.RouteGroupKind{{Group: ptrGroup(gatewayv1.GroupName), Kind: kindHTTPRoute}},
+		Conditions:     []metav1.Condition{cond(string(gatewayv1.ListenerConditionAccepted)), cond(string(gatewayv1.ListenerConditionProgrammed))},
+	}
+}
+
+func ptrGroup(g string) *gatewayv1.Group {
+	group := gatewayv1.Group(g)
+	return &group
+}
+
+// reportRefusedHostnames adds to the Gateway's status a refused listener status for
+// each listener whose hostname is not programmed, with an Event when the set changes,
+// and asks to try again later: the holder's release is not watched.
+func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gatewayv1.Gateway) {
+	if len(s.refused) == 0 {
+		return
+	}
+	var hosts []string
+	for _, l := range s.gw.Spec.Listeners {
+		if l.Hostname == nil {
+			continue
+		}
+		if why, no := s.refused[*l.Hostname]; no {
+			s.gw.Status.Listeners = append(s.gw.Status.Listeners, refusedListenerStatus(l, why, s.gw.Generation))
+			hosts = append(hosts, string(*l.Hostname))
+		}
+	}
+	if !listenersRefused(before) {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
+	}
+	s.requeueAfter = claimRetryAfter
+}
+
+// listenersRefused reports whether gw's status has a listener refused for its hostname.
+func listenersRefused(gw *gatewayv1.Gateway) bool {
+	for _, l := range gw.Status.Listeners {
+		if c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed)); c != nil && c.Reason == ReasonHostnamesInUse {
+			return true
+		}
+	}
+	return false
+}
+
+// hostnameSets remembers, per Gateway, the hostnames last programmed on the hub, so
+// that the Gateway's routes are reconciled again only when they change.
+type hostnameSets struct {
+	mu   sync.Mutex
+	last map[string]string
+}
+
+// noticeHostnames asks for the Gateway's routes to be reconciled when the hostnames
+// of written, its hub copy, differ from those last seen.
+func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.Gateway) {
+	if r.Routes == nil || r.programmed == nil {
+		return
+	}
+	hosts := listenerHostnames(written)
+	keys := make([]string, 0, len(hosts))
+	for h := range hosts {
+		keys = append(keys, h)
+	}
+	sort.Strings(keys)
+	now := strings.Join(keys, ",")
+	key := hostnameSetKey(s.project, s.gw)
+	r.programmed.mu.Lock()
+	changed := r.programmed.last[key] != now
+	r.programmed.last[key] = now
+	r.programmed.mu.Unlock()
+	if changed {
+		r.Routes(context.Background(), s.project, s.gw)
+	}
+}
+
+func hostnameSetKey(project string, gw *gatewayv1.Gateway) string {
+	return project + "/" + gw.Namespace + "/" + gw.Name + "/" + string(gw.UID)
+}
+
+func newHostnameSets() *hostnameSets { return &hostnameSets{last: map[string]string{}} }
+
+// forget drops what was remembered for gw, finalized.
+func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.last, hostnameSetKey(project, gw))
+}
+
+// hostnamesNotHeldError says that none of a route's hostnames is programmed on its
+// Gateways' hub copies: the route is not written.
+type hostnamesNotHeldError struct {
+	hostnames []gatewayv1.Hostname
+	// pending: no parent has a hub copy yet, so nothing is decided.
+	pending bool
+}
+
+func (e *hostnamesNotHeldError) Error() string {
+	var hs []string
+	for _, h := range e.hostnames {
+		hs = append(hs, string(h))
+	}
+	if e.pending {
+		return fmt.Sprintf("waiting for the route's Gateways to be programmed with its hostnames (%s)", strings.Join(hs, ", "))
+	}
+	return fmt.Sprintf("none of the route's hostnames (%s) is programmed on its Gateways: each is held by another Gateway", strings.Join(hs, ", "))
+}
+
+// reason is the route's Accepted reason while it is not written.
+func (e *hostnamesNotHeldError) reason() string {
+	if e.pending {
+		return v1alpha.ReasonPending
+	}
+	return ReasonHostnamesInUse
+}
+
+// keepHeldHostnames narrows down, the hub copy of s's route, to the hostnames its
+// parents' hub Gateways have listeners for: those their Gateways hold a claim on (the
+// Gateway reconciler writes no other). A route without hostnames is left as it is (it
+// takes its listeners' hostnames); one whose hostnames are all unheld is an error of
+// type *hostnamesNotHeldError and is not written. One live read of each parent's hub
+// Gateway.
+func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeScope, hub client.Client, down *gatewayv1.HTTPRoute, hubNS string, hubNamespaces map[string]string) error {
+	if len(s.route.Spec.Hostnames) == 0 {
+		return nil
+	}
+	listened := map[gatewayv1.Hostname]bool{}
+	found := 0
+	for _, p := range s.parents {
+		ns := hubNS
+		if upNS := parentNamespace(p, s.route.Namespace); upNS != s.route.Namespace {
+			ns = hubNamespaces[upNS]
+		}
+		gw := &gatewayv1.Gateway{}
+		err := hub.Get(ctx, client.ObjectKey{Namespace: ns, Name: string(p.Name)}, gw)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading the hub copy of parent Gateway %s: %w", p.Name, err)
+		}
+		found++
+		for _, l := range gw.Spec.Listeners {
+			if l.Hostname != nil && (p.SectionName == nil || *p.SectionName == l.Name) {
+				listened[*l.Hostname] = true
+			}
+		}
+	}
+	var kept []gatewayv1.Hostname
+	for _, h := range s.route.Spec.Hostnames {
+		if listened[h] {
+			kept = append(kept, h)
+		}
+	}
+	if len(kept) == 0 {
+		return &hostnamesNotHeldError{hostnames: s.route.Spec.Hostnames, pending: found == 0}
+	}
+	down.Spec.Hostnames = kept
+	return nil
+}
+
+// reportHostnames records, from the proxy's Gateway status, which of the proxy's
+// hostnames are programmed: one hostnameStatuses entry per hostname with an Available
+// condition (Claimed, or InUse), and Accepted=False, reason HostnamesInUse, naming the
+// hostnames another Gateway holds (never the holder), with an Event when that starts.
+func (s *proxyScope) reportHostnames() {
+	inUse := map[gatewayv1.Hostname]string{}
+	for _, ls := range s.gateway.Status.Listeners {
+		c := meta.FindStatusCondition(ls.Conditions, string(gatewayv1.ListenerConditionProgrammed))
+		if c == nil || c.Reason != ReasonHostnamesInUse {
+			continue
+		}
+		for _, l := range s.gateway.Spec.Listeners {
+			if l.Name == ls.Name && l.Hostname != nil {
+				inUse[*l.Hostname] = c.Message
+			}
+		}
+	}
+	// Entries of other hostnames (the previous manager's, for its canonical hostname)
+	// are kept as they are.
+	statuses := append([]v1alpha.HostnameStatus(nil), s.proxy.Status.HostnameStatuses...)
+	var refused []string
+	for _, h := range s.proxy.Spec.Hostnames {
+		i := slices.IndexFunc(statuses, func(st v1alpha.HostnameStatus) bool { return st.Hostname == string(h) })
+		if i < 0 {
+			statuses = append(statuses, v1alpha.HostnameStatus{Hostname: string(h)})
+			i = len(statuses) - 1
+		}
+		st := &statuses[i]
+		st.Conditions = append([]metav1.Condition(nil), st.Conditions...)
+		cond := metav1.Condition{Type: hostnameAvailable, Status: metav1.ConditionTrue, Reason: "Claimed", Message: "The hostname is programmed for this proxy", ObservedGeneration: s.proxy.Generation}
+		if why, no := inUse[h]; no {
+			cond = metav1.Condition{Type: hostnameAvailable, Status: metav1.ConditionFalse, Reason: "InUse", Message: why, ObservedGeneration: s.proxy.Generation}
+			refused = append(refused, string(h))
+		}
+		meta.SetStatusCondition(&st.Conditions, cond)
+	}
+	s.proxy.Status.HostnameStatuses = statuses
+	if len(refused) == 0 {
+		return
+	}
+	msg := fmt.Sprintf("Hostnames already programmed for another Gateway: %s", strings.Join(refused, ", "))
+	s.setCondition(v1alpha.ConditionAccepted, false, ReasonHostnamesInUse, msg)
+	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != ReasonHostnamesInUse {
+		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", msg)
+	}
+}
+
+// hostnameAvailable is the per-hostname condition saying whether the hostname is
+// programmed for the proxy (the previous manager's type).
+const hostnameAvailable = "Available"
+
+// releaseClaims deletes every claim the terminating Gateway of s holds.
+func (r *GatewayReconciler) releaseClaims(ctx context.Context, s *gatewayScope) error {
+	claims := hostnameClaims{hub: s.hub, ns: r.Config.HostnameClaimsNamespace}
+	held, err := claims.held(ctx, claimantOf(s.project, s.gw))
+	if err != nil {
+		return err
+	}
+	r.programmed.forget(s.project, s.gw)
+	return claims.releaseUnless(ctx, held, nil)
+}

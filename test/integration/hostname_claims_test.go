@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+	"anchorage/pkg/anchor"
+	"anchorage/pkg/gateway"
+)
+
+// TestAHostnameIsProgrammedForOneProjectAtATime: two projects on two planes, two
+// replicas, one hostname asked for by a proxy in each at once. Exactly one claim is
+// granted and one proxy programmed; the other is Accepted=False/HostnamesInUse, names
+// the hostname but not the holder, and gets nothing on the hub for it, while the
+// holder's hub objects and claim are not written at all (their resourceVersions) as
+// the loser is reconciled again. Once the holder deletes its proxy, the other is
+// programmed and holds the claim.
+func TestAHostnameIsProgrammedForOneProjectAtATime(t *testing.T) {
+	a := newGatewayTest(t, planeA)
+	g, ctx := a.g, a.ctx
+	b := &gatewayTest{t: t, g: g, ctx: ctx, env: a.env, plane: planeB, class: a.class, project: "gw-" + rand.String(6)}
+	_, err := a.env.AddProject(ctx, b.project, planeB)
+	g.Expect(err).NotTo(HaveOccurred())
+	b.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + rand.String(6)}}
+	g.Expect(planeB.Client.Create(ctx, b.ns)).To(Succeed())
+	t.Cleanup(b.cleanUpstream)
+
+	a.startManager("claims-1")
+	a.startManager("claims-2")
+	host := gatewayv1.Hostname("shared-" + rand.String(6) + ".example.com")
+	a.createProxy(a.newProxy("web", host))
+	b.createProxy(b.newProxy("web", host))
+
+	// One winner.
+	var winner, loser *gatewayTest
+	g.Eventually(func(g Gomega) {
+		okA, okB := programmedNow(g, a, "web"), programmedNow(g, b, "web")
+		g.Expect(okA != okB).To(BeTrue(), "exactly one of the two proxies is programmed (a %v, b %v)", okA, okB)
+		winner, loser = a, b
+		if okB {
+			winner, loser = b, a
+		}
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		p := &v1alpha.HTTPProxy{}
+		g.Expect(loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha.ConditionAccepted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(gateway.ReasonHostnamesInUse))
+		g.Expect(c.Message).To(ContainSubstring(string(host)))
+		g.Expect(c.Message).NotTo(ContainSubstring(winner.project), "the holder is never named")
+		g.Expect(c.Message).NotTo(ContainSubstring(winner.ns.Name), "the holder is never named")
+		g.Expect(p.Status.HostnameStatuses).To(ContainElement(HaveField("Hostname", string(host))))
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+
+	claim := &corev1.ConfigMap{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: a.env.ClaimsNamespace(), Name: string(host)}, claim)).To(Succeed())
+	p, err := anchor.ProjectFromClusterName(claim.Labels[anchor.LabelClusterName])
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(p).To(Equal(winner.project), "the claim is the winner's")
+	claims := &corev1.ConfigMapList{}
+	g.Expect(hub.Client.List(ctx, claims, client.InNamespace(a.env.ClaimsNamespace()))).To(Succeed())
+	g.Expect(claims.Items).To(HaveLen(1), "one claim")
+
+	// The loser's hub Gateway has no listener for the hostname, and its route is not
+	// on the hub (all its hostnames are held elsewhere).
+	downGW := &gatewayv1.Gateway{}
+	if err := hub.Client.Get(ctx, client.ObjectKey{Namespace: loser.hubNS(), Name: "web"}, downGW); err == nil {
+		for _, l := range downGW.Spec.Listeners {
+			g.Expect(l.Hostname).To(Or(BeNil(), Not(HaveValue(Equal(host)))), "the loser's hub Gateway has no listener for %s", host)
+		}
+	}
+	g.Expect(gone(ctx, hub.Client, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Namespace: loser.hubNS(), Name: "web"}})).To(BeTrue(), "no hub route for the loser")
+	g.Expect(certificatesIn(ctx, g, loser.hubNS())).To(BeEmpty(), "no Certificate for the loser")
+
+	// The loser reconciled again (a spec change) writes nothing of the holder's.
+	held := resourceVersions(ctx, g, winner.hubNS(), a.env.ClaimsNamespace(), string(host))
+	lp := &v1alpha.HTTPProxy{}
+	g.Expect(loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, lp)).To(Succeed())
+	lp.Spec.Rules[0].Backends[0].Endpoint = "https://api.example.com/v2"
+	g.Expect(loser.plane.Client.Update(ctx, lp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		route := &gatewayv1.HTTPRoute{}
+		g.Expect(loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, route)).To(Succeed())
+		g.Expect(route.Generation).To(BeNumerically(">", 1), "the loser's route was rewritten")
+		for _, ps := range route.Status.Parents {
+			for _, c := range ps.Conditions {
+				g.Expect(c.ObservedGeneration).To(Equal(route.Generation))
+			}
+		}
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	g.Expect(resourceVersions(ctx, g, winner.hubNS(), a.env.ClaimsNamespace(), string(host))).To(Equal(held), "nothing of the holder's is written")
+
+	// The holder lets go: the other is programmed within one claim retry.
+	wp := &v1alpha.HTTPProxy{}
+	g.Expect(winner.plane.Client.Get(ctx, client.ObjectKey{Namespace: winner.ns.Name, Name: "web"}, wp)).To(Succeed())
+	g.Expect(winner.plane.Client.Delete(ctx, wp)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(programmedNow(g, loser, "web")).To(BeTrue(), "the other proxy is programmed once the hostname is free")
+	}, 2*gwProgrammedWithin, gwPoll).Should(Succeed())
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: a.env.ClaimsNamespace(), Name: string(host)}, claim)).To(Succeed())
+	p, _ = anchor.ProjectFromClusterName(claim.Labels[anchor.LabelClusterName])
+	g.Expect(p).To(Equal(loser.project), "the claim changed hands")
+}
+
+// programmedNow reports whether proxy name of gt is Accepted and Programmed for its
+// generation.
+func programmedNow(g Gomega, gt *gatewayTest, name string) bool {
+	p := &v1alpha.HTTPProxy{}
+	g.Expect(gt.plane.Client.Get(context.Background(), client.ObjectKey{Namespace: gt.ns.Name, Name: name}, p)).To(Succeed())
+	a := meta.FindStatusCondition(p.Status.Conditions, v1alpha.ConditionAccepted)
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha.ConditionProgrammed)
+	return a != nil && a.Status == metav1.ConditionTrue && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == p.Generation
+}
+
+// resourceVersions maps every object in hubNS of the kinds the data path writes, and
+// the claim of host, to its resourceVersion.
+func resourceVersions(ctx context.Context, g *WithT, hubNS, claimsNS, host string) map[string]string {
+	out := map[string]string{}
+	for _, list := range []client.ObjectList{&gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}} {
+		g.Expect(hub.Client.List(ctx, list, client.InNamespace(hubNS))).To(Succeed())
+		g.Expect(meta.EachListItem(list, func(o runtime.Object) error {
+			obj := o.(client.Object)
+			out[fmt.Sprintf("%T/%s", obj, obj.GetName())] = obj.GetResourceVersion()
+			return nil
+		})).To(Succeed())
+	}
+	for _, c := range certificatesIn(ctx, g, hubNS) {
+		out["Certificate/"+c.GetName()] = c.GetResourceVersion()
+	}
+	claim := &corev1.ConfigMap{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: claimsNS, Name: host}, claim)).To(Succeed())
+	out["claim"] = claim.ResourceVersion
+	return out
+}
