@@ -311,9 +311,8 @@ func TestGatewayHubRefusalIsReportedAndNothingDeleted(t *testing.T) {
 // TestGatewayTakesOverWireFormatState: a project and hub as the previous manager left
 // them (finalizers, an unlabelled ns-<uid>, anchors (one with the legacy cluster label),
 // downstream Gateway, HTTPRoute and Certificate, listener names of its own, its hostname
-// claim) are adopted
-// in place: the manager creates no hub object and deletes nothing, and the proxy
-// becomes Programmed=True.
+// claim) are adopted in place: the manager creates no hub object and deletes nothing,
+// and the proxy becomes Programmed=True.
 func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	gt := newGatewayTest(t, planeA)
 	g, ctx := gt.g, gt.ctx
