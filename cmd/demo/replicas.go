@@ -11,12 +11,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"anchorage/internal/harness"
 	"anchorage/internal/proc"
+	"anchorage/pkg/gateway"
 )
 
 // Resync timings the replicas run with: short, so the story fits in a couple of
@@ -39,6 +41,9 @@ func replicaFlags() []string {
 		"--resync-initial-jitter=" + resyncJitter.String(),
 		"--resync-confirm-after=" + resyncConfirmAfter.String(),
 		"--resync-min-age=" + resyncMinAge.String(),
+		// The demo's own backend is a .localhost name on loopback (traffic.go), which
+		// the default reserved domains refuse: every default but localhost.
+		"--backend-reserved-domains=" + strings.Join(slices.DeleteFunc(slices.Clone(gateway.DefaultBackendReservedDomains), func(d string) bool { return d == "localhost" }), ","),
 	}, harness.TimingFlags(harness.FastTimings)...)
 }
 

@@ -211,7 +211,7 @@ func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
 	g.Expect(f.gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src", Workers: 2,
-		HostnameClaimsNamespace: "claims",
+		HostnameClaimsNamespace: "claims", BackendReservedDomains: gateway.DefaultBackendReservedDomains,
 	}))
 }
 

@@ -124,6 +124,7 @@ func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
 		fs.StringVar(g.field(&f.gateway), g.name, g.def, g.usage)
 	}
 	fs.BoolVar(&f.gateway.AssumeWrittenIsProgrammed, "assume-written-is-programmed", false, "off by default: for a hub where no gateway controller writes status on the downstream Gateways and HTTPRoutes (a hub without edges), count a downstream copy written as accepted and programmed; off, Programmed follows the edge controller's status on the hub and stays False (reason Pending) until it has spoken")
+	fs.StringSliceVar(&f.gateway.BackendReservedDomains, "backend-reserved-domains", gateway.DefaultBackendReservedDomains, "domains no proxy backend may be in (the name itself or any name under it): they name the platform, not a tenant's backend; numeric-looking and non-ASCII hosts are always refused")
 	fs.IntVar(&f.gateway.Workers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller (HTTPProxy, Gateway, HTTPRoute) runs at once; never two of the same object")
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -86,10 +87,12 @@ type Config struct {
 	// workqueue hands a key to one worker at a time), so finalizers and per-project
 	// admission hold with any count. Default DefaultWorkers.
 	Workers int
-	// HostnameClaimsNamespace is the hub namespace of the previous manager's hostname
-	// claims, released by the finalizer of a Gateway in its shape (previous_manager.go).
-	// Default DefaultHostnameClaimsNamespace.
+	// HostnameClaimsNamespace is the hub namespace of the hostname claims
+	// (hostname_claims.go), the previous manager's. Default DefaultHostnameClaimsNamespace.
 	HostnameClaimsNamespace string
+	// BackendReservedDomains are the domains no backend may be in (backend_policy.go).
+	// Default (nil) DefaultBackendReservedDomains; an empty, non-nil list refuses none.
+	BackendReservedDomains []string
 }
 
 // WithDefaults returns c with every zero field set to its default.
@@ -107,6 +110,9 @@ func (c Config) WithDefaults() Config {
 	def(&c.CertificateIssuer.Group, DefaultIssuerGroup)
 	def(&c.EventSource, DefaultEventSource)
 	def(&c.HostnameClaimsNamespace, DefaultHostnameClaimsNamespace)
+	if c.BackendReservedDomains == nil {
+		c.BackendReservedDomains = slices.Clone(DefaultBackendReservedDomains)
+	}
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}

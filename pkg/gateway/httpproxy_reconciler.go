@@ -292,6 +292,9 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 		existing = nil // someone else's: write reports the conflict
 	}
 	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName)
+	if why := refusedBackends(s.proxy, r.Config.BackendReservedDomains); why != "" && err == nil {
+		err = invalidf("%s", why)
+	}
 	if inv := (*invalidError)(nil); errors.As(err, &inv) {
 		s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonInvalid, inv.Error())
 		s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonInvalid, "The proxy is not accepted")

@@ -362,6 +362,9 @@ func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope,
 	if err != nil {
 		return hubBackend{}, fmt.Errorf("reading backend Service %s/%s: %w", s.route.Namespace, ref.Name, err)
 	}
+	if why := refusedBackendHost(svc.Spec.ExternalName, r.Config.BackendReservedDomains); svc.Spec.ExternalName != "" && why != "" {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("Service %s: %s", svc.Name, why)}
+	}
 	return buildHubBackend(svc, ptr.Deref(ref.Port, 0), name, hubNS)
 }
 
@@ -378,6 +381,13 @@ func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeS
 	}
 	if err != nil {
 		return hubBackend{}, fmt.Errorf("reading backend EndpointSlice %s/%s: %w", s.route.Namespace, ref.Name, err)
+	}
+	for _, e := range slice.Endpoints {
+		for _, a := range e.Addresses {
+			if why := refusedBackendHost(a, r.Config.BackendReservedDomains); why != "" && a != "connector.local" {
+				return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("EndpointSlice %s: %s", slice.Name, why)}
+			}
+		}
 	}
 	return buildHubBackendFromSlice(slice, ptr.Deref(ref.Port, 0), name, hubNS)
 }

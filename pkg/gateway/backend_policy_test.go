@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/api/v1alpha"
+)
+
+// TestBackendPolicyRefusesWhatATenantMayNotAimAt: hostile backend hosts, each in the
+// form it reaches the check (a URL's host as url.Parse gives it, or an ExternalName).
+func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
+	cases := []struct {
+		host string
+		want string // substring of the refusal; "" for allowed
+	}{
+		{"origin.example.org", ""},
+		{"api.example.com", ""},
+		{"xn--bcher-kva.example", ""}, // an IDN in its A-label form
+		{"localhost", "reserved domain localhost"},
+		{"localhost.", "reserved domain localhost"},
+		{"backend.demo.localhost", "reserved domain localhost"},
+		{"LOCALHOST", "reserved domain localhost"},
+		{"metadata.google.internal", "reserved domain internal"},
+		{"kubernetes.default.svc", "reserved domain svc"},
+		{"kubernetes.default.svc.cluster.local", "reserved domain cluster.local"},
+		{"printer.local", "reserved domain local"},
+		{"1.0.0.127.in-addr.arpa", "reserved domain in-addr.arpa"},
+		{"notlocalhost.example.org", ""},
+		{"127.1", "reads as an IP address"},
+		{"0177.0.0.1", "reads as an IP address"},
+		{"0x7f.0.0.1", "reads as an IP address"},
+		{"0x7f000001", "reads as an IP address"},
+		{"2130706433", "reads as an IP address"},
+		{"169.254.169.254", "reads as an IP address"},
+		{"10.0.0.1.", "reads as an IP address"},
+		{"ｌｏｃａｌｈｏｓｔ", "not ASCII"},
+		{"bücher.example", "not ASCII"},
+		{"", "no host"},
+	}
+	for _, tc := range cases {
+		got := refusedBackendHost(tc.host, DefaultBackendReservedDomains)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("refusedBackendHost(%q) = %q, want %q", tc.host, got, tc.want)
+		}
+	}
+	// The list is the operator's: without localhost, a .localhost name passes.
+	if got := refusedBackendHost("backend.demo.localhost", []string{"svc"}); got != "" {
+		t.Errorf("with localhost not reserved: %q", got)
+	}
+}
+
+// A proxy's endpoints go through the same check, whatever else parseEndpoint says:
+// userinfo tricks are refused there, numeric and reserved hosts here.
+func TestRefusedBackends(t *testing.T) {
+	proxy := func(endpoint string) *v1alpha.HTTPProxy {
+		return &v1alpha.HTTPProxy{Spec: v1alpha.HTTPProxySpec{Hostnames: []gatewayv1.Hostname{"a.example.com"},
+			Rules: []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: endpoint}}}}}}
+	}
+	for endpoint, want := range map[string]string{
+		"https://origin.example.org":                      "",
+		"http://metadata.google.internal/computeMetadata": "reserved domain internal",
+		"http://evil.example.org@localhost:8080":          "reserved domain localhost",
+		"http://0x7f.0.0.1:9000":                          "reads as an IP address",
+	} {
+		got := refusedBackends(proxy(endpoint), DefaultBackendReservedDomains)
+		if (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("%s: got %q, want %q", endpoint, got, want)
+		}
+	}
+}
