@@ -189,7 +189,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if opts.Hub.UserAgent == "" {
 		opts.Hub.UserAgent = userAgent
 	}
-	opts.ProjectRESTOptions = append([]func(*rest.Config) error{func(c *rest.Config) error {
+	// A kubeconfig that would run a program, read a file or go through a proxy is
+	// refused before any client is built for it (shard.RefuseUnsafeRESTConfig).
+	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, func(c *rest.Config) error {
 		c.UserAgent = userAgent
 		if c.QPS == 0 {
 			// All of a project's work goes through this client, and the live guard reads
@@ -253,6 +255,15 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	if err := provider.SetupWithManager(ctx, mgr); err != nil {
 		return nil, fmt.Errorf("setting up the kubeconfig provider: %w", err)
+	}
+	refused, err := shard.NewKubeconfigRefusedGauge(opts.Registry)
+	if err != nil {
+		return nil, err
+	}
+	local := mgr.GetLocalManager()
+	check := &shard.KubeconfigCheck{Reader: local.GetClient(), Events: local.GetEventRecorder("anchorage-shard"), Refused: refused, Key: kubeconfig.DefaultKubeconfigSecretKey}
+	if err := check.SetupWithManager(local, opts.ProviderNamespace, kubeconfig.DefaultKubeconfigSecretLabel); err != nil {
+		return nil, fmt.Errorf("setting up the kubeconfig check: %w", err)
 	}
 	// One hub anchor cache, shared by the finalizers' ambiguity check and the resync.
 	anchors, err := resync.AddAnchorCache(ctx, mgr)
