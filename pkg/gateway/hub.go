@@ -165,6 +165,12 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 		log.V(4).Info("Leaving downstream object that hangs on another anchor", "kind", kind, "object", klog.KObj(existing))
 		return nil
 	}
+	// The anchor's name is the owner's UID, which the project's plane reports: a plane
+	// that hands out another project's UIDs must not reach that project's objects.
+	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil {
+		log.Info("Leaving downstream object labelled for another owner", "kind", kind, "object", klog.KObj(existing), "reason", err.Error())
+		return nil
+	}
 	if existing.GetDeletionTimestamp() != nil {
 		return nil
 	}

@@ -97,6 +97,10 @@ func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.
 		return true, err
 	}
 	if hubNS != "" {
+		if err := mappedNamespaceIsProjects(ctx, u.hub, hubNS, u.project); err != nil {
+			u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Not finalizing on the hub: %v", err)
+			return true, err
+		}
 		if err := deleteDownstream(ctx, u.hubWriter(u.hub, hubNS, m)); err != nil {
 			return true, err
 		}
@@ -124,4 +128,25 @@ func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Obj
 // hubWriter is the writer of the owner's downstream objects in hubNS through hub.
 func (u *upstream) hubWriter(hub client.Client, hubNS string, m *Metrics) hubWriter {
 	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: m, written: u.written}
+}
+
+// mappedNamespaceIsProjects returns an error wrapping anchor.ErrForeign when the hub
+// namespace hubNS is labelled for a project other than project. Its name carries the
+// UID of an upstream namespace, which the project's plane reports: a plane that reports
+// another project's namespace UID must not have this manager delete in that project's
+// hub namespace. An unlabelled namespace (older hubs) or one already gone passes; the
+// anchor itself is deleted only if its labels name the owner (anchor.DeleteIndexed).
+func mappedNamespaceIsProjects(ctx context.Context, hub client.Client, hubNS, project string) error {
+	ns := &corev1.Namespace{}
+	if err := hub.Get(ctx, client.ObjectKey{Name: hubNS}, ns); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	v, ok := ns.Labels[anchor.LabelClusterName]
+	if !ok {
+		return nil
+	}
+	if p, err := anchor.ProjectFromClusterName(v); err != nil || p != project {
+		return fmt.Errorf("hub namespace %s is labelled %s=%q, not for project %q: %w", hubNS, anchor.LabelClusterName, v, project, anchor.ErrForeign)
+	}
+	return nil
 }
