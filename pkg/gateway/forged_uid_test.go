@@ -69,7 +69,7 @@ func TestAPlaneReportingAnotherProjectsUIDsReachesNothingOfIt(t *testing.T) {
 			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: nsUID}}, forged).Build()
 		m, _ := guardMetrics(t)
 		r := &GatewayReconciler{
-			Clusters: fakeClusters{cluster: &fakeCluster{cached: project, live: project}, hub: hub},
+			Clusters:  fakeClusters{cluster: &fakeCluster{cached: project, live: project}, hub: hub},
 			Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(), Metrics: m, Anchors: anchors,
 		}
 		_, err := r.Reconcile(ctx, reconcileRequestOf(forged))
