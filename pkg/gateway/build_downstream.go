@@ -17,25 +17,38 @@ import (
 // depend on cert-manager's Go types, so Certificates are written as unstructured objects.
 var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
-// downstreamGateway returns the hub copy of up in hubNS: the same name and spec, with
-// the downstream class. Certificate references naming up's own namespace are made
-// local, since the Secrets live beside the copy. Labels and the anchor reference are
-// added by anchor.Attach.
+// downstreamGateway returns the hub copy of up in hubNS: the same name, the
+// downstream class, and of each listener only what an edge needs and a tenant may ask
+// for (an allow-list, not a copy: docs/design.md, Threat model): its name, hostname,
+// port and protocol, TLS mode and the certificate references into up's own namespace
+// (made local, since the Secrets live beside the copy), and routes from the Gateway's
+// own namespace only. Gateway addresses, infrastructure, TLS options, cross-namespace
+// certificate references and wider allowedRoutes are not written. Labels and the anchor
+// reference are added by anchor.Attach.
 func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Gateway {
-	spec := up.Spec.DeepCopy()
-	spec.GatewayClassName = gatewayv1.ObjectName(class)
-	for i := range spec.Listeners {
-		tls := spec.Listeners[i].TLS
-		if tls == nil {
-			continue
+	spec := gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}
+	for _, l := range up.Spec.Listeners {
+		down := gatewayv1.Listener{Name: l.Name, Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
+		if l.Hostname != nil {
+			down.Hostname = ptr.To(*l.Hostname)
 		}
-		for j := range tls.CertificateRefs {
-			if ns := tls.CertificateRefs[j].Namespace; ns != nil && string(*ns) == up.Namespace {
-				tls.CertificateRefs[j].Namespace = nil
+		if l.TLS != nil {
+			down.TLS = &gatewayv1.ListenerTLSConfig{}
+			if l.TLS.Mode != nil {
+				down.TLS.Mode = ptr.To(*l.TLS.Mode)
+			}
+			for _, ref := range l.TLS.CertificateRefs {
+				if ref.Namespace != nil && string(*ref.Namespace) != up.Namespace {
+					continue
+				}
+				local := *ref.DeepCopy()
+				local.Namespace = nil
+				down.TLS.CertificateRefs = append(down.TLS.CertificateRefs, local)
 			}
 		}
+		spec.Listeners = append(spec.Listeners, down)
 	}
-	return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: *spec}
+	return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: spec}
 }
 
 // certificateListeners returns the listeners of up that get a Certificate: HTTPS

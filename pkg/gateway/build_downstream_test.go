@@ -38,11 +38,37 @@ func TestDownstreamGateway(t *testing.T) {
 	if ns := got.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace; ns != nil {
 		t.Errorf("a reference into the Gateway's own namespace must become local, got %q", *ns)
 	}
-	if ns := got.Spec.Listeners[2].TLS.CertificateRefs[0].Namespace; ns == nil || *ns != "elsewhere" {
-		t.Errorf("a reference into another namespace is passed through, got %v", ns)
+	if refs := got.Spec.Listeners[2].TLS.CertificateRefs; len(refs) != 0 {
+		t.Errorf("a reference into another namespace is not written to the hub, got %v", refs)
 	}
 	if up.Spec.GatewayClassName != "anchorage" || up.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace == nil {
 		t.Error("the upstream Gateway must not be changed")
+	}
+}
+
+// A tenant's own Gateway (not a proxy's) reaches the hub through an allow-list: its
+// addresses, infrastructure, TLS options and wider allowedRoutes are not written.
+func TestDownstreamGatewayWritesOnlyTheAllowList(t *testing.T) {
+	up := upstreamGateway(httpsListener("web", "https-a", "a.example.com"))
+	up.Spec.Addresses = []gatewayv1.GatewaySpecAddress{{Type: ptr.To(gatewayv1.IPAddressType), Value: "10.0.0.1"}}
+	up.Spec.Infrastructure = &gatewayv1.GatewayInfrastructure{Annotations: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}}
+	up.Spec.Listeners[0].TLS.Options = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{"gateway.envoyproxy.io/tls-minimum-version": "1.0"}
+	up.Spec.Listeners[0].AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
+
+	got := downstreamGateway(up, hubNS, "edge")
+
+	if got.Spec.Addresses != nil || got.Spec.Infrastructure != nil {
+		t.Errorf("addresses %v and infrastructure %v reached the hub", got.Spec.Addresses, got.Spec.Infrastructure)
+	}
+	l := got.Spec.Listeners[0]
+	if l.TLS.Options != nil {
+		t.Errorf("TLS options reached the hub: %v", l.TLS.Options)
+	}
+	if from := l.AllowedRoutes.Namespaces.From; from == nil || *from != gatewayv1.NamespacesFromSame {
+		t.Errorf("allowedRoutes from %v, want Same", from)
+	}
+	if l.Name != "https-a" || string(*l.Hostname) != "a.example.com" || l.Port != 443 || len(l.TLS.CertificateRefs) != 1 {
+		t.Errorf("the listener's own fields are kept: %+v", l)
 	}
 }
 
