@@ -132,14 +132,13 @@ func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev
 // wildcard. Nothing of another claimant's is written.
 func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (claimResult, error) {
 	res := claimResult{refused: map[gatewayv1.Hostname]string{}}
+	seen := map[gatewayv1.Hostname]bool{} // an HTTP and an HTTPS listener share a hostname
 	for _, l := range gw.Spec.Listeners {
-		if l.Hostname == nil {
+		if l.Hostname == nil || seen[*l.Hostname] {
 			continue
 		}
 		host := *l.Hostname
-		if _, done := res.refused[host]; done {
-			continue
-		}
+		seen[host] = true
 		if !claimable(host) {
 			res.refused[host] = fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)
 			continue
