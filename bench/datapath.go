@@ -295,7 +295,7 @@ func (d *dataPathRun) createAll(ctx context.Context) {
 		paced(ctx, d.perPlane(i), d.o.CreateOver, func(k int) {
 			name := fmt.Sprintf("px-%d", k)
 			at := time.Now()
-			if err := c.Create(ctx, benchProxy(name, p.Namespace)); err != nil {
+			if err := c.Create(ctx, benchProxy(p.Name, name, p.Namespace)); err != nil {
 				d.note("creating %s/%s: %v", p.Name, name, err)
 				return
 			}
@@ -315,7 +315,7 @@ func (d *dataPathRun) deleteAll(ctx context.Context) {
 		names := append([]string(nil), d.names[p.Name]...)
 		d.createMu.Unlock()
 		paced(ctx, len(names), d.o.DeleteOver, func(k int) {
-			px := benchProxy(names[k], p.Namespace)
+			px := benchProxy(p.Name, names[k], p.Namespace)
 			at := time.Now()
 			if err := client.IgnoreNotFound(c.Delete(ctx, px)); err != nil {
 				d.note("deleting %s/%s: %v", p.Name, names[k], err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,7 +105,7 @@ func (l *Load) create(ctx context.Context, p ProjectLoad) error {
 	l.next++
 	name := fmt.Sprintf("px-%d", l.next)
 	l.mu.Unlock()
-	if err := l.client(p).Create(ctx, benchProxy(name, p.Namespace)); err != nil {
+	if err := l.client(p).Create(ctx, benchProxy(p.Name, name, p.Namespace)); err != nil {
 		return fmt.Errorf("creating %s/%s: %w", p.Name, name, err)
 	}
 	l.mu.Lock()
@@ -114,13 +115,14 @@ func (l *Load) create(ctx context.Context, p ProjectLoad) error {
 	return nil
 }
 
-// benchProxy is the load's HTTPProxy name in namespace: one hostname, named after it,
-// and one backend.
-func benchProxy(name, namespace string) *v1alpha.HTTPProxy {
+// benchProxy is the load's HTTPProxy name in namespace of project: one hostname, named
+// after it and its project (a hostname is programmed for one project at a time), and
+// one backend.
+func benchProxy(project, name, namespace string) *v1alpha.HTTPProxy {
 	return &v1alpha.HTTPProxy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: v1alpha.HTTPProxySpec{
-			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".bench.example.com")},
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(benchHost(project, name))},
 			Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
 		},
 	}
@@ -148,7 +150,7 @@ func (l *Load) update(ctx context.Context, p ProjectLoad) error {
 		return nil
 	}
 	px := &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.Namespace}}
-	hosts := fmt.Sprintf(`{"spec":{"hostnames":["%s.bench.example.com","v%d.%s.bench.example.com"]}}`, name, time.Now().UnixNano()%1000, name)
+	hosts := fmt.Sprintf(`{"spec":{"hostnames":["%s","v%d.%s"]}}`, benchHost(p.Name, name), time.Now().UnixNano()%1000, benchHost(p.Name, name))
 	if err := l.client(p).Patch(ctx, px, client.RawPatch(types.MergePatchType, []byte(hosts))); err != nil {
 		return fmt.Errorf("updating %s/%s: %w", p.Name, name, err)
 	}
@@ -274,4 +276,9 @@ func (l *Load) Ops() (map[string]int, []string) {
 		ops[k] = v
 	}
 	return ops, append([]string(nil), l.errors...)
+}
+
+// benchHost is the hostname of proxy name of project.
+func benchHost(project, name string) string {
+	return name + "." + strings.ToLower(strings.ReplaceAll(project, "/", "-")) + ".bench.example.com"
 }

@@ -79,7 +79,8 @@ func (c *churn) create(name string) {
 		c.g.Expect(p.plane.Client.Create(context.Background(), &v1alpha.HTTPProxy{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.ns},
 			Spec: v1alpha.HTTPProxySpec{
-				Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + ".example.com")},
+				// One hostname per project: a hostname is programmed for one project at a time.
+				Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(name + "." + p.name + ".example.com")},
 				Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
 			},
 		})).To(Succeed())

@@ -214,7 +214,7 @@ func createThenDelete(ctx context.Context, p raceProject, px raceProxy, begin ti
 	proxy := &v1alpha.HTTPProxy{
 		ObjectMeta: metav1.ObjectMeta{Name: px.name, Namespace: p.ns.Name},
 		Spec: v1alpha.HTTPProxySpec{
-			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(px.name + ".race.example.com")},
+			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(px.name + "." + p.name + ".race.example.com")},
 			Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
 		},
 	}

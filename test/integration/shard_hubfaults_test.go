@@ -224,7 +224,7 @@ func feedProxies(t *testing.T, projects []churnProject, interval time.Duration) 
 				err := p.plane.Client.Create(ctx, &v1alpha.HTTPProxy{
 					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("feed-%03d", n), Namespace: p.ns},
 					Spec: v1alpha.HTTPProxySpec{
-						Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("feed-%03d.example.com", n))},
+						Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(fmt.Sprintf("feed-%03d.%s.example.com", n, p.name))},
 						Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend.example.com"}}}},
 					},
 				})
