@@ -191,7 +191,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	// A kubeconfig that would run a program, read a file or go through a proxy is
 	// refused before any client is built for it (shard.RefuseUnsafeRESTConfig).
-	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, func(c *rest.Config) error {
+	// A plane's redirect is never followed (shard.RefuseRedirects).
+	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects, func(c *rest.Config) error {
 		c.UserAgent = userAgent
 		if c.QPS == 0 {
 			// All of a project's work goes through this client, and the live guard reads

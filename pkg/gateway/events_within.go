@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
@@ -26,5 +27,5 @@ func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, rea
 	if a.ctx.Err() != nil {
 		return
 	}
-	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
+	a.next.Eventf(regarding, related, eventtype, reason, action, "%s", boundedMessage(fmt.Sprintf(note, args...)))
 }

@@ -216,7 +216,7 @@ func listenerHostnames(gw *gatewayv1.Gateway) map[string]bool {
 // refusedListenerStatus is the status of a listener whose hostname is not programmed.
 func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) gatewayv1.ListenerStatus {
 	cond := func(typ string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: ReasonHostnamesInUse, Message: why, ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: ReasonHostnamesInUse, Message: boundedMessage(why), ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
 	}
 	return gatewayv1.ListenerStatus{
 		Name:           l.Name,

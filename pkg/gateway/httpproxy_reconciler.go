@@ -409,7 +409,7 @@ func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {
 		Type:               typ,
 		Status:             conditionStatus(ok),
 		Reason:             reason,
-		Message:            message,
+		Message:            boundedMessage(message),
 		ObservedGeneration: s.proxy.Generation,
 	})
 }

@@ -54,7 +54,7 @@ type verdict struct {
 }
 
 func (v verdict) condition(typ string, generation int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: v.message, ObservedGeneration: generation}
+	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
 }
 
 // gatewayEdgeVerdict judges an upstream Gateway's Programmed condition from its

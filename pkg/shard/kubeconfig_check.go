@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 
@@ -154,3 +155,25 @@ func (k *KubeconfigCheck) Reconcile(ctx context.Context, req reconcile.Request) 
 		"The project's kubeconfig is refused, its project is not engaged: it has %s; give credentials and certificates inline", strings.Join(why, "; "))
 	return reconcile.Result{}, nil
 }
+
+// RefuseRedirects is a REST option of the project clients: a plane's answer that
+// redirects (3xx) is an error, never followed, so a tenant's API server cannot send the
+// manager's requests, and the credentials client-go would resend, somewhere else.
+func RefuseRedirects(c *rest.Config) error {
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noRedirects{rt} })
+	return nil
+}
+
+type noRedirects struct{ next http.RoundTripper }
+
+func (n noRedirects) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := n.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return resp, err
+	}
+	_ = resp.Body.Close()
+	return nil, fmt.Errorf("%s %s: the plane answered %d, a redirect to %q, which is not followed", req.Method, req.URL.Redacted(), resp.StatusCode, resp.Header.Get("Location"))
+}
+
+// WrappedRoundTripper lets client-go's transport debugging see through the wrapper.
+func (n noRedirects) WrappedRoundTripper() http.RoundTripper { return n.next }

@@ -3,6 +3,7 @@ package shard
 import (
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -65,5 +66,33 @@ func TestUnsafeKubeconfig(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(tc.want, "|") {
 			t.Errorf("%s: got %q, want %q", tc.reason, got, tc.want)
 		}
+	}
+}
+
+// A plane that answers with a redirect is not followed.
+func TestRefuseRedirects(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		t.Error("the redirect was followed")
+	}))
+	defer elsewhere.Close()
+	plane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	defer plane.Close()
+	cfg := &rest.Config{Host: plane.URL, BearerToken: "secret"}
+	if err := RefuseRedirects(cfg); err != nil {
+		t.Fatal(err)
+	}
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Get(plane.URL + "/api")
+	if err == nil {
+		resp.Body.Close()
+		t.Fatalf("got %d, want an error", resp.StatusCode)
+	}
+	if !strings.Contains(err.Error(), "a redirect to") {
+		t.Errorf("error %v, want it to name the redirect", err)
 	}
 }
