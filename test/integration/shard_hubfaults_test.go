@@ -261,7 +261,10 @@ func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	class := "anchorage-" + utilrand.String(6)
 	var projects []churnProject
 	var names []string
-	for i, plane := range []*harness.ControlPlane{planeA, planeB, planeC, planeA} {
+	// Eight projects over two replicas: the test needs one held by the replica that is
+	// not the coordinator, and with four the coordinator drew them all about one run in
+	// sixteen; with eight, one in 256.
+	for i, plane := range []*harness.ControlPlane{planeA, planeB, planeC, planeA, planeB, planeC, planeA, planeB} {
 		p := churnProject{name: fmt.Sprintf("slow-%s-%d", utilrand.String(4), i), plane: plane, ns: "slow-" + utilrand.String(6)}
 		_, err := e.AddProject(ctx, p.name, plane)
 		g.Expect(err).NotTo(HaveOccurred())
