@@ -3,8 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -220,14 +221,9 @@ func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) g
 	}
 	return gatewayv1.ListenerStatus{
 		Name:           l.Name,
-		SupportedKinds: []gatewayv1.RouteGroupKind{{Group: ptrGroup(gatewayv1.GroupName), Kind: kindHTTPRoute}},
+		SupportedKinds: []gatewayv1.RouteGroupKind{{Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)), Kind: kindHTTPRoute}},
 		Conditions:     []metav1.Condition{cond(string(gatewayv1.ListenerConditionAccepted)), cond(string(gatewayv1.ListenerConditionProgrammed))},
 	}
-}
-
-func ptrGroup(g string) *gatewayv1.Group {
-	group := gatewayv1.Group(g)
-	return &group
 }
 
 // reportRefusedHostnames adds to the Gateway's status a refused listener status for
@@ -276,13 +272,7 @@ func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.
 	if r.Routes == nil || r.programmed == nil {
 		return
 	}
-	hosts := listenerHostnames(written)
-	keys := make([]string, 0, len(hosts))
-	for h := range hosts {
-		keys = append(keys, h)
-	}
-	sort.Strings(keys)
-	now := strings.Join(keys, ",")
+	now := strings.Join(slices.Sorted(maps.Keys(listenerHostnames(written))), ",")
 	key := hostnameSetKey(s.project, s.gw)
 	r.programmed.mu.Lock()
 	changed := r.programmed.last[key] != now
