@@ -49,6 +49,11 @@ const (
 	// part of the previous manager's API) but this manager cannot program: a connector
 	// or an instance backend.
 	ReasonUnsupportedBackend = "UnsupportedBackend"
+
+	// ReasonProxyLimitReached means the project already has as many proxies as it may
+	// program (the manager's per-project cap), all created before this one; the proxy
+	// is programmed once an older one is deleted or the cap is raised.
+	ReasonProxyLimitReached = "ProxyLimitReached"
 )
 
 // HTTPProxySpec is what the tenant asks for: which hostnames to serve and how to route

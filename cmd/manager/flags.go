@@ -69,7 +69,7 @@ func (c *commonFlags) hubConfig() (*rest.Config, error) {
 // replicaFlags is a parsed replica command line (`manager` or `manager run`).
 type replicaFlags struct {
 	identity, metricsAddr, healthAddr, recordFile         string
-	leaseDuration, renewDeadline, retryPeriod, hubTimeout time.Duration
+	leaseDuration, renewDeadline, retryPeriod, hubTimeout, projectCallTimeout time.Duration
 	claimDeadline                                         time.Duration
 	weight                                                float64
 	metricsSecure                                         bool
@@ -91,6 +91,7 @@ func (f *replicaFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.weight, "weight", 1, "this replica's share of projects relative to others")
 	fs.StringVar(&f.recordFile, "record-file", "", "append a JSON line per admitted unit of project work (replica, project, start, end, claim) to this file, for audits and bench/")
 	durationVar(fs, &f.hubTimeout, "hub-timeout", 10*time.Second, "how long to wait for the hub at start-up (an unreachable hub exits with code 1)")
+	durationVar(fs, &f.projectCallTimeout, "project-call-timeout", shard.DefaultPlaneCallTimeout, "deadline of each request to a project's plane but watches: a plane that hangs delays only its own project's work")
 	f.registerGateway(fs)
 	f.resync.register(fs, true)
 }
@@ -126,6 +127,9 @@ func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.gateway.AssumeWrittenIsProgrammed, "assume-written-is-programmed", false, "off by default: for a hub where no gateway controller writes status on the downstream Gateways and HTTPRoutes (a hub without edges), count a downstream copy written as accepted and programmed; off, Programmed follows the edge controller's status on the hub and stays False (reason Pending) until it has spoken")
 	fs.StringSliceVar(&f.gateway.BackendReservedDomains, "backend-reserved-domains", gateway.DefaultBackendReservedDomains, "domains no proxy backend may be in (the name itself or any name under it): they name the platform, not a tenant's backend; numeric-looking and non-ASCII hosts are always refused")
 	fs.IntVar(&f.gateway.Workers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller (HTTPProxy, Gateway, HTTPRoute) runs at once; never two of the same object")
+	fs.IntVar(&f.gateway.ProjectWorkers, "project-workers", gateway.DefaultProjectWorkers, "of those, how many one project may hold at once; the queue serves projects in turn, so one project's backlog or slow plane leaves the rest to the others")
+	fs.Float64Var(&f.gateway.ProjectHubWritesPerSecond, "project-hub-writes-per-second", gateway.DefaultProjectHubWritesPerSecond, "hub writes one project may make a second (burst twice that); a proxy costs about ten")
+	fs.IntVar(&f.gateway.ProxiesPerProject, "proxies-per-project", gateway.DefaultProxiesPerProject, "proxies one project programs, the oldest first; the younger ones are Accepted=False with reason ProxyLimitReached until an older one goes")
 }
 
 // checkGateway validates the gateway configuration one flag at a time (the others at
@@ -142,6 +146,14 @@ func (f *replicaFlags) checkGateway() error {
 	// than let the Config's zero value turn it back into the default.
 	if f.gateway.Workers < 1 {
 		return fmt.Errorf("--gateway-workers must be at least 1, got %d", f.gateway.Workers)
+	}
+	switch {
+	case f.gateway.ProjectWorkers < 1:
+		return fmt.Errorf("--project-workers must be at least 1, got %d", f.gateway.ProjectWorkers)
+	case f.gateway.ProjectHubWritesPerSecond <= 0:
+		return fmt.Errorf("--project-hub-writes-per-second must be more than 0, got %g", f.gateway.ProjectHubWritesPerSecond)
+	case f.gateway.ProxiesPerProject < 1:
+		return fmt.Errorf("--proxies-per-project must be at least 1, got %d", f.gateway.ProxiesPerProject)
 	}
 	if err := f.gateway.Validate(); err != nil {
 		return fmt.Errorf("gateway flags: %w", err)

@@ -76,21 +76,22 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error 
 	}
 	ctx := cmd.Context()
 	replica, err := app.New(ctx, app.Options{
-		Hub:               hub,
-		ProviderNamespace: common.providerNamespace,
-		LeaseNamespace:    common.leaseNamespace,
-		Identity:          f.identity,
-		MetricsAddr:       f.metricsAddr,
-		InsecureMetrics:   !f.metricsSecure,
-		HealthAddr:        f.healthAddr,
-		Logger:            log,
-		HubCheckTimeout:   f.hubTimeout,
-		Timings:           f.timings(),
-		Weight:            f.weight,
-		Resync:            f.resync.options(),
-		Gateway:           f.gateway,
-		Recorder:          recorder,
-		Clock:             clk,
+		Hub:                hub,
+		ProviderNamespace:  common.providerNamespace,
+		LeaseNamespace:     common.leaseNamespace,
+		Identity:           f.identity,
+		MetricsAddr:        f.metricsAddr,
+		InsecureMetrics:    !f.metricsSecure,
+		HealthAddr:         f.healthAddr,
+		Logger:             log,
+		HubCheckTimeout:    f.hubTimeout,
+		ProjectCallTimeout: f.projectCallTimeout,
+		Timings:            f.timings(),
+		Weight:             f.weight,
+		Resync:             f.resync.options(),
+		Gateway:            f.gateway,
+		Recorder:           recorder,
+		Clock:              clk,
 	})
 	if err != nil {
 		return err

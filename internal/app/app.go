@@ -68,6 +68,9 @@ type Options struct {
 	Logger logr.Logger
 	// HubCheckTimeout bounds the start-up probe of the hub. Default 10s.
 	HubCheckTimeout time.Duration
+	// ProjectCallTimeout is the deadline of each project plane request but watches
+	// (shard.BoundPlaneCalls). Default shard.DefaultPlaneCallTimeout.
+	ProjectCallTimeout time.Duration
 	// ClusterOptions are applied to every project cluster the shard builds for a held
 	// project (the kubeconfig provider's clusters are discovery-only).
 	ClusterOptions []cluster.Option
@@ -122,6 +125,9 @@ func (o *Options) defaults() error {
 	}
 	if o.HubCheckTimeout == 0 {
 		o.HubCheckTimeout = 10 * time.Second
+	}
+	if o.ProjectCallTimeout == 0 {
+		o.ProjectCallTimeout = shard.DefaultPlaneCallTimeout
 	}
 	if o.Resync.Clock == nil {
 		// The resync runs on the replica's clock unless given its own (tests step it).
@@ -191,8 +197,10 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	// A kubeconfig that would run a program, read a file or go through a proxy is
 	// refused before any client is built for it (shard.RefuseUnsafeRESTConfig).
-	// A plane's redirect is never followed (shard.RefuseRedirects).
-	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects, func(c *rest.Config) error {
+	// A plane's redirect is never followed (shard.RefuseRedirects); a plane that hangs
+	// or answers hugely fails its own calls (shard.BoundPlaneCalls).
+	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects,
+		shard.BoundPlaneCalls(opts.ProjectCallTimeout, shard.PlaneAnswerCeiling), func(c *rest.Config) error {
 		c.UserAgent = userAgent
 		if c.QPS == 0 {
 			// All of a project's work goes through this client, and the live guard reads

@@ -10,6 +10,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -106,6 +108,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		}
 	}
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
+	// Fair share (fair_share.go): hub writes by project, proxies by project, and, in
+	// controllerOptions, workers by project.
+	opts.Clusters = fairClusters{Clusters: opts.Clusters, limits: newHubWriteLimits(opts.ProjectHubWritesPerSecond, clock.RealClock{}, metrics.hubWriteWaits)}
+	slots := newProxySlots(opts.ProxiesPerProject, clock.RealClock{}, s.proxies.add)
 	// The HTTPProxy gauge counts a project only while it is engaged here.
 	if err := mgr.Add(metrics.Proxies); err != nil {
 		return nil, fmt.Errorf("adding the HTTPProxy condition gauge: %w", err)
@@ -120,10 +126,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	gates := newProjectGates()
 	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
-		WithOptions(controllerOptions(mgr, opts.Workers)).
+		WithOptions(controllerOptions(mgr, "httpproxy", opts.Config, metrics)).
 		For(&v1alpha.HTTPProxy{}, mcbuilder.WithPredicates(ownChanges(v1alpha.HTTPProxyFinalizer))), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
 		WatchesRawSource(s.proxies.source()).
-		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors}})
+		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Slots: slots}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
 	}
@@ -137,7 +143,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	err = finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("gateway").
-		WithOptions(controllerOptions(mgr, opts.Workers)).
+		WithOptions(controllerOptions(mgr, "gateway", opts.Config, metrics)).
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
@@ -148,7 +154,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	routeCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httproute").
-		WithOptions(controllerOptions(mgr, opts.Workers)).
+		WithOptions(controllerOptions(mgr, "httproute", opts.Config, metrics)).
 		For(&gatewayv1.HTTPRoute{}, mcbuilder.WithPredicates(ownChanges(HTTPRouteFinalizer))), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(hubSource(hubCache, &corev1.Service{}, kindHTTPRoute)).
@@ -168,7 +174,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	// (previous_manager.go). Only slices carrying its finalizer are reconciled.
 	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("endpointslice").
-		WithOptions(controllerOptions(mgr, opts.Workers)).
+		WithOptions(controllerOptions(mgr, "endpointslice", opts.Config, metrics)).
 		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(carriesFinalizer(HTTPRouteFinalizer))).
 		Complete(&EndpointSliceReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
@@ -274,9 +280,19 @@ func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, 
 
 // controllerOptions carries the manager's controller settings the multicluster builder
 // does not copy on its own (several managers in one process, tests, skip name
-// validation) and the configured number of workers.
-func controllerOptions(mgr mcmanager.Manager, workers int) mccontroller.Options {
-	return mccontroller.Options{SkipNameValidation: mgr.GetControllerOptions().SkipNameValidation, MaxConcurrentReconciles: workers}
+// validation), the configured number of workers and the queue that shares them out
+// between projects (fair_queue.go).
+func controllerOptions(mgr mcmanager.Manager, name string, c Config, m *Metrics) mccontroller.Options {
+	depth := m.queueDepth.WithLabelValues(name)
+	return mccontroller.Options{
+		SkipNameValidation:      mgr.GetControllerOptions().SkipNameValidation,
+		MaxConcurrentReconciles: c.Workers,
+		NewQueue: func(_ string, limiter workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
+			q := newFairQueue(c.ProjectWorkers, limiter, clock.RealClock{})
+			q.depth = func(n int) { depth.Set(float64(n)) }
+			return q
+		},
+	}
 }
 
 // WatchedKinds are the project kinds these controllers watch from the moment they are

@@ -43,6 +43,18 @@ const (
 	// proxies waits; four keep a replica's hub client (50 QPS) busy without queueing
 	// behind its rate limit for long.
 	DefaultWorkers = 4
+	// DefaultProjectWorkers is how many of a controller's workers one project may hold
+	// at once (fair_queue.go): half of DefaultWorkers, so a project whose plane hangs
+	// or whose backlog is huge leaves the other half to every other project.
+	DefaultProjectWorkers = 2
+	// DefaultProjectHubWritesPerSecond is each project's share of hub writes (burst
+	// twice that): a proxy costs about ten hub writes, so a project programs two new
+	// proxies a second, and no project takes more than two fifths of a replica's hub
+	// client (50 a second).
+	DefaultProjectHubWritesPerSecond = 20
+	// DefaultProxiesPerProject is how many proxies one project programs; the younger
+	// ones wait with ProxyLimitReached (proxy_slots.go).
+	DefaultProxiesPerProject = 1000
 )
 
 // IssuerRef names the cert-manager issuer of downstream Certificates; it is written as
@@ -87,6 +99,17 @@ type Config struct {
 	// workqueue hands a key to one worker at a time), so finalizers and per-project
 	// admission hold with any count. Default DefaultWorkers.
 	Workers int
+	// ProjectWorkers is how many of each controller's Workers one project may hold at
+	// once; its other requests wait while the other projects' are served in turn
+	// (fair_queue.go). Default DefaultProjectWorkers.
+	ProjectWorkers int
+	// ProjectHubWritesPerSecond is the rate of hub writes one project may make, with a
+	// burst of twice that (fair_share.go). Default DefaultProjectHubWritesPerSecond.
+	ProjectHubWritesPerSecond float64
+	// ProxiesPerProject is how many proxies one project programs, the oldest first; the
+	// others are Accepted=False with reason ProxyLimitReached (proxy_slots.go). Default
+	// DefaultProxiesPerProject.
+	ProxiesPerProject int
 	// HostnameClaimsNamespace is the hub namespace of the hostname claims
 	// (hostname_claims.go), the previous manager's. Default DefaultHostnameClaimsNamespace.
 	HostnameClaimsNamespace string
@@ -116,6 +139,15 @@ func (c Config) WithDefaults() Config {
 	if c.Workers == 0 {
 		c.Workers = DefaultWorkers
 	}
+	if c.ProjectWorkers == 0 {
+		c.ProjectWorkers = DefaultProjectWorkers
+	}
+	if c.ProjectHubWritesPerSecond == 0 {
+		c.ProjectHubWritesPerSecond = DefaultProjectHubWritesPerSecond
+	}
+	if c.ProxiesPerProject == 0 {
+		c.ProxiesPerProject = DefaultProxiesPerProject
+	}
 	return c
 }
 
@@ -137,6 +169,15 @@ func (c Config) Validate() error {
 	}
 	if c.Workers < 1 {
 		return fmt.Errorf("workers %d: want at least 1", c.Workers)
+	}
+	if c.ProjectWorkers < 1 {
+		return fmt.Errorf("project workers %d: want at least 1", c.ProjectWorkers)
+	}
+	if c.ProjectHubWritesPerSecond <= 0 {
+		return fmt.Errorf("project hub writes per second %g: want more than 0", c.ProjectHubWritesPerSecond)
+	}
+	if c.ProxiesPerProject < 1 {
+		return fmt.Errorf("proxies per project %d: want at least 1", c.ProxiesPerProject)
 	}
 	if c.CertificateIssuer.Kind != "Issuer" && c.CertificateIssuer.Kind != "ClusterIssuer" {
 		return fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind)

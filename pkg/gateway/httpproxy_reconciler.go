@@ -51,6 +51,8 @@ type HTTPProxyReconciler struct {
 	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
 	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
 	Anchors anchor.NameIndex
+	// Slots caps the proxies a project programs (proxy_slots.go). Nil: no cap.
+	Slots *proxySlots
 }
 
 // proxyScope is what one reconcile of one proxy works on.
@@ -76,6 +78,7 @@ func (r *HTTPProxyReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 		load: r.load,
 		phases: []phase[proxyScope]{
 			r.finalize,        // terminating: delete what the proxy produced, wait, drop the finalizer
+			r.withinCap,       // past the project's cap: wait for a slot, produce nothing
 			r.ensureFinalizer, // our finalizer before anything is produced
 			r.guard,           // the live proxy must still be the one this reconcile is about
 			r.build,           // desired upstream objects; Accepted
@@ -168,7 +171,29 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 		return true, err
 	}
 	s.log.V(2).Info("Finalized HTTPProxy", "uid", s.proxy.UID, "finalizers", finalizers)
-	return true, removeFinalizer(ctx, writer, s.proxy, finalizers...)
+	if err := removeFinalizer(ctx, writer, s.proxy, finalizers...); err != nil {
+		return true, err
+	}
+	r.Slots.released(s.project, key)
+	return true, nil
+}
+
+// withinCap ends the reconcile of a proxy past its project's cap (proxy_slots.go) with
+// Accepted=False, reason ProxyLimitReached, before anything is written for it: no
+// finalizer, no upstream object, no hub write. What an older reconcile produced for it
+// (the cap was lowered) is left as it is, like the objects of a proxy turned invalid.
+func (r *HTTPProxyReconciler) withinCap(ctx context.Context, s *proxyScope) (bool, error) {
+	why, err := r.Slots.refusal(ctx, s.project, s.cluster.GetClient(), s.proxy)
+	if err != nil || why == "" {
+		return err != nil, err
+	}
+	s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonProxyLimitReached, why)
+	s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonProxyLimitReached, "The proxy is not accepted")
+	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != v1alpha.ReasonProxyLimitReached {
+		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, v1alpha.ReasonProxyLimitReached, "Programming", "The proxy is not programmed: %s", why)
+	}
+	s.requeueAfter = slotRecheck
+	return true, nil
 }
 
 // proxyFinalizersHeld returns the finalizers of proxy this reconciler removes once the

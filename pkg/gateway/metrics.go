@@ -35,6 +35,10 @@ type Metrics struct {
 	// guardRefusals counts reconciles stopped by the live guard, by the kind of the
 	// live owner that failed it.
 	guardRefusals *prometheus.CounterVec
+	// queueDepth is each controller's queued requests (fair_queue.go).
+	queueDepth *prometheus.GaugeVec
+	// hubWriteWaits counts the seconds hub writes waited for their project's share.
+	hubWriteWaits *prometheus.CounterVec
 	// Proxies is the gauge of HTTPProxies by condition; add it to the manager
 	// (SetupWithManager does) so that it follows the projects engaged.
 	Proxies *ProxyConditions
@@ -57,8 +61,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "anchorage_live_guard_refusals_total",
 			Help: "Reconciles that wrote nothing because a live owner (the upstream Gateway or HTTPRoute, or the HTTPProxy controlling it) was gone, replaced, terminating or unfinalized, by the kind of that owner and reason.",
 		}, []string{"kind", "reason"}),
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "anchorage_gateway_queue_depth",
+			Help: "Requests waiting in each gateway controller's queue, every project's together; the queue serves projects in turn.",
+		}, []string{"controller"}),
+		hubWriteWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "anchorage_project_hub_write_wait_seconds_total",
+			Help: "Seconds the hub writes of a project waited for its share of hub writes (--project-hub-writes-per-second), by project: a project that keeps this rising writes more than its share.",
+		}, []string{"project"}),
 	}
 	var err error
+	if m.queueDepth, err = register(reg, m.queueDepth); err != nil {
+		return nil, err
+	}
+	if m.hubWriteWaits, err = register(reg, m.hubWriteWaits); err != nil {
+		return nil, err
+	}
 	if m.downstreamWrites, err = register(reg, m.downstreamWrites); err != nil {
 		return nil, err
 	}
@@ -89,18 +107,20 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-func register(reg prometheus.Registerer, c *prometheus.CounterVec) (*prometheus.CounterVec, error) {
+// register registers c with reg, or returns the collector of the same description
+// already there (two replicas in one process).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	err := reg.Register(c)
 	if err == nil {
 		return c, nil
 	}
 	var already prometheus.AlreadyRegisteredError
 	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+		if existing, ok := already.ExistingCollector.(C); ok {
 			return existing, nil
 		}
 	}
-	return nil, fmt.Errorf("registering gateway metrics: %w", err)
+	return c, fmt.Errorf("registering gateway metrics: %w", err)
 }
 
 func (m *Metrics) downstreamWrite(kind, result string) {

@@ -1,0 +1,137 @@
+package gateway
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+)
+
+func req(project, name string) mcreconcile.Request {
+	return mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}}
+}
+
+func newTestFairQueue(perProject int) (*fairQueue, *clocktesting.FakeClock) {
+	clk := clocktesting.NewFakeClock(time.Unix(1_000_000, 0))
+	return newFairQueue(perProject, workqueue.DefaultTypedControllerRateLimiter[mcreconcile.Request](), clk), clk
+}
+
+// getNow takes the next request, failing the test if Get would wait.
+func getNow(t *testing.T, q *fairQueue) mcreconcile.Request {
+	t.Helper()
+	q.mu.Lock()
+	r, ok := q.nextLocked()
+	q.mu.Unlock()
+	if !ok {
+		t.Fatalf("no request could be handed out; queued %d", q.Len())
+	}
+	return r
+}
+
+func TestFairQueueServesProjectsInTurnBehindABacklog(t *testing.T) {
+	q, _ := newTestFairQueue(2)
+	for i := range 1000 {
+		q.Add(req("hostile", fmt.Sprintf("px-%d", i)))
+	}
+	q.Add(req("a", "one"))
+	q.Add(req("b", "one"))
+	var order []string
+	for range 4 {
+		r := getNow(t, q)
+		order = append(order, string(r.ClusterName)+"/"+r.Name)
+	}
+	want := []string{"hostile/px-0", "a/one", "b/one", "hostile/px-1"}
+	if fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("handed out %v, want %v: a request of another project waits behind at most one of each project", order, want)
+	}
+	// The hostile project holds its two workers: nothing more of it is handed out.
+	q.mu.Lock()
+	_, ok := q.nextLocked()
+	q.mu.Unlock()
+	if ok {
+		t.Fatal("a third request of a project at its bound of two was handed out")
+	}
+	q.Add(req("c", "one"))
+	if r := getNow(t, q); r.ClusterName != "c" {
+		t.Fatalf("handed out %v while the hostile project is at its bound, want c's", r)
+	}
+	q.Done(req("hostile", "px-0"))
+	if r := getNow(t, q); r != req("hostile", "px-2") {
+		t.Fatalf("after one of its requests is done, handed out %v, want hostile/px-2", r)
+	}
+}
+
+func TestFairQueueKeepsTheWorkQueueContract(t *testing.T) {
+	q, clk := newTestFairQueue(1)
+	a := req("p", "a")
+	q.Add(a)
+	q.Add(a)
+	if q.Len() != 1 {
+		t.Fatalf("a request added twice is queued %d times", q.Len())
+	}
+	if got := getNow(t, q); got != a {
+		t.Fatalf("got %v", got)
+	}
+	q.Add(a) // while being worked
+	if q.Len() != 0 {
+		t.Fatal("a request being worked was queued a second time while still worked")
+	}
+	q.Done(a)
+	if q.Len() != 1 {
+		t.Fatal("a request added while worked was not queued again when done")
+	}
+	_ = getNow(t, q)
+	q.Done(a)
+
+	b := req("p", "b")
+	q.AddAfter(b, 10*time.Second)
+	q.AddAfter(b, 3*time.Second) // the earlier one wins
+	clk.Step(3 * time.Second)    // the fake clock runs due funcs within Step
+	if got := getNow(t, q); got != b {
+		t.Fatalf("got %v after the earlier delay, want b", got)
+	}
+	q.Done(b)
+	clk.Step(10 * time.Second)
+	if q.Len() != 0 {
+		t.Fatal("the later, replaced delayed add queued b again")
+	}
+	q.AddAfter(b, time.Second)
+	clk.Step(time.Second)
+
+	done := make(chan struct{})
+	go func() {
+		_, shutdown := q.Get() // b
+		if shutdown {
+			t.Error("Get reported shutdown before ShutDown")
+		}
+		_, shutdown = q.Get() // waits, then shutdown
+		if !shutdown {
+			t.Error("Get after ShutDown did not report shutdown")
+		}
+		close(done)
+	}()
+	waitFor(t, func() bool { return q.Len() == 0 })
+	q.ShutDown()
+	<-done
+	q.Add(a)
+	if q.Len() != 0 || !q.ShuttingDown() {
+		t.Fatal("a queue shutting down took an add")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for range 500 {
+		if cond() {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	t.Fatal("condition not reached within a second")
+}

@@ -1,0 +1,225 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Fair share: one project cannot starve the others (docs/design.md, Threat model).
+// Three bounds make it so, each where the resource is spent:
+//
+//   - workers: each controller's queue (fair_queue.go) serves projects in turn and
+//     gives one project at most Config.ProjectWorkers of its workers;
+//   - hub writes: every write to the hub made on behalf of a project waits for that
+//     project's token bucket (hubWriteLimits, below), so the hub client's shared rate
+//     is never one tenant's;
+//   - proxies: a project programs at most Config.ProxiesPerProject proxies, the oldest
+//     first (proxy_slots.go); the others are Accepted=False with reason
+//     ProxyLimitReached and write nothing.
+//
+// The plane calls themselves are bounded where the project clients are built
+// (shard.BoundPlaneCalls): a deadline on each call and a ceiling on each answer.
+
+// hubWriteLimits hands out one token bucket per project for its hub writes. The
+// buckets of projects not seen for a while are dropped (an LRU of maxLimitedProjects):
+// a bucket that is rebuilt starts full, which costs at most one burst.
+type hubWriteLimits struct {
+	perSecond float64
+	burst     int
+	clk       clock.Clock
+	waited    *prometheus.CounterVec // seconds waited, by project; may be nil
+
+	mu      sync.Mutex
+	buckets *lru.Cache[string, *rate.Limiter]
+}
+
+// maxLimitedProjects bounds the buckets kept: far more projects than a replica holds.
+const maxLimitedProjects = 4096
+
+func newHubWriteLimits(perSecond float64, clk clock.Clock, waited *prometheus.CounterVec) *hubWriteLimits {
+	buckets, err := lru.New[string, *rate.Limiter](maxLimitedProjects)
+	if err != nil {
+		panic(fmt.Sprintf("hub write limits: %v", err)) // only for a size below 1
+	}
+	return &hubWriteLimits{perSecond: perSecond, burst: max(1, int(2*perSecond)), clk: clk, waited: waited, buckets: buckets}
+}
+
+// wait returns once project may send one more hub write, or with ctx's error.
+func (l *hubWriteLimits) wait(ctx context.Context, project string) error {
+	l.mu.Lock()
+	b, ok := l.buckets.Get(project)
+	if !ok {
+		b = rate.NewLimiter(rate.Limit(l.perSecond), l.burst)
+		l.buckets.Add(project, b)
+	}
+	now := l.clk.Now()
+	r := b.ReserveN(now, 1)
+	l.mu.Unlock()
+	delay := r.DelayFrom(now)
+	if delay <= 0 {
+		return nil
+	}
+	if l.waited != nil {
+		l.waited.WithLabelValues(project).Add(delay.Seconds())
+	}
+	if deadline, ok := ctx.Deadline(); ok && deadline.Sub(now) < delay {
+		r.CancelAt(now)
+		return fmt.Errorf("project %q is over its share of hub writes (%g a second): the next would wait %s, past this reconcile's deadline", project, l.perSecond, delay.Round(time.Millisecond))
+	}
+	t := l.clk.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		r.CancelAt(l.clk.Now())
+		return ctx.Err()
+	}
+}
+
+// fairClusters is Clusters whose hub client waits for the project's share before each
+// write. Reads are not limited: they are served by caches or are the live reads that
+// decide deletes, which must not be starved.
+type fairClusters struct {
+	Clusters
+	limits *hubWriteLimits
+}
+
+func (f fairClusters) Hub(ctx context.Context, project string) (client.Client, client.Reader, error) {
+	w, r, err := f.Clusters.Hub(ctx, project)
+	if err != nil {
+		return nil, nil, err
+	}
+	return limitedWrites{Client: w, wait: func(ctx context.Context) error { return f.limits.wait(ctx, project) }}, r, nil
+}
+
+// limitedWrites waits before every write it sends, status and subresource writes too.
+type limitedWrites struct {
+	client.Client
+	wait func(context.Context) error
+}
+
+func (c limitedWrites) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c limitedWrites) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c limitedWrites) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c limitedWrites) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
+func (c limitedWrites) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c limitedWrites) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.Client.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (c limitedWrites) Status() client.SubResourceWriter {
+	return limitedSubResource{SubResourceWriter: c.Client.Status(), wait: c.wait}
+}
+
+func (c limitedWrites) SubResource(name string) client.SubResourceClient {
+	return limitedSubResourceClient{SubResourceClient: c.Client.SubResource(name), wait: c.wait}
+}
+
+type limitedSubResource struct {
+	client.SubResourceWriter
+	wait func(context.Context) error
+}
+
+func (c limitedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceWriter.Create(ctx, obj, sub, opts...)
+}
+
+func (c limitedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceWriter.Update(ctx, obj, opts...)
+}
+
+func (c limitedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+}
+
+type limitedSubResourceClient struct {
+	client.SubResourceClient
+	wait func(context.Context) error
+}
+
+func (c limitedSubResourceClient) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceClient.Create(ctx, obj, sub, opts...)
+}
+
+func (c limitedSubResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceClient.Update(ctx, obj, opts...)
+}
+
+func (c limitedSubResourceClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
+func (c limitedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceWriter.Apply(ctx, obj, opts...)
+}
+
+func (c limitedSubResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if err := c.wait(ctx); err != nil {
+		return err
+	}
+	return c.SubResourceClient.Apply(ctx, obj, opts...)
+}

@@ -1,0 +1,101 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Plane calls are bounded so that a plane which hangs or answers hugely delays only its
+// own project (docs/design.md, Threat model): every request but a watch gets a deadline,
+// and every answer but a watch's is cut off past a ceiling. A watch is long by design;
+// it is left to client-go's own idle handling.
+const (
+	// DefaultPlaneCallTimeout is each plane request's deadline: a list of a thousand
+	// proxies from a healthy plane takes well under a second.
+	DefaultPlaneCallTimeout = 30 * time.Second
+	// PlaneAnswerCeiling is the most bytes one plane answer may hold. A list of 10,000
+	// proxies of a kilobyte each is a tenth of it; the API server's own ceiling on one
+	// object is 1.5 MB. A project whose lists are larger stays unsynced and is reported
+	// by its informers' errors; every other project goes on.
+	PlaneAnswerCeiling = 64 << 20
+)
+
+// BoundPlaneCalls is a REST option of the project clients: a deadline of timeout on each
+// request but watches, and at most ceiling bytes read from each answer but a watch's.
+func BoundPlaneCalls(timeout time.Duration, ceiling int64) func(*rest.Config) error {
+	return func(c *rest.Config) error {
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedCalls{next: rt, timeout: timeout, ceiling: ceiling} })
+		return nil
+	}
+}
+
+type boundedCalls struct {
+	next    http.RoundTripper
+	timeout time.Duration
+	ceiling int64
+}
+
+func (b boundedCalls) RoundTrip(req *http.Request) (*http.Response, error) {
+	if isWatch(req) {
+		return b.next.RoundTrip(req)
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), b.timeout)
+	resp, err := b.next.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		cancel()
+		if ctx.Err() == context.DeadlineExceeded && req.Context().Err() == nil {
+			return nil, fmt.Errorf("%s %s: the plane did not answer within %s", req.Method, req.URL.Redacted(), b.timeout)
+		}
+		return nil, err
+	}
+	if resp.ContentLength > b.ceiling {
+		_ = resp.Body.Close()
+		cancel()
+		return nil, fmt.Errorf("%s %s: the plane's answer is %d bytes, over the ceiling of %d", req.Method, req.URL.Redacted(), resp.ContentLength, b.ceiling)
+	}
+	resp.Body = &cappedBody{body: resp.Body, left: b.ceiling, cancel: cancel, what: req.Method + " " + req.URL.Redacted()}
+	return resp, nil
+}
+
+// WrappedRoundTripper lets client-go's transport debugging see through the wrapper.
+func (b boundedCalls) WrappedRoundTripper() http.RoundTripper { return b.next }
+
+func isWatch(req *http.Request) bool {
+	w := req.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+// cappedBody reads at most left more bytes and fails past them; closing it ends the
+// request's deadline.
+type cappedBody struct {
+	body   io.ReadCloser
+	left   int64
+	cancel context.CancelFunc
+	what   string
+}
+
+func (c *cappedBody) Read(p []byte) (int, error) {
+	if c.left < 0 {
+		return 0, fmt.Errorf("%s: the plane's answer is over the ceiling", c.what)
+	}
+	if int64(len(p)) > c.left+1 {
+		p = p[:c.left+1]
+	}
+	n, err := c.body.Read(p)
+	c.left -= int64(n)
+	if c.left < 0 {
+		return 0, fmt.Errorf("%s: the plane's answer is over the ceiling", c.what)
+	}
+	return n, err
+}
+
+func (c *cappedBody) Close() error {
+	err := c.body.Close()
+	c.cancel()
+	return err
+}
