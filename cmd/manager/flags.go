@@ -68,13 +68,13 @@ func (c *commonFlags) hubConfig() (*rest.Config, error) {
 
 // replicaFlags is a parsed replica command line (`manager` or `manager run`).
 type replicaFlags struct {
-	identity, metricsAddr, healthAddr, recordFile         string
+	identity, metricsAddr, healthAddr, recordFile                             string
 	leaseDuration, renewDeadline, retryPeriod, hubTimeout, projectCallTimeout time.Duration
-	claimDeadline                                         time.Duration
-	weight                                                float64
-	metricsSecure                                         bool
-	resync                                                resyncFlags
-	gateway                                               gateway.Config
+	claimDeadline                                                             time.Duration
+	weight                                                                    float64
+	metricsSecure                                                             bool
+	resync                                                                    resyncFlags
+	gateway                                                                   gateway.Config
 }
 
 func (f *replicaFlags) register(fs *pflag.FlagSet) {

@@ -201,15 +201,15 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	// or answers hugely fails its own calls (shard.BoundPlaneCalls).
 	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects,
 		shard.BoundPlaneCalls(opts.ProjectCallTimeout, shard.PlaneAnswerCeiling), func(c *rest.Config) error {
-		c.UserAgent = userAgent
-		if c.QPS == 0 {
-			// All of a project's work goes through this client, and the live guard reads
-			// the owners again before every create: client-go's default of 5 requests a
-			// second makes a project with dozens of new proxies wait minutes.
-			c.QPS, c.Burst = 50, 100
-		}
-		return nil
-	}}, opts.ProjectRESTOptions...)
+			c.UserAgent = userAgent
+			if c.QPS == 0 {
+				// All of a project's work goes through this client, and the live guard reads
+				// the owners again before every create: client-go's default of 5 requests a
+				// second makes a project with dozens of new proxies wait minutes.
+				c.QPS, c.Burst = 50, 100
+			}
+			return nil
+		}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace: opts.ProviderNamespace,

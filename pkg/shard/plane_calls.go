@@ -29,7 +29,9 @@ const (
 // request but watches, and at most ceiling bytes read from each answer but a watch's.
 func BoundPlaneCalls(timeout time.Duration, ceiling int64) func(*rest.Config) error {
 	return func(c *rest.Config) error {
-		c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return boundedCalls{next: rt, timeout: timeout, ceiling: ceiling} })
+		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+			return boundedCalls{next: rt, timeout: timeout, ceiling: ceiling}
+		})
 		return nil
 	}
 }

@@ -25,7 +25,9 @@ func TestAProjectProgramsAtMostItsCapOfProxies(t *testing.T) {
 	gt := newGatewayTest(t, planeA)
 	g, ctx := gt.g, gt.ctx
 	gt.startManager("cap", func(o *app.Options) { o.Gateway.ProxiesPerProject = 2 })
-	host := func(name string) gatewayv1.Hostname { return gatewayv1.Hostname(name + "-" + rand.String(6) + ".example.com") }
+	host := func(name string) gatewayv1.Hostname {
+		return gatewayv1.Hostname(name + "-" + rand.String(6) + ".example.com")
+	}
 	for _, name := range []string{"a-first", "b-second"} {
 		gt.createProxy(gt.newProxy(name, host(name)))
 		gt.waitProgrammed(name)
