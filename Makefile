@@ -23,7 +23,7 @@ DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
 
-.PHONY: help all test unit lint k8s-binaries edge-translate manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
+.PHONY: help all test unit lint k8s-binaries edge-translate manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-fair-share bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
@@ -128,6 +128,13 @@ bench: k8s-binaries bench-binaries
 ## cores); not part of make bench. Writes bench/out/failover/report.md.
 bench-failover: k8s-binaries bench-binaries
 	bin/bench --only failover --out bench/out/failover $(BENCH_FLAGS)
+
+## bench-fair-share: one hostile project (10,000 proxies, a plane answering 200 ms late)
+## beside nine normal ones on one replica: the normal projects' time to Programmed
+## beside it and alone, side by side (about 15 minutes on 2 cores); not part of make
+## bench. Writes bench/out/fairshare/report.md.
+bench-fair-share: k8s-binaries bench-binaries
+	bin/bench --only fair-share --out bench/out/fairshare $(BENCH_FLAGS)
 
 ## bench-smoke: kill, pause and a short hub-faults schedule on anchorage only (under 5
 ## minutes); fails on a correctness violation (overlap, late write in a pause or under

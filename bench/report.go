@@ -73,6 +73,7 @@ func renderMarkdown(r *Report, plots map[string]bool) string {
 	writeLeaseLoad(&b, r, plots)
 	writeMemory(&b, r, plots)
 	writeFailover(&b, r)
+	writeFairShare(&b, r)
 	writeDataPath(&b, r, plots)
 	return b.String()
 }
@@ -373,6 +374,38 @@ func writeFailover(b *strings.Builder, r *Report) {
 	}
 	writeTable(b, []string{"coordinator", "Lease", "projects", "replicas", "hub delay", "all owned after s", "moved before kill", "victim's projects",
 		"not taken over", "max s", "median s", "bound s", "sampling", "within bound"}, rows)
+}
+
+// writeFairShare writes the normal projects' time to Programmed alone and beside a
+// hostile project, side by side, with their ratio.
+func writeFairShare(b *strings.Builder, r *Report) {
+	f := r.FairShare
+	if f == nil {
+		return
+	}
+	o := f.Options
+	b.WriteString("## Fair share: one hostile project beside normal ones\n\n")
+	fmt.Fprintf(b, "One anchorage replica holds %d normal projects, each on its own plane, which create %d proxies each over %s "+
+		"after a warm-up proxy; measured alone, then beside a hostile project whose plane answers every request %s late and "+
+		"holds %d proxies before the replica starts. Time to Programmed is from the create request to the first "+
+		"Programmed=True a watch saw. Target: beside within %.1f× of alone.\n\n",
+		o.Normal, o.PerNormal, o.CreateOver, o.HostileDelay, o.Hostile, o.Target)
+	rows := [][]string{}
+	for _, run := range []FairShareRun{f.Alone, f.Beside} {
+		l := run.Programmed()
+		hostile := "none"
+		if run.Hostile > 0 {
+			hostile = fmt.Sprintf("%d (%d Programmed, %d ProxyLimitReached at the end)", run.Hostile, run.HostileProgrammed, run.HostileLimited)
+		}
+		rows = append(rows, []string{run.Label, hostile, fmt.Sprintf("%d/%d", l.N, l.N+run.NotProgrammed), format2(l.P50.Seconds()), format2(l.P99.Seconds()), format2(l.Max.Seconds())})
+	}
+	p50, p99 := f.Ratios()
+	met := "no"
+	if f.WithinTarget() {
+		met = "yes"
+	}
+	rows = append(rows, []string{"ratio beside / alone", "", "", format2(p50) + "×", format2(p99) + "×", "within target: " + met})
+	writeTable(b, []string{"run", "hostile proxies", "normal Programmed", "p50 s", "p99 s", "max s"}, rows)
 }
 
 func writeImage(b *strings.Builder, plots map[string]bool, file, alt string) {

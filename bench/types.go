@@ -207,6 +207,8 @@ type Report struct {
 	// Failover is the failure hand-over of 1,000 light projects on a delayed hub, one
 	// result per coordinator.
 	Failover []Failover `json:"failover,omitempty"`
+	// FairShare is one hostile project beside normal ones (anchorage only).
+	FairShare *FairShareResult `json:"fairShare,omitempty"`
 }
 
 // Failover is a failure hand-over of many lightweight projects on a slow hub: a replica

@@ -181,6 +181,9 @@ func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 		{"a bad issuer name", []string{"--issuer-name=a/b"}, []string{"--issuer-name:"}},
 		{"a controller name without a domain", []string{"--controller-name=gateway"}, []string{"--controller-name:", "domain-prefixed"}},
 		{"no gateway worker", []string{"--gateway-workers=0"}, []string{"--gateway-workers must be at least 1, got 0"}},
+		{"no project worker", []string{"--project-workers=0"}, []string{"--project-workers must be at least 1, got 0"}},
+		{"no hub writes", []string{"--project-hub-writes-per-second=0"}, []string{"--project-hub-writes-per-second must be more than 0, got 0"}},
+		{"no proxies", []string{"--proxies-per-project=0"}, []string{"--proxies-per-project must be at least 1, got 0"}},
 	}
 	for _, tc := range cases {
 		_, _, _, err := cli(append([]string{"--identity=a"}, tc.args...)...)
@@ -206,11 +209,13 @@ func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
 	g.Expect(f.gateway).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
 
 	f, err = parseReplica("--identity=a", "--gateway-class=up", "--downstream-gateway-class=down", "--controller-name=example.com/gc",
-		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2", "--hostname-claims-namespace=claims")
+		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2", "--hostname-claims-namespace=claims",
+		"--project-workers=1", "--project-hub-writes-per-second=7.5", "--proxies-per-project=30")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src", Workers: 2,
+		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30,
 		HostnameClaimsNamespace: "claims", BackendReservedDomains: gateway.DefaultBackendReservedDomains,
 	}))
 }

@@ -38,6 +38,7 @@ type options struct {
 	planes                          int
 	only, dataPathTimings           string
 	dataPath, dataPathSmall         bool
+	fairShareSmall                  bool
 	dataPathPlanes, dataPathProxies int
 	dataPathPace                    time.Duration
 	failoverCallTimeout             time.Duration
@@ -61,7 +62,8 @@ func main() {
 	flag.BoolVar(&o.failover, "failover", false, "also run the failover runs (--only failover, make bench-failover) after the Lease-write and memory runs; off by default: four runs of about 4 to 6 minutes each would take make bench past 40 minutes")
 	flag.Uint64Var(&o.hubFaultSeed, "hub-faults-seed", 0, "seed of the hub-faults schedule (default: drawn from the clock and printed, so a failing run can be replayed)")
 	flag.IntVar(&o.planes, "planes", 3, "real project planes of the scenarios")
-	flag.StringVar(&o.only, "only", "", "run one section only: data-path, or failover (the failure hand-over of 1,000 light projects on a hub delayed 200 ms)")
+	flag.StringVar(&o.only, "only", "", "run one section only: data-path, failover (the failure hand-over of 1,000 light projects on a hub delayed 200 ms), or fair-share (one hostile project of 10,000 proxies on a slow plane beside nine normal ones)")
+	flag.BoolVar(&o.fairShareSmall, "fair-share-small", false, "fair-share section at a development size (1,000 hostile proxies, 5 per normal project)")
 	flag.BoolVar(&o.dataPath, "data-path", true, "run the data-path section (off with --smoke)")
 	flag.BoolVar(&o.dataPathSmall, "data-path-small", false, "data-path section at a development size (3 planes × 30 proxies, 10 s paces) unless --data-path-planes/--data-path-proxies say otherwise")
 	flag.StringVar(&o.dataPathTimings, "data-path-timings", "", "Lease timings of the data-path replicas: fast (the scenarios' 3 s Lease) or default (client-go's 15 s); unset: default at the full size, fast with --data-path-small")
@@ -143,8 +145,19 @@ func run(o options) (int, error) {
 		if err := failoverSection(ctx, o, coords, bins, work, rep); err != nil {
 			return 0, err
 		}
+	case "fair-share":
+		size := bench.FullFairShare
+		if o.fairShareSmall {
+			size = bench.SmallFairShare
+		}
+		logf("fair share: %d normal projects and one hostile of %d proxies (logs in %s)", size.Normal, size.Hostile, work)
+		res, err := bench.RunFairShare(ctx, bins, size, work, logf)
+		if err != nil {
+			return 0, err
+		}
+		rep.FairShare = &res
 	default:
-		return 0, fmt.Errorf("--only %q: want data-path or failover", o.only)
+		return 0, fmt.Errorf("--only %q: want data-path, failover or fair-share", o.only)
 	}
 	rep.Finished = time.Now()
 	if err := bench.WriteReport(o.out, rep); err != nil {
