@@ -287,6 +287,11 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	var rs *resync.Resync
 	if !opts.Resync.Disabled {
+		if opts.Resync.ClaimsNamespace == "" {
+			// The resync releases the hostname claims of Gateways gone without their
+			// finalizer (resync, claims.go).
+			opts.Resync.ClaimsNamespace = opts.Gateway.WithDefaults().HostnameClaimsNamespace
+		}
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
 			// Retired projects (a tombstone, no Secret) are collected by the coordinator.

@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +17,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/pkg/anchor/resync"
 )
 
 // TestAProjectProgramsAtMostItsCapOfProxies: with a cap of two, the third proxy of a
@@ -60,4 +64,47 @@ func TestAProjectProgramsAtMostItsCapOfProxies(t *testing.T) {
 	p := &v1alpha.HTTPProxy{}
 	g.Expect(planeA.Client.Get(ctx, key, p)).To(Succeed())
 	g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha.ConditionAccepted)).To(BeTrue())
+}
+
+// TestTheResyncReleasesTheClaimsOfAGatewayGoneWithoutItsFinalizer: the tenant strips
+// the finalizers of a programmed proxy and its Gateway and HTTPRoute while no replica
+// runs and deletes them, so no finalizer releases the hostname claim. The next resync
+// pass proves the Gateway absent on the plane and releases the claim (an Event on the
+// project's Secret says so), and another proxy's claim, whose Gateway is there, is kept.
+func TestTheResyncReleasesTheClaimsOfAGatewayGoneWithoutItsFinalizer(t *testing.T) {
+	gt := newGatewayTest(t, planeA)
+	g, ctx := gt.g, gt.ctx
+	fastResync := func(o *app.Options) {
+		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second}
+	}
+	m := gt.startManager("claims-gone", fastResync)
+	gone, kept := gatewayv1.Hostname("gone-"+rand.String(6)+".example.com"), gatewayv1.Hostname("kept-"+rand.String(6)+".example.com")
+	gt.createProxy(gt.newProxy("gone", gone))
+	gt.createProxy(gt.newProxy("kept", kept))
+	gt.waitProgrammed("gone")
+	gt.waitProgrammed("kept")
+	claimOf := func(host gatewayv1.Hostname) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: gt.env.ClaimsNamespace(), Name: string(host)}}
+	}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(claimOf(gone)), claimOf(gone))).To(Succeed())
+	gt.stopManager(m)
+
+	for _, obj := range []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}} {
+		key := client.ObjectKey{Namespace: gt.ns.Name, Name: "gone"}
+		g.Expect(planeA.Client.Get(ctx, key, obj)).To(Succeed())
+		obj.SetFinalizers(nil)
+		g.Expect(planeA.Client.Update(ctx, obj)).To(Succeed())
+		g.Expect(client.IgnoreNotFound(planeA.Client.Delete(ctx, obj))).To(Succeed())
+	}
+
+	gt.startManager("claims-gone-again", fastResync)
+	g.Eventually(func() bool { return goneFromHub(ctx, claimOf(gone)) }, gwProgrammedWithin, gwPoll).Should(BeTrue(), "the claim of the gone Gateway is released")
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubEvents(ctx, g, gt.env.ProviderNamespace, "HostnameClaimReleased")).To(ContainElement(HaveField("Note", ContainSubstring(string(gone)))))
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(claimOf(kept)), claimOf(kept))).To(Succeed(), "a claim whose Gateway is there is kept")
+}
+
+func goneFromHub(ctx context.Context, obj client.Object) bool {
+	return apierrors.IsNotFound(hub.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 }

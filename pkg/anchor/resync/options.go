@@ -142,6 +142,11 @@ type Options struct {
 	// anchor of another kind is unknown (kind-not-configured), with a detail naming the
 	// permission it would need. Default DefaultLiveOwnerKinds. Never Secrets.
 	LiveOwnerKinds []schema.GroupKind
+	// ClaimsNamespace is the hub namespace of the hostname claims (pkg/gateway,
+	// hostname_claims.go): a pass releases this project's claims whose Gateway a live
+	// read proves absent (claims.go). Empty: claims are left to the Gateways'
+	// finalizers.
+	ClaimsNamespace string
 	// ExtraDependentKinds are hub kinds the dependents scan lists besides anchors and
 	// what the live path writes (DependentKindsOf): legacy dependents an operator knows
 	// of. Default none. Never Secrets.

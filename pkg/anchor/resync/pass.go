@@ -203,10 +203,11 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 
 func (p *pass) phases(ctx context.Context) error {
 	for _, phase := range []func(context.Context) error{
-		p.examine,  // admission, plane identity, anchors from the cache, cache reads
-		p.prove,    // live reads of suspects' namespaces and owners
-		p.remember, // record proofs for confirmation, forget the rest
-		p.collect,  // ceiling, cap, dependents, switch, delete
+		p.examine,       // admission, plane identity, anchors from the cache, cache reads
+		p.prove,         // live reads of suspects' namespaces and owners
+		p.remember,      // record proofs for confirmation, forget the rest
+		p.collect,       // ceiling, cap, dependents, switch, delete
+		p.releaseClaims, // hostname claims of Gateways proven absent
 	} {
 		if err := phase(ctx); err != nil {
 			return err

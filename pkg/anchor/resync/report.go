@@ -91,6 +91,9 @@ type PassReport struct {
 	// Retired: the project has no kubeconfig Secret and a tombstone retires it; its
 	// anchors are judged as a retired project's.
 	Retired bool
+	// ClaimsReleased names the hostname claims the pass released (or, in dry-run or
+	// switched off, would have): their Gateway was proven absent (claims.go).
+	ClaimsReleased []string
 }
 
 // Count returns how many anchors got decision d.

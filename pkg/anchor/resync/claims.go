@@ -1,0 +1,106 @@
+package resync
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"anchorage/pkg/anchor"
+)
+
+// A hostname claim (pkg/gateway, hostname_claims.go) is a hub ConfigMap in the claims
+// namespace, named after the hostname and labelled with the claimant Gateway's project,
+// namespace and name. The Gateway's finalizer releases it. A Gateway that went without
+// its finalizer running (the tenant removed the finalizer, the plane was restored from
+// an older backup) would hold its hostnames for ever, against every other project.
+// releaseClaims, the last phase of a pass, releases them: a claim of this project whose
+// Gateway a live read of the plane proves absent is deleted, with its UID and
+// resourceVersion as preconditions, so a claim granted again since is never touched.
+// It runs only on a pass that could have deleted anchors: the plane verified and
+// reachable, no halt, not retired; dry-run and the switch report instead of deleting.
+
+// gatewayKind is the claimant's kind.
+var gatewayKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Gateway"}
+
+func (p *pass) releaseClaims(ctx context.Context) error {
+	if p.opts.ClaimsNamespace == "" || p.secret == nil || p.retired || p.unreachable || p.rep.Halt != "" || p.rep.Plane != PlaneVerified ||
+		!slices.Contains(p.opts.LiveOwnerKinds, gatewayKind) {
+		return nil
+	}
+	var claims []metav1.PartialObjectMetadata
+	if err := p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		err := r.List(ctx, list, client.InNamespace(p.opts.ClaimsNamespace), client.HasLabels{anchor.LabelClusterName})
+		p.rep.APICalls++
+		if err != nil {
+			return fmt.Errorf("listing hostname claims: %w", err)
+		}
+		claims = list.Items
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i := range claims {
+		claim := &claims[i]
+		owner, ok := p.claimantOf(claim)
+		if !ok {
+			continue
+		}
+		obs, _, err := p.readOwner(ctx, owner)
+		if err != nil {
+			return err
+		}
+		if obs.State != Absent {
+			continue // present, unreadable or unknown: kept
+		}
+		if err := p.release(ctx, claim, owner); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// claimantOf returns the Gateway a claim of this project names; false for another
+// project's claim or one whose labels do not name a Gateway.
+func (p *pass) claimantOf(claim *metav1.PartialObjectMetadata) (anchor.Owner, bool) {
+	l := claim.Labels
+	project, err := anchor.ProjectFromClusterName(l[anchor.LabelClusterName])
+	if err != nil || project != p.project || l[anchor.LabelNamespace] == "" || l[anchor.LabelName] == "" || claim.DeletionTimestamp != nil {
+		return anchor.Owner{}, false
+	}
+	return anchor.Owner{Project: project, Group: gatewayKind.Group, Kind: gatewayKind.Kind, Namespace: l[anchor.LabelNamespace], Name: l[anchor.LabelName]}, true
+}
+
+// release deletes claim, proven orphaned, unless dry-run or the switch says no.
+func (p *pass) release(ctx context.Context, claim *metav1.PartialObjectMetadata, owner anchor.Owner) error {
+	if err := p.readSwitch(ctx); err != nil {
+		return err
+	}
+	p.rep.ClaimsReleased = append(p.rep.ClaimsReleased, claim.Name)
+	if p.opts.DryRun || p.rep.SwitchedOff {
+		p.log.Info("Would release a hostname claim: its Gateway is gone", "hostname", claim.Name, "gateway", owner.Namespace+"/"+owner.Name, "dryRun", p.opts.DryRun, "switchedOff", p.rep.SwitchedOff)
+		return nil
+	}
+	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name}}
+		uid, rv := claim.UID, claim.ResourceVersion
+		err := w.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		p.rep.APICalls++
+		switch {
+		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
+			return nil // gone already, or granted again since: not ours to delete
+		case err != nil:
+			return fmt.Errorf("releasing hostname claim %s: %w", claim.Name, err)
+		}
+		p.log.Info("Released a hostname claim: its Gateway is gone", "hostname", claim.Name, "gateway", owner.Namespace+"/"+owner.Name)
+		p.notice("HostnameClaimReleased", "Release", "Hostname %s released: the Gateway %s/%s that claimed it is gone from project %s's plane.", claim.Name, owner.Namespace, owner.Name, p.project)
+		return nil
+	})
+}
