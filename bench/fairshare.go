@@ -13,6 +13,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/harness"
+	"anchorage/pkg/shard"
 )
 
 // FairShareOptions size the fair-share section: one hostile project beside Normal
@@ -130,7 +131,10 @@ func (e *Env) fairShareRun(ctx context.Context, bins Binaries, o FairShareOption
 		}
 		defer fp.Close()
 	}
-	rep, err := run.StartReplica(bins, Anchorage, run.ID+"-0", ReplicaOptions{ResyncPeriod: time.Hour})
+	// The product's Lease timings: a reconcile on a plane answering 200 ms late takes
+	// seconds, longer than the scenarios' 3 s Lease leaves a unit of work.
+	timings := shard.DefaultTimings()
+	rep, err := run.StartReplica(bins, Anchorage, run.ID+"-0", ReplicaOptions{ResyncPeriod: time.Hour, Timings: &timings})
 	if err != nil {
 		return out, err
 	}
@@ -194,8 +198,28 @@ func (e *Env) fairShareRun(ctx context.Context, bins Binaries, o FairShareOption
 		out.HostileProgrammed, out.HostileLimited = e.hostileProgress(ctx, bad)
 	}
 	l := out.Programmed()
-	logf("  fair share, %s: %d/%d normal proxies Programmed (p50 %s, p99 %s, max %s); hostile: %d Programmed, %d ProxyLimitReached",
-		out.Label, l.N, len(created), l.P50, l.P99, l.Max, out.HostileProgrammed, out.HostileLimited)
+	logf("  fair share, %s: %d/%d normal proxies Programmed (p50 %s, p99 %s, max %s); hostile: %d Programmed, %d ProxyLimitReached; %d errors %v",
+		out.Label, l.N, len(created), l.P50, l.P99, l.Max, out.HostileProgrammed, out.HostileLimited, len(out.Errors), out.Errors[:min(len(out.Errors), 3)])
+	if !hostile {
+		// The next run's projects are on the same planes: the replica finalizes what this
+		// run created before it stops, so the next one finds none of it.
+		for _, p := range normal {
+			if err := e.Planes[p.Plane].Client.DeleteAllOf(ctx, &v1alpha.HTTPProxy{}, client.InNamespace(p.Namespace)); err != nil {
+				return out, err
+			}
+		}
+		if !waitUntil(ctx, 3*time.Minute, func() bool {
+			for _, p := range normal {
+				list := &v1alpha.HTTPProxyList{}
+				if err := e.Planes[p.Plane].Client.List(ctx, list, client.InNamespace(p.Namespace)); err != nil || len(list.Items) > 0 {
+					return false
+				}
+			}
+			return true
+		}) {
+			return out, fmt.Errorf("%s: the run's proxies were not finalized within 3 minutes", out.Label)
+		}
+	}
 	return out, nil
 }
 

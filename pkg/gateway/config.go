@@ -38,14 +38,16 @@ const (
 	// DefaultEventSource names the reporting component of every Event.
 	DefaultEventSource = "anchorage-gateway"
 	// DefaultWorkers is how many reconciles each of the three controllers runs at once.
-	// A reconcile spends most of its time waiting on sequential hub round trips, so one
-	// worker (controller-runtime's default) leaves a replica idle while a backlog of
-	// proxies waits; four keep a replica's hub client (50 QPS) busy without queueing
-	// behind its rate limit for long.
-	DefaultWorkers = 4
+	// A reconcile spends most of its time waiting on sequential round trips (the hub,
+	// and the project's plane, which may be slow), so one worker (controller-runtime's
+	// default) leaves a replica idle while a backlog of proxies waits. Eight, with at
+	// most DefaultProjectWorkers per project, leave six to the other projects while one
+	// project's plane is slow or its backlog huge (bench/README.md, Fair share), and
+	// keep the hub client (50 QPS) busy.
+	DefaultWorkers = 8
 	// DefaultProjectWorkers is how many of a controller's workers one project may hold
-	// at once (fair_queue.go): half of DefaultWorkers, so a project whose plane hangs
-	// or whose backlog is huge leaves the other half to every other project.
+	// at once (fair_queue.go): a quarter of DefaultWorkers, so a project whose plane
+	// hangs or whose backlog is huge leaves three quarters to every other project.
 	DefaultProjectWorkers = 2
 	// DefaultProjectHubWritesPerSecond is each project's share of hub writes (burst
 	// twice that): a proxy costs about ten hub writes, so a project programs two new
