@@ -47,10 +47,16 @@ func (p *pass) releaseClaims(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	cached := p.plane.cacheReader()
 	for i := range claims {
 		claim := &claims[i]
 		owner, ok := p.claimantOf(claim)
 		if !ok {
+			continue
+		}
+		// A Gateway the cache shows is there: no live read. Only a miss is read live,
+		// and only a live read's proof of absence releases the claim.
+		if cached.read(ctx, owner).State == Present {
 			continue
 		}
 		obs, _, err := p.readOwner(ctx, owner)
