@@ -105,11 +105,11 @@ fuzz:
 	go test -run='^$$' -fuzz=FuzzDecode -fuzztime=60s ./pkg/anchor
 
 ## bench-binaries: the manager, the baseline manager (multicluster-runtime's
-## coordinator/sharded), the harness, and bin/manager-skew: the manager built with the
-## anchorage_bench_skew tag (never shipped), whose clock ANCHORAGE_BENCH_CLOCK_OFFSET
-## sets off, for the skew scenario; into bin/.
+## coordinator/sharded), the harness, and bin/manager-skew: the manager with
+## bench/mutants/skew.patch applied in a scratch copy (hack/mutant.sh; never shipped),
+## whose clock ANCHORAGE_BENCH_CLOCK_OFFSET sets off, for the skew scenario; into bin/.
 bench-binaries: build
-	CGO_ENABLED=0 go build -tags anchorage_bench_skew -ldflags "$(LDFLAGS)" -o bin/manager-skew ./cmd/manager
+	LDFLAGS="$(LDFLAGS)" hack/mutant.sh skew bin/manager-skew
 	go build -o bin/baseline-manager ./bench/cmd/baseline-manager
 	go build -o bin/bench ./bench/cmd/bench
 
@@ -143,17 +143,17 @@ bench-fair-share: k8s-binaries bench-binaries
 bench-smoke: k8s-binaries bench-binaries
 	bin/bench --smoke --out bench/out/smoke $(BENCH_FLAGS)
 
-## bench-smoke-nogate: the same smoke run against a manager built with the
-## anchorage_bench_nogate tag (validity gate off; never shipped). It is expected to
-## fail: it shows the smoke gate catches what the validity gate prevents.
+## bench-smoke-nogate: the same smoke run against the manager with
+## bench/mutants/nogate.patch applied (validity gate off; never shipped). It is expected
+## to fail: it shows the smoke gate catches what the validity gate prevents.
 bench-smoke-nogate: k8s-binaries bench-binaries
-	go build -tags anchorage_bench_nogate -o bin/manager-nogate ./cmd/manager
+	hack/mutant.sh nogate bin/manager-nogate
 	bin/bench --smoke --coordinators anchorage-nogate --out bench/out/smoke-nogate $(BENCH_FLAGS)
 
-## bench-smoke-suspectexpires: the smoke run's hub-faults schedule against a manager
-## built with the anchorage_bench_suspectexpires tag (issue 19's finding 1 reverted:
-## a member the coordinator has not seen renew loses its projects; never shipped). It
-## is expected to fail: it shows the hub-faults gate catches the second owner.
+## bench-smoke-suspectexpires: the smoke run's hub-faults schedule against the manager
+## with bench/mutants/suspectexpires.patch applied (a member the coordinator has not
+## seen renew loses its projects at once; never shipped). It is expected to fail: it
+## shows the hub-faults gate catches the second owner.
 bench-smoke-suspectexpires: k8s-binaries bench-binaries
-	go build -tags anchorage_bench_suspectexpires -o bin/manager-suspectexpires ./cmd/manager
+	hack/mutant.sh suspectexpires bin/manager-suspectexpires
 	bin/bench --smoke --coordinators anchorage-suspectexpires --scenarios hub-faults --out bench/out/smoke-suspectexpires $(BENCH_FLAGS)

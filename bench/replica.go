@@ -58,8 +58,8 @@ type ReplicaOptions struct {
 	// Binary replaces the coordinator's binary when set (the skew scenario's build).
 	Binary string
 	// ClockOffset sets the replica's clock off by this much, through
-	// ANCHORAGE_BENCH_CLOCK_OFFSET, which only a binary built with the
-	// anchorage_bench_skew tag reads.
+	// ANCHORAGE_BENCH_CLOCK_OFFSET, which only the manager with
+	// bench/mutants/skew.patch reads.
 	ClockOffset time.Duration
 }
 

@@ -24,9 +24,9 @@ func skewOffset(i int) time.Duration {
 	return 0
 }
 
-// SkewBuild is the Binaries key of coordinator c built with the anchorage_bench_skew
-// tag (cmd/manager reads ANCHORAGE_BENCH_CLOCK_OFFSET only in that build), which the
-// skew scenario's replicas run.
+// SkewBuild is the Binaries key of coordinator c with bench/mutants/skew.patch applied
+// (only that build reads ANCHORAGE_BENCH_CLOCK_OFFSET), which the skew scenario's
+// replicas run.
 func SkewBuild(c Coordinator) Coordinator { return c + "+skew" }
 
 // SkewUnsupported says why coordinator c cannot run the skew scenario, or "" when it
@@ -41,7 +41,7 @@ func SkewUnsupported(c Coordinator) string {
 	case Sharded:
 		return "mcr-sharded reads time.Now() directly in its peer registry and fence Leases (no clock to offset short of patching multicluster-runtime)"
 	}
-	return "no build of " + string(c) + " with the anchorage_bench_skew tag"
+	return "no build of " + string(c) + " with bench/mutants/skew.patch"
 }
 
 // Unskew moves the times of records a replica wrote on a clock offset by offset back

@@ -17,12 +17,12 @@ const (
 	Anchorage Coordinator = "anchorage"
 	// Sharded is multicluster-runtime's coordinator/sharded (bench/cmd/baseline-manager).
 	Sharded Coordinator = "mcr-sharded"
-	// AnchorageNoGate is pkg/shard built with the anchorage_bench_nogate tag: admission
+	// AnchorageNoGate is the manager with bench/mutants/nogate.patch: admission
 	// and the hub writer no longer check validity. It never ships; it shows the
 	// smoke gate can fail.
 	AnchorageNoGate Coordinator = "anchorage-nogate"
-	// AnchorageSuspectExpires is pkg/shard built with the anchorage_bench_suspectexpires
-	// tag: the old rule issue 19's finding 1 removed (a member the coordinator has not
+	// AnchorageSuspectExpires is the manager with bench/mutants/suspectexpires.patch:
+	// the old rule (a member the coordinator has not
 	// seen renew for a Lease duration loses its projects in the same pass). It never
 	// ships; it shows the hub-faults smoke gate catches the second owner that follows.
 	AnchorageSuspectExpires Coordinator = "anchorage-suspectexpires"
@@ -39,7 +39,7 @@ const (
 	// ScenarioHubFaults: a seeded random schedule of hub faults (bench/hubfaults.go)
 	ScenarioHubFaults Scenario = "hub-faults"
 	// ScenarioSkew runs replicas whose clocks are 60 s ahead, 60 s behind and on time
-	// (SkewOffsets; a build with the anchorage_bench_skew tag), then pauses one as
+	// (SkewOffsets; the build with bench/mutants/skew.patch), then pauses one as
 	// pause does and kills two as kill does.
 	ScenarioSkew Scenario = "skew"
 )

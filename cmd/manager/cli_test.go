@@ -206,15 +206,15 @@ func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
 	g := NewWithT(t)
 	f, err := parseReplica("--identity=a")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.gateway).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
+	g.Expect(f.gateway.WithDefaults()).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
 
 	f, err = parseReplica("--identity=a", "--gateway-class=up", "--downstream-gateway-class=down", "--controller-name=example.com/gc",
-		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--event-source=src", "--gateway-workers=2", "--hostname-claims-namespace=claims",
+		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--gateway-workers=2", "--hostname-claims-namespace=claims",
 		"--project-workers=1", "--project-hub-writes-per-second=7.5", "--proxies-per-project=30")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(f.gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
-		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, EventSource: "src", Workers: 2,
+		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
 		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30,
 		HostnameClaimsNamespace: "claims", BackendReservedDomains: gateway.DefaultBackendReservedDomains,
 	}))

@@ -114,8 +114,6 @@ var gatewayFlags = []struct {
 		func(c *gateway.Config) *string { return &c.CertificateIssuer.Kind }},
 	{"issuer-group", gateway.DefaultIssuerGroup, "API group of that issuer",
 		func(c *gateway.Config) *string { return &c.CertificateIssuer.Group }},
-	{"event-source", gateway.DefaultEventSource, "reporting component of the Events the gateway data path writes",
-		func(c *gateway.Config) *string { return &c.EventSource }},
 	{"hostname-claims-namespace", gateway.DefaultHostnameClaimsNamespace, "hub namespace of the hostname claims (a ConfigMap per hostname, the previous manager's record): a hostname is programmed for the one Gateway that holds its claim",
 		func(c *gateway.Config) *string { return &c.HostnameClaimsNamespace }},
 }

@@ -70,10 +70,6 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error 
 		defer fr.Close()
 		recorder = fr
 	}
-	clk, err := replicaClock()
-	if err != nil {
-		return err
-	}
 	ctx := cmd.Context()
 	replica, err := app.New(ctx, app.Options{
 		Hub:                hub,
@@ -91,7 +87,6 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error 
 		Resync:             f.resync.options(),
 		Gateway:            f.gateway,
 		Recorder:           recorder,
-		Clock:              clk,
 	})
 	if err != nil {
 		return err

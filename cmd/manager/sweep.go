@@ -28,14 +28,16 @@ import (
 )
 
 // resyncFlags are the anchor resync's knobs, shared by the replica and the sweep.
+//
+// The resync's other options (the live reads' and dependents' rates, bursts and
+// timeout, the deletion burst, the stuck-owner age, the claim passes) are not flags:
+// their defaults (resync.Options.WithDefaults) are what an operator wants, and tests
+// set them through the options.
 type resyncFlags struct {
-	enabled, dryRun                        bool
-	period, jitter, confirmAfter, minAge   time.Duration
-	stuckAfter, liveTimeout                time.Duration
-	maxDeletions, haltAbove, deletionBurst int
-	deletionQPS, liveQPS, dependentsQPS    float64
-	liveBurst, workers, dependentsBurst    int
-	claimPasses                            int
+	enabled, dryRun                      bool
+	period, jitter, confirmAfter, minAge time.Duration
+	maxDeletions, haltAbove, workers     int
+	deletionQPS                          float64
 	// ownerKinds and extraDependentKinds: nil takes the resync's defaults.
 	ownerKinds, extraDependentKinds kindsValue
 	// prefix is what the flags' names start with ("resync-" on a replica, "" in sweep).
@@ -96,17 +98,9 @@ func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, dryRunUsage)
 	durationVar(fs, &r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
 	durationVar(fs, &r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
-	durationVar(fs, &r.stuckAfter, prefix+"stuck-after", d.StuckAfter, "an owner terminating with our finalizer for longer is reported unknown")
 	fs.IntVar(&r.maxDeletions, prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
 	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
 	fs.Float64Var(&r.deletionQPS, prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
-	fs.IntVar(&r.deletionBurst, prefix+"deletion-burst", d.DeletionBurst, "burst of anchor deletions")
-	fs.Float64Var(&r.liveQPS, prefix+"live-qps", float64(d.LiveQPS), "live reads of one project plane per second")
-	fs.IntVar(&r.liveBurst, prefix+"live-burst", d.LiveBurst, "burst of live reads of one project plane")
-	durationVar(fs, &r.liveTimeout, prefix+"live-timeout", d.LiveTimeout, "timeout of each live read of a project plane")
-	fs.Float64Var(&r.dependentsQPS, prefix+"dependents-qps", float64(d.DependentsQPS), "hub lists per second reading anchors' dependents (anchors and the kinds the live path writes on the hub, once per pass and hub namespace)")
-	fs.IntVar(&r.dependentsBurst, prefix+"dependents-burst", d.DependentsBurst, "burst of hub lists reading anchors' dependents")
-	fs.IntVar(&r.claimPasses, prefix+"claim-passes", d.ClaimPasses, "passes a dependent claimed by a live owner may keep a stale anchor before the claim is reported expired (and the pass after collects it)")
 	r.ownerKinds = kindsValue{def: resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds),
 		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} }}
 	fs.Var(&r.ownerKinds, prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
@@ -116,7 +110,7 @@ func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 }
 
 // refuseZeroLimits refuses a deletion cap, ceiling, rate or burst of 0. In the options a
-// zero takes the default (50, 500, 10/s, 20): an operator who writes 0 to mean "delete
+// zero takes the default (50, 500, 10/s): an operator who writes 0 to mean "delete
 // nothing" would get the default's deletions. The flags already start at the defaults,
 // so a 0 here was written on purpose; the error names the flag and the ways that do
 // delete nothing.
@@ -128,7 +122,6 @@ func (r resyncFlags) refuseZeroLimits() error {
 		{"max-deletions-per-pass", r.maxDeletions == 0},
 		{"halt-above", r.haltAbove == 0},
 		{"deletion-qps", r.deletionQPS == 0},
-		{"deletion-burst", r.deletionBurst == 0},
 	} {
 		if l.zero {
 			return fmt.Errorf("--%s%s=0 is refused: it would mean the default, not zero; to delete nothing use --%sdry-run (or the deletion switch, docs/recovery.md)", r.prefix, l.name, r.prefix)
@@ -141,12 +134,8 @@ func (r resyncFlags) options() resync.Options {
 	return resync.Options{
 		Disabled: !r.enabled, DryRun: r.dryRun,
 		Period: r.period, InitialJitter: r.jitter, ConfirmAfter: r.confirmAfter, MinAge: r.minAge,
-		StuckAfter: r.stuckAfter, LiveTimeout: r.liveTimeout,
 		MaxDeletionsPerPass: r.maxDeletions, HaltAbove: r.haltAbove,
-		DeletionQPS: float32(r.deletionQPS), DeletionBurst: r.deletionBurst,
-		LiveQPS: float32(r.liveQPS), LiveBurst: r.liveBurst, Workers: r.workers,
-		DependentsQPS: float32(r.dependentsQPS), DependentsBurst: r.dependentsBurst,
-		ClaimPasses:    r.claimPasses,
+		DeletionQPS: float32(r.deletionQPS), Workers: r.workers,
 		LiveOwnerKinds: r.ownerKinds.kinds, ExtraDependentKinds: r.extraDependentKinds.kinds,
 	}
 }

@@ -1,8 +1,8 @@
 // Package benchclock is a clock set off from the local one by a fixed amount, for the
-// bench harness's skew scenario: a manager built with the anchorage_bench_skew tag
-// (cmd/manager) runs every clock of its own on it, as a replica on a machine whose clock
-// is wrong would. libfaketime cannot do this: it does not reach a static Go binary.
-// Only that build imports this package, so no shipped binary contains it.
+// bench harness's skew scenario: the manager with bench/mutants/skew.patch (applied by
+// hack/mutant.sh to a scratch copy) runs every clock of its own on it, as a replica on a
+// machine whose clock is wrong would. libfaketime cannot do this: it does not reach a
+// static Go binary. Only that build imports this package, so no shipped binary has it.
 package benchclock
 
 import (

@@ -118,8 +118,9 @@ func expectMovedAfterValidity(g Gomega, victim *harness.Manager, holder string, 
 // member looks suspect to it for three Lease durations while each of them renews
 // through its own connection and serves its projects. No project moves: a suspect
 // member holds on until the conditional clear of its member Lease succeeds, which it
-// cannot here. Built with the anchorage_bench_suspectexpires tag (the old rule: a
-// suspect member's projects are orphaned) this test fails.
+// cannot here. Under bench/mutants/suspectexpires.patch (the old rule: a
+// suspect member's projects are orphaned) this test fails
+// (hack/mutant.sh suspectexpires -- go test ./test/integration -run ThisTest).
 func TestShardStalledCoordinatorWatchMovesNothing(t *testing.T) {
 	needEnvtest(t)
 	g := NewWithT(t)
@@ -251,8 +252,9 @@ func feedProxies(t *testing.T, projects []churnProject, interval time.Duration) 
 // (its proxy holds the answer until the client gives up), so its validity lapses while its reconciles have hub writes in
 // flight and new proxies keep arriving. The hub's audit log shows no write of it
 // outside its incarnations' validity windows; once the faults are lifted every project
-// is served by exactly one replica again. Built with the anchorage_bench_nogate tag
-// (admission and the hub writer stop checking validity) this test fails.
+// is served by exactly one replica again. Under bench/mutants/nogate.patch
+// (admission and the hub writer stop checking validity) this test fails
+// (hack/mutant.sh nogate -- go test ./test/integration -run ThisTest).
 func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	needEnvtest(t)
 	g := NewWithT(t)
