@@ -16,8 +16,7 @@ import (
 // backend's certificate must be valid for (the previous manager's key).
 const BackendCertHostnameAnnotation = "networking.datumapis.com/backend-cert-hostname"
 
-// endpointSliceManagedBy marks the hub EndpointSlices as this manager's, so the hub's
-// EndpointSlice controllers leave them alone.
+// endpointSliceManagedBy keeps the hub's EndpointSlice controllers off our slices.
 const endpointSliceManagedBy = "anchorage.datumapis.com"
 
 // Hub kinds of the backend objects, as Metrics and WrittenObjects name them.
@@ -57,8 +56,7 @@ func (b hubBackend) objects() []backendObject {
 	return out
 }
 
-// unresolvedError says why a backendRef has nothing on the hub: the reason is Gateway
-// API's for ResolvedRefs=False.
+// unresolvedError says why a backendRef has nothing on the hub (a ResolvedRefs reason).
 type unresolvedError struct {
 	reason gatewayv1.RouteConditionReason
 	msg    string
@@ -129,8 +127,7 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 	return b, nil
 }
 
-// isServiceRef reports whether ref names a core Service (group and kind defaulted as
-// the API server defaults them).
+// isServiceRef reports whether ref names a core Service (defaults applied).
 func isServiceRef(ref gatewayv1.BackendObjectReference) bool {
 	return ptr.Deref(ref.Group, "") == "" && ptr.Deref(ref.Kind, kindService) == kindService
 }

@@ -18,8 +18,7 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// invalidError says why a proxy cannot be programmed as written; only a change to the
-// proxy helps.
+// invalidError says why a proxy cannot be programmed as written (no retry helps).
 type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string { return e.msg }
@@ -28,8 +27,8 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// proxyObjects are the upstream objects an HTTPProxy produces in its namespace, named
-// after it and controlled by it.
+// proxyObjects are the upstream objects a proxy produces, named after it and controlled
+// by it.
 type proxyObjects struct {
 	Gateway  *gatewayv1.Gateway
 	Route    *gatewayv1.HTTPRoute
@@ -123,8 +122,7 @@ func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gat
 	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, nil
 }
 
-// httpsTermination terminates TLS with the Secret <gateway>-<listener>, which the
-// listener's downstream Certificate writes.
+// httpsTermination terminates TLS with the Secret <gateway>-<listener>.
 func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1.ListenerTLSConfig {
 	return &gatewayv1.ListenerTLSConfig{
 		Mode: ptr.To(gatewayv1.TLSModeTerminate),
@@ -156,8 +154,7 @@ func pickHTTPSListenerName(gateway string, host gatewayv1.Hostname, existing *ga
 	return "", invalidf("no listener name for hostname %s gives a valid certificate name with gateway name %q (%d characters): shorten the proxy's name", host, gateway, len(gateway))
 }
 
-// findListener returns the listener of gw with protocol, port and hostname (nil: no
-// hostname), or nil.
+// findListener returns gw's listener with protocol, port and host (nil: none), or nil.
 func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port gatewayv1.PortNumber, host *gatewayv1.Hostname) *gatewayv1.Listener {
 	if gw == nil {
 		return nil
@@ -175,14 +172,12 @@ func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port g
 	return nil
 }
 
-// sameNamespaceRoutes is the API server's default allowedRoutes, written out so a spec
-// read back compares equal.
+// sameNamespaceRoutes is the API server's default allowedRoutes, written out.
 func sameNamespaceRoutes() *gatewayv1.AllowedRoutes {
 	return &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSame)}}
 }
 
-// buildRouteSpec turns the proxy's rules into HTTPRoute rules attached to the proxy's
-// Gateway, and returns the ExternalName Service each backend is reached through.
+// buildRouteSpec turns the proxy's rules into route rules and each backend's Service.
 func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev1.Service, error) {
 	spec := gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{

@@ -36,20 +36,17 @@ const (
 	DefaultIssuerGroup = "cert-manager.io"
 	// DefaultEventSource names the reporting component of every Event.
 	DefaultEventSource = "anchorage-gateway"
-	// DefaultWorkers is how many reconciles each controller runs at once
-	// (bench/README.md, Fair share).
+	// DefaultWorkers is how many reconciles each controller runs at once.
 	DefaultWorkers = 8
 	// DefaultProjectWorkers is how many of a controller's workers one project may hold.
 	DefaultProjectWorkers = 2
-	// DefaultProjectHubWritesPerSecond is each project's share of hub writes (burst
-	// twice that).
+	// DefaultProjectHubWritesPerSecond is each project's share of hub writes.
 	DefaultProjectHubWritesPerSecond = 20
 	// DefaultProxiesPerProject is how many proxies one project programs.
 	DefaultProxiesPerProject = 1000
 )
 
-// IssuerRef is the cert-manager issuer written as every downstream Certificate's
-// spec.issuerRef.
+// IssuerRef is every downstream Certificate's spec.issuerRef.
 type IssuerRef struct {
 	// Name of the issuer. Default DefaultIssuerName.
 	Name string
@@ -77,8 +74,7 @@ type Config struct {
 	// programmed, for hubs where no edge controller writes status. Off, Programmed
 	// follows the edge and is False with reason Pending until it has spoken.
 	AssumeWrittenIsProgrammed bool
-	// Workers is how many reconciles each controller runs at once; never two of one
-	// object.
+	// Workers is how many reconciles each controller runs at once.
 	Workers int
 	// ProjectWorkers is how many of each controller's Workers one project may hold.
 	ProjectWorkers int

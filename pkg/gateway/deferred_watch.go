@@ -107,8 +107,8 @@ func (g *gate) whenOpen(start func()) bool {
 }
 
 // deferredSource is a multicluster source of one or more kinds whose per-project
-// sources start once the project's gate opens; one per controller keeps
-// multicluster-runtime to one goroutine per engaged project.
+// sources start once the project's gate opens. One per controller keeps the goroutines
+// multicluster-runtime spends on each engaged source to one.
 type deferredSource struct {
 	inners []mcsource.TypedSource[client.Object, mcreconcile.Request]
 	gates  *projectGates

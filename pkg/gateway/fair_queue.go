@@ -10,11 +10,9 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
-// fairQueue is each gateway controller's work queue: one line of requests per project,
-// handed out round robin over the projects with fewer than perProject being worked. It
-// keeps client-go's queue contract (a request is queued once, never worked twice at a
-// time, and queued again if added while worked); of several delayed adds the earliest
-// wins.
+// fairQueue is each gateway controller's work queue: one line per project, served round
+// robin over the projects with fewer than perProject being worked. It keeps client-go's
+// queue contract; of several delayed adds of one request the earliest wins.
 type fairQueue struct {
 	perProject int
 	limiter    workqueue.TypedRateLimiter[mcreconcile.Request]
@@ -23,8 +21,7 @@ type fairQueue struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// lines holds each project's queued requests in order; turns the projects with a
-	// line, in the order they are served.
+	// lines are each project's queued requests; turns the projects with one, in order.
 	lines map[multicluster.ClusterName][]mcreconcile.Request
 	turns []multicluster.ClusterName
 	// queued are in a line; working handed out and not Done; again added while worked.
@@ -70,9 +67,8 @@ func (q *fairQueue) addLocked(req mcreconcile.Request) {
 	q.cond.Signal()
 }
 
-// Get hands out the first request of the first project in turn with fewer than
-// perProject being worked, and moves that project's turn to the end. It waits while
-// none qualifies.
+// Get hands out the next request of the first project in turn below perProject, whose
+// turn moves to the end; it waits while none qualifies.
 func (q *fairQueue) Get() (mcreconcile.Request, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

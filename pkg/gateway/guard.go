@@ -38,8 +38,7 @@ const (
 
 var allGuardVerdicts = []guardVerdict{guardGone, guardReplaced, guardTerminating, guardUnfinalized}
 
-// judgeLive decides the live guard from the live object (nil when the API server said
-// NotFound), the UID the reconcile is about and our finalizer.
+// judgeLive judges the live object (nil: NotFound) against uid and our finalizer.
 func judgeLive(live client.Object, uid types.UID, finalizer string) guardVerdict {
 	switch {
 	case live == nil:
@@ -69,8 +68,7 @@ func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, 
 	return judgeLive(live, cached.GetUID(), finalizer), live, nil
 }
 
-// newEmptyLike returns an empty object of obj's type (and kind, for unstructured), so
-// a read does not merge into a used object.
+// newEmptyLike returns an empty object of obj's type (and kind, for unstructured).
 func newEmptyLike(obj client.Object) client.Object {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		fresh := &unstructured.Unstructured{}
@@ -84,8 +82,7 @@ func newEmptyLike(obj client.Object) client.Object {
 // nothing brings a Gateway or HTTPRoute back when its proxy gets its finalizer.
 const unfinalizedRecheck = 2 * time.Second
 
-// guarded is one owner the live guard reads: its kind (for metrics and logs), the
-// object whose key and UID are compared, and the finalizer it must carry.
+// guarded is one owner the live guard reads: kind, object (key and UID) and finalizer.
 type guarded struct {
 	kind      string
 	obj       client.Object
@@ -100,8 +97,7 @@ type ownersGuard struct {
 	metrics *Metrics
 }
 
-// guardRefusal is the live guard's refusal: which owner failed and why. It ends a
-// reconcile without writing, and is not a failure.
+// guardRefusal is the live guard's refusal (which owner, why): not a failure.
 type guardRefusal struct {
 	kind    string
 	key     client.ObjectKey
@@ -112,8 +108,8 @@ func (r *guardRefusal) Error() string {
 	return fmt.Sprintf("live guard: %s %s is %s", r.kind, r.key, r.verdict)
 }
 
-// check reads every owner live, in order, and returns a *guardRefusal (counted) for
-// the first that does not pass, nil when all pass, or the read error.
+// check reads every owner live, in order: a counted *guardRefusal for the first that
+// fails, nil when all pass, or the read error.
 func (g ownersGuard) check(ctx context.Context) error {
 	_, err := g.checkLive(ctx)
 	return err
@@ -158,8 +154,7 @@ func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool
 	return true, nil
 }
 
-// upstreamGuard is the guard of an upstream Gateway or HTTPRoute obj: obj with
-// finalizer, then the HTTPProxy that controls it, if one does.
+// upstreamGuard guards obj with finalizer, then the HTTPProxy controlling it, if any.
 func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Metrics) ownersGuard {
 	owners := []guarded{{kind: kind, obj: obj, finalizer: finalizer}}
 	if proxy := controllingProxy(obj); proxy != nil {
@@ -168,8 +163,7 @@ func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Me
 	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: m}
 }
 
-// controllingProxy returns the HTTPProxy named by obj's controller reference
-// (namespace, name and UID only), or nil.
+// controllingProxy returns the HTTPProxy obj's controller reference names, or nil.
 func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil || ref.Kind != kindHTTPProxy {

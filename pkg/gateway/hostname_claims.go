@@ -22,12 +22,10 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// ReasonHostnamesInUse is the reason of a listener, a Gateway and a proxy whose hostname
-// another Gateway (of this project or another) holds.
+// ReasonHostnamesInUse: another Gateway holds the hostname (listener, Gateway, proxy).
 const ReasonHostnamesInUse = "HostnamesInUse"
 
-// claimRetryAfter is how soon a Gateway refused a hostname tries again; the holder's
-// release is not watched.
+// claimRetryAfter is how soon a refused Gateway tries again (releases are not watched).
 const claimRetryAfter = 30 * time.Second
 
 // claimOwnerKey is the data key naming the claimant, as the previous manager wrote it.
@@ -62,8 +60,7 @@ func (c claimant) holds(claim *corev1.ConfigMap) bool {
 	return err == nil && p == c.project
 }
 
-// claimable reports whether a listener hostname can be claimed: not a wildcard, which
-// would cover hostnames others hold.
+// claimable reports whether a listener hostname can be claimed: not a wildcard.
 func claimable(host gatewayv1.Hostname) bool {
 	return host != "" && !strings.HasPrefix(string(host), "*")
 }
@@ -74,8 +71,7 @@ type claimResult struct {
 	refused map[gatewayv1.Hostname]string
 }
 
-// programmable returns gw with only the listeners whose hostname it holds, and the
-// hostname-less ones: what is written to the hub.
+// programmable returns gw with only its held and hostname-less listeners.
 func (r claimResult) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
 	if len(r.refused) == 0 {
 		return gw
@@ -173,8 +169,7 @@ func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bo
 	return c.holds(existing), nil
 }
 
-// releaseUnless deletes the claims in held whose hostname is not in keep, each
-// conditional on the UID and resourceVersion read.
+// releaseUnless deletes held's claims not in keep, on UID and resourceVersion.
 func (h hostnameClaims) releaseUnless(ctx context.Context, held map[string]*corev1.ConfigMap, keep map[string]bool) error {
 	for host, claim := range held {
 		if keep[host] {
@@ -190,7 +185,6 @@ func (h hostnameClaims) releaseUnless(ctx context.Context, held map[string]*core
 	return nil
 }
 
-// listenerHostnames returns the set of gw's listener hostnames.
 func listenerHostnames(gw *gatewayv1.Gateway) map[string]bool {
 	out := map[string]bool{}
 	for _, l := range gw.Spec.Listeners {
@@ -251,8 +245,8 @@ type hostnameSets struct {
 	last map[string]string
 }
 
-// noticeHostnames reconciles the Gateway's routes again when the hostnames of written,
-// its hub copy, differ from those last seen.
+// noticeHostnames reconciles the Gateway's routes again when its hub copy's hostnames
+// changed.
 func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.Gateway) {
 	if r.Routes == nil || r.programmed == nil {
 		return
@@ -284,8 +278,7 @@ func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {
 	delete(h.last, hostnameSetKey(project, gw))
 }
 
-// hostnamesNotHeldError: none of a route's hostnames is on its Gateways' hub copies,
-// so the route is not written.
+// hostnamesNotHeldError: none of a route's hostnames is on its Gateways' hub copies.
 type hostnamesNotHeldError struct {
 	hostnames []gatewayv1.Hostname
 	// pending: no parent has a hub copy yet, so nothing is decided.

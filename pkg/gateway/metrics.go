@@ -11,8 +11,7 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// Label values. Every combination is created at start, so dashboards show zeros rather
-// than gaps.
+// Label values; every combination is created at start, so dashboards show zeros.
 const (
 	kindGateway     = "Gateway"
 	kindHTTPRoute   = "HTTPRoute"

@@ -27,12 +27,10 @@ import (
 // CNAMEs at that hostname (docs/operations.md, Cut-over from the previous manager).
 var PreviousCanonicalListeners = []gatewayv1.SectionName{"default-http", "default-https"}
 
-// DefaultHostnameClaimsNamespace is the previous manager's hub namespace of hostname
-// claims, so that its claims are adopted.
+// DefaultHostnameClaimsNamespace is the previous manager's, so its claims are adopted.
 const DefaultHostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
 
-// unsupportedBackend returns why proxy has a connector or instance backend, which this
-// manager cannot program, or "".
+// unsupportedBackend returns why proxy has a connector or instance backend, or "".
 func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 	for i, r := range proxy.Spec.Rules {
 		for _, b := range r.Backends {
@@ -47,8 +45,7 @@ func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 	return ""
 }
 
-// ipHostname returns the first of proxy's hostnames that is an IP address, or "": the
-// schema (the previous manager's) lets them through.
+// ipHostname returns the first of proxy's hostnames that is an IP address, or "".
 func ipHostname(proxy *v1alpha.HTTPProxy) string {
 	for _, h := range proxy.Spec.Hostnames {
 		if net.ParseIP(string(h)) != nil {
@@ -74,8 +71,8 @@ func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (boo
 	return proxy.UID == ref.UID && unsupportedBackend(proxy) != "", nil
 }
 
-// keptCanonicalListeners returns existing's canonical-hostname listeners, rewritten the
-// way this manager writes listeners, and their hostnames.
+// keptCanonicalListeners returns existing's canonical listeners, as this manager writes
+// listeners, and their hostnames.
 func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gatewayv1.Listener, []gatewayv1.Hostname) {
 	if existing == nil {
 		return nil, nil
@@ -107,8 +104,7 @@ func isCanonicalListener(name gatewayv1.SectionName) bool {
 	return false
 }
 
-// isSliceRef reports whether ref names an EndpointSlice (the previous manager's proxy
-// backends).
+// isSliceRef reports whether ref names an EndpointSlice.
 func isSliceRef(ref gatewayv1.BackendObjectReference) bool {
 	return ptr.Deref(ref.Group, "") == discoveryv1.GroupName && ptr.Deref(ref.Kind, "") == kindEndpointSlice
 }
@@ -207,8 +203,7 @@ func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Requ
 	return &sliceScope{upstream: *u, slice: slice}, nil
 }
 
-// finalize deletes the anchor of a terminating slice, whose hub objects hang on it, and
-// removes the finalizer.
+// finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.slice, kindEndpointSlice, HTTPRouteFinalizer, func(context.Context, hubWriter) error { return nil })
 }

@@ -38,8 +38,7 @@ const rankFreshFor = time.Second
 // enqueued: past rankFreshFor and a cache's usual lag behind a delete.
 const slotHandOverDelay = 2 * time.Second
 
-// slotRecheck is how often a proxy past the cap looks again, in case a hand-over was
-// missed.
+// slotRecheck is how often a proxy past the cap looks again, in case of a missed hand-over.
 const slotRecheck = 10 * time.Minute
 
 type ranking struct {
@@ -130,8 +129,8 @@ func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
 	return r
 }
 
-// released is told that proxy of project is finalized: the first proxy waiting for a
-// slot, if any, is enqueued so it is programmed now rather than at its next event.
+// released is told that a proxy of project is finalized: the first waiting, if any, is
+// enqueued.
 func (p *proxySlots) released(project string, gone types.NamespacedName) {
 	if p == nil {
 		return

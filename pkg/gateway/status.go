@@ -20,8 +20,7 @@ const (
 	ReasonUpstreamWriteFailed = "UpstreamWriteFailed"
 )
 
-// edgeCondition returns the condition typ the edge reported in conds for generation,
-// or nil.
+// edgeCondition returns the edge's condition typ in conds for generation, or nil.
 func edgeCondition(conds []metav1.Condition, typ string, generation int64) *metav1.Condition {
 	c := meta.FindStatusCondition(conds, typ)
 	if c == nil || c.ObservedGeneration != generation {
@@ -42,8 +41,7 @@ func (v verdict) condition(typ string, generation int64) metav1.Condition {
 }
 
 // gatewayEdgeVerdict judges an upstream Gateway's Programmed from its hub copy down:
-// the edge's Programmed for down's generation, else Pending; assume counts the written
-// copy as programmed.
+// the edge's for down's generation, else Pending; assume counts the written copy.
 func gatewayEdgeVerdict(down *gatewayv1.Gateway, assume bool) verdict {
 	if assume {
 		return verdict{true, string(gatewayv1.GatewayReasonProgrammed), "The downstream Gateway and its Certificates are written to the hub (assumed programmed: no edge controller reports status)"}
@@ -147,10 +145,9 @@ func sameParent(a, b gatewayv1.ParentReference, routeNS string) bool {
 		ptr.Deref(a.Port, 0) == ptr.Deref(b.Port, 0)
 }
 
-// proxyProgrammed judges a proxy's Programmed from its upstream Gateway and HTTPRoute
-// (nil: not there yet): the Gateway and every listener programmed, the route accepted
-// with its references resolved, each for the current generation. A refusal's reason
-// passes through.
+// proxyProgrammed judges a proxy's Programmed from its Gateway and HTTPRoute (nil: not
+// there yet): the Gateway and every listener programmed, the route accepted with its
+// references resolved, each for its generation; a refusal's reason passes through.
 func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController) (bool, string, string) {
 	if gw == nil || route == nil {
 		return false, v1alpha.ReasonPending, "Waiting for the upstream Gateway and HTTPRoute to be created"

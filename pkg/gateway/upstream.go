@@ -72,10 +72,9 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 	}, nil
 }
 
-// finalizeUpstream is the finalize phase of an upstream object: once obj is
-// terminating with finalizer, deleteDownstream clears its mapped namespace (skipped when
-// the upstream namespace is gone), then releaseAnchor. A terminating obj ends the
-// reconcile here.
+// finalizeUpstream is the finalize phase of an upstream object: once obj is terminating
+// with finalizer, deleteDownstream clears its mapped namespace (if the upstream one is
+// still there), then releaseAnchor. A terminating obj ends the reconcile here.
 func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
