@@ -42,12 +42,11 @@ type Options struct {
 	Admission Admission
 	// Registry receives the package's metrics. Default controller-runtime's registry.
 	Registry prometheus.Registerer
-	// Anchors is the hub's anchor cache, indexed by name, that the finalizers' ambiguity
-	// check reads (anchor.DeleteIndexed). Default: one built on the manager's hub
-	// connection (resync.NewAnchorCache) and added to the manager.
+	// Anchors is the hub's anchor cache that the finalizers' ambiguity check reads
+	// (anchor.DeleteIndexed). Default: resync.AddAnchorCache on the manager.
 	Anchors anchor.NameIndex
-	// Written remembers the hub objects the Gateway and HTTPRoute reconcilers wrote,
-	// for their finalizers. Default: NewWrittenObjects(DefaultWrittenOwners).
+	// Written remembers the hub objects the reconcilers wrote, for their finalizers.
+	// Default: NewWrittenObjects(DefaultWrittenOwners).
 	Written *WrittenObjects
 }
 
@@ -77,10 +76,9 @@ func enqueueControllingProxy(name multicluster.ClusterName, cl cluster.Cluster) 
 // they attach to, so a Gateway event finds its routes without a full list.
 const routeParentIndex = "anchorage.parentGateway"
 
-// SetupWithManager adds the HTTPProxy, Gateway and HTTPRoute controllers to mgr. Each
-// watches its kind on every project cluster; the Gateway and HTTPRoute controllers also
-// watch their downstream copies on the hub (mapped back through the anchor labels), and
-// each takes requests from Setup.Enqueue.
+// SetupWithManager adds the HTTPProxy, Gateway, HTTPRoute and EndpointSlice controllers
+// to mgr. Each watches its kind on every project; the Gateway and HTTPRoute controllers
+// also watch their downstream objects on the hub, mapped back through their labels.
 func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) (*Setup, error) {
 	opts.Config = opts.Config.WithDefaults()
 	if err := opts.Config.Validate(); err != nil {
@@ -108,8 +106,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		}
 	}
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
-	// Fair share (fair_share.go): hub writes by project, proxies by project, and, in
-	// controllerOptions, workers by project.
+	// Fair share: hub writes and proxies by project here, workers in controllerOptions.
 	opts.Clusters = fairClusters{Clusters: opts.Clusters, limits: newHubWriteLimits(opts.ProjectHubWritesPerSecond, clock.RealClock{}, metrics.hubWriteWaits)}
 	slots := newProxySlots(opts.ProxiesPerProject, clock.RealClock{}, s.proxies.add)
 	// The HTTPProxy gauge counts a project only while it is engaged here.
@@ -122,7 +119,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	}
 	hubCache := mgr.GetLocalManager().GetCache()
 
-	// Watches past the three that notice our objects wait for the project's gate.
+	// Watches past the three WatchedKinds wait for the project's gate (deferred_watch.go).
 	gates := newProjectGates()
 	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
 		Named("httpproxy").
@@ -170,8 +167,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
-	// The previous manager's backend EndpointSlices, finalized on deletion
-	// (previous_manager.go). Only slices carrying its finalizer are reconciled.
+	// The previous manager's backend EndpointSlices, reconciled only to be finalized.
 	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("endpointslice").
 		WithOptions(controllerOptions(mgr, "endpointslice", opts.Config, metrics)).
@@ -184,10 +180,9 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	return s, nil
 }
 
-// HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes and backend objects
-// (Services, EndpointSlices, BackendTLSPolicies) to downstream copies, which carry the
-// cluster-name label: the hub may hold many other objects of those kinds, and the hub
-// watches only need ours. Pass it as the hub manager's cache.Options.ByObject.
+// HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes, Services,
+// EndpointSlices and BackendTLSPolicies to those carrying the cluster-name label, the
+// downstream objects. Pass it as the hub manager's cache.Options.ByObject.
 func HubCacheByObject() map[client.Object]cache.ByObject {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
@@ -278,10 +273,8 @@ func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, 
 	}
 }
 
-// controllerOptions carries the manager's controller settings the multicluster builder
-// does not copy on its own (several managers in one process, tests, skip name
-// validation), the configured number of workers and the queue that shares them out
-// between projects (fair_queue.go).
+// controllerOptions are a controller's options: the manager's SkipNameValidation
+// (which the multicluster builder does not copy), the workers, and the fair queue.
 func controllerOptions(mgr mcmanager.Manager, name string, c Config, m *Metrics) mccontroller.Options {
 	depth := m.queueDepth.WithLabelValues(name)
 	return mccontroller.Options{
@@ -295,10 +288,9 @@ func controllerOptions(mgr mcmanager.Manager, name string, c Config, m *Metrics)
 	}
 }
 
-// WatchedKinds are the project kinds these controllers watch from the moment they are
-// engaged with a project. The shard syncs their informers before engaging the
-// controllers. The other kinds (Services) are watched only once the project has an
-// HTTPProxy or one of our Gateways (deferred_watch.go).
+// WatchedKinds are the project kinds watched from the moment a project is engaged; the
+// shard syncs their informers first. The others wait for the project's gate
+// (deferred_watch.go).
 func WatchedKinds() []client.Object {
 	return []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}}
 }

@@ -2,9 +2,8 @@ package gateway
 
 import "unicode/utf8"
 
-// maxMessage bounds what a plane's or the hub's words may take of a condition message
-// or an Event note: a plane that answers hugely (a 10 MB error body) must not make
-// status writes or Events fail, and the events API refuses notes over 1 KiB.
+// maxMessage bounds a condition message or an Event note: a huge error from a plane
+// must not make the write fail, and the events API refuses notes over 1 KiB.
 const maxMessage = 1000
 
 // boundedMessage returns s cut to maxMessage bytes on a rune boundary, saying so.

@@ -12,21 +12,11 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// What the hub holds for each backend of an upstream HTTPRoute, so that an edge's
-// gateway controller resolves the route from the hub alone: per backendRef, a headless
-// Service, an EndpointSlice (address type FQDN) naming the backend's host, and for an
-// https backend a BackendTLSPolicy validating the backend's certificate. All three are
-// named route-<route UID>-rule-<rule>-backendref-<ref>, the previous manager's layout
-// (its gateway_controller.go, processDownstreamHTTPRouteRules), so a cut-over adopts
-// them instead of writing a second set; all hang on the route's anchor.
-
 // BackendCertHostnameAnnotation on a backend's upstream Service names the hostname the
-// backend's certificate must be valid for (HTTPProxy spec.rules[].backends[].tls.hostname,
-// or the endpoint's host). The previous manager recorded it under the same key.
+// backend's certificate must be valid for (the previous manager's key).
 const BackendCertHostnameAnnotation = "networking.datumapis.com/backend-cert-hostname"
 
-// endpointSliceManagedBy marks the hub EndpointSlices as this manager's, so the hub's
-// EndpointSlice controllers leave them alone.
+// endpointSliceManagedBy keeps the hub's EndpointSlice controllers off our slices.
 const endpointSliceManagedBy = "anchorage.datumapis.com"
 
 // Hub kinds of the backend objects, as Metrics and WrittenObjects name them.
@@ -36,8 +26,8 @@ const (
 	kindBackendTLSPolicy = "BackendTLSPolicy"
 )
 
-// BackendObjectName names the hub objects of the backendRef at index ref of the rule at
-// index rule of the upstream route with UID route.
+// BackendObjectName names the hub objects of backendRef ref of rule rule of the route
+// with UID route (docs/design.md, What the hub holds for one proxy).
 func BackendObjectName(route types.UID, rule, ref int) string {
 	return fmt.Sprintf("route-%s-rule-%d-backendref-%d", route, rule, ref)
 }
@@ -50,8 +40,7 @@ type hubBackend struct {
 	Policy *gatewayv1.BackendTLSPolicy
 }
 
-// backendObject is one hub object of a backend, with its kind and what hubWriter.apply
-// copies of it into an existing object.
+// backendObject is one hub object of a backend, its kind and its copyContent.
 type backendObject struct {
 	kind string
 	obj  client.Object
@@ -67,8 +56,7 @@ func (b hubBackend) objects() []backendObject {
 	return out
 }
 
-// unresolvedError says why a backendRef has nothing on the hub: the reason is Gateway
-// API's for ResolvedRefs=False.
+// unresolvedError says why a backendRef has nothing on the hub (a ResolvedRefs reason).
 type unresolvedError struct {
 	reason gatewayv1.RouteConditionReason
 	msg    string
@@ -76,10 +64,9 @@ type unresolvedError struct {
 
 func (e *unresolvedError) Error() string { return e.msg }
 
-// buildHubBackend returns what the hub holds, in hubNS under name, for a backendRef to
-// port of the upstream Service svc (nil: there is none). Only an ExternalName Service,
-// the form every HTTPProxy backend takes, can be reached from an edge; any other names
-// endpoints that exist on the project's plane alone.
+// buildHubBackend returns the hub objects, in hubNS under name, for a backendRef to
+// port of the upstream Service svc (nil: none). Only an ExternalName Service resolves:
+// any other names endpoints an edge cannot reach.
 func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
 	if svc == nil {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, "Service not found"}
@@ -140,8 +127,7 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 	return b, nil
 }
 
-// isServiceRef reports whether ref names a core Service (group and kind defaulted as
-// the API server defaults them).
+// isServiceRef reports whether ref names a core Service (defaults applied).
 func isServiceRef(ref gatewayv1.BackendObjectReference) bool {
 	return ptr.Deref(ref.Group, "") == "" && ptr.Deref(ref.Kind, kindService) == kindService
 }
@@ -156,9 +142,8 @@ func hubBackendRef(ref gatewayv1.HTTPBackendRef, name, hubNS string) gatewayv1.H
 	return out
 }
 
-// copyHubServiceSpec brings the hub Service dst to src's type and ports, merging ports by
-// name so fields the API server defaulted (targetPort) stay as they are. clusterIP is
-// immutable and set only on create.
+// copyHubServiceSpec brings the hub Service dst to src's type and ports, merged by name
+// so defaulted fields stay; clusterIP (immutable) is set only on create.
 func copyHubServiceSpec(dst, src client.Object) error {
 	d, s := dst.(*corev1.Service), src.(*corev1.Service)
 	d.Spec.Type = s.Spec.Type
@@ -181,7 +166,7 @@ func copyHubServiceSpec(dst, src client.Object) error {
 }
 
 // copyEndpointSlice brings the hub EndpointSlice dst to src's endpoints, ports and
-// labels (addressType is immutable: an existing slice of another type is an error).
+// labels; another addressType (immutable) is an error.
 func copyEndpointSlice(dst, src client.Object) error {
 	d, s := dst.(*discoveryv1.EndpointSlice), src.(*discoveryv1.EndpointSlice)
 	if d.AddressType != s.AddressType {

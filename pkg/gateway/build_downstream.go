@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,18 +12,13 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// CertificateGVK is cert-manager's Certificate. The hub serves it; this module does not
-// depend on cert-manager's Go types, so Certificates are written as unstructured objects.
+// CertificateGVK is cert-manager's Certificate, written as an unstructured object.
 var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
-// downstreamGateway returns the hub copy of up in hubNS: the same name, the
-// downstream class, and of each listener only what an edge needs and a tenant may ask
-// for (an allow-list, not a copy: docs/design.md, Threat model): its name, hostname,
-// port and protocol, TLS mode and the certificate references into up's own namespace
-// (made local, since the Secrets live beside the copy), and routes from the Gateway's
-// own namespace only. Gateway addresses, infrastructure, TLS options, cross-namespace
-// certificate references and wider allowedRoutes are not written. Labels and the anchor
-// reference are added by anchor.Attach.
+// downstreamGateway returns the hub copy of up in hubNS, of class: of each listener
+// only an allow-list (docs/design.md, Threat model): name, hostname, port, protocol,
+// TLS mode, certificate references into up's namespace (made local), and same-namespace
+// routes.
 func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Gateway {
 	spec := gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}
 	for _, l := range up.Spec.Listeners {
@@ -52,8 +46,7 @@ func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Ga
 }
 
 // certificateListeners returns the listeners of up that get a Certificate: HTTPS
-// listeners terminating TLS for a hostname. A listener without a hostname has no name
-// to certify and is skipped.
+// listeners with a hostname terminating TLS.
 func certificateListeners(up *gatewayv1.Gateway) []gatewayv1.Listener {
 	var out []gatewayv1.Listener
 	for _, l := range up.Spec.Listeners {
@@ -68,9 +61,8 @@ func certificateListeners(up *gatewayv1.Gateway) []gatewayv1.Listener {
 	return out
 }
 
-// downstreamCertificates returns one Certificate per certificate listener of up, named
-// and writing the Secret <gateway>-<listener>, in hubNS. A name that is not a valid
-// object name is an error: no Certificate can be written for it.
+// downstreamCertificates returns one Certificate per certificate listener of up in
+// hubNS, named and writing the Secret <gateway>-<listener>; an invalid name is an error.
 func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuer IssuerRef) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, l := range certificateListeners(up) {
@@ -102,8 +94,7 @@ func newCertificate(name, namespace, dnsName string, issuer IssuerRef) *unstruct
 	return c
 }
 
-// certificateRef is the Certificate named name in namespace, with nothing else set: what
-// a read or a delete by key needs.
+// certificateRef is the Certificate named name in namespace, nothing else set.
 func certificateRef(name, namespace string) *unstructured.Unstructured {
 	c := &unstructured.Unstructured{}
 	c.SetGroupVersionKind(CertificateGVK)
@@ -113,8 +104,7 @@ func certificateRef(name, namespace string) *unstructured.Unstructured {
 }
 
 // setCertificateSpec copies the fields this manager owns (dnsNames, secretName,
-// issuerRef) from src into dst and leaves the rest of dst's spec alone, so fields a
-// previous manager or an operator set survive a take-over.
+// issuerRef) from src into dst, leaving the rest of dst's spec alone.
 func setCertificateSpec(dst, src *unstructured.Unstructured) error {
 	for _, field := range []string{"dnsNames", "secretName", "issuerRef"} {
 		v, ok, err := unstructured.NestedFieldCopy(src.Object, "spec", field)
@@ -143,10 +133,8 @@ func parentNamespace(ref gatewayv1.ParentReference, routeNS string) string {
 	return string(*ref.Namespace)
 }
 
-// downstreamRoute returns the hub copy of up in hubNS, attached only to parents (up's
-// parent references to this manager's Gateways). hubNamespaces maps an upstream
-// namespace other than up's own to its hub namespace; a parent in up's namespace
-// becomes a local reference to the downstream Gateway of the same name.
+// downstreamRoute returns the hub copy of up in hubNS, attached only to parents; a
+// parent in up's namespace becomes local, others go to hubNamespaces[namespace].
 func downstreamRoute(up *gatewayv1.HTTPRoute, hubNS string, parents []gatewayv1.ParentReference, hubNamespaces map[string]string) (*gatewayv1.HTTPRoute, error) {
 	spec := up.Spec.DeepCopy()
 	spec.ParentRefs = nil
@@ -164,16 +152,6 @@ func downstreamRoute(up *gatewayv1.HTTPRoute, hubNS string, parents []gatewayv1.
 		spec.ParentRefs = append(spec.ParentRefs, ref)
 	}
 	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: *spec}, nil
-}
-
-// sortedKeys returns m's keys in order, for stable messages.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // objectMeta returns metadata naming name in namespace.

@@ -18,8 +18,7 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// invalidError says why a proxy cannot be programmed as written. Retrying cannot help:
-// only a change to the proxy can.
+// invalidError says why a proxy cannot be programmed as written (no retry helps).
 type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string { return e.msg }
@@ -28,17 +27,16 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// proxyObjects are the upstream objects an HTTPProxy produces, all in its namespace,
-// all named after it or derived from its name, all controlled by it.
+// proxyObjects are the upstream objects a proxy produces, named after it and controlled
+// by it.
 type proxyObjects struct {
 	Gateway  *gatewayv1.Gateway
 	Route    *gatewayv1.HTTPRoute
 	Services []*corev1.Service
 }
 
-// buildProxyObjects returns what proxy produces. existing is the proxy's current
-// upstream Gateway, if any: its listener names are kept (see buildGatewaySpec). An
-// *invalidError means the proxy cannot be programmed as written.
+// buildProxyObjects returns what proxy produces. existing is its current Gateway, if
+// any, whose listener names are kept. An *invalidError means it cannot be programmed.
 func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
 	if h := ipHostname(proxy); h != "" {
 		return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
@@ -51,8 +49,7 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	if err != nil {
 		return nil, err
 	}
-	// The previous manager's canonical-hostname listeners stay, and the route serves
-	// their hostname too (previous_manager.go).
+	// The previous manager's canonical-hostname listeners stay, and so does their hostname.
 	kept, canonical := keptCanonicalListeners(proxy.Name, existing)
 	gwSpec.Listeners = append(gwSpec.Listeners, kept...)
 	for _, h := range canonical {
@@ -77,8 +74,7 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	return out, nil
 }
 
-// proxyOwnerReference is the controller reference every object the proxy produces
-// carries, so the proxy reconciler can tell its objects from anyone else's.
+// proxyOwnerReference is the controller reference of every object the proxy produces.
 func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
 	return metav1.OwnerReference{
 		APIVersion:         v1alpha.GroupVersion.String(),
@@ -90,13 +86,10 @@ func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
 	}
 }
 
-// buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on port 80 for every
-// hostname, and one HTTPS listener per hostname on 443 terminating TLS with the Secret
-// <gateway>-<listener> that the listener's downstream Certificate writes.
-//
-// Listener names are sticky: a listener of existing that already serves a hostname
-// the same way keeps its name, so a Gateway written by the previous manager (or by an
-// older naming rule) is taken over without renaming its Certificates and Secrets.
+// buildGatewaySpec lays out the proxy's Gateway: one HTTP listener on port 80, and one
+// HTTPS listener per hostname on 443 terminating with the Secret <gateway>-<listener>.
+// A listener of existing that serves a hostname the same way keeps its name, so its
+// Certificate and Secret are adopted.
 func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (gatewayv1.GatewaySpec, error) {
 	used := map[gatewayv1.SectionName]bool{}
 	httpName := gatewayv1.SectionName(HTTPListenerName)
@@ -129,9 +122,7 @@ func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gat
 	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, nil
 }
 
-// httpsTermination is the TLS of the HTTPS listener named listener of gateway: it
-// terminates with the Secret <gateway>-<listener>, which the listener's downstream
-// Certificate writes.
+// httpsTermination terminates TLS with the Secret <gateway>-<listener>.
 func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1.ListenerTLSConfig {
 	return &gatewayv1.ListenerTLSConfig{
 		Mode: ptr.To(gatewayv1.TLSModeTerminate),
@@ -163,8 +154,7 @@ func pickHTTPSListenerName(gateway string, host gatewayv1.Hostname, existing *ga
 	return "", invalidf("no listener name for hostname %s gives a valid certificate name with gateway name %q (%d characters): shorten the proxy's name", host, gateway, len(gateway))
 }
 
-// findListener returns the listener of gw with protocol, port and hostname (nil: no
-// hostname), or nil.
+// findListener returns gw's listener with protocol, port and host (nil: none), or nil.
 func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port gatewayv1.PortNumber, host *gatewayv1.Hostname) *gatewayv1.Listener {
 	if gw == nil {
 		return nil
@@ -182,14 +172,12 @@ func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port g
 	return nil
 }
 
-// sameNamespaceRoutes is the API server's default for allowedRoutes, written out so
-// that a spec read back compares equal to the one written.
+// sameNamespaceRoutes is the API server's default allowedRoutes, written out.
 func sameNamespaceRoutes() *gatewayv1.AllowedRoutes {
 	return &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSame)}}
 }
 
-// buildRouteSpec turns the proxy's rules into HTTPRoute rules attached to the proxy's
-// Gateway, and returns the ExternalName Service each backend is reached through.
+// buildRouteSpec turns the proxy's rules into route rules and each backend's Service.
 func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev1.Service, error) {
 	spec := gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
@@ -250,10 +238,8 @@ type backendTarget struct {
 	Path string
 }
 
-// parseEndpoint parses a backend URL and refuses what the upstream objects cannot
-// express: user information, a query or fragment, an IP address (an ExternalName
-// Service needs a DNS name), a single-label host (the hub's FQDN EndpointSlice needs
-// two labels), a bad port.
+// parseEndpoint parses a backend URL, refusing what the objects cannot express: user
+// information, a query or fragment, an IP address, a single-label host, a bad port.
 func parseEndpoint(endpoint string) (backendTarget, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -295,14 +281,10 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 	return t, nil
 }
 
-// backendRewrite returns the URLRewrite that makes a request look addressed to the
-// backend: the Host header set to the backend's host and, when the endpoint has a path,
-// the matched prefix replaced by it. It goes on the rule, not the backendRef: a proxy
-// rule has one backend, and edges apply a backendRef's URLRewrite only in part (Envoy
-// Gateway keeps its hostname and drops its path). A URLRewrite of the proxy's own (on
-// the rule or the backend) takes precedence (nil); with an endpoint path it is a
-// conflict, as is a path with anything but exactly one PathPrefix match (Gateway API
-// allows replacePrefixMatch only then).
+// backendRewrite returns the rule's URLRewrite (docs/design.md, What the hub holds for
+// one proxy): Host set to the backend's host and the matched prefix replaced by the
+// endpoint's path. A URLRewrite of the proxy's own wins (nil), but not with an endpoint
+// path; a path needs exactly one PathPrefix match (Gateway API's replacePrefixMatch).
 func backendRewrite(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilter, t backendTarget) (*gatewayv1.HTTPRouteFilter, error) {
 	if hasFilter(rule.Filters, gatewayv1.HTTPRouteFilterURLRewrite) || hasFilter(own, gatewayv1.HTTPRouteFilterURLRewrite) {
 		if t.Path != "" {
@@ -340,10 +322,9 @@ func deepCopyFilters(in []gatewayv1.HTTPRouteFilter) []gatewayv1.HTTPRouteFilter
 	return out
 }
 
-// withMatchDefaults returns matches with the API server's defaults written out (no
-// matches: a prefix match on "/"; a match without a path: the same; match types:
-// PathPrefix and Exact), so the rule compares equal to the one read back, and the
-// replacePrefixMatch check sees what the server will see.
+// withMatchDefaults returns matches with the API server's defaults written out (a
+// PathPrefix "/" path, Exact header and query matches), so the rule compares equal when
+// read back and backendRewrite sees what the server will.
 func withMatchDefaults(in []gatewayv1.HTTPRouteMatch) []gatewayv1.HTTPRouteMatch {
 	if len(in) == 0 {
 		return []gatewayv1.HTTPRouteMatch{{Path: rootPrefix()}}
@@ -379,10 +360,9 @@ func rootPrefix() *gatewayv1.HTTPPathMatch {
 	return &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/")}
 }
 
-// backendService is the ExternalName Service a backend is reached through. Its port
-// carries the scheme as appProtocol, so an implementation knows to originate TLS for
-// https endpoints; an https one names the hostname the backend's certificate is checked
-// against (BackendCertHostnameAnnotation: tls.hostname, else the endpoint's host).
+// backendService is the ExternalName Service a backend is reached through: its port's
+// appProtocol is the scheme, and an https one carries BackendCertHostnameAnnotation
+// (tls.hostname, else the endpoint's host).
 func backendService(name string, t backendTarget, tls *v1alpha.HTTPProxyBackendTLS) *corev1.Service {
 	var annotations map[string]string
 	if t.Scheme == "https" {

@@ -10,9 +10,8 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// Clusters is the only way a reconciler reaches a project plane or the hub. The
-// sharding layer implements it to refuse projects this replica does not hold; the
-// default (ManagerClusters) refuses nothing.
+// Clusters is the only way a reconciler reaches a project plane or the hub. The shard
+// implements it to refuse projects this replica does not hold.
 type Clusters interface {
 	// Project returns the project's cluster; an error wrapping
 	// multicluster.ErrClusterNotFound when this replica may not work on it.
@@ -22,19 +21,17 @@ type Clusters interface {
 	Hub(ctx context.Context, project string) (client.Client, client.Reader, error)
 }
 
-// Admission is entered around each reconcile for a project. It may refuse (an error
-// wrapping multicluster.ErrClusterNotFound: the request then ends quietly; an error with
-// a RetryAfter() time.Duration method: the request is retried after that delay, without
-// the controller's backoff; any other error: retried with backoff); otherwise
-// it returns a context bounded by the replica's validity and a release func that the
-// caller runs when the reconcile is over, so a hand-over can wait for in-flight work.
+// Admission is entered around each reconcile for a project (docs/design.md,
+// Per-project admission). It returns a context bounded by the replica's validity and a
+// release func to run when the reconcile is over; or a refusal: an error wrapping
+// multicluster.ErrClusterNotFound ends the request quietly, one with a RetryAfter()
+// time.Duration method retries after that delay, any other retries with backoff.
 type Admission interface {
 	Enter(ctx context.Context, project string) (context.Context, func(), error)
 }
 
-// ManagerClusters returns the Clusters of a multicluster manager without sharding:
-// project clusters come from the manager's provider, the hub is the manager's local
-// cluster.
+// ManagerClusters returns the Clusters of a multicluster manager without sharding: the
+// provider's clusters, and the local cluster as the hub.
 func ManagerClusters(mgr mcmanager.Manager) Clusters {
 	return managerClusters{mgr: mgr}
 }
@@ -42,7 +39,7 @@ func ManagerClusters(mgr mcmanager.Manager) Clusters {
 type managerClusters struct{ mgr mcmanager.Manager }
 
 func (m managerClusters) Project(ctx context.Context, project string) (cluster.Cluster, error) {
-	// The empty name is the manager's local cluster, the hub: never a project.
+	// The empty name is the local cluster, the hub: never a project.
 	if project == "" {
 		return nil, fmt.Errorf("empty project name: %w", multicluster.ErrClusterNotFound)
 	}
@@ -62,10 +59,9 @@ func (OpenAdmission) Enter(ctx context.Context, _ string) (context.Context, func
 	return ctx, func() {}, nil
 }
 
-// liveClient reads through an uncached reader and writes through a client. Every hub
-// decision in this package is made on what the hub holds now: the anchor package needs
-// an uncached client, and reading hub ConfigMaps or Namespaces through the manager's
-// cache would start informers over every ConfigMap and Namespace on the hub.
+// liveClient reads through an uncached reader and writes through a client: every hub
+// decision is made on a live read, and a cached read of hub ConfigMaps or Namespaces
+// would start informers over all of them.
 type liveClient struct {
 	client.Client
 	reader client.Reader

@@ -9,15 +9,14 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// Finalizer names are wire format: the manager this one replaces wrote the same names,
-// so objects it left behind are taken over as they are (docs/design.md, Wire formats). The
-// HTTPProxy finalizer lives with the API type (v1alpha.HTTPProxyFinalizer).
+// Finalizer names, wire format (docs/design.md, Finalizers); the HTTPProxy's is
+// v1alpha.HTTPProxyFinalizer.
 const (
-	// GatewayFinalizer is put on every upstream Gateway of our class. It deletes the
+	// GatewayFinalizer is on every upstream Gateway of our class; it deletes the
 	// downstream Gateway, its Certificates and the Gateway's anchor.
 	GatewayFinalizer = "gateway.networking.datumapis.com/gateway-controller"
-	// HTTPRouteFinalizer is put on every upstream HTTPRoute attached to one of our
-	// Gateways. It deletes the downstream HTTPRoute and the route's anchor.
+	// HTTPRouteFinalizer is on every upstream HTTPRoute attached to one of our Gateways;
+	// it deletes the downstream HTTPRoute, its backend objects and the route's anchor.
 	HTTPRouteFinalizer = "gateway.networking.datumapis.com/gateway-controller-gc"
 )
 
@@ -37,30 +36,17 @@ const (
 	DefaultIssuerGroup = "cert-manager.io"
 	// DefaultEventSource names the reporting component of every Event.
 	DefaultEventSource = "anchorage-gateway"
-	// DefaultWorkers is how many reconciles each of the three controllers runs at once.
-	// A reconcile spends most of its time waiting on sequential round trips (the hub,
-	// and the project's plane, which may be slow), so one worker (controller-runtime's
-	// default) leaves a replica idle while a backlog of proxies waits. Eight, with at
-	// most DefaultProjectWorkers per project, leave six to the other projects while one
-	// project's plane is slow or its backlog huge (bench/README.md, Fair share), and
-	// keep the hub client (50 QPS) busy.
+	// DefaultWorkers is how many reconciles each controller runs at once.
 	DefaultWorkers = 8
-	// DefaultProjectWorkers is how many of a controller's workers one project may hold
-	// at once (fair_queue.go): a quarter of DefaultWorkers, so a project whose plane
-	// hangs or whose backlog is huge leaves three quarters to every other project.
+	// DefaultProjectWorkers is how many of a controller's workers one project may hold.
 	DefaultProjectWorkers = 2
-	// DefaultProjectHubWritesPerSecond is each project's share of hub writes (burst
-	// twice that): a proxy costs about ten hub writes, so a project programs two new
-	// proxies a second, and no project takes more than two fifths of a replica's hub
-	// client (50 a second).
+	// DefaultProjectHubWritesPerSecond is each project's share of hub writes.
 	DefaultProjectHubWritesPerSecond = 20
-	// DefaultProxiesPerProject is how many proxies one project programs; the younger
-	// ones wait with ProxyLimitReached (proxy_slots.go).
+	// DefaultProxiesPerProject is how many proxies one project programs.
 	DefaultProxiesPerProject = 1000
 )
 
-// IssuerRef names the cert-manager issuer of downstream Certificates; it is written as
-// the Certificate's spec.issuerRef.
+// IssuerRef is every downstream Certificate's spec.issuerRef.
 type IssuerRef struct {
 	// Name of the issuer. Default DefaultIssuerName.
 	Name string
@@ -70,53 +56,37 @@ type IssuerRef struct {
 	Group string
 }
 
-// Config is what the gateway data path is told by flags. Zero values take the
-// documented defaults; Validate reports a value the API servers would refuse, so a bad
-// flag stops the process at start instead of failing every reconcile.
+// Config is what the gateway data path is told by flags. Zero values take the Default
+// constants; Validate refuses what the API servers would.
 type Config struct {
-	// GatewayClassName is the class the HTTPProxy reconciler gives upstream Gateways, and
-	// the class whose Gateways the Gateway reconciler mirrors to the hub. Gateways of
-	// other classes belong to other controllers and are never touched. Default
-	// DefaultGatewayClassName.
+	// GatewayClassName is the class of the upstream Gateways this manager writes and
+	// mirrors; Gateways of other classes are never touched.
 	GatewayClassName string
-	// DownstreamGatewayClassName is the class written into downstream Gateways on the
-	// hub. Default DefaultDownstreamGatewayClassName.
+	// DownstreamGatewayClassName is the class written into downstream Gateways.
 	DownstreamGatewayClassName string
-	// ControllerName identifies this manager in HTTPRoute status.parents. Default
-	// DefaultControllerName.
+	// ControllerName identifies this manager in HTTPRoute status.parents.
 	ControllerName string
-	// CertificateIssuer is the issuer of every downstream Certificate. Default the
-	// ClusterIssuer DefaultIssuerName.
+	// CertificateIssuer is the issuer of every downstream Certificate.
 	CertificateIssuer IssuerRef
-	// EventSource is the reporting component of Events. Default DefaultEventSource.
+	// EventSource is the reporting component of Events.
 	EventSource string
-	// AssumeWrittenIsProgrammed is for hubs where no gateway controller writes status on
-	// the downstream Gateways and HTTPRoutes (a hub without edges, such as the demo's):
-	// a downstream copy written counts as accepted and programmed. Off (the default),
-	// Programmed follows what the edge's controller reports on the hub, and stays False
-	// with reason Pending until it has.
+	// AssumeWrittenIsProgrammed counts a written downstream copy as accepted and
+	// programmed, for hubs where no edge controller writes status. Off, Programmed
+	// follows the edge and is False with reason Pending until it has spoken.
 	AssumeWrittenIsProgrammed bool
-	// Workers is how many reconciles each controller (HTTPProxy, Gateway, HTTPRoute)
-	// runs at once. Two reconciles of the same object never run together (the
-	// workqueue hands a key to one worker at a time), so finalizers and per-project
-	// admission hold with any count. Default DefaultWorkers.
+	// Workers is how many reconciles each controller runs at once.
 	Workers int
-	// ProjectWorkers is how many of each controller's Workers one project may hold at
-	// once; its other requests wait while the other projects' are served in turn
-	// (fair_queue.go). Default DefaultProjectWorkers.
+	// ProjectWorkers is how many of each controller's Workers one project may hold.
 	ProjectWorkers int
-	// ProjectHubWritesPerSecond is the rate of hub writes one project may make, with a
-	// burst of twice that (fair_share.go). Default DefaultProjectHubWritesPerSecond.
+	// ProjectHubWritesPerSecond is one project's rate of hub writes, burst twice that.
 	ProjectHubWritesPerSecond float64
 	// ProxiesPerProject is how many proxies one project programs, the oldest first; the
-	// others are Accepted=False with reason ProxyLimitReached (proxy_slots.go). Default
-	// DefaultProxiesPerProject.
+	// others are Accepted=False with reason ProxyLimitReached.
 	ProxiesPerProject int
-	// HostnameClaimsNamespace is the hub namespace of the hostname claims
-	// (hostname_claims.go), the previous manager's. Default DefaultHostnameClaimsNamespace.
+	// HostnameClaimsNamespace is the hub namespace of the hostname claims.
 	HostnameClaimsNamespace string
-	// BackendReservedDomains are the domains no backend may be in (backend_policy.go).
-	// Default (nil) DefaultBackendReservedDomains; an empty, non-nil list refuses none.
+	// BackendReservedDomains are the domains no backend may be in. Nil means
+	// DefaultBackendReservedDomains; an empty, non-nil list refuses none.
 	BackendReservedDomains []string
 }
 

@@ -15,18 +15,9 @@ import (
 	mcsource "sigs.k8s.io/multicluster-runtime/pkg/source"
 )
 
-// A project that holds no HTTPProxy and no Gateway of our class (most projects, most of
-// the time) needs only the watches that notice one appearing: HTTPProxies, Gateways
-// and HTTPRoutes (a route carrying our finalizer must be finalized whatever else is
-// left). The other watches (the objects an HTTPProxy owns, and Gateways for the
-// routes attached to them) are deferred, per engaged project, until the first
-// reconcile of an HTTPProxy or of one of our Gateways there opens the project's gate.
-// A deferred watch that starts lists its kind first, so every object already there is
-// seen: nothing created while it was deferred is missed. An idle project so costs a
-// replica three informers with two handlers each (the For watch and finalizersFirst)
-// instead of four with nine.
-
-// projectGates holds one gate per engaged project.
+// projectGates holds one gate per engaged project: the deferred watches of a project
+// start once an HTTPProxy or one of our Gateways is reconciled there (docs/design.md,
+// Gateway path: An idle project costs three watches).
 type projectGates struct {
 	mu    sync.Mutex
 	gates map[multicluster.ClusterName]*gate
@@ -116,8 +107,8 @@ func (g *gate) whenOpen(start func()) bool {
 }
 
 // deferredSource is a multicluster source of one or more kinds whose per-project
-// sources start only once the project's gate opens. One deferredSource per controller
-// keeps the goroutines multicluster-runtime spends on every engaged source to one.
+// sources start once the project's gate opens. One per controller keeps the goroutines
+// multicluster-runtime spends on each engaged source to one.
 type deferredSource struct {
 	inners []mcsource.TypedSource[client.Object, mcreconcile.Request]
 	gates  *projectGates
@@ -151,8 +142,8 @@ type gatedSource struct {
 	gate    *gate
 }
 
-// Start starts the inner sources now if the project's gate is open, else when it
-// opens (unless the engagement ended by then). No goroutine waits meanwhile.
+// Start starts the inner sources now if the gate is open, else when it opens (unless
+// the engagement ended by then).
 func (s *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
 	context.AfterFunc(ctx, func() { s.gates.disengaged(s.project, s.gate) })
 	deferred := func() {
@@ -178,8 +169,7 @@ func (s *gatedSource) startInners(ctx context.Context, q workqueue.TypedRateLimi
 	return nil
 }
 
-// opening is a reconciler that opens the project's gate before reconciling: its
-// requests mean the project has (or had) objects that the deferred watches serve.
+// opening is a reconciler that opens the project's gate before reconciling.
 type opening struct {
 	gates *projectGates
 	reconcile.TypedReconciler[mcreconcile.Request]

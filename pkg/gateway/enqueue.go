@@ -19,9 +19,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// enqueuer feeds requests from outside the controller into its queue. Requests made
-// before the controller has started are kept and handed over when it starts; after it
-// has stopped they are dropped with the queue.
+// enqueuer feeds requests from outside a controller into its queue, keeping those made
+// before the controller starts.
 type enqueuer struct {
 	mu      sync.Mutex
 	queue   workqueue.TypedRateLimitingInterface[mcreconcile.Request]
@@ -53,11 +52,8 @@ func (e *enqueuer) add(req mcreconcile.Request) {
 }
 
 // Enqueue asks the reconciler of owner's kind (HTTPProxy, Gateway or HTTPRoute) to
-// reconcile owner in its project. The anchor resync uses it to have a live owner
-// re-attach a downstream object that still hangs on a stale anchor. The request goes
-// through the same admission as any other, so enqueuing for a project this replica does
-// not hold does nothing. Only the UID is ignored: a reconcile is always about the
-// object that has the name now.
+// reconcile owner, by name (the UID is ignored), under the usual admission. The resync
+// uses it to have a live owner re-attach an object hanging on a stale anchor.
 func (s *Setup) Enqueue(owner anchor.Owner) error {
 	e, err := s.enqueuerFor(owner.Group, owner.Kind)
 	if err != nil {
@@ -86,10 +82,8 @@ func requestFor(owner anchor.Owner) mcreconcile.Request {
 	}
 }
 
-// upstreamOf maps a downstream object on the hub to a request for its upstream owner,
-// read from the five labels it carries (as anchor.Decode reads them; the UID, which
-// the labels do not hold, from its anchor reference). Objects of another owner kind,
-// and objects whose labels do not decode, map to nothing: they are not ours to judge.
+// upstreamOf maps a downstream object on the hub to a request for its upstream owner of
+// group and kind, decoded from its labels; anything else maps to nothing.
 func upstreamOf(group, kind string) func(context.Context, client.Object) []mcreconcile.Request {
 	return func(_ context.Context, obj client.Object) []mcreconcile.Request {
 		owner, ok := downstreamOwner(obj)
@@ -100,11 +94,11 @@ func upstreamOf(group, kind string) func(context.Context, client.Object) []mcrec
 	}
 }
 
-// placeholderAnchor stands in for the anchor name of a downstream object that hangs on
-// none, so its labels can still be decoded.
+// placeholderAnchor stands in for the anchor of an object that hangs on none.
 var placeholderAnchor = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// downstreamOwner decodes the owner of a downstream object from its labels.
+// downstreamOwner decodes the owner of a downstream object from its labels (and the
+// UID from its anchor reference, when it has one).
 func downstreamOwner(obj client.Object) (anchor.Owner, bool) {
 	name := placeholderAnchor
 	for _, ref := range obj.GetOwnerReferences() {

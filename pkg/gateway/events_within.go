@@ -8,12 +8,8 @@ import (
 	"k8s.io/client-go/tools/events"
 )
 
-// eventsWithin limits rec to ctx: an event recorded after ctx has ended is dropped. The
-// reconcilers pass their admitted context, which ends when the holder's validity does,
-// so a replica whose validity lapsed mid-reconcile reports nothing more about a project
-// another replica may hold by now (issue 19, finding 10). An event recorded in time is
-// still sent later by the recorder's broadcaster: Events are descriptions, not project
-// state, and that window is the one docs/design.md lists for every write.
+// eventsWithin limits rec to ctx, the admitted context: an event recorded after it
+// ended is dropped, and every note is bounded (docs/design.md, Open work, 2).
 func eventsWithin(ctx context.Context, rec events.EventRecorder) events.EventRecorder {
 	return admittedEvents{ctx: ctx, next: rec}
 }

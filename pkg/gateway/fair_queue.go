@@ -10,18 +10,9 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
-// fairQueue is the work queue of each gateway controller. It keeps one line of
-// requests per project and hands requests out round robin over the projects that have
-// one waiting, skipping a project that already has perProject of its requests being
-// reconciled. One project's backlog (a tenant who creates ten thousand proxies, or a
-// plane so slow that each reconcile takes seconds) therefore holds at most perProject
-// of the controller's workers, and a request of any other project waits behind at most
-// one request of each project, not behind the whole backlog.
-//
-// It keeps client-go's queue contract: a request is queued once however often it is
-// added, a request being reconciled is never handed to a second worker, and one added
-// meanwhile is queued again when the first worker is done. Delayed adds wait on clk;
-// of several delayed adds of one request the earliest wins.
+// fairQueue is each gateway controller's work queue: one line per project, served round
+// robin over the projects with fewer than perProject being worked. It keeps client-go's
+// queue contract; of several delayed adds of one request the earliest wins.
 type fairQueue struct {
 	perProject int
 	limiter    workqueue.TypedRateLimiter[mcreconcile.Request]
@@ -30,12 +21,10 @@ type fairQueue struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	// lines holds each project's queued requests in the order they were added; turns
-	// the projects with a line, in the order they are served.
+	// lines are each project's queued requests; turns the projects with one, in order.
 	lines map[multicluster.ClusterName][]mcreconcile.Request
 	turns []multicluster.ClusterName
-	// queued are the requests in a line; working those handed out and not yet Done;
-	// again those added while being worked.
+	// queued are in a line; working handed out and not Done; again added while worked.
 	queued, working, again map[mcreconcile.Request]bool
 	inFlight               map[multicluster.ClusterName]int
 	// waiting is the time each delayed request is due.
@@ -78,9 +67,8 @@ func (q *fairQueue) addLocked(req mcreconcile.Request) {
 	q.cond.Signal()
 }
 
-// Get hands out the first request of the first project, in turn order, that has fewer
-// than perProject requests being worked; that project's turn moves to the end. It waits
-// while no project qualifies, and reports shutdown once the queue is shutting down.
+// Get hands out the next request of the first project in turn below perProject, whose
+// turn moves to the end; it waits while none qualifies.
 func (q *fairQueue) Get() (mcreconcile.Request, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -118,8 +106,7 @@ func (q *fairQueue) nextLocked() (mcreconcile.Request, bool) {
 	return mcreconcile.Request{}, false
 }
 
-// Done ends the work on req: its project has a worker less, and req is queued again if
-// it was added meanwhile.
+// Done ends the work on req, queueing it again if it was added meanwhile.
 func (q *fairQueue) Done(req mcreconcile.Request) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -14,24 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Fair share: one project cannot starve the others (docs/design.md, Threat model).
-// Three bounds make it so, each where the resource is spent:
-//
-//   - workers: each controller's queue (fair_queue.go) serves projects in turn and
-//     gives one project at most Config.ProjectWorkers of its workers;
-//   - hub writes: every write to the hub made on behalf of a project waits for that
-//     project's token bucket (hubWriteLimits, below), so the hub client's shared rate
-//     is never one tenant's;
-//   - proxies: a project programs at most Config.ProxiesPerProject proxies, the oldest
-//     first (proxy_slots.go); the others are Accepted=False with reason
-//     ProxyLimitReached and write nothing.
-//
-// The plane calls themselves are bounded where the project clients are built
-// (shard.BoundPlaneCalls): a deadline on each call and a ceiling on each answer.
-
-// hubWriteLimits hands out one token bucket per project for its hub writes. The
-// buckets of projects not seen for a while are dropped (an LRU of maxLimitedProjects):
-// a bucket that is rebuilt starts full, which costs at most one burst.
+// hubWriteLimits is one token bucket per project for its hub writes (docs/design.md,
+// Threat model). Buckets are kept in an LRU; a rebuilt one starts full.
 type hubWriteLimits struct {
 	perSecond float64
 	burst     int
@@ -87,8 +71,7 @@ func (l *hubWriteLimits) wait(ctx context.Context, project string) error {
 }
 
 // fairClusters is Clusters whose hub client waits for the project's share before each
-// write. Reads are not limited: they are served by caches or are the live reads that
-// decide deletes, which must not be starved.
+// write; reads are not limited.
 type fairClusters struct {
 	Clusters
 	limits *hubWriteLimits

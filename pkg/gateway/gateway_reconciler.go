@@ -27,22 +27,21 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // GatewayReconciler mirrors upstream Gateways of our class to the hub: a downstream
-// Gateway and one Certificate per HTTPS listener in ns-<namespace UID>, all hanging on
-// the Gateway's anchor. Its finalizer deletes them and the anchor.
+// Gateway with the listeners whose hostnames it holds, and one Certificate per HTTPS
+// listener, all on the Gateway's anchor. Its finalizer deletes them, the anchor and the
+// Gateway's hostname claims.
 type GatewayReconciler struct {
 	Clusters  Clusters
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
-	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
-	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	// Anchors is the hub's anchor cache (anchor.DeleteIndexed). Nil: the finalizer
+	// deletes no anchor and retries.
 	Anchors anchor.NameIndex
-	// Written remembers the hub objects this replica wrote, so that the finalizer
-	// deletes each with one conditional call. Nil: the finalizer reads each first.
+	// Written remembers this replica's hub writes. Nil: the finalizer reads each first.
 	Written *WrittenObjects
-	// Routes, when set, is asked to reconcile a Gateway's routes again when the
-	// hostnames programmed for the Gateway change: a route writes only hostnames its
-	// Gateways have on the hub (HTTPRouteReconciler.heldHostnames).
+	// Routes, when set, reconciles a Gateway's routes again when its programmed
+	// hostnames change (HTTPRouteReconciler.keepHeldHostnames).
 	Routes func(ctx context.Context, project string, gw *gatewayv1.Gateway)
 	// programmed remembers what noticeHostnames last saw; set with Routes.
 	programmed *hostnameSets
@@ -52,7 +51,7 @@ type GatewayReconciler struct {
 type gatewayScope struct {
 	upstream
 	gw *gatewayv1.Gateway
-	// refused are the listener hostnames not programmed (hostname_claims.go), and why.
+	// refused are the listener hostnames not programmed, and why.
 	refused map[gatewayv1.Hostname]string
 }
 
@@ -84,19 +83,13 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 
-// finalize deletes what a terminating Gateway put on the hub: the downstream Gateway
-// and Certificates (when still there and still hanging on this Gateway's anchor), then
-// the anchor, found by name even when the upstream namespace is gone and even when the
-// downstream objects already are. Only then is the finalizer removed. Nothing here
-// lists: the Certificates are the ones the Gateway's listeners name and the ones this
-// replica remembers writing for it (a listener removed before the live path cleaned
-// its Certificate up); one neither knows hangs on the anchor alone and goes with it
-// through the hub's garbage collector. Before all that, the Gateway's hostname claims
-// are released (hostname_claims.go), whether or not its namespace is still there.
+// finalize releases the Gateway's hostname claims, deletes the downstream Gateway and
+// the Certificates its listeners name or Written remembers (those hanging on this
+// Gateway's anchor), then the anchor, and removes the finalizer. It lists no
+// Certificates (docs/design.md, Gateway path).
 func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
 	if s.gw.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(s.gw, GatewayFinalizer) {
-		// Its hostname claims first, found by their labels (one list in the claims
-		// namespace): a listener removed earlier may have left one.
+		// By their labels: a listener removed earlier may have left one.
 		if err := r.releaseClaims(ctx, s); err != nil {
 			return true, err
 		}
@@ -114,9 +107,8 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 	})
 }
 
-// certificateNamesToDelete returns, sorted and once each, the names of the Certificates
-// a terminating Gateway's finalizer deletes: those of gw's certificate listeners and
-// the remembered ones this replica wrote for it.
+// certificateNamesToDelete returns, sorted and once each, the Certificates of gw's
+// certificate listeners and the remembered ones.
 func certificateNamesToDelete(gw *gatewayv1.Gateway, remembered []string) []string {
 	names := slices.Clone(remembered)
 	for _, l := range certificateListeners(gw) {
@@ -126,8 +118,7 @@ func certificateNamesToDelete(gw *gatewayv1.Gateway, remembered []string) []stri
 	return slices.Compact(names)
 }
 
-// skipOtherClass ends the reconcile for a Gateway of another class: it is not ours to
-// finalize or mirror.
+// skipOtherClass ends the reconcile for a Gateway of another class.
 func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (bool, error) {
 	if string(s.gw.Spec.GatewayClassName) != r.Config.GatewayClassName {
 		s.log.V(4).Info("Skipping Gateway of another class", "class", s.gw.Spec.GatewayClassName)
@@ -136,14 +127,12 @@ func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (
 	return false, nil
 }
 
-// skipHandsOff ends the reconcile for a Gateway whose proxy has a backend this manager
-// cannot program (handsOff): what is programmed for it is left as it is.
+// skipHandsOff ends the reconcile for a Gateway whose proxy is handsOff.
 func (r *GatewayReconciler) skipHandsOff(ctx context.Context, s *gatewayScope) (bool, error) {
 	return skipIfHandsOff(ctx, &s.upstream, s.gw)
 }
 
-// ensureFinalizer puts our finalizer on the Gateway before anything is written to the
-// hub for it, so that everything written is deleted with it.
+// ensureFinalizer puts our finalizer on the Gateway before anything is written for it.
 func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
@@ -151,10 +140,8 @@ func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope
 	return false, nil
 }
 
-// guard is the live guard (docs/design.md, Gateway path): nothing is created on the hub
-// for a Gateway that the API server does not show, with this UID, live and finalized,
-// nor for one whose controlling HTTPProxy the API server does not show so. The status
-// is then built on the Gateway as read live (live_status.go).
+// guard is the live guard phase (guard.go): the Gateway, and the HTTPProxy controlling
+// it, must pass; the status is then built on the live read.
 func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
 	live, err := r.guardOf(s).checkLive(ctx)
 	if err != nil {
@@ -170,9 +157,7 @@ func (r *GatewayReconciler) guardOf(s *gatewayScope) ownersGuard {
 }
 
 // program writes the hub side and reports in the Gateway's status what the edge made
-// of it (status.go); a hub refusal is also an Event and an error, so the request is
-// retried with backoff. The edge's status changes on the hub bring the Gateway back
-// (the hub watch), so nothing here waits for them.
+// of it; a hub refusal is also an Event and an error, retried with backoff.
 func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool, error) {
 	down, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
 	if isGuardRefusal(err) {
@@ -193,10 +178,9 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 	return true, err
 }
 
-// writeHub ensures the mapped namespace, then the downstream Gateway and Certificates
-// attached to the anchor, and removes Certificates of listeners that are gone, through
-// hub (whose creates pass the live guard). It returns the downstream Gateway as the hub
-// holds it, status included.
+// writeHub ensures the mapped namespace, claims the hostnames, writes the downstream
+// Gateway and Certificates, and releases the claims and deletes the Certificates of
+// listeners that are gone. It returns the downstream Gateway as the hub holds it.
 func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) (*gatewayv1.Gateway, error) {
 	upstreamNS := &corev1.Namespace{}
 	if err := s.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: s.gw.Namespace}, upstreamNS); err != nil {

@@ -19,21 +19,16 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// guardVerdict is the live guard's answer about an object (an upstream Gateway or
-// HTTPRoute, or the HTTPProxy controlling it), read uncached just before anything is
-// created for it.
+// guardVerdict is the live guard's answer about one owner read uncached
+// (docs/design.md, Gateway path: Live guard).
 type guardVerdict string
 
 const (
-	// guardPass: the object exists with the UID the reconcile is about, is not being
-	// deleted and carries our finalizer, so whatever is created for it will be
-	// finalized.
+	// guardPass: live, with the reconcile's UID, not terminating, carrying our finalizer.
 	guardPass guardVerdict = ""
-	// guardGone: the object no longer exists. The reconcile ran on a stale cache after
-	// a finalized deletion: creating anything now would leak an anchor nobody deletes.
+	// guardGone: the object no longer exists (the cache was stale).
 	guardGone guardVerdict = "gone"
-	// guardReplaced: an object of the same name with another UID exists. Its own
-	// reconcile (with its own UID) does the work.
+	// guardReplaced: an object of the same name has another UID; its own reconcile acts.
 	guardReplaced guardVerdict = "replaced"
 	// guardTerminating: the object is being deleted; only the finalizer may act.
 	guardTerminating guardVerdict = "terminating"
@@ -43,8 +38,7 @@ const (
 
 var allGuardVerdicts = []guardVerdict{guardGone, guardReplaced, guardTerminating, guardUnfinalized}
 
-// judgeLive decides the live guard from the live object (nil when the API server said
-// NotFound), the UID the reconcile is about and our finalizer.
+// judgeLive judges the live object (nil: NotFound) against uid and our finalizer.
 func judgeLive(live client.Object, uid types.UID, finalizer string) guardVerdict {
 	switch {
 	case live == nil:
@@ -59,9 +53,9 @@ func judgeLive(live client.Object, uid types.UID, finalizer string) guardVerdict
 	return guardPass
 }
 
-// liveGuard reads cached's object through reader (which must not be a cache) and
-// judges it; it also returns the object as read (nil when gone). Any error other than
-// NotFound is returned: not knowing is not passing.
+// liveGuard reads cached's object through reader, which must not be a cache, and
+// judges it; it also returns the object read (nil when gone). Not knowing is not
+// passing: any other error is returned.
 func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, finalizer string) (guardVerdict, client.Object, error) {
 	live := newEmptyLike(cached)
 	err := reader.Get(ctx, client.ObjectKeyFromObject(cached), live)
@@ -74,9 +68,7 @@ func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, 
 	return judgeLive(live, cached.GetUID(), finalizer), live, nil
 }
 
-// newEmptyLike returns an empty object of obj's type (and, for unstructured objects,
-// its kind). Decoding into a used object merges maps and keeps absent fields, so every
-// read gets a fresh one.
+// newEmptyLike returns an empty object of obj's type (and kind, for unstructured).
 func newEmptyLike(obj client.Object) client.Object {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		fresh := &unstructured.Unstructured{}
@@ -86,32 +78,26 @@ func newEmptyLike(obj client.Object) client.Object {
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 }
 
-// unfinalizedRecheck is when a reconcile the live guard refused for a missing finalizer
-// looks again. Our finalizer is normally put on within a reconcile of the owner, but
-// nothing brings a Gateway or HTTPRoute back when the proxy controlling it gets it.
+// unfinalizedRecheck is when a reconcile refused for a missing finalizer looks again:
+// nothing brings a Gateway or HTTPRoute back when its proxy gets its finalizer.
 const unfinalizedRecheck = 2 * time.Second
 
-// guarded is one object the live guard reads: its kind (for the metric and logs), the
-// object as the reconcile knows it (its key and UID are what is compared) and the
-// finalizer it must carry.
+// guarded is one owner the live guard reads: kind, object (key and UID) and finalizer.
 type guarded struct {
 	kind      string
 	obj       client.Object
 	finalizer string
 }
 
-// ownersGuard is the live guard of one reconcile (docs/design.md, Gateway path): the
-// objects that must all be live, in the order they are read. For an upstream Gateway
-// or HTTPRoute that is the object itself and, when an HTTPProxy controls it, that
-// proxy; for a proxy, the proxy.
+// ownersGuard is the live guard of one reconcile: the owners that must all pass, in
+// the order read (the object itself, then the HTTPProxy controlling it, if any).
 type ownersGuard struct {
 	reader  client.Reader // uncached
 	owners  []guarded
 	metrics *Metrics
 }
 
-// guardRefusal is the live guard's refusal: which owner failed and why. It ends a
-// reconcile without writing; it is not a failure.
+// guardRefusal is the live guard's refusal (which owner, why): not a failure.
 type guardRefusal struct {
 	kind    string
 	key     client.ObjectKey
@@ -122,15 +108,14 @@ func (r *guardRefusal) Error() string {
 	return fmt.Sprintf("live guard: %s %s is %s", r.kind, r.key, r.verdict)
 }
 
-// check reads every owner live, in order, and returns a *guardRefusal (counted) for
-// the first that does not pass, nil when all pass, or the read error.
+// check reads every owner live, in order: a counted *guardRefusal for the first that
+// fails, nil when all pass, or the read error.
 func (g ownersGuard) check(ctx context.Context) error {
 	_, err := g.checkLive(ctx)
 	return err
 }
 
-// checkLive is check that also returns, when every owner passes, the first owner (the
-// object the reconcile is about) as it was just read live.
+// checkLive is check that also returns, when every owner passes, the first one as read.
 func (g ownersGuard) checkLive(ctx context.Context) (client.Object, error) {
 	var first client.Object
 	for i, o := range g.owners {
@@ -155,10 +140,8 @@ func isGuardRefusal(err error) bool {
 	return errors.As(err, &refused)
 }
 
-// endOnRefusal is how a phase ends on the live guard's answer: nil goes on; a refusal
-// ends the reconcile without error, setting *requeueAfter only when our finalizer is
-// missing (gone, replaced or terminating: the finalizer, or the new object's own
-// reconcile, takes over); any other error ends it with that error.
+// endOnRefusal ends a phase on the live guard's answer: nil goes on; a refusal ends
+// the reconcile quietly, requeued only when unfinalized; any other error is returned.
 func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool, error) {
 	var refused *guardRefusal
 	if !errors.As(err, &refused) {
@@ -171,10 +154,7 @@ func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool
 	return true, nil
 }
 
-// upstreamGuard is the guard of an upstream Gateway or HTTPRoute obj (of kind, carrying
-// finalizer): obj itself, then the HTTPProxy that controls it, if one does. A
-// terminating proxy means nothing new on the hub for what it controls, even while its
-// finalizer has not yet deleted the Gateway and route.
+// upstreamGuard guards obj with finalizer, then the HTTPProxy controlling it, if any.
 func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Metrics) ownersGuard {
 	owners := []guarded{{kind: kind, obj: obj, finalizer: finalizer}}
 	if proxy := controllingProxy(obj); proxy != nil {
@@ -183,9 +163,7 @@ func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Me
 	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: m}
 }
 
-// controllingProxy returns the HTTPProxy that controls obj (its controller reference
-// names kind HTTPProxy of our group), as far as the reference tells it: namespace, name
-// and UID. Nil when obj has no such controller.
+// controllingProxy returns the HTTPProxy obj's controller reference names, or nil.
 func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil || ref.Kind != kindHTTPProxy {
@@ -198,12 +176,8 @@ func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
 	return &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: obj.GetNamespace(), Name: ref.Name, UID: ref.UID}}
 }
 
-// createsGuarded is a client whose every Create first passes the live guard, read just
-// before the request is sent: nothing is created for an owner whose deletion was
-// requested after the reconcile's own guard phase. It narrows what slips through to the
-// time between that read and the create (docs/design.md, Residual windows). Reads,
-// updates and deletes pass straight through: they create nothing a finalizer would
-// have to find.
+// createsGuarded is a client whose every Create first passes the live guard again
+// (docs/design.md, Residual windows, 4). Other calls pass straight through.
 type createsGuarded struct {
 	client.Client
 	guard ownersGuard

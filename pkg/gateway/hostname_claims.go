@@ -22,29 +22,16 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Hostname claims: the hub and its edges are shared by every project, so a hostname is
-// programmed for one Gateway of one project at a time, first come first served
-// (docs/design.md, Hostname claims). A claim is the previous manager's record, kept so
-// that its claims are adopted at cut-over: a ConfigMap named after the hostname in the
-// claims namespace (Config.HostnameClaimsNamespace), labelled with the claimant's
-// project (cluster-name), namespace and Gateway name, its data naming the same. The
-// create is the grant: the API server lets one create of a name succeed, so two
-// replicas (or two projects) racing for a hostname cannot both hold it. Claims are
-// written by the Gateway reconciler, under the project's admission like every other hub
-// write, and released when the listener goes and by the Gateway's finalizer.
-
-// ReasonHostnamesInUse is the reason of a listener, a Gateway and a proxy whose hostname
-// another Gateway (of this project or another) holds.
+// ReasonHostnamesInUse: another Gateway holds the hostname (listener, Gateway, proxy).
 const ReasonHostnamesInUse = "HostnamesInUse"
 
-// claimRetryAfter is how soon a Gateway refused a hostname tries again: the holder's
-// release is not watched.
+// claimRetryAfter is how soon a refused Gateway tries again (releases are not watched).
 const claimRetryAfter = 30 * time.Second
 
 // claimOwnerKey is the data key naming the claimant, as the previous manager wrote it.
 const claimOwnerKey = "owner"
 
-// claimant is the Gateway a claim is for.
+// claimant is the Gateway a hostname claim is for (docs/design.md, Hostname claims).
 type claimant struct {
 	project, namespace, name string
 }
@@ -62,9 +49,8 @@ func (c claimant) labels() map[string]string {
 	}
 }
 
-// holds reports whether claim is this claimant's: its labels name the same namespace
-// and Gateway, and a cluster-name that decodes (legacy forms included) to the project.
-// The data is not trusted: the previous manager wrote the project in a form of its own.
+// holds reports whether claim's labels name this claimant (cluster-name decoded,
+// legacy forms included). The data is not read: the previous manager's form differs.
 func (c claimant) holds(claim *corev1.ConfigMap) bool {
 	l := claim.Labels
 	if l[anchor.LabelNamespace] != c.namespace || l[anchor.LabelName] != c.name {
@@ -74,8 +60,7 @@ func (c claimant) holds(claim *corev1.ConfigMap) bool {
 	return err == nil && p == c.project
 }
 
-// claimable reports whether a listener hostname can be claimed at all: a wildcard
-// covers hostnames other projects may hold, so it is never programmed.
+// claimable reports whether a listener hostname can be claimed: not a wildcard.
 func claimable(host gatewayv1.Hostname) bool {
 	return host != "" && !strings.HasPrefix(string(host), "*")
 }
@@ -86,8 +71,7 @@ type claimResult struct {
 	refused map[gatewayv1.Hostname]string
 }
 
-// programmable returns gw with only the listeners whose hostname this Gateway holds
-// (and hostname-less ones): what is written to the hub.
+// programmable returns gw with only its held and hostname-less listeners.
 func (r claimResult) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
 	if len(r.refused) == 0 {
 		return gw
@@ -128,9 +112,8 @@ func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev
 	return out, nil
 }
 
-// claim claims every claimable listener hostname of gw for c: those it holds are kept,
-// the others are created; a hostname another claimant holds is refused, as is a
-// wildcard. Nothing of another claimant's is written.
+// claim claims every listener hostname of gw for c that it does not hold yet; one
+// another claimant holds, or a wildcard, is refused. Nothing of another's is written.
 func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (claimResult, error) {
 	res := claimResult{refused: map[gatewayv1.Hostname]string{}}
 	seen := map[gatewayv1.Hostname]bool{} // an HTTP and an HTTPS listener share a hostname
@@ -158,8 +141,8 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 	return res, nil
 }
 
-// create writes c's claim on host; false means another claimant holds it. The
-// namespace is created on first use.
+// create writes c's claim on host, creating the namespace on first use; false means
+// another claimant holds it.
 func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bool, error) {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: host, Labels: c.labels()},
@@ -186,8 +169,7 @@ func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bo
 	return c.holds(existing), nil
 }
 
-// releaseUnless deletes the claims in held whose hostname is not in keep, each
-// conditional on the UID and resourceVersion read.
+// releaseUnless deletes held's claims not in keep, on UID and resourceVersion.
 func (h hostnameClaims) releaseUnless(ctx context.Context, held map[string]*corev1.ConfigMap, keep map[string]bool) error {
 	for host, claim := range held {
 		if keep[host] {
@@ -203,7 +185,6 @@ func (h hostnameClaims) releaseUnless(ctx context.Context, held map[string]*core
 	return nil
 }
 
-// listenerHostnames returns the set of gw's listener hostnames.
 func listenerHostnames(gw *gatewayv1.Gateway) map[string]bool {
 	out := map[string]bool{}
 	for _, l := range gw.Spec.Listeners {
@@ -226,9 +207,8 @@ func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) g
 	}
 }
 
-// reportRefusedHostnames adds to the Gateway's status a refused listener status for
-// each listener whose hostname is not programmed, with an Event when the set changes,
-// and asks to try again later: the holder's release is not watched.
+// reportRefusedHostnames adds a refused listener status for each listener whose
+// hostname is not programmed, an Event when refusals start, and a requeue.
 func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gatewayv1.Gateway) {
 	if len(s.refused) == 0 {
 		return
@@ -259,15 +239,14 @@ func listenersRefused(gw *gatewayv1.Gateway) bool {
 	return false
 }
 
-// hostnameSets remembers, per Gateway, the hostnames last programmed on the hub, so
-// that the Gateway's routes are reconciled again only when they change.
+// hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
 type hostnameSets struct {
 	mu   sync.Mutex
 	last map[string]string
 }
 
-// noticeHostnames asks for the Gateway's routes to be reconciled when the hostnames
-// of written, its hub copy, differ from those last seen.
+// noticeHostnames reconciles the Gateway's routes again when its hub copy's hostnames
+// changed.
 func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.Gateway) {
 	if r.Routes == nil || r.programmed == nil {
 		return
@@ -299,8 +278,7 @@ func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {
 	delete(h.last, hostnameSetKey(project, gw))
 }
 
-// hostnamesNotHeldError says that none of a route's hostnames is programmed on its
-// Gateways' hub copies: the route is not written.
+// hostnamesNotHeldError: none of a route's hostnames is on its Gateways' hub copies.
 type hostnamesNotHeldError struct {
 	hostnames []gatewayv1.Hostname
 	// pending: no parent has a hub copy yet, so nothing is decided.
@@ -326,12 +304,9 @@ func (e *hostnamesNotHeldError) reason() string {
 	return ReasonHostnamesInUse
 }
 
-// keepHeldHostnames narrows down, the hub copy of s's route, to the hostnames its
-// parents' hub Gateways have listeners for: those their Gateways hold a claim on (the
-// Gateway reconciler writes no other). A route without hostnames is left as it is (it
-// takes its listeners' hostnames); one whose hostnames are all unheld is an error of
-// type *hostnamesNotHeldError and is not written. One live read of each parent's hub
-// Gateway.
+// keepHeldHostnames narrows down, s's route's hub copy, to the hostnames its parents'
+// hub Gateways have listeners for, read live: the claimed ones. A route without
+// hostnames is left as it is; one with none kept is a *hostnamesNotHeldError.
 func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeScope, hub client.Client, down *gatewayv1.HTTPRoute, hubNS string, hubNamespaces map[string]string) error {
 	if len(s.route.Spec.Hostnames) == 0 {
 		return nil
@@ -371,10 +346,9 @@ func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeSco
 	return nil
 }
 
-// reportHostnames records, from the proxy's Gateway status, which of the proxy's
-// hostnames are programmed: one hostnameStatuses entry per hostname with an Available
-// condition (Claimed, or InUse), and Accepted=False, reason HostnamesInUse, naming the
-// hostnames another Gateway holds (never the holder), with an Event when that starts.
+// reportHostnames sets, from the proxy's Gateway status, an Available condition per
+// hostname (Claimed or InUse), and Accepted=False, reason HostnamesInUse, naming the
+// refused hostnames (never the holder), with an Event when that starts.
 func (s *proxyScope) reportHostnames() {
 	inUse := map[gatewayv1.Hostname]string{}
 	for _, ls := range s.gateway.Status.Listeners {
@@ -388,8 +362,7 @@ func (s *proxyScope) reportHostnames() {
 			}
 		}
 	}
-	// Entries of other hostnames (the previous manager's, for its canonical hostname)
-	// are kept as they are.
+	// Entries of other hostnames (the previous manager's canonical one) are kept.
 	statuses := append([]v1alpha.HostnameStatus(nil), s.proxy.Status.HostnameStatuses...)
 	var refused []string
 	for _, h := range s.proxy.Spec.Hostnames {
@@ -418,8 +391,7 @@ func (s *proxyScope) reportHostnames() {
 	}
 }
 
-// hostnameAvailable is the per-hostname condition saying whether the hostname is
-// programmed for the proxy (the previous manager's type).
+// hostnameAvailable is the per-hostname condition type (the previous manager's).
 const hostnameAvailable = "Available"
 
 // releaseClaims deletes every claim the terminating Gateway of s holds.

@@ -35,23 +35,22 @@ import (
 // watches the anchors for the ambiguity check):
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;delete
 
-// finalizeRecheck bounds how long a terminating proxy waits before looking again at
-// the upstream objects it deleted; their deletion events normally bring it back sooner.
+// finalizeRecheck is how soon a terminating proxy looks again at the upstream objects
+// it deleted; their deletion events normally bring it back sooner.
 const finalizeRecheck = 5 * time.Second
 
 // HTTPProxyReconciler turns an HTTPProxy into an upstream Gateway, HTTPRoute and one
-// ExternalName Service per backend in the proxy's namespace, all controlled by the
-// proxy, and reports Accepted and Programmed. Its finalizer deletes them and waits for
-// them to be gone, so deletion completes on planes without a garbage collector.
+// ExternalName Service per backend, all controlled by the proxy, and reports Accepted
+// and Programmed. Its finalizer deletes them and waits for them to be gone.
 type HTTPProxyReconciler struct {
 	Clusters  Clusters
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
-	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
-	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	// Anchors is the hub's anchor cache (anchor.DeleteIndexed). Nil: the finalizer
+	// deletes no anchor and retries.
 	Anchors anchor.NameIndex
-	// Slots caps the proxies a project programs (proxy_slots.go). Nil: no cap.
+	// Slots caps the proxies a project programs. Nil: no cap.
 	Slots *proxySlots
 }
 
@@ -117,18 +116,14 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 	}, nil
 }
 
-// finalize deletes the proxy's Gateway, HTTPRoute and Services (only those it
-// controls, with UID preconditions), and once the Gateway and route are gone, which is
-// after their own finalizers have cleaned the hub, any anchor of the proxy itself, then
-// removes the finalizer. Gone is read live, not from the cache. The requeues that wait
-// for the Gateway and route make no call to the hub at all: the proxy's anchor is
-// deleted once, in the pass that removes the finalizer.
+// finalize deletes the Gateway, HTTPRoute and Services the proxy controls (UID
+// preconditions), and once the Gateway and route are gone (read live), the proxy's own
+// anchor, then removes the finalizers. Its waiting requeues call nothing on the hub.
 func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool, error) {
 	if s.proxy.DeletionTimestamp == nil {
 		return false, nil
 	}
-	// The previous manager's replicator finalizer is honoured as ours: the proxy's hub
-	// copy hangs on the proxy's own anchor, which this finalizer deletes.
+	// The previous manager's replicator finalizer is honoured as ours.
 	finalizers := proxyFinalizersHeld(s.proxy)
 	if len(finalizers) == 0 {
 		return true, nil
@@ -156,8 +151,7 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 		return true, err
 	}
 	if slices.Contains(finalizers, v1alpha.HTTPProxyReplicatorFinalizer) {
-		// A proxy the previous manager wrote: its backend EndpointSlices, finalized by
-		// EndpointSliceReconciler (their hub anchors go there).
+		// The previous manager's backend EndpointSlices (EndpointSliceReconciler).
 		if err := deleteControlled(ctx, reader, writer, s.proxy, &discoveryv1.EndpointSliceList{}); err != nil {
 			return true, err
 		}
@@ -178,10 +172,8 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	return true, nil
 }
 
-// withinCap ends the reconcile of a proxy past its project's cap (proxy_slots.go) with
-// Accepted=False, reason ProxyLimitReached, before anything is written for it: no
-// finalizer, no upstream object, no hub write. What an older reconcile produced for it
-// (the cap was lowered) is left as it is, like the objects of a proxy turned invalid.
+// withinCap ends the reconcile of a proxy past its project's cap with Accepted=False,
+// reason ProxyLimitReached, before anything is written for it; what exists is left.
 func (r *HTTPProxyReconciler) withinCap(ctx context.Context, s *proxyScope) (bool, error) {
 	why, err := r.Slots.refusal(ctx, s.project, s.cluster.GetClient(), s.proxy)
 	if err != nil || why == "" {
@@ -196,8 +188,8 @@ func (r *HTTPProxyReconciler) withinCap(ctx context.Context, s *proxyScope) (boo
 	return true, nil
 }
 
-// proxyFinalizersHeld returns the finalizers of proxy this reconciler removes once the
-// proxy's objects are gone: ours, and the previous manager's replicator's.
+// proxyFinalizersHeld returns the finalizers on proxy that finalize removes: ours and
+// the previous manager's replicator's.
 func proxyFinalizersHeld(proxy *v1alpha.HTTPProxy) []string {
 	var out []string
 	for _, f := range []string{v1alpha.HTTPProxyFinalizer, v1alpha.HTTPProxyReplicatorFinalizer} {
@@ -223,10 +215,8 @@ func deleteControlled(ctx context.Context, reader client.Reader, writer client.C
 	})
 }
 
-// deleteOwnAnchor deletes an anchor named after the proxy itself, in the mapped
-// namespace of the proxy's namespace (read live), with a GET and a DELETE and no list
-// (anchor.DeleteIndexed). This manager hangs nothing on proxies, but a previous one may
-// have.
+// deleteOwnAnchor deletes the anchor of the proxy itself, which only a previous manager
+// wrote (anchor.DeleteIndexed).
 func (r *HTTPProxyReconciler) deleteOwnAnchor(ctx context.Context, s *proxyScope) error {
 	hubNS, err := mappedNamespaceOf(ctx, s.cluster.GetAPIReader(), s.proxy.Namespace)
 	if err != nil {
@@ -258,8 +248,7 @@ func deleteExact(ctx context.Context, c client.Client, obj client.Object) error 
 	return nil
 }
 
-// ensureFinalizer puts our finalizer on the proxy before anything is produced for it,
-// so that everything produced is deleted with it.
+// ensureFinalizer puts our finalizer on the proxy before anything is produced for it.
 func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.proxy, v1alpha.HTTPProxyFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
@@ -269,15 +258,8 @@ func (r *HTTPProxyReconciler) ensureFinalizer(ctx context.Context, s *proxyScope
 	return false, nil
 }
 
-// guard is the proxy's live guard (docs/design.md, Gateway path): nothing is
-// written upstream for a proxy the cache shows but the API server does not show with
-// this UID, live and carrying our finalizer. A stale cache can show a proxy another
-// replica has already finalized, or one whose deletion was just requested; a Gateway
-// and HTTPRoute created for it would be written to the hub and, with the proxy gone,
-// left to the plane's garbage collector if it has one. Gone, replaced or terminating
-// ends the reconcile quietly (the finalizer, or the new proxy's own reconcile, takes
-// over); unfinalized looks again shortly. The status is then built on the proxy as
-// read live (live_status.go).
+// guard is the proxy's live guard phase (guard.go); the status is then built on the
+// proxy as read live.
 func (r *HTTPProxyReconciler) guard(ctx context.Context, s *proxyScope) (bool, error) {
 	live, err := s.guard.checkLive(ctx)
 	if err != nil {
@@ -288,15 +270,14 @@ func (r *HTTPProxyReconciler) guard(ctx context.Context, s *proxyScope) (bool, e
 	return false, nil
 }
 
-// endOnRefusal ends the reconcile on a refusal of the live guard, with no status (the
-// proxy is gone, replaced or going), and returns any other error as it is.
+// endOnRefusal is the package's endOnRefusal, remembering a refusal: no status then.
 func (s *proxyScope) endOnRefusal(err error) (bool, error) {
 	s.refused = isGuardRefusal(err)
 	return endOnRefusal(s.log, err, &s.requeueAfter)
 }
 
-// build computes the upstream objects. A proxy that cannot be programmed as written is
-// Accepted=False with the reason, and nothing already in the project is touched.
+// build computes the upstream objects and sets Accepted. A proxy that cannot be
+// programmed as written is Accepted=False, and nothing in the project is touched.
 func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, error) {
 	if why := unsupportedBackend(s.proxy); why != "" {
 		s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonUnsupportedBackend, why)
@@ -334,11 +315,10 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 	return false, nil
 }
 
-// write creates or updates the Services, the Gateway and the HTTPRoute, and deletes the
-// proxy's Services that no rule needs any more. An object of the same name that the
-// proxy does not control is a conflict: reported, never overwritten.
+// write creates or updates the Services, the Gateway and the HTTPRoute, each create
+// guarded, and prunes Services no rule needs. An object of the same name the proxy
+// does not control is a reported conflict, never overwritten.
 func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, error) {
-	// Every create passes the live guard again just before it is sent.
 	c := createsGuarded{Client: s.cluster.GetClient(), guard: s.guard}
 	err := func() error {
 		for _, svc := range s.desired.Services {
@@ -411,8 +391,8 @@ func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, e
 	return true, nil
 }
 
-// writeStatusAndRequeue is the finish step, run however the phases ended: it patches
-// the status they decided and asks to be called again when finalize is waiting.
+// writeStatusAndRequeue is the finish step: it patches the status the phases decided
+// and requeues when a phase asked.
 func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *proxyScope, _ error) (reconcile.Result, error) {
 	err := r.writeStatus(ctx, s)
 	if err == nil && !s.refused {
@@ -442,9 +422,9 @@ func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {
 // errNotControlled marks an upstream object that exists and is not the proxy's.
 var errNotControlled = errors.New("exists and is not controlled by the proxy")
 
-// upsertControlled creates desired in the project, or brings the existing object of its
-// name to it when proxy controls it. copyContent copies the fields the proxy owns; an
-// object already as desired is not written. It returns the object as written or read.
+// upsertControlled creates desired, or, when proxy controls the existing object, copies
+// the fields it owns into it (copyContent) and updates it if that changed anything. It
+// returns the object as written or read.
 func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPProxy, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)
@@ -475,8 +455,8 @@ func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPP
 	return obj, nil
 }
 
-// copyServiceSpec copies the fields of a backend Service the proxy owns, leaving those
-// the API server defaults: the spec and the certificate hostname annotation.
+// copyServiceSpec copies the fields of a backend Service the proxy owns (type,
+// externalName, ports, the certificate hostname annotation), not those defaulted.
 func copyServiceSpec(dst, src client.Object) error {
 	d, s := dst.(*corev1.Service), src.(*corev1.Service)
 	if v, ok := s.Annotations[BackendCertHostnameAnnotation]; ok {

@@ -36,24 +36,20 @@ import (
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=backendtlspolicies,verbs=get;list;watch;create;update;delete
 
 // HTTPRouteReconciler mirrors upstream HTTPRoutes attached to our Gateways to the hub:
-// a downstream HTTPRoute in ns-<namespace UID>, attached to the downstream Gateways, and
-// for each backend the Service, EndpointSlice and BackendTLSPolicy an edge resolves it
-// through (build_backends.go), all hanging on the route's anchor. Its finalizer deletes
-// them and the anchor.
+// a downstream HTTPRoute attached to the downstream Gateways and each backend's hub
+// objects, all on the route's anchor. Its finalizer deletes them and the anchor.
 type HTTPRouteReconciler struct {
 	Clusters  Clusters
 	Admission Admission
 	Config    Config
 	Metrics   *Metrics
-	// Anchors is the hub's anchor cache, which the finalizer's ambiguity check reads
-	// (anchor.DeleteIndexed). Nil: the finalizer deletes no anchor and retries.
+	// Anchors is the hub's anchor cache (anchor.DeleteIndexed). Nil: the finalizer
+	// deletes no anchor and retries.
 	Anchors anchor.NameIndex
-	// Written remembers the hub objects this replica wrote, so that the finalizer
-	// deletes each with one conditional call. Nil: the finalizer reads each first.
+	// Written remembers this replica's hub writes. Nil: the finalizer reads each first.
 	Written *WrittenObjects
-	// HubCache is the hub's label-selected cache of downstream objects; it names the
-	// backend objects of a route whose rules shrank, for deletion after a live read. Nil:
-	// only the objects this replica remembers writing are found.
+	// HubCache names the backend objects a route no longer has, for deletion after a
+	// live read. Nil: only those in Written are found.
 	HubCache client.Reader
 }
 
@@ -90,8 +86,8 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 	return &routeScope{upstream: *u, route: route}, nil
 }
 
-// finalize deletes the downstream route (when there and hanging on this route's
-// anchor) and then the anchor, whether or not the route's Gateways still exist.
+// finalize deletes the downstream route and backend objects that hang on this route's
+// anchor, then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)}); err != nil {
@@ -101,15 +97,13 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 	})
 }
 
-// skipHandsOff ends the reconcile for a route whose proxy has a backend this manager
-// cannot program (handsOff): what is programmed for it is left as it is.
+// skipHandsOff ends the reconcile for a route whose proxy is handsOff.
 func (r *HTTPRouteReconciler) skipHandsOff(ctx context.Context, s *routeScope) (bool, error) {
 	return skipIfHandsOff(ctx, &s.upstream, s.route)
 }
 
 // findOurParents records the route's parents that are our Gateways, and ends the
-// reconcile for a route attached to none of them (another controller's, or one whose
-// Gateway is not there yet: the Gateway watch brings it back).
+// reconcile when there are none (the Gateway watch brings the route back).
 func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope) (bool, error) {
 	parents, err := r.ourParents(ctx, s)
 	if err != nil {
@@ -123,8 +117,7 @@ func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope)
 	return false, nil
 }
 
-// ensureFinalizer puts our finalizer on the route before anything is written to the
-// hub for it, so that everything written is deleted with it.
+// ensureFinalizer puts our finalizer on the route before anything is written for it.
 func (r *HTTPRouteReconciler) ensureFinalizer(ctx context.Context, s *routeScope) (bool, error) {
 	if err := addFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer); err != nil {
 		return true, client.IgnoreNotFound(err)
@@ -170,9 +163,8 @@ func (r *HTTPRouteReconciler) guardOf(s *routeScope) ownersGuard {
 	return upstreamGuard(&s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, r.Metrics)
 }
 
-// program writes the downstream route and its backends, and reports per parent what
-// the edge made of it (status.go); a hub refusal is also an Event and an error (retried
-// with backoff). The edge's status changes on the hub bring the route back.
+// program writes the hub side and reports per parent what the edge made of it; a hub
+// refusal is also an Event and an error, retried with backoff.
 func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
 	down, resolved, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
 	if isGuardRefusal(err) {
@@ -182,8 +174,7 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 	controller := r.Config.controllerName()
 	var notHeld *hostnamesNotHeldError
 	if errors.As(err, &notHeld) {
-		// Nothing written: a route whose hostnames its Gateways do not hold would be
-		// served for every hostname of a listener without one.
+		// Nothing written: on a hostname-less listener it would serve every hostname.
 		s.requeueAfter = claimRetryAfter
 		if notHeld.pending {
 			s.requeueAfter = finalizeRecheck
@@ -234,8 +225,8 @@ func flattenParents(route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayCont
 }
 
 // downstreamParent returns the parent reference of down that stands for the upstream
-// parent p of a route in routeNS: the one of the same name and section, local when p is
-// in the route's namespace (downstreamRoute makes it so), or p itself when down has none.
+// parent p of a route in routeNS (same name and section, local when p is in routeNS),
+// or p itself when down has none.
 func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, routeNS string) gatewayv1.ParentReference {
 	for _, dp := range down.Spec.ParentRefs {
 		if dp.Name == p.Name && ptr.Deref(dp.SectionName, "") == ptr.Deref(p.SectionName, "") &&
@@ -246,12 +237,10 @@ func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, ro
 	return p
 }
 
-// writeHub ensures the mapped namespace, the backends' hub objects and the downstream
-// route, attached to the anchor and to the downstream copies of the route's parents,
-// and removes backend objects the route no longer has, through hub (whose creates pass
-// the live guard). The backends go first, so an edge never reads a route whose backends
-// are not there yet. It returns the downstream route as the hub holds it and the
-// resolution of the backends.
+// writeHub ensures the mapped namespace, the backends' hub objects, then the
+// downstream route (so an edge never reads a route before its backends), and removes
+// backend objects the route no longer has. It returns the route as the hub holds it
+// and the backends' ResolvedRefs verdict.
 func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) (*gatewayv1.HTTPRoute, verdict, error) {
 	unknown := verdict{false, string(gatewayv1.RouteReasonBackendNotFound), "The backends were not resolved: the hub write failed first"}
 	reader := s.cluster.GetAPIReader()
@@ -263,8 +252,7 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	if err != nil {
 		return nil, unknown, err
 	}
-	// Parents in other namespaces: their Gateways' reconcilers create those hub
-	// namespaces; the route only needs their names.
+	// Parents in other namespaces: their Gateways' reconcilers create those namespaces.
 	hubNamespaces := map[string]string{}
 	for _, p := range s.parents {
 		ns := parentNamespace(p, s.route.Namespace)
@@ -309,10 +297,9 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	return written.(*gatewayv1.HTTPRoute), resolved, r.deleteBackendObjects(ctx, s, w, wanted)
 }
 
-// resolveBackends builds the hub objects of every backendRef of the route that names
-// an upstream Service an edge can reach, read from the project's cache, and judges
-// ResolvedRefs: True when every backendRef has its hub objects, else False with the
-// first refusal's reason and every refusal's message.
+// resolveBackends builds the hub objects of every backendRef an edge can reach and
+// judges ResolvedRefs: True when every one has them, else False with the first
+// refusal's reason and every refusal's message.
 func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope, hubNS string) ([]hubBackend, verdict, error) {
 	var out []hubBackend
 	var reason gatewayv1.RouteConditionReason
@@ -354,8 +341,6 @@ func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope,
 	svc := &corev1.Service{}
 	err := s.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: s.route.Namespace, Name: string(ref.Name)}, svc)
 	if apierrors.IsNotFound(err) {
-		// The proxy writes its Services before its route; a route written by hand may
-		// name one that comes later. Look again shortly.
 		s.requeueAfter = backendRetryAfter
 		return buildHubBackend(nil, 0, name, hubNS)
 	}
@@ -369,9 +354,7 @@ func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope,
 }
 
 // resolveSliceBackend builds the hub objects named name of a backendRef to an upstream
-// EndpointSlice, the previous manager's form of a proxy backend (previous_manager.go):
-// a route it wrote keeps resolving to the same hub objects until the proxy's route is
-// rewritten to this manager's Services.
+// EndpointSlice, the previous manager's form of a proxy backend.
 func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeScope, ref gatewayv1.BackendObjectReference, name, hubNS string) (hubBackend, error) {
 	slice := &discoveryv1.EndpointSlice{}
 	err := s.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: s.route.Namespace, Name: string(ref.Name)}, slice)
@@ -392,16 +375,13 @@ func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeS
 	return buildHubBackendFromSlice(slice, ptr.Deref(ref.Port, 0), name, hubNS)
 }
 
-// backendRetryAfter is how soon a route whose backend Service is missing looks again.
-// Routes do not watch the plane's Services: a proxy writes its Services before its
-// route, so only a route written by hand can be ahead of its Service, and each look
-// costs the hub a read of every object the route has there.
+// backendRetryAfter is how soon a route whose backend Service is missing looks again;
+// routes do not watch Services (a proxy writes its Services before its route).
 const backendRetryAfter = 30 * time.Second
 
-// pointBackendsAtHub points every Service (or EndpointSlice) backendRef of the downstream route at its
-// hub objects, resolved or not: an unresolved one then names nothing on the hub, and
-// the edge answers it as Gateway API says (500), rather than reaching a Service of the
-// same name that someone else put there.
+// pointBackendsAtHub points every Service or EndpointSlice backendRef of down at its
+// hub objects, resolved or not: an unresolved one names nothing, so the edge answers
+// 500 rather than reaching someone else's Service of that name.
 func pointBackendsAtHub(down *gatewayv1.HTTPRoute, routeUID types.UID, hubNS string) {
 	for i := range down.Spec.Rules {
 		for j, ref := range down.Spec.Rules[i].BackendRefs {
@@ -412,10 +392,9 @@ func pointBackendsAtHub(down *gatewayv1.HTTPRoute, routeUID types.UID, hubNS str
 	}
 }
 
-// deleteBackendObjects deletes the route's backend objects in w's namespace that are
-// not in keep (kind/name; nil keeps none): those the hub cache shows with the route's
-// labels and those this replica remembers writing, each after a live read shows it
-// hanging on the route's anchor (hubWriter.deleteAttached).
+// deleteBackendObjects deletes the route's backend objects in w's namespace not in keep
+// (kind/name; nil keeps none, and adds the names the rules give), found in the hub
+// cache and in Written, each through hubWriter.deleteAttached.
 func (r *HTTPRouteReconciler) deleteBackendObjects(ctx context.Context, s *routeScope, w hubWriter, keep map[string]bool) error {
 	for _, kind := range backendKinds {
 		names := w.written.namesOf(w.owner.UID, kind.name, w.ns)
@@ -449,8 +428,7 @@ func (r *HTTPRouteReconciler) deleteBackendObjects(ctx context.Context, s *route
 	return nil
 }
 
-// labelledNames returns the names of the objects of list's kind in w's namespace that
-// carry w's owner's labels, from reader.
+// labelledNames returns the names of list's kind in w's namespace labelled for w's owner.
 func labelledNames(ctx context.Context, reader client.Reader, list client.ObjectList, w hubWriter) ([]string, error) {
 	if err := reader.List(ctx, list, client.InNamespace(w.ns), w.ownerLabels()); err != nil {
 		return nil, fmt.Errorf("listing the hub cache's %T in %s: %w", list, w.ns, err)

@@ -17,8 +17,7 @@ import (
 )
 
 // hubWriter writes and deletes the downstream objects of one upstream owner in one hub
-// namespace. hub must be a live client (liveClient): every decision here is made on
-// what the hub holds now.
+// namespace. hub must be a live client (liveClient).
 type hubWriter struct {
 	hub     client.Client
 	owner   anchor.Owner
@@ -28,14 +27,10 @@ type hubWriter struct {
 }
 
 // apply makes the hub hold desired, attached to the owner's anchor: it creates it, or
-// brings the existing object of its name to it. copyContent copies the fields this
-// manager owns from desired into the existing object; everything else on the existing
-// object (fields a previous manager or an operator set, status) is kept, and an object
-// already as desired is not written at all. That is what makes a take-over write no new
-// object. An existing object that names another owner in its labels is refused, never
-// overwritten, but for the previous manager's backend EndpointSlice of a route, which
-// the route adopts (isPreviousBackendSliceOf). apply returns the object as the hub
-// holds it afterwards.
+// copies the fields this manager owns (copyContent) into the existing object and
+// updates it if that changed anything. An object labelled for another owner is refused,
+// but for a route's previous backend slice (isPreviousBackendSliceOf). It returns the
+// object as the hub holds it.
 func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)
@@ -87,10 +82,8 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 }
 
 // notLabelledForAnotherOwner returns an error wrapping anchor.ErrForeign when obj's
-// labels name an owner other than owner, so that apply never overwrites it. An object
-// without the labels (written before they existed, or by hand) passes; so does one
-// naming owner with another UID, which is how a recreated owner of the same name takes
-// over its predecessor's objects.
+// labels name another owner. Missing labels pass, and so does owner's name with another
+// UID: a recreated owner takes over its predecessor's objects.
 func notLabelledForAnotherOwner(obj client.Object, owner anchor.Owner) error {
 	labels := obj.GetLabels()
 	want := owner.Labels()
@@ -108,11 +101,8 @@ func notLabelledForAnotherOwner(obj client.Object, owner anchor.Owner) error {
 }
 
 // deleteAttached deletes the hub object of obj's type and key when it hangs on the
-// owner's anchor. One hanging elsewhere has been re-attached by a newer owner of the
-// same name and is left alone; one already gone is fine. An object this replica wrote
-// for the owner (WrittenObjects) is deleted with one call conditional on the UID it
-// was written with; any other is read first and the delete is conditional on the UID
-// and resourceVersion just checked.
+// owner's anchor: one remembered in WrittenObjects with one DELETE conditional on its
+// UID, any other read first (deleteIfAttached). One already gone is fine.
 func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.Object) error {
 	key := client.ObjectKeyFromObject(obj)
 	if uid, ok := w.written.uidOf(w.owner.UID, kind, key); ok {
@@ -132,10 +122,9 @@ func (w hubWriter) deleteAttached(ctx context.Context, kind string, obj client.O
 	return w.deleteIfAttached(ctx, kind, existing)
 }
 
-// deleteWritten deletes obj's key on the hub if it still holds the object of uid that
-// this replica attached to the owner's anchor (see WrittenObjects for why that is proof
-// enough). Done is false when the hub holds another object there (the precondition
-// failed): the caller reads it and decides.
+// deleteWritten deletes obj's key on the hub, conditional on uid, the object this
+// replica attached to the owner's anchor. done is false when the hub holds another
+// object there: the caller reads it and decides.
 func (w hubWriter) deleteWritten(ctx context.Context, kind string, obj client.Object, uid types.UID) (done bool, err error) {
 	key := client.ObjectKeyFromObject(obj)
 	target := newEmptyLike(obj)
@@ -158,6 +147,9 @@ func (w hubWriter) deleteWritten(ctx context.Context, kind string, obj client.Ob
 	return true, nil
 }
 
+// deleteIfAttached deletes existing, conditional on its UID and resourceVersion, unless
+// it hangs on another anchor (a newer owner's), is labelled for another owner, or is
+// already terminating.
 func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing client.Object) error {
 	log := logf.FromContext(ctx)
 	key := client.ObjectKeyFromObject(existing)
@@ -165,8 +157,7 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 		log.V(4).Info("Leaving downstream object that hangs on another anchor", "kind", kind, "object", klog.KObj(existing))
 		return nil
 	}
-	// The anchor's name is the owner's UID, which the project's plane reports: a plane
-	// that hands out another project's UIDs must not reach that project's objects.
+	// The anchor's name is a UID the plane reports, which a plane may forge.
 	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil {
 		log.Info("Leaving downstream object labelled for another owner", "kind", kind, "object", klog.KObj(existing), "reason", err.Error())
 		return nil
@@ -190,18 +181,16 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 	return nil
 }
 
-// ownerLabels selects the objects labelled for the writer's owner. The cluster-name
-// label is left out: older objects spell it the legacy way, and the namespace and the
-// anchor pin the owner.
+// ownerLabels selects the objects labelled for the writer's owner, cluster-name left
+// out (legacy spellings; the namespace and the anchor pin the owner).
 func (w hubWriter) ownerLabels() client.MatchingLabels {
 	labels := w.owner.Labels()
 	delete(labels, anchor.LabelClusterName)
 	return client.MatchingLabels(labels)
 }
 
-// certificates returns the Certificates in the writer's namespace that carry the
-// owner's labels and hang on its anchor. A hub that does not serve Certificates has
-// none.
+// certificates returns the Certificates in the writer's namespace labelled for the
+// owner and hanging on its anchor; none when the hub does not serve Certificates.
 func (w hubWriter) certificates(ctx context.Context) ([]*unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(CertificateGVK.GroupVersion().WithKind(CertificateGVK.Kind + "List"))

@@ -11,8 +11,7 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// Label values. Every combination is created at start, so dashboards show zeros rather
-// than gaps.
+// Label values; every combination is created at start, so dashboards show zeros.
 const (
 	kindGateway     = "Gateway"
 	kindHTTPRoute   = "HTTPRoute"
@@ -39,14 +38,13 @@ type Metrics struct {
 	queueDepth *prometheus.GaugeVec
 	// hubWriteWaits counts the seconds hub writes waited for their project's share.
 	hubWriteWaits *prometheus.CounterVec
-	// Proxies is the gauge of HTTPProxies by condition; add it to the manager
-	// (SetupWithManager does) so that it follows the projects engaged.
+	// Proxies is the gauge of HTTPProxies by condition; it must be added to the manager
+	// (SetupWithManager does) to follow the projects engaged.
 	Proxies *ProxyConditions
 }
 
-// NewMetrics creates the counters and registers them with reg. Registering twice with
-// one registry (two replicas in one process sharing the default registry) reuses the
-// counters already there.
+// NewMetrics creates the counters and registers them with reg, reusing those already
+// there (two replicas in one process).
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		downstreamWrites: prometheus.NewCounterVec(prometheus.CounterOpts{

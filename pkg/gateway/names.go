@@ -23,18 +23,15 @@ const (
 	backendInfix        = "-backend-"
 )
 
-// CertificateName is the name of the downstream Certificate of a Gateway's HTTPS
-// listener, and of the Secret it writes and the listener references (wire format:
-// <gateway>-<listener>).
+// CertificateName names the downstream Certificate of a Gateway's HTTPS listener and
+// the Secret it writes (wire format: <gateway>-<listener>).
 func CertificateName(gateway string, listener gatewayv1.SectionName) string {
 	return gateway + "-" + string(listener)
 }
 
-// httpsListenerName names the HTTPS listener for hostname on the Gateway named gateway:
-// "https-<hostname>" (a hostname is a valid section name), or, when the certificate
-// name built from it would be too long for an object name, "https-" and a digest of
-// the hostname. The name depends only on the gateway and the hostname, so removing one
-// hostname never renames another hostname's listener, Certificate or Secret.
+// httpsListenerName names the HTTPS listener for hostname: "https-<hostname>", or
+// "https-" and a digest when the certificate name would be too long. It depends only
+// on gateway and hostname, so removing a hostname renames no other listener.
 func httpsListenerName(gateway string, hostname gatewayv1.Hostname) gatewayv1.SectionName {
 	readable := gatewayv1.SectionName(httpsListenerPrefix + string(hostname))
 	if len(validation.IsDNS1123Subdomain(CertificateName(gateway, readable))) == 0 {
@@ -43,9 +40,8 @@ func httpsListenerName(gateway string, hostname gatewayv1.Hostname) gatewayv1.Se
 	return gatewayv1.SectionName(httpsListenerPrefix + digest(string(hostname), 16))
 }
 
-// backendServiceName names the ExternalName Service standing for the backend of the
-// proxy's rule at index rule: "<proxy>-backend-<rule>" when that is a valid Service
-// name (a DNS-1035 label), else "backend-<digest of the proxy name>-<rule>".
+// backendServiceName names the Service of the backend of the proxy's rule at index rule:
+// "<proxy>-backend-<rule>" when a valid Service name, else "backend-<digest>-<rule>".
 func backendServiceName(proxy string, rule int) string {
 	readable := proxy + backendInfix + strconv.Itoa(rule)
 	if len(validation.IsDNS1035Label(readable)) == 0 {

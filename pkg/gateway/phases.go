@@ -20,19 +20,14 @@ type reconcileSteps[S any] struct {
 	load func(context.Context, mcreconcile.Request) (*S, error)
 	// phases run in order until one is done or fails.
 	phases []phase[S]
-	// finish, when set, runs after the phases however they ended, as cluster-api's
-	// machine reconciler patches status in a defer: what the phases decided is written
-	// on every exit. It sees the phases' error (nil when they all passed or one ended
-	// the reconcile cleanly) and returns the result of a reconcile that ends without
-	// error; its own error is joined with theirs. It is not a Go defer: a phase that
-	// panics writes nothing.
+	// finish, when set, runs after the phases however they ended (not on a panic). It
+	// sees their error and returns the result of a reconcile without error; its own
+	// error is joined with theirs.
 	finish func(ctx context.Context, s *S, phasesErr error) (reconcile.Result, error)
 }
 
-// admitAndRun enters the project's admission (checked again here although the gating
-// provider already filters: a delayed requeue can run after a hand-over), loads the
-// scope, runs the phases and then the finish step. Every reconciler is this runner
-// with its own steps.
+// admitAndRun is every reconciler: it enters the project's admission (docs/design.md,
+// The gate covers every path), loads the scope, runs the phases and the finish step.
 func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Request, steps reconcileSteps[S]) (reconcile.Result, error) {
 	admitted, release, err := adm.Enter(ctx, string(req.ClusterName))
 	if err != nil {
@@ -68,9 +63,7 @@ func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
 	return nil
 }
 
-// refused ends a request that admission refused: quietly for a project not held, after
-// the refusal's own delay when it gives one (the shard's claim on the project being
-// written), else with backoff.
+// refused ends a request that admission refused (see Admission).
 func refused(ctx context.Context, err error) (reconcile.Result, error) {
 	var retry interface{ RetryAfter() time.Duration }
 	if errors.As(err, &retry) {
@@ -79,9 +72,8 @@ func refused(ctx context.Context, err error) (reconcile.Result, error) {
 	return reconcile.Result{}, quietIfNotHeld(ctx, err)
 }
 
-// quietIfNotHeld ends a request for a project this replica may not work on without an
-// error (docs/design.md, gate and admission): it is not a failure, and retrying it here
-// would only spin.
+// quietIfNotHeld drops the error of a request for a project this replica does not
+// hold: not a failure, and a retry would only spin.
 func quietIfNotHeld(ctx context.Context, err error) error {
 	if errors.Is(err, multicluster.ErrClusterNotFound) {
 		logf.FromContext(ctx).V(4).Info("Dropping request for a project this replica does not hold", "reason", err.Error())

@@ -22,24 +22,15 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// What this manager inherits from the one it replaces (docs/operations.md, Cut-over
-// from the previous manager), besides the wire formats it shares by design: finalizers
-// it never writes but must honour, upstream EndpointSlices it never writes but must
-// finalize and resolve, canonical-hostname listeners it keeps, backends it cannot
-// program and leaves alone; its hostname claims are this manager's (hostname_claims.go).
-
-// PreviousCanonicalListeners are the names of the listeners the previous manager gave
-// every proxy's Gateway for the proxy's platform hostname (its canonical hostname).
-// A Gateway that has them keeps them: tenants point CNAMEs at that hostname.
+// PreviousCanonicalListeners are the listeners the previous manager gave every proxy's
+// Gateway for its canonical (platform) hostname. A Gateway keeps them: tenants point
+// CNAMEs at that hostname (docs/operations.md, Cut-over from the previous manager).
 var PreviousCanonicalListeners = []gatewayv1.SectionName{"default-http", "default-https"}
 
-// DefaultHostnameClaimsNamespace is the hub namespace of the hostname claims
-// (hostname_claims.go): the previous manager's, so that its claims are adopted.
+// DefaultHostnameClaimsNamespace is the previous manager's, so its claims are adopted.
 const DefaultHostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
 
-// unsupportedBackend returns why proxy has a backend this manager cannot program (a
-// connector or an instance: the previous manager's tunnel and tenant-network backends),
-// or "" when every backend is an endpoint URL.
+// unsupportedBackend returns why proxy has a connector or instance backend, or "".
 func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 	for i, r := range proxy.Spec.Rules {
 		for _, b := range r.Backends {
@@ -54,9 +45,7 @@ func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 	return ""
 }
 
-// ipHostname returns the first of proxy's hostnames that is an IP address, or "". The
-// schema lets them through (the previous manager's did), but no certificate is issued
-// for one.
+// ipHostname returns the first of proxy's hostnames that is an IP address, or "".
 func ipHostname(proxy *v1alpha.HTTPProxy) string {
 	for _, h := range proxy.Spec.Hostnames {
 		if net.ParseIP(string(h)) != nil {
@@ -66,10 +55,9 @@ func ipHostname(proxy *v1alpha.HTTPProxy) string {
 	return ""
 }
 
-// handsOff reports whether obj (an upstream Gateway or HTTPRoute) is controlled by an
-// HTTPProxy, read from reader, that has a backend this manager cannot program: what the
-// previous manager programmed for such a proxy stays exactly as it is while the proxy
-// lives. Its deletion is finalized like any other.
+// handsOff reports whether obj, an upstream Gateway or HTTPRoute, is controlled by an
+// HTTPProxy with an unsupportedBackend: what is programmed for it is left while the
+// proxy lives; its deletion is finalized like any other.
 func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (bool, error) {
 	ref := metav1.GetControllerOf(obj)
 	if ref == nil || ref.Kind != kindHTTPProxy || !strings.HasPrefix(ref.APIVersion, v1alpha.GroupVersion.Group+"/") {
@@ -83,10 +71,8 @@ func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (boo
 	return proxy.UID == ref.UID && unsupportedBackend(proxy) != "", nil
 }
 
-// keptCanonicalListeners returns the listeners of existing, the proxy's Gateway as
-// the plane holds it, that are the previous manager's canonical-hostname listeners,
-// written the way this manager writes listeners (an HTTPS one terminating with the
-// Secret <gateway>-<listener>), and their hostnames.
+// keptCanonicalListeners returns existing's canonical listeners, as this manager writes
+// listeners, and their hostnames.
 func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gatewayv1.Listener, []gatewayv1.Hostname) {
 	if existing == nil {
 		return nil, nil
@@ -118,17 +104,14 @@ func isCanonicalListener(name gatewayv1.SectionName) bool {
 	return false
 }
 
-// isSliceRef reports whether ref names an EndpointSlice, the previous manager's way of
-// naming a proxy's backend in the upstream route.
+// isSliceRef reports whether ref names an EndpointSlice.
 func isSliceRef(ref gatewayv1.BackendObjectReference) bool {
 	return ptr.Deref(ref.Group, "") == discoveryv1.GroupName && ptr.Deref(ref.Kind, "") == kindEndpointSlice
 }
 
-// buildHubBackendFromSlice is buildHubBackend for a backendRef to port of an upstream
-// EndpointSlice the previous manager wrote for a proxy backend: address type FQDN, one
-// address (the backend's host), the backend's port, and the certificate hostname in
-// BackendCertHostnameAnnotation. The route then resolves to the same hub objects before
-// and after the proxy's route is rewritten to this manager's Services.
+// buildHubBackendFromSlice is buildHubBackend for an upstream EndpointSlice the
+// previous manager wrote for a proxy backend (one FQDN address), so the route resolves
+// to the same hub objects before and after it is rewritten to Services.
 func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
 	if slice == nil {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, "EndpointSlice not found"}
@@ -151,11 +134,9 @@ func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.P
 	return buildHubBackend(svc, port, name, hubNS)
 }
 
-// isPreviousBackendSliceOf reports whether obj, a hub object named name for the route
-// of routeUID, is the backend EndpointSlice the previous manager wrote for that route:
-// labelled for an upstream EndpointSlice of the route's project and namespace. The
-// route's UID in the name proves whose backend it is, so the route adopts it (its
-// labels and anchor become the route's) instead of refusing it as another owner's.
+// isPreviousBackendSliceOf reports whether obj is the hub EndpointSlice the previous
+// manager wrote for the route of routeUID (named after it, labelled for an upstream
+// EndpointSlice of its project and namespace), which the route adopts.
 func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID types.UID) bool {
 	if _, ok := obj.(*discoveryv1.EndpointSlice); !ok {
 		return false
@@ -183,13 +164,9 @@ func skipIfHandsOff(ctx context.Context, u *upstream, obj client.Object) (bool, 
 	return off, nil
 }
 
-// EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices (one
-// per proxy backend, <proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer, the
-// previous manager's gateway-controller-gc): once one is being deleted, it deletes the
-// slice's anchor in the mapped namespace (its hub copy goes with it through the hub's
-// garbage collector, unless a route adopted it onto its own anchor) and removes the
-// finalizer. This manager writes no such slice; it only finishes their deletion, so a
-// cut-over leaves none Terminating and no anchor of theirs behind.
+// EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices
+// (<proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer): it deletes a terminating
+// slice's anchor and removes the finalizer. It writes no slice.
 type EndpointSliceReconciler struct {
 	Clusters  Clusters
 	Admission Admission
@@ -226,14 +203,12 @@ func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Requ
 	return &sliceScope{upstream: *u, slice: slice}, nil
 }
 
-// finalize deletes the anchor of a terminating slice and removes the finalizer; the
-// slice's downstream objects hang on the anchor and need no call of their own.
+// finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
 	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.slice, kindEndpointSlice, HTTPRouteFinalizer, func(context.Context, hubWriter) error { return nil })
 }
 
-// carriesFinalizer selects the objects that carry finalizer: the only slices
-// EndpointSliceReconciler has anything to do for.
+// carriesFinalizer selects the objects that carry finalizer.
 func carriesFinalizer(finalizer string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, finalizer) })
 }

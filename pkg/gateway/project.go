@@ -13,14 +13,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// The project side that every reconciler shares: reads and writes on the upstream
-// objects themselves (their finalizers and status) and on the project's namespaces.
-// Writes to the hub are in hub.go.
-
 // mappedNamespaceOf returns the hub namespace of the upstream namespace name, read
-// live, or "" when the upstream namespace no longer exists (a purged namespace: the
-// hub's anchor cache still says where the anchor is, and the hub's garbage collector
-// takes its dependents).
+// live, or "" when that namespace no longer exists.
 func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) (string, error) {
 	ns := &corev1.Namespace{}
 	err := project.Get(ctx, client.ObjectKey{Name: name}, ns)
@@ -34,7 +28,7 @@ func mappedNamespaceOf(ctx context.Context, project client.Reader, name string) 
 }
 
 // addFinalizer adds finalizer to obj with a patch conditional on the resourceVersion
-// read, so a stale view of a replaced object conflicts instead of writing.
+// read.
 func addFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
 	if controllerutil.ContainsFinalizer(obj, finalizer) {
 		return nil
@@ -47,10 +41,9 @@ func addFinalizer(ctx context.Context, c client.Client, obj client.Object, final
 	return nil
 }
 
-// removeFinalizer removes finalizers from obj in one patch, conditional on the resourceVersion read.
-// An object already gone is fine; a NotFound about anything else (the API server
-// refuses every write into a namespace that no longer exists with a NotFound naming the
-// namespace) is an error, since the object is still there holding the finalizer.
+// removeFinalizer removes finalizers from obj in one patch, conditional on the
+// resourceVersion read. Only a NotFound that proves obj gone is success (one naming its
+// namespace is not).
 func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizers ...string) error {
 	orig := obj.DeepCopyObject().(client.Object)
 	removed := false
@@ -67,9 +60,8 @@ func removeFinalizer(ctx context.Context, c client.Client, obj client.Object, fi
 	return nil
 }
 
-// isNotFoundOf reports whether err is a NotFound that proves obj itself is absent (not
-// its namespace, not its kind): anchor.NotFoundProvesAbsence for obj's resource. When
-// obj's resource cannot be resolved nothing is proven.
+// isNotFoundOf reports whether err proves obj itself absent
+// (anchor.NotFoundProvesAbsence); an unresolvable resource proves nothing.
 func isNotFoundOf(c client.Client, err error, obj client.Object) bool {
 	if !apierrors.IsNotFound(err) {
 		return false

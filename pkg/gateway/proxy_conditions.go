@@ -23,11 +23,8 @@ var proxyConditionTypes = []string{v1alpha.ConditionAccepted, v1alpha.ConditionP
 var conditionStatuses = []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}
 
 // ProxyConditions is the gauge anchorage_httpproxies{project,condition,status}: the
-// HTTPProxies of each project this replica holds, by condition and status, as the
-// HTTPProxy reconciler last decided them. It counts only engaged projects: a project's
-// series go when its engagement ends (lost or handed over), so two replicas never both
-// report it for longer than a hand-over, and a proxy found gone or terminating leaves
-// the count. The counts are made at scrape time, so no series outlives its project.
+// HTTPProxies of each engaged project by condition and status, as last reconciled. A
+// project's series go when its engagement ends; gone or terminating proxies leave.
 type ProxyConditions struct {
 	desc *prometheus.Desc
 
@@ -81,9 +78,8 @@ func (e *engagedProject) countByStatus(typ string) map[metav1.ConditionStatus]in
 	return counts
 }
 
-// Engage implements multicluster.Aware: the project is counted from now until ctx
-// ends, which is when this replica loses it or hands it over. A re-engagement starts
-// the project afresh; the end of an older engagement leaves a newer one alone.
+// Engage implements multicluster.Aware: the project is counted until ctx ends. A
+// re-engagement starts afresh; an older engagement's end leaves a newer one alone.
 func (p *ProxyConditions) Engage(ctx context.Context, name multicluster.ClusterName, _ cluster.Cluster) error {
 	project := string(name)
 	e := &engagedProject{proxies: map[types.NamespacedName]map[string]metav1.ConditionStatus{}}
@@ -107,8 +103,7 @@ func (p *ProxyConditions) Start(ctx context.Context) error {
 	return nil
 }
 
-// observe records a proxy's conditions. A project not engaged here (a reconcile that
-// finished after the project was lost) records nothing.
+// observe records a proxy's conditions; nothing for a project not engaged here.
 func (p *ProxyConditions) observe(project string, proxy *v1alpha.HTTPProxy) {
 	conds := map[string]metav1.ConditionStatus{}
 	for _, typ := range proxyConditionTypes {
@@ -132,8 +127,7 @@ func (p *ProxyConditions) forget(project string, key types.NamespacedName) {
 	}
 }
 
-// registerProxyConditions registers p with reg, or returns the gauge already there
-// (two replicas in one process sharing a registry share it).
+// registerProxyConditions registers p with reg, or returns the gauge already there.
 func registerProxyConditions(reg prometheus.Registerer, p *ProxyConditions) (*ProxyConditions, error) {
 	err := reg.Register(p)
 	if err == nil {

@@ -19,17 +19,9 @@ import (
 	"anchorage/api/v1alpha"
 )
 
-// proxySlots caps the proxies a project programs (fair_share.go). The slots go by age:
-// a project's proxies are ranked by creation time (then namespace and name, for ties),
-// and the first cap of them are programmed. The rank is read from the cache, never from
-// memory of earlier grants, so every replica and every restart reaches the same answer
-// and a proxy that is programmed stays programmed while older ones stay. A proxy
-// created past the cap waits with ProxyLimitReached and is enqueued when a proxy of its
-// project is finalized.
-//
-// Ranking lists the project's proxies; the ranking of a project is kept for
-// rankFreshFor, so a backlog of ten thousand proxies costs a list a second, not one per
-// reconcile. A proxy missing from a kept ranking (created since) ranks it again.
+// proxySlots caps the proxies a project programs: the first cap by creation time (then
+// namespace and name) hold a slot. The rank is read from the cache, never remembered,
+// so every replica agrees; a project's ranking is reused for rankFreshFor.
 type proxySlots struct {
 	cap     int
 	clk     clock.WithDelayedExecution
@@ -39,16 +31,14 @@ type proxySlots struct {
 	rankings *lru.Cache[string, *ranking]
 }
 
-// rankFreshFor is how long a project's ranking is reused: short against the time a
-// proxy waits for a slot, long against a backlog's reconcile rate.
+// rankFreshFor is how long a project's ranking is reused.
 const rankFreshFor = time.Second
 
 // slotHandOverDelay is how long after a proxy is finalized the proxy taking its slot is
 // enqueued: past rankFreshFor and a cache's usual lag behind a delete.
 const slotHandOverDelay = 2 * time.Second
 
-// slotRecheck is how often a proxy past the cap looks again on its own: a safety net
-// for a freed slot whose hand-over was missed (another replica finalized the proxy).
+// slotRecheck is how often a proxy past the cap looks again, in case of a missed hand-over.
 const slotRecheck = 10 * time.Minute
 
 type ranking struct {
@@ -139,8 +129,8 @@ func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
 	return r
 }
 
-// released is told that proxy of project is finalized: the first proxy waiting for a
-// slot, if any, is enqueued so it is programmed now rather than at its next event.
+// released is told that a proxy of project is finalized: the first waiting, if any, is
+// enqueued.
 func (p *proxySlots) released(project string, gone types.NamespacedName) {
 	if p == nil {
 		return
@@ -152,8 +142,7 @@ func (p *proxySlots) released(project string, gone types.NamespacedName) {
 		return
 	}
 	if rank, in := r.rank[gone]; in && rank < p.cap && p.cap < len(r.order) {
-		// The first waiting proxy moves up into the freed slot. It is enqueued once the
-		// cache has had time to see the gone proxy go, or it would rank behind it again.
+		// The first waiting proxy takes the slot, once the cache has seen the gone one go.
 		next := mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: r.order[p.cap]}}
 		p.clk.AfterFunc(slotHandOverDelay, func() { p.enqueue(next) })
 	}

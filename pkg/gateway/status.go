@@ -14,29 +14,13 @@ import (
 // Reasons this package writes besides those of v1alpha and Gateway API.
 const (
 	// ReasonConflict: an upstream object the proxy would produce exists and is not the
-	// proxy's (another controller's, or the user's). Nothing is overwritten.
+	// proxy's. Nothing is overwritten.
 	ReasonConflict = "Conflict"
 	// ReasonUpstreamWriteFailed: writing an upstream object to the project plane failed.
 	ReasonUpstreamWriteFailed = "UpstreamWriteFailed"
 )
 
-// The Programmed signal: the Gateway and HTTPRoute reconcilers report, in Gateway API's
-// own status fields, what the edge's gateway controller made of the downstream copies of
-// the current generation, as it wrote it on the hub; the HTTPProxy reconciler reads
-// them back. Until the edge has spoken for the current generation, nothing says
-// Programmed (reason Pending), unless Config.AssumeWrittenIsProgrammed says no edge
-// controller ever will.
-//
-//   - Gateway: Accepted, and Programmed with the edge's reason and message, for the
-//     Gateway's generation; status.listeners as the edge reports them. Programmed=False
-//     with reason HubWriteFailed and the hub's message when the hub refused a write.
-//   - HTTPRoute: a status.parents entry with this controller's name per parent Gateway:
-//     Accepted as the edge reports it for the downstream route, ResolvedRefs as this
-//     manager resolved the backends (False when a backend has nothing on the hub) and
-//     as the edge resolved them.
-
-// edgeCondition returns the condition typ that the edge's controller reported in
-// conds for generation, or nil when it has not reported one for that generation.
+// edgeCondition returns the edge's condition typ in conds for generation, or nil.
 func edgeCondition(conds []metav1.Condition, typ string, generation int64) *metav1.Condition {
 	c := meta.FindStatusCondition(conds, typ)
 	if c == nil || c.ObservedGeneration != generation {
@@ -45,8 +29,7 @@ func edgeCondition(conds []metav1.Condition, typ string, generation int64) *meta
 	return c
 }
 
-// verdict is one condition as a reconciler decided it, before it is stamped with the
-// upstream object's generation.
+// verdict is one condition as decided, before it is stamped with a generation.
 type verdict struct {
 	ok      bool
 	reason  string
@@ -57,10 +40,8 @@ func (v verdict) condition(typ string, generation int64) metav1.Condition {
 	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
 }
 
-// gatewayEdgeVerdict judges an upstream Gateway's Programmed condition from its
-// downstream copy down as the hub holds it: the edge controller's Programmed for
-// down's generation, or Pending until there is one. assume (no edge controller writes
-// status) counts the written copy as programmed.
+// gatewayEdgeVerdict judges an upstream Gateway's Programmed from its hub copy down:
+// the edge's for down's generation, else Pending; assume counts the written copy.
 func gatewayEdgeVerdict(down *gatewayv1.Gateway, assume bool) verdict {
 	if assume {
 		return verdict{true, string(gatewayv1.GatewayReasonProgrammed), "The downstream Gateway and its Certificates are written to the hub (assumed programmed: no edge controller reports status)"}
@@ -72,9 +53,8 @@ func gatewayEdgeVerdict(down *gatewayv1.Gateway, assume bool) verdict {
 	return verdict{c.Status == metav1.ConditionTrue, c.Reason, "Edge: " + c.Message}
 }
 
-// setGatewayStatus records on gw whether its downstream copy is programmed, and the
-// listener status the edge reported for the current generation of down (nil: the hub
-// write failed, nothing to mirror).
+// setGatewayStatus sets gw's Accepted and Programmed, and mirrors the listener status
+// the edge reported for down's generation (nil down: the hub write failed).
 func setGatewayStatus(gw *gatewayv1.Gateway, programmed verdict, down *gatewayv1.Gateway) {
 	accepted := verdict{true, string(gatewayv1.GatewayReasonAccepted), "The Gateway is of this manager's class"}
 	if down != nil {
@@ -100,11 +80,9 @@ func setGatewayStatus(gw *gatewayv1.Gateway, programmed verdict, down *gatewayv1
 	}
 }
 
-// routeEdgeVerdict judges one parent's Accepted and ResolvedRefs for an upstream route
-// from the edge's entry for the downstream parent in down's status (any controller but
-// ours), for down's generation, and from resolved, this manager's own resolution of the
-// backends. assume (no edge controller writes status) counts the written route as
-// accepted.
+// routeEdgeVerdict judges one parent's Accepted and ResolvedRefs from the edge's entry
+// for downParent in down's status (any controller but ours, down's generation) and from
+// resolved, this manager's own verdict; assume counts the written route as accepted.
 func routeEdgeVerdict(down *gatewayv1.HTTPRoute, downParent gatewayv1.ParentReference, ours gatewayv1.GatewayController, resolved verdict, assume bool) (accepted, refs verdict) {
 	refs = resolved
 	if assume {
@@ -134,9 +112,8 @@ type parentVerdict struct {
 	refs     verdict
 }
 
-// setRouteParentStatus records, for each parent, whether route's downstream copy is
-// accepted and its references resolved. Entries of other controllers are kept; this
-// controller's entries for parents no longer listed are dropped.
+// setRouteParentStatus writes controller's status.parents entries for parents; other
+// controllers' entries are kept, ours for parents no longer listed dropped.
 func setRouteParentStatus(route *gatewayv1.HTTPRoute, parents []parentVerdict, controller gatewayv1.GatewayController) {
 	var out []gatewayv1.RouteParentStatus
 	for _, ps := range route.Status.Parents {
@@ -168,11 +145,9 @@ func sameParent(a, b gatewayv1.ParentReference, routeNS string) bool {
 		ptr.Deref(a.Port, 0) == ptr.Deref(b.Port, 0)
 }
 
-// proxyProgrammed judges a proxy's Programmed condition from its upstream Gateway and
-// HTTPRoute (nil: not there yet), as their reconcilers reported them: the Gateway
-// programmed and every listener the edge reports programmed, the route accepted with
-// its references resolved, each for the object's current generation. A refusal's
-// reason passes through to the proxy.
+// proxyProgrammed judges a proxy's Programmed from its Gateway and HTTPRoute (nil: not
+// there yet): the Gateway and every listener programmed, the route accepted with its
+// references resolved, each for its generation; a refusal's reason passes through.
 func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController) (bool, string, string) {
 	if gw == nil || route == nil {
 		return false, v1alpha.ReasonPending, "Waiting for the upstream Gateway and HTTPRoute to be created"
@@ -209,8 +184,7 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 	return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for HTTPRoute %s (generation %d) to be accepted", route.Name, route.Generation)
 }
 
-// reasonOrPending passes a refusal's reason through to the proxy; a condition without
-// one reads as pending.
+// reasonOrPending returns reason, or Pending when it is empty.
 func reasonOrPending(reason string) string {
 	if reason == "" {
 		return v1alpha.ReasonPending

@@ -22,11 +22,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// What the Gateway and HTTPRoute reconcilers share: the scope of an upstream object
-// mirrored to the hub, and the last step of its finalizer.
-
-// upstream is what a reconcile of one upstream Gateway or HTTPRoute works on, besides
-// the object itself.
+// upstream is what a reconcile of one upstream Gateway, HTTPRoute or EndpointSlice
+// works on, besides the object itself.
 type upstream struct {
 	project string
 	cluster cluster.Cluster
@@ -36,24 +33,22 @@ type upstream struct {
 	owner   anchor.Owner
 	log     logr.Logger
 	events  events.EventRecorder
-	// requeueAfter, when set, asks for the reconcile to run again (requeued).
+	// requeueAfter, when set, runs the reconcile again after it (requeued).
 	requeueAfter time.Duration
 }
 
-// requeued is the finish step of the Gateway and HTTPRoute reconcilers: the reconcile
-// runs again when a phase asked for it.
+// requeued is the finish step of the Gateway and HTTPRoute reconcilers.
 func (u *upstream) requeued() reconcile.Result {
 	return reconcile.Result{RequeueAfter: u.requeueAfter}
 }
 
-// guardedHub is the hub client for programming: every create on it passes g, read
-// again just before the create is sent.
+// guardedHub is the hub client for programming: every create first passes g.
 func (u *upstream) guardedHub(g ownersGuard) client.Client {
 	return createsGuarded{Client: u.hub, guard: g}
 }
 
 // loadUpstream reaches the project, reads obj (of kind, in the Gateway API group) from
-// its cache, and reaches the hub. A nil result means the object is gone: nothing to do.
+// its cache, and reaches the hub. A nil result means the object is gone.
 func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreconcile.Request, obj client.Object, kind string) (*upstream, error) {
 	project := string(req.ClusterName)
 	cl, err := clusters.Project(ctx, project)
@@ -77,13 +72,9 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 	}, nil
 }
 
-// finalizeUpstream is the finalize phase of an upstream Gateway or HTTPRoute (obj, of
-// kind, carrying finalizer): nothing while obj is not terminating; once it is, and
-// still carries our finalizer, deleteDownstream removes what it put in its hub
-// namespace (skipped when the upstream namespace is gone: the hub's anchor cache still
-// says where the anchor is, and the hub's garbage collector takes its dependents), then
-// its anchor goes and the finalizer is removed. The reconcile ends here whenever obj is
-// terminating.
+// finalizeUpstream is the finalize phase of an upstream object: once obj is terminating
+// with finalizer, deleteDownstream clears its mapped namespace (if the upstream one is
+// still there), then releaseAnchor. A terminating obj ends the reconcile here.
 func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
@@ -108,12 +99,9 @@ func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.
 	return true, m.releaseAnchor(ctx, u, obj, finalizer, hubNS)
 }
 
-// releaseAnchor is the last step of every upstream finalizer: delete the owner's anchor
-// in hubNS, its mapped namespace ("" when the upstream namespace is gone: the hub's
-// anchor cache then says where the anchor is), with a GET and a DELETE and no list
-// (anchor.DeleteIndexed), then remove the finalizer from obj. Nothing follows the
-// delete but the finalizer's removal, so a finalizer never waits holding a deleted
-// anchor; a retry after a failed removal costs one GET that finds the anchor gone.
+// releaseAnchor deletes the owner's anchor in hubNS ("" when the upstream namespace is
+// gone: the anchor cache says where) with anchor.DeleteIndexed, then removes finalizer
+// from obj. Nothing comes between the two, so a retry costs one GET.
 func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Object, finalizer, hubNS string) error {
 	err := anchor.DeleteIndexed(ctx, u.hub, u.anchors, hubNS, u.owner)
 	m.anchorDelete(u.owner.Kind, err)
@@ -130,12 +118,9 @@ func (u *upstream) hubWriter(hub client.Client, hubNS string, m *Metrics) hubWri
 	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: m, written: u.written}
 }
 
-// mappedNamespaceIsProjects returns an error wrapping anchor.ErrForeign when the hub
-// namespace hubNS is labelled for a project other than project. Its name carries the
-// UID of an upstream namespace, which the project's plane reports: a plane that reports
-// another project's namespace UID must not have this manager delete in that project's
-// hub namespace. An unlabelled namespace (older hubs) or one already gone passes; the
-// anchor itself is deleted only if its labels name the owner (anchor.DeleteIndexed).
+// mappedNamespaceIsProjects returns an error wrapping anchor.ErrForeign when hubNS is
+// labelled for another project than project: its name is a UID the plane reports, which
+// a plane may forge. An unlabelled namespace, or one gone, passes.
 func mappedNamespaceIsProjects(ctx context.Context, hub client.Client, hubNS, project string) error {
 	ns := &corev1.Namespace{}
 	if err := hub.Get(ctx, client.ObjectKey{Name: hubNS}, ns); err != nil {

@@ -9,26 +9,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// DefaultWrittenOwners bounds WrittenObjects: the upstream owners whose hub writes a
-// replica remembers. An owner holds a handful of entries (its downstream Gateway or
-// HTTPRoute and one Certificate per hostname), so the default costs a few megabytes at
-// most; an owner pushed out only costs its finalizer one GET per object.
+// DefaultWrittenOwners bounds WrittenObjects: a few megabytes; an owner pushed out
+// costs its finalizer one GET per object.
 const DefaultWrittenOwners = 50_000
 
 // WrittenObjects remembers, per upstream owner, the UID the hub gave each downstream
-// object this replica wrote and attached to that owner's anchor. It is what lets a
-// finalizer delete such an object with one call, a DELETE conditional on that UID,
-// instead of a GET and a DELETE, and find Certificates of listeners that were removed
-// without a LIST.
-//
-// Why the UID alone is proof enough that the object is the owner's to delete: the
-// object with that UID was attached to the owner's anchor by this replica's own write.
-// Only a reconcile of an owner with the same kind, namespace and name re-attaches such
-// an object (apply refuses one labelled for another owner), and no such owner can exist
-// while this one still holds its finalizer. A replaced object (another UID) fails the
-// precondition and the finalizer falls back to reading it.
-//
-// A nil *WrittenObjects remembers nothing: every delete reads first.
+// object this replica wrote and attached to that owner's anchor, so a finalizer deletes
+// it with one DELETE conditional on that UID (docs/design.md, Gateway path: why the UID
+// is proof enough). A nil *WrittenObjects remembers nothing.
 type WrittenObjects struct {
 	mu     sync.Mutex
 	owners *lru.Cache[types.UID, map[writtenKey]types.UID]
@@ -43,7 +31,7 @@ func NewWrittenObjects(owners int) *WrittenObjects {
 		owners = DefaultWrittenOwners
 	}
 	c, err := lru.New[types.UID, map[writtenKey]types.UID](owners)
-	if err != nil { // only for a size ≤ 0, excluded above
+	if err != nil { // only for a size ≤ 0
 		panic(err)
 	}
 	return &WrittenObjects{owners: c}
