@@ -81,9 +81,6 @@ type PassPlan struct {
 	Claimed map[string]string
 }
 
-// Writes is how many project writes the plan sends.
-func (p PassPlan) Writes() int { return len(p.Assign) + len(p.HandOvers) + len(p.Remove) }
-
 // PlanPass decides one coordinator pass. It is pure: same input, same plan.
 func PlanPass(in PassInput) PassPlan {
 	var plan PassPlan

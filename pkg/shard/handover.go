@@ -263,10 +263,6 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	go s.handOver(h, lease.DeepCopy())
 }
 
-func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
-	return handedOffAt(s.handedOff[project], holder, lease)
-}
-
 // awaitHolder waits until the observed Lease of h's project names h's incarnation and
 // returns it; nil when the hand-over was called off or ctx ended.
 func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
