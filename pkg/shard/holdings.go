@@ -97,7 +97,7 @@ type holding struct {
 	engagement string
 	// rv is the resourceVersion at which this incarnation read itself as holder: the
 	// claim's precondition.
-	rv string
+	rv       string
 	leaseUID types.UID // of the Lease the claim was written to
 	// discovery is the discovered.gen the cluster is built from; 0 for a hand-over of a
 	// project this replica never built.
