@@ -7,20 +7,13 @@ import (
 
 // PassInput is what one coordinator pass decides from.
 type PassInput struct {
-	// Members are the member Leases by name, as observed.
-	Members map[string]Observed
-	// Vanished are the holders whose member Lease was seen deleted, with the local time
-	// of that observation.
-	Vanished map[string]time.Time
-	// Leases are the project Leases by name, as observed.
-	Leases map[string]Observed
-	// Projects are the projects discovered (engageable) by name.
-	Projects map[string]bool
-	// Failures are the claim failures the coordinator remembers.
-	Failures claimFailures
-	Now      time.Time
-	Timings  Timings
-	// MaxHandoversInFlight bounds the planned hand-overs requested at once.
+	Members              map[string]Observed  // member Leases by name
+	Vanished             map[string]time.Time // holders whose member Lease was seen deleted, and when
+	Leases               map[string]Observed  // project Leases by name
+	Projects             map[string]bool      // engageable projects
+	Failures             claimFailures
+	Now                  time.Time
+	Timings              Timings
 	MaxHandoversInFlight int
 }
 
@@ -32,8 +25,8 @@ type Assignment struct {
 	Exists  bool
 	Holder  string
 	Reason  string
-	// Unclaimed is the holder whose overdue claim this assignment moves the project
-	// from ("" for other reasons): once written, it is remembered as a claim failure.
+	// Unclaimed is the holder whose overdue claim this moves the project from (else ""):
+	// once written, it is remembered as a claim failure.
 	Unclaimed string
 }
 
@@ -48,16 +41,11 @@ type HandOver struct {
 // PassPlan is what a pass writes, in order: confirmations first (the caller plans again
 // after one cleared a member), then the project writes, independent of each other.
 type PassPlan struct {
-	// Confirm are the suspect member Leases to read and, when unchanged, clear.
-	Confirm []Observed
-	// Assign, HandOvers and Remove (project Leases of removed projects, deleted
-	// conditionally once no member holds on to them) are the project writes.
+	Confirm   []Observed // suspect member Leases to read and, when unchanged, clear
 	Assign    []Assignment
 	HandOvers []HandOver
-	Remove    []Observed
-	// Claimed are the projects claimed by their holder, by project: that holder's claim
-	// failures of the project are forgotten.
-	Claimed map[string]string
+	Remove    []Observed        // Leases of removed projects no member holds on to
+	Claimed   map[string]string // holder by project: forget its claim failures there
 }
 
 // PlanPass decides one coordinator pass; it is pure and reads or writes no Lease. A

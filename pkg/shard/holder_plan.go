@@ -10,12 +10,9 @@ import (
 
 // HoldingView is what the planner reads of one holding.
 type HoldingView struct {
-	// Holder is the incarnation the holding belongs to.
-	Holder string
-	State  holdingState
-	// Discovery is the discovery its cluster was built from (0: a hand-over of a
-	// project this replica never built).
-	Discovery uint64
+	Holder    string
+	State     holdingState
+	Discovery uint64 // holding.discovery
 	// LeaseUID, Claim and ClaimRV are the Lease its claim was written to, the claim
 	// value and the resourceVersion the write returned (set once open).
 	LeaseUID types.UID
@@ -38,23 +35,14 @@ func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
 
 // HolderInput is what one holder sync decides from.
 type HolderInput struct {
-	// Holder is this replica's current incarnation ("" before it joined); Valid whether
-	// it is valid now.
-	Holder string
-	Valid  bool
-	// ShuttingDown: the replica hands everything over and takes nothing new.
-	ShuttingDown bool
-	// Leases are the project Leases by name, as observed.
-	Leases map[string]Observed
-	// Projects are the discovered (engageable) projects with their discovery number.
-	Projects map[string]uint64
-	// Holdings are this replica's holdings by project.
-	Holdings map[string]HoldingView
-	// HandedOff are the hand-overs this replica began, by project.
-	HandedOff map[string]handOff
-	// Undiscovered is since when a Lease has named this incarnation for a project it
-	// does not discover, by project.
-	Undiscovered map[string]time.Time
+	Holder       string                 // the current incarnation, "" before it joined
+	Valid        bool                   // Holder is valid now
+	ShuttingDown bool                   // hand everything over, take nothing new
+	Leases       map[string]Observed    // project Leases by name
+	Projects     map[string]uint64      // engageable projects and their discovery numbers
+	Holdings     map[string]HoldingView // by project
+	HandedOff    map[string]handOff     // hand-overs this replica began, by project
+	Undiscovered map[string]time.Time   // Shard.undiscovered
 	Now          time.Time
 	Timings      Timings
 }
@@ -84,19 +72,13 @@ type ProjectLease struct {
 
 // HolderPlan is what one holder sync does, in this order.
 type HolderPlan struct {
-	Close []HoldingClose
-	Claim []ClaimStart
-	// HandOver begins planned hand-overs; WriteNextHolder sends again the write of a
-	// hand-over that ended without it.
-	HandOver        []ProjectLease
-	WriteNextHolder []ProjectLease
-	// Release are Leases naming this incarnation for projects it has not discovered for
-	// a claim deadline.
-	Release []ProjectLease
-	// Undiscovered replaces the input's table.
-	Undiscovered map[string]time.Time
-	// ForgetHandOffs are the hand-overs no longer worth remembering.
-	ForgetHandOffs []string
+	Close           []HoldingClose
+	Claim           []ClaimStart
+	HandOver        []ProjectLease       // planned hand-overs to begin
+	WriteNextHolder []ProjectLease       // hand-overs that ended without their write: send it again
+	Release         []ProjectLease       // Leases of projects undiscovered for a claim deadline
+	Undiscovered    map[string]time.Time // replaces the input's table
+	ForgetHandOffs  []string
 }
 
 // PlanHolderSync decides one holder sync; it is pure, and holder_sync.go carries the plan

@@ -28,39 +28,26 @@ import (
 
 // Options configures a Shard.
 type Options struct {
-	// Hub is the REST config used for Leases and Secrets on the hub.
-	Hub *rest.Config
-	// Namespace holds member and project Leases.
-	Namespace string
-	// SecretNamespace holds the projects' kubeconfig Secrets.
-	SecretNamespace string
-	// Pod is the replica's stable name (the pod name).
-	Pod string
-	// Weight scales this replica's share of projects. Default 1.
-	Weight float64
-	// Timings of the protocol; zero fields take defaults.
-	Timings Timings
-	// Clock is injected so tests can step time. Default the real clock.
-	Clock clock.WithTicker
-	// Scheme for project clusters.
-	Scheme *runtime.Scheme
-	// ClusterOptions are applied to every project cluster built for a holding.
-	ClusterOptions []cluster.Option
-	// Registry receives the shard's metrics.
-	Registry prometheus.Registerer
-	// Recorder, when set, receives one Record per admitted reconcile or resync step.
+	Hub             *rest.Config     // for Leases and Secrets on the hub
+	Namespace       string           // of member and project Leases
+	SecretNamespace string           // of the projects' kubeconfig Secrets
+	Pod             string           // the replica's stable name
+	Weight          float64          // scales this replica's share of projects; default 1
+	Timings         Timings          // zero fields take defaults
+	Clock           clock.WithTicker // default the real clock
+	Scheme          *runtime.Scheme  // for project clusters
+	ClusterOptions  []cluster.Option // applied to every project cluster built
+	Registry        prometheus.Registerer
+	// Recorder, when set, receives one Record per admitted unit of work.
 	Recorder Recorder
-	// Logger for the shard.
-	Logger logr.Logger
-	// Exit ends the process when a drain passes its deadline. Default os.Exit(1);
-	// in-process test managers stop abruptly instead.
+	Logger   logr.Logger
+	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
 	Exit func()
 	// WarmKinds are the kinds the controllers watch in a project; their informers are
 	// synced before controllers are engaged, so engaging many projects is not serialized
 	// behind a controller's lock.
 	WarmKinds []client.Object
-	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs at once.
-	// Default 8.
+	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs; default 8.
 	MaxHandoversInFlight int
 }
 
