@@ -18,17 +18,14 @@ import (
 type holdingState int
 
 const (
-	// holdingClaiming: assigned to this incarnation (or announced as its next holder);
-	// the cluster is being built and engaged; admission closed (work is retried, not
-	// dropped).
+	// holdingClaiming: assigned (or announced as next holder); the cluster is being
+	// built and engaged; work is refused with a retry.
 	holdingClaiming holdingState = iota
-	// holdingOpen: the claim write succeeded; admission open.
-	holdingOpen
-	// holdingHandingOver: a planned hand-over began; admission closed for good, in-flight
-	// work finishing, then the next holder's write.
+	holdingOpen                  // the claim write succeeded; admission open
+	// holdingHandingOver: a planned hand-over began; admission closed for good while
+	// in-flight work finishes.
 	holdingHandingOver
-	// holdingClosed: lost, released or handed over; admission closed for good.
-	holdingClosed
+	holdingClosed // lost, released or handed over; admission closed for good
 )
 
 func (st holdingState) String() string {

@@ -21,17 +21,15 @@ import (
 // membership keeps this replica's member Lease and knows, at any instant, which
 // incarnation is current and until when it is valid.
 type membership struct {
-	pod    string
-	weight float64
-	t      Timings
-	clock  clock.Clock
-	leases coordclient.LeaseInterface
-	log    logr.Logger
-	m      *metrics
-	// onLapse is called, outside any lock, after validity of holder ended.
-	onLapse func(holder string)
-	// onJoin is called after holder became valid.
-	onJoin func(holder string)
+	pod     string
+	weight  float64
+	t       Timings
+	clock   clock.Clock
+	leases  coordclient.LeaseInterface
+	log     logr.Logger
+	m       *metrics
+	onLapse func(holder string) // called, outside any lock, after holder's validity ended
+	onJoin  func(holder string) // called after holder became valid
 
 	draining atomic.Bool
 	kick     chan struct{}
@@ -58,11 +56,9 @@ const rememberedRenews = 16
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
 type Incarnation struct {
-	Holder string
-	// Joined is when the join write that made it valid was sent.
-	Joined time.Time
-	// ValidUntil is the end of its validity: final once Ended.
-	ValidUntil time.Time
+	Holder     string
+	Joined     time.Time // when the join write that made it valid was sent
+	ValidUntil time.Time // the end of its validity: final once Ended
 	Ended      bool
 }
 
@@ -276,11 +272,10 @@ type renewOutcome int
 const (
 	// renewDone: the renew succeeded, or failed without news (validity unchanged).
 	renewDone renewOutcome = iota
-	// renewAdopted: the renew conflicted and the Lease still names holder; its version
-	// was adopted (and validity extended if the Lease carries a renew of this holder's).
+	// renewAdopted: it conflicted and the Lease still names holder; its version was
+	// adopted (and validity extended when it carries a renew of holder's).
 	renewAdopted
-	// renewTaken: the Lease no longer names holder, or is gone.
-	renewTaken
+	renewTaken // the Lease no longer names holder, or is gone
 )
 
 // renew sends one conditional renew, allowed that long (and cut when validity ends),
@@ -377,14 +372,9 @@ func (m *membership) credit(holder string, committed time.Time, latest *coordina
 type conflictVerdict int
 
 const (
-	// conflictTaken: the Lease names another holder or none (declared expired, or
-	// taken by a new incarnation).
-	conflictTaken conflictVerdict = iota
-	// conflictOwnRenew: the Lease carries this holder with the renewTime of one of its
-	// own renews: that renew committed though its answer was not seen.
-	conflictOwnRenew
-	// conflictOtherWriter: another writer kept this holder.
-	conflictOtherWriter
+	conflictTaken       conflictVerdict = iota // the Lease names another holder or none
+	conflictOwnRenew                           // one of holder's renews committed unseen
+	conflictOtherWriter                        // another writer kept holder
 )
 
 // judgeConflict decides, from the Lease read after a conflict, whether it was taken,

@@ -127,8 +127,8 @@ func (r refusalsEndTheWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	return w, err
 }
 
-// List and Watch make it a ListerWatcher, which the reflector's constructor takes; the
-// reflector calls the context-aware methods above.
+// List and Watch satisfy the reflector constructor's ListerWatcher; it calls the
+// context-aware methods.
 func (r refusalsEndTheWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return r.ListWithContext(context.Background(), opts)
 }
@@ -265,10 +265,8 @@ func (o *leaseObserver) observe(obj any, own bool) {
 type storeVerdict int
 
 const (
-	// storeKeep: not news (the same version, or a stale answer); the stored one stays.
-	storeKeep storeVerdict = iota
-	// storeNewer: a newer version (or the first): stored.
-	storeNewer
+	storeKeep  storeVerdict = iota // not news (the same version, or a stale answer)
+	storeNewer                     // a newer version, or the first: stored
 	// storeRegressed: the watch delivered an older version than the stored one, not
 	// trailing this process's own write: resourceVersions went back (an etcd restore).
 	// Stored, so the observer follows the restored state.
