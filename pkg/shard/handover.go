@@ -81,11 +81,9 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 	}
 }
 
-// writeNextHolderAgainLocked sends again the write of a hand-over this incarnation
-// began that ended without it, while the Lease still names this incarnation and asks
-// for a next holder: nothing else would move the project. Conditional on lease as
-// observed now; nothing is drained again; the plan paces it (nextHolderWriteDue).
-// s.mu is held.
+// writeNextHolderAgainLocked sends again, conditional on lease as observed now, the write
+// of a hand-over begun here that ended without it: nothing else would move the project.
+// Nothing is drained again; the plan paces it (nextHolderWriteDue). s.mu is held.
 func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
 	ho.writing, ho.wroteAt = true, s.clock.Now()

@@ -109,9 +109,9 @@ type discovered struct {
 // validity ended.
 var ErrValidityEnded = errors.New("member validity ended")
 
-// New builds a Shard. Wire it with mcmanager.WithCoordinator(s) and as the manager's
-// provider (s.Provider()), and set the hub clients with SetHubClients once the manager
-// exists.
+// New builds a Shard. Wire it as the manager's provider and with
+// mcmanager.WithCoordinator(s), and set the hub clients with SetHubClients once the
+// manager exists.
 func New(opts Options) (*Shard, error) {
 	t := opts.Timings.WithDefaults()
 	if err := t.Validate(); err != nil {
