@@ -93,13 +93,10 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 	}
 }
 
-// coordinate runs the coordinator's passes while leading. A new coordinator assigns
-// nothing until its process has watched Leases for one full LeaseDuration, so it never
-// mistakes "not seen yet" for "unchanged".
+// coordinate runs the coordinator's passes while leading, after a warm-up of one
+// LeaseDuration of watching (docs/design.md, Coordinator). EnterCoordinator admits for
+// the whole time, warm-up included.
 func (s *Shard) coordinate(ctx context.Context, holder string) {
-	// Coordinator-only work (EnterCoordinator) is admitted for as long as this runs
-	// under a live leadership context, warm-up included: it does not depend on the
-	// Leases observed.
 	defer s.lead(ctx, holder)()
 	log := s.log.WithValues("coordinator", holder)
 	if wait := s.observer.started.Add(s.t.LeaseDuration).Sub(s.clock.Now()); wait > 0 {
@@ -125,11 +122,9 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 	}
 }
 
-// assignPass plans a pass (PlanPass) from what this replica observes and carries it
-// out: suspect members are confirmed first, and when one of them was cleared the pass
-// is planned again on the new view; the project writes then go out in parallel,
-// coordinatorWrites at a time, so a slow hub costs a pass one round of latency rather
-// than one per project.
+// assignPass plans a pass (PlanPass) and carries it out: suspect members are confirmed
+// first (planning again when one was cleared), then the project writes go out,
+// coordinatorWrites at a time.
 func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	in, ok := s.passInput()
 	if !ok {
@@ -198,11 +193,8 @@ func (s *Shard) passInput() (PassInput, bool) {
 }
 
 // protocolCall bounds one protocol write (a claim, a hand-over, a coordinator's write)
-// of holder: refused with ErrValidityEnded unless holder is the current incarnation and
-// still valid, and given up when its validity ends or after CallTimeout, whichever comes
-// first. Each write checks on its own, so a coordinator paused in the middle of a pass
-// sends nothing of it once its validity has ended. (A write sent in time can still
-// commit after validity ends: docs/design.md, Residual windows.)
+// of holder: ErrValidityEnded unless holder is the current, valid incarnation; else a
+// context that ends with its validity or after CallTimeout, whichever is first.
 func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
 	if !gateEnforced {
 		cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
@@ -218,10 +210,6 @@ func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Contex
 }
 
 // coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
-// A failed member of three holds about a third of the projects: at 1,000 projects and a
-// hub answering in 200 ms, 16 at a time took 6.5 s to reassign its 335 (bench failover,
-// default timings, 1.3 × Lease + retry missed by 1.1 s); 64 at a time leave the Lease
-// client's own rate limit (100/s, burst 200) as the bound.
 const coordinatorWrites = 64
 
 // runParallel runs f for 0..n-1, coordinatorWrites at a time, and returns how many
@@ -261,9 +249,8 @@ func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob O
 	return true
 }
 
-// confirmExpired reads a silent member's Lease directly; only the same resourceVersion
-// as last seen proves it unchanged for LeaseDuration. The coordinator then clears its
-// holder conditionally, so a late renew by that incarnation conflicts.
+// confirmExpired reads a suspect member's Lease live and, when its resourceVersion is
+// the one last seen, clears its holder conditionally on it; true when cleared.
 func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) bool {
 	cctx, cancel, err := s.protocolCall(ctx, coordinator)
 	if err != nil {

@@ -5,42 +5,15 @@ import (
 	"time"
 )
 
-// The coordinator's pass as a pure decision: PlanPass maps what the coordinator
-// observes (member and project Leases, the members whose Lease vanished, the projects
-// discovered, the claim failures it remembers) and the time to the Lease writes it
-// should send. coordinator.go carries a plan out; nothing here reads or writes a Lease.
-//
-// Who may still be running a project — a member *holds on* — is decided more
-// cautiously than who may be given one:
-//
-//   - A member whose Lease names a holder holds on, live or suspect. Suspect means only
-//     that this coordinator has seen no change for a Lease duration, which a stalled
-//     watch produces as well as a dead member; only the conditional clear of the
-//     member's Lease (Confirm, carried out by confirmExpired) ends its hold.
-//   - A member whose Lease was deleted (by hand, or by a restore) holds on for a Lease
-//     duration after the deletion was seen: its last renew came before the deletion,
-//     so its validity has ended by then.
-//   - Only live members not draining are given projects, and a member whose claim of a
-//     project went overdue is left out of that project's ranking for a while
-//     (claimFailures), so that a claim that keeps failing does not flap between two
-//     members; a project no member can claim stays where it is and counts as unclaimed.
-
 // PassInput is what one coordinator pass decides from.
 type PassInput struct {
-	// Members are the member Leases by name, as observed.
-	Members map[string]Observed
-	// Vanished are the holders whose member Lease was seen deleted, with the local time
-	// of that observation.
-	Vanished map[string]time.Time
-	// Leases are the project Leases by name, as observed.
-	Leases map[string]Observed
-	// Projects are the projects discovered (engageable) by name.
-	Projects map[string]bool
-	// Failures are the claim failures the coordinator remembers.
-	Failures claimFailures
-	Now      time.Time
-	Timings  Timings
-	// MaxHandoversInFlight bounds the planned hand-overs requested at once.
+	Members              map[string]Observed  // member Leases by name
+	Vanished             map[string]time.Time // holders whose member Lease was seen deleted, and when
+	Leases               map[string]Observed  // project Leases by name
+	Projects             map[string]bool      // engageable projects
+	Failures             claimFailures
+	Now                  time.Time
+	Timings              Timings
 	MaxHandoversInFlight int
 }
 
@@ -52,8 +25,8 @@ type Assignment struct {
 	Exists  bool
 	Holder  string
 	Reason  string
-	// Unclaimed is the holder whose overdue claim this assignment moves the project
-	// from ("" for other reasons): once written, it is remembered as a claim failure.
+	// Unclaimed is the holder whose overdue claim this moves the project from (else ""):
+	// once written, it is remembered as a claim failure.
 	Unclaimed string
 }
 
@@ -65,26 +38,21 @@ type HandOver struct {
 	Reason  string
 }
 
-// PassPlan is what a pass writes, in the order it is carried out: confirmations first
-// (their outcome can change the rest, so the caller plans again after any of them
-// cleared a member), then the project writes, which are independent of each other.
+// PassPlan is what a pass writes, in order: confirmations first (the caller plans again
+// after one cleared a member), then the project writes, independent of each other.
 type PassPlan struct {
-	// Confirm are the suspect member Leases to read and, when unchanged, clear.
-	Confirm []Observed
-	// Assign, HandOvers and Remove (project Leases of removed projects, deleted
-	// conditionally once no member holds on to them) are the project writes.
+	Confirm   []Observed // suspect member Leases to read and, when unchanged, clear
 	Assign    []Assignment
 	HandOvers []HandOver
-	Remove    []Observed
-	// Claimed are the projects claimed by their holder, by project: that holder's claim
-	// failures of the project are forgotten.
-	Claimed map[string]string
+	Remove    []Observed        // Leases of removed projects no member holds on to
+	Claimed   map[string]string // holder by project: forget its claim failures there
 }
 
-// Writes is how many project writes the plan sends.
-func (p PassPlan) Writes() int { return len(p.Assign) + len(p.HandOvers) + len(p.Remove) }
-
-// PlanPass decides one coordinator pass. It is pure: same input, same plan.
+// PlanPass decides one coordinator pass; it is pure and reads or writes no Lease. A
+// member holds on to its projects (they are not reassigned) while its Lease names it,
+// live or suspect, and for LeaseDuration after its Lease was seen deleted; only live,
+// non-draining members outside their claim-failure time out are given projects
+// (docs/design.md, Coordinator).
 func PlanPass(in PassInput) PassPlan {
 	var plan PassPlan
 	holding := map[string]bool{}
@@ -153,8 +121,7 @@ func PlanPass(in PassInput) PassPlan {
 			// Not claimed yet, so nothing runs there: move it directly.
 			assign(ranked[0].Holder, "draining", "")
 		case st == ProjectClaimed && ranked[0].Holder != ob.Holder() && live[ob.Holder()]:
-			// A holder not seen live (suspect, or its Lease vanished) is not asked to
-			// hand over: that waits for its confirmation, or its return.
+			// A holder not seen live is not asked to hand over.
 			next := ob.Lease.Annotations[AnnotationNextHolder]
 			if next == ranked[0].Holder || (next == "" && inFlight >= in.MaxHandoversInFlight) {
 				continue
@@ -182,9 +149,8 @@ func PlanPass(in PassInput) PassPlan {
 }
 
 // handOverInFlight reports whether ob carries a hand-over request that still counts
-// against MaxHandoversInFlight: one whose holder may still act on it, requested (or last
-// changed) within a drain and a claim deadline. A request nobody acts on (its holder
-// gone, or a write of it that failed for good) must not block rebalancing everywhere.
+// against MaxHandoversInFlight: its holder holds on, and the Lease changed within
+// DrainDeadline + ClaimDeadline, so a request nobody acts on stops blocking rebalancing.
 func handOverInFlight(ob Observed, holding map[string]bool, now time.Time, t Timings) bool {
 	if ob.Lease.Annotations[AnnotationNextHolder] == "" || !holding[ob.Holder()] {
 		return false
@@ -211,12 +177,9 @@ func sortedKeys[V any](m map[string]V) []string {
 	return out
 }
 
-// claimFailures remembers, per project and member, the claims that went overdue and
-// until when that member stays out of the project's ranking. Each failure of the same
-// pair doubles the time out, from the claim deadline up to maxClaimBackoffFactor times
-// it; a member that claims the project has its failures of it forgotten, and the others'
-// are kept, so a member that keeps failing is not ranked first again as soon as another
-// took the project.
+// claimFailures remembers, per project and member, the overdue claims and until when
+// that member stays out of the project's ranking: from one claim deadline, doubling per
+// failure up to maxClaimBackoffFactor of them. A claim forgets only the claimer's.
 type claimFailures map[string]map[string]claimFailure
 
 type claimFailure struct {

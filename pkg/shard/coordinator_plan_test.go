@@ -77,11 +77,10 @@ func describe(p PassPlan) []string {
 	return out
 }
 
-// TestPlanPass: one row per decision of the coordinator's pass, among them the
-// findings of issue 19 it fixes: a suspect member keeps its projects (1), a member
-// whose Lease vanished keeps them for a Lease duration (3), a claim that keeps failing
-// does not flap (5), and a removed project's Lease stays while its holder may still run
-// it (8).
+// TestPlanPass: one row per decision of the coordinator's pass, among them: a suspect
+// member keeps its projects, a member whose Lease vanished keeps them for a Lease
+// duration, a claim that keeps failing does not flap, and a removed project's Lease
+// stays while its holder may still run it.
 func TestPlanPass(t *testing.T) {
 	w := planWorld{now: time.Unix(10_000, 0), t: Timings{LeaseDuration: 15 * time.Second, ClaimDeadline: 30 * time.Second}}
 	ld := w.t.LeaseDuration
@@ -150,7 +149,7 @@ func TestPlanPass(t *testing.T) {
 		{name: "a claimed project of a live top-ranked member stays",
 			members: liveAll, leases: leases(w.project(p, top, true, time.Hour, "")), projects: projects(p),
 			want: nil},
-		{name: "finding 1: a suspect member keeps its claimed project; it is only confirmed",
+		{name: "a suspect member keeps its claimed project; it is only confirmed",
 			members:  with(liveAll, w.member(top, 2*ld)),
 			leases:   leases(w.project(p, top, true, time.Hour, "")),
 			projects: projects(p),
@@ -160,7 +159,7 @@ func TestPlanPass(t *testing.T) {
 			leases:   leases(w.project(p, top, true, time.Hour, "")),
 			projects: projects(p),
 			want:     []string{"assign team-x to " + first(p, others(top)...) + " (orphaned)"}},
-		{name: "finding 3: a member whose Lease vanished keeps its project for a Lease duration",
+		{name: "a member whose Lease vanished keeps its project for a Lease duration",
 			members:  withoutMember(liveAll, top),
 			vanished: map[string]time.Time{top: w.now.Add(-ld / 2)},
 			leases:   leases(w.project(p, top, true, time.Hour, "")),
@@ -178,13 +177,13 @@ func TestPlanPass(t *testing.T) {
 		{name: "an overdue claim moves the project and records the failure",
 			members: liveAll, leases: leases(w.project(p, top, false, time.Minute, "")), projects: projects(p),
 			want: []string{"assign team-x to " + first(p, others(top)...) + " (claim_overdue), failed " + top}},
-		{name: "finding 5: the member that failed stays out of the ranking: no move back",
+		{name: "the member that failed stays out of the ranking: no move back",
 			members:  liveAll,
 			leases:   leases(w.project(p, first(p, others(top)...), true, time.Hour, "")),
 			projects: projects(p),
 			failures: failed(p, top, time.Minute),
 			want:     nil},
-		{name: "finding 5: no member can claim: the project stays where it is",
+		{name: "no member can claim: the project stays where it is",
 			members:  with(nil, w.member(top, time.Second), w.member(notTop, time.Second)),
 			leases:   leases(w.project(p, notTop, false, time.Minute, "")),
 			projects: projects(p),
@@ -212,7 +211,7 @@ func TestPlanPass(t *testing.T) {
 			leases:   leases(w.project(p, top, true, time.Hour, "")),
 			projects: projects(p),
 			want:     []string{"hand team-x over to " + first(p, others(top)...) + " (draining)"}},
-		{name: "finding 8: a removed project's Lease stays while its holder may run it (suspect)",
+		{name: "a removed project's Lease stays while its holder may run it (suspect)",
 			members:  with(liveAll, w.member(top, 2*ld)),
 			leases:   leases(w.project("gone", top, true, time.Hour, "")),
 			projects: projects(),
@@ -252,8 +251,8 @@ func withoutMember(members map[string]Observed, holder string) map[string]Observ
 
 // TestPlanPassBoundsHandOversInFlight: at most MaxHandoversInFlight hand-overs are
 // requested, counting those already in flight; a request nobody has acted on for a drain
-// and a claim deadline no longer counts (issue 19, finding 4: stuck requests stopped
-// rebalancing everywhere).
+// and a claim deadline no longer counts (stuck requests would stop rebalancing
+// everywhere).
 func TestPlanPassBoundsHandOversInFlight(t *testing.T) {
 	w := planWorld{now: time.Unix(10_000, 0), t: Timings{LeaseDuration: 15 * time.Second, ClaimDeadline: 30 * time.Second, DrainDeadline: 20 * time.Second}}
 	members := map[string]Observed{MemberLeaseName("a"): w.member("a/1", time.Second), MemberLeaseName("b"): w.member("b/1", time.Second)}
@@ -292,9 +291,9 @@ func TestPlanPassBoundsHandOversInFlight(t *testing.T) {
 	}
 }
 
-// TestHandedOffAt (issue 19, finding 4): a hand-over is remembered for the Lease it was
-// made on, by UID: the same Lease at no more transitions stays handed off, a later
-// assignment does not, and a Lease created again (transitions back to 0) is claimable.
+// TestHandedOffAt: a hand-over is remembered for the Lease it was made on, by UID: the
+// same Lease at no more transitions stays handed off, a later assignment does not, and a
+// Lease created again (transitions back to 0) is claimable.
 func TestHandedOffAt(t *testing.T) {
 	lease := func(uid string, transitions int32) *coordinationv1.Lease {
 		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}, Spec: coordinationv1.LeaseSpec{LeaseTransitions: ptr.To(transitions)}}
@@ -322,10 +321,10 @@ func TestHandedOffAt(t *testing.T) {
 	}
 }
 
-// TestForgottenHandOffs (issue 19, finding 4): hand-over memory is dropped once another
-// holder has claimed the project, or its Lease is gone or created again, or the memory is
-// an older incarnation's; kept while the Lease names the hand-over's holder or a next
-// holder that has not claimed yet (a graceful stop waits for that claim).
+// TestForgottenHandOffs: hand-over memory is dropped once another holder has claimed the
+// project, or its Lease is gone or created again, or the memory is an older
+// incarnation's; kept while the Lease names the hand-over's holder or a next holder that
+// has not claimed yet (a graceful stop waits for that claim).
 func TestForgottenHandOffs(t *testing.T) {
 	lease := func(uid, holder, claim string) Observed {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Annotations: map[string]string{}}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)}}

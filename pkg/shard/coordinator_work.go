@@ -21,9 +21,8 @@ type leadership struct {
 	ctx    context.Context
 }
 
-// lead records the term that starts with ctx, and returns the function that clears it
-// when coordinate returns. A later term (a new incarnation elected again) replaces it;
-// clearing an older term leaves the newer one alone.
+// lead records the term that starts with ctx and returns the function that clears it,
+// unless a later term has replaced it meanwhile.
 func (s *Shard) lead(ctx context.Context, holder string) func() {
 	term := &leadership{holder: holder, ctx: ctx}
 	s.mu.Lock()
@@ -52,15 +51,9 @@ func (s *Shard) exportLeadingLocked() {
 	}
 }
 
-// coordinatorRefusal returns the current term when coordinator-only work may run now,
-// with the end of its incarnation's validity, or why it may not.
-//
-// Protocol rule: coordinator-only work (work that belongs to no project, such as
-// collecting the anchors of retired projects) runs only while this incarnation leads
-// and its member validity has not ended. Leader election keeps one leader at a time
-// (the old one stops within RenewDeadline, a new one takes over only after
-// LeaseDuration), and validity bounds the work of a replica that paused or lost its
-// member Lease, as it does for project work.
+// coordinatorRefusal returns the current term and the end of its incarnation's
+// validity when coordinator-only work may run now (this incarnation leads and is
+// valid), or why it may not.
 func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	s.mu.Lock()
 	term := s.leading
@@ -75,11 +68,10 @@ func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	return term, until, nil
 }
 
-// EnterCoordinator admits one unit of coordinator-only work: this incarnation leads and
-// is valid. The returned context ends at the end of validity (translated to the real
-// clock, as Enter does) or when leadership ends; release must be called when the work
-// ends. A refusal wraps ErrNotCoordinator (and ErrValidityEnded when validity is the
-// reason).
+// EnterCoordinator admits one unit of work that belongs to no project (the resync of
+// retired projects) while this incarnation leads and is valid. The context ends at the
+// end of validity or when leadership ends; call release when the work ends. A refusal
+// wraps ErrNotCoordinator (and ErrValidityEnded when validity is the reason).
 func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), error) {
 	term, until, err := s.coordinatorRefusal()
 	if err != nil {
@@ -96,16 +88,14 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 	return wctx, release, nil
 }
 
-// Coordinating reports whether EnterCoordinator would admit work now, without
-// admitting any: the cheap check before coordinator-only work is prepared.
+// Coordinating reports whether EnterCoordinator would admit work now.
 func (s *Shard) Coordinating() bool {
 	_, _, err := s.coordinatorRefusal()
 	return err == nil
 }
 
-// CoordinatorHub returns the hub clients for coordinator-only work: the writer that
-// refuses once validity ended (the same as Hub's) and the uncached reader. Unlike Hub
-// it needs no held project; it refuses while this replica does not lead.
+// CoordinatorHub returns Hub's validity-guarded writer and uncached reader for
+// coordinator-only work; it needs no held project but refuses while not leading.
 func (s *Shard) CoordinatorHub(context.Context) (client.Client, client.Reader, error) {
 	if _, _, err := s.coordinatorRefusal(); err != nil {
 		return nil, nil, err

@@ -19,11 +19,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
-// TestGuardedClientRefusesEveryWrite (issue 19, finding 10): past validity, every write
-// method of the client and of its subresource clients is refused before anything is
-// sent, Apply included; reads still pass. The lists of methods tried are checked against
-// controller-runtime's Writer and SubResourceWriter interfaces, so a write method added
-// by a new version fails this test until it is guarded.
+// TestGuardedClientRefusesEveryWrite: past validity, every write method of the client and
+// of its subresource clients is refused before anything is sent, Apply included; reads
+// still pass. The lists of methods tried are checked against controller-runtime's Writer
+// and SubResourceWriter interfaces, so a write method added by a new version fails this
+// test until it is guarded.
 func TestGuardedClientRefusesEveryWrite(t *testing.T) {
 	sent := 0
 	count := func() error { sent++; return nil }

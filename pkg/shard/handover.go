@@ -10,38 +10,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Planned hand-over, from both sides. Used for rebalancing (a member joined, a weight
-// changed) and graceful shutdown (the member is draining).
-//
-// The coordinator (requestHandOver) writes the next holder into the project Lease
-// (AnnotationNextHolder), conditional on the Lease as observed, at most
-// MaxHandoversInFlight at a time and only to a live owner: an owner not seen live is
-// never asked, its projects wait for its confirmation or its return.
-//
-// The owner (handOver):
-//
-//  1. closes admission for the project (holdingHandingOver: nothing new starts; it never
-//     reopens);
-//  2. waits for in-flight work to finish (the drain), up to DrainDeadline; past it the
-//     process exits (Options.Exit), which turns this into a failure hand-over: the
-//     coordinator moves the project once this member's Lease expires;
-//  3. stops the project's cluster, informers and controller engagements;
-//  4. writes the next holder into the Lease, conditional on the resourceVersion it read
-//     when the drain began. A write whose outcome is unknown (a timeout) is retried with
-//     that same precondition only; a definite answer (success, or a conflict re-read to
-//     see whether an earlier attempt committed) ends it. A hand-over that ended without
-//     the write while the Lease still names this incarnation and asks for a next holder
-//     (the re-read failed) is written again, conditional on the Lease as observed then,
-//     once per retry period (writeNextHolderAgainLocked): nothing else would move it.
-//
-// The next holder starts claiming as soon as it sees itself announced (PlanHolderSync):
-// it builds the project's cluster and syncs its caches while the owner drains, waits
-// for the owner's write to name it (awaitHolder), then writes its claim as after any
-// assignment (claim.go). Work for the project is never admitted on both sides at once:
-// the owner closed admission and waited before the next holder could read itself as
-// holder, and the next holder opens admission only after its claim.
-
-// handOver runs a planned hand-over of h to the Lease's next holder.
+// handOver runs the owner's side of a planned hand-over of h to the Lease's next holder
+// (docs/design.md, Planned hand-over): admission is already closed; it drains (exiting
+// past DrainDeadline), stops the project's cluster and writes the next holder.
 func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	next := lease.Annotations[AnnotationNextHolder]
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "next", next)
@@ -105,20 +76,14 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			return s.resolveConflict(lease.Name, holder, next)
 		}
-		// Unknown outcome: the write may still commit. Retry with the same precondition
-		// only, so a second commit is impossible.
+		// Unknown outcome: retry with the same precondition only, so it commits at most once.
 		<-s.clock.After(s.t.RetryPeriod)
 	}
 }
 
-// writeNextHolderAgainLocked sends again the write of a hand-over this incarnation
-// began and that ended without it: the write conflicted and the re-read failed, or the
-// release that follows it did. The Lease still names this incarnation and asks for a
-// next holder; admission here closed for good when the hand-over began, and the
-// coordinator moves a live member's project only through that member, so without this
-// write the project stays unserved for as long as this replica lives (issue 19, finding
-// 4). The write is the hand-over's own, conditional on the Lease as observed now;
-// nothing is drained again. The plan paces it (nextHolderWriteDue). s.mu is held.
+// writeNextHolderAgainLocked sends again, conditional on lease as observed now, the write
+// of a hand-over begun here that ended without it: nothing else would move the project.
+// Nothing is drained again; the plan paces it (nextHolderWriteDue). s.mu is held.
 func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
 	ho.writing, ho.wroteAt = true, s.clock.Now()
@@ -141,10 +106,9 @@ func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1
 	}()
 }
 
-// resolveConflict re-reads the Lease after a definite conflict: an earlier attempt of
-// ours may have committed. If the Lease still names this incarnation (the coordinator
-// changed it meanwhile), release it so the coordinator reassigns; this incarnation never
-// reopens a project it began handing over.
+// resolveConflict re-reads the Lease after a definite conflict: "success" when an
+// earlier attempt committed; otherwise "lost", releasing the Lease if it still names
+// holder (a project being handed over is never reopened).
 func (s *Shard) resolveConflict(name, holder, next string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
 	defer cancel()
@@ -174,9 +138,8 @@ func (s *Shard) recordHandOver(project string, start time.Time) {
 	s.handOverStarts[project] = start
 }
 
-// shutdown hands every held project over before the replica releases its member Lease:
-// it marks the member Lease draining, so the coordinator stops assigning to it and asks
-// for each of its projects, and waits up to ShutdownDeadline.
+// shutdown marks the member Lease draining, so the coordinator asks for each held
+// project, and waits up to ShutdownDeadline until all are handed over and claimed.
 func (s *Shard) shutdown() {
 	holder := s.Holder()
 	s.draining.Store(true)
@@ -261,10 +224,6 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	}
 	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
 	go s.handOver(h, lease.DeepCopy())
-}
-
-func (s *Shard) handedOffLocked(project, holder string, lease *coordinationv1.Lease) bool {
-	return handedOffAt(s.handedOff[project], holder, lease)
 }
 
 // awaitHolder waits until the observed Lease of h's project names h's incarnation and

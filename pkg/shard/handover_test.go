@@ -16,13 +16,13 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestHandOverWriteRetriedAfterItFailedForGood (issue 19, finding 4): a hand-over whose
-// write of the next holder ended without a definite answer (the write conflicted and
-// the re-read failed) leaves a Lease that names the old owner and asks for a next
-// holder. The old owner closed admission for good and dropped its holding, so only its
-// write moves the project: it writes the next holder again, once per retry period, and
-// never reopens the project. A hand-over remembered of an earlier Lease (created again
-// since: another UID) does not stand in the way of this Lease's request.
+// TestHandOverWriteRetriedAfterItFailedForGood: a hand-over whose write of the next
+// holder ended without a definite answer (the write conflicted and the re-read failed)
+// leaves a Lease that names the old owner and asks for a next holder. The old owner
+// closed admission for good and dropped its holding, so only its write moves the project:
+// it writes the next holder again, once per retry period, and never reopens the project.
+// A hand-over remembered of an earlier Lease (created again since: another UID) does not
+// stand in the way of this Lease's request.
 func TestHandOverWriteRetriedAfterItFailedForGood(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	lease := &coordinationv1.Lease{

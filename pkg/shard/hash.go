@@ -18,10 +18,8 @@ type Member struct {
 	Weight float64
 }
 
-// Rank orders members for a project by weighted rendezvous hashing, best first. The
-// first is the project's owner; the next ones are where it goes if the owner cannot
-// claim it. Adding or removing a member moves only the projects that member wins or
-// held.
+// Rank orders members for a project by weighted rendezvous hashing, best first: the
+// first is the owner, the next ones where the project goes if the owner cannot claim it.
 func Rank(project string, members []Member) []Member {
 	type scored struct {
 		m     Member

@@ -8,42 +8,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// A holder's sync as a pure decision: PlanHolderSync maps what a replica observes of
-// the projects it may hold (the project Leases, the projects it discovers, its holdings,
-// the hand-overs it began, the Leases naming it for projects it does not discover) and
-// the time to what it should do about them. holder_sync.go carries a plan out; nothing
-// here reads or writes a Lease or touches a cluster.
-//
-// The rules, in the order a plan applies them:
-//
-//   - A holding closes at once when its Lease is gone, names another holder (unless the
-//     holding is the warm-up of the Lease's announced next holder), no longer carries
-//     its claim (the Lease was created again or its claim removed), when its project's
-//     Secret is gone or was engaged again (a changed kubeconfig), or when it belongs to
-//     an earlier incarnation. A Lease still naming this incarnation for a project whose
-//     Secret is gone is released with it, so the coordinator can delete it.
-//   - Nothing is claimed or handed over while this incarnation is not valid.
-//   - A Lease naming this incarnation and asking for another next holder is handed over
-//     once per assignment; a hand-over begun here that ended without its write, while
-//     the Lease still asks, has the write sent again (one at a time, once per retry
-//     period). An assignment begun handing over is never claimed again.
-//   - A Lease naming this incarnation is claimed when its project is discovered, not
-//     held, and the replica is not shutting down. A Lease announcing this incarnation as
-//     next holder is claimed ahead (the caches warm while the owner drains) on the
-//     same conditions.
-//   - A Lease naming this incarnation for a project it does not discover is released
-//     once that has lasted a claim deadline.
-//   - What is remembered of a hand-over is dropped once it no longer matters
-//     (forgottenHandOffs).
-
 // HoldingView is what the planner reads of one holding.
 type HoldingView struct {
-	// Holder is the incarnation the holding belongs to.
-	Holder string
-	State  holdingState
-	// Discovery is the discovery its cluster was built from (0: a hand-over of a
-	// project this replica never built).
-	Discovery uint64
+	Holder    string
+	State     holdingState
+	Discovery uint64 // holding.discovery
 	// LeaseUID, Claim and ClaimRV are the Lease its claim was written to, the claim
 	// value and the resourceVersion the write returned (set once open).
 	LeaseUID types.UID
@@ -52,10 +21,8 @@ type HoldingView struct {
 }
 
 // stillClaimedBy reports whether lease still carries v's claim: for an open holding,
-// the Lease it claimed (same UID) with its own claim value. A Lease deleted and created
-// again, or whose claim was removed or rewritten by hand, no longer does. A view of the
-// Lease older than the claim write says nothing about it. A holding not open yet (or
-// handing over) is judged by the other rules.
+// the same Lease UID with its own claim value, or a view older than the claim write.
+// Holdings not open are always true here (the other rules judge them).
 func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
 	if v.State != holdingOpen {
 		return true
@@ -68,23 +35,14 @@ func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
 
 // HolderInput is what one holder sync decides from.
 type HolderInput struct {
-	// Holder is this replica's current incarnation ("" before it joined); Valid whether
-	// it is valid now.
-	Holder string
-	Valid  bool
-	// ShuttingDown: the replica hands everything over and takes nothing new.
-	ShuttingDown bool
-	// Leases are the project Leases by name, as observed.
-	Leases map[string]Observed
-	// Projects are the discovered (engageable) projects with their discovery number.
-	Projects map[string]uint64
-	// Holdings are this replica's holdings by project.
-	Holdings map[string]HoldingView
-	// HandedOff are the hand-overs this replica began, by project.
-	HandedOff map[string]handOff
-	// Undiscovered is since when a Lease has named this incarnation for a project it
-	// does not discover, by project.
-	Undiscovered map[string]time.Time
+	Holder       string                 // the current incarnation, "" before it joined
+	Valid        bool                   // Holder is valid now
+	ShuttingDown bool                   // hand everything over, take nothing new
+	Leases       map[string]Observed    // project Leases by name
+	Projects     map[string]uint64      // engageable projects and their discovery numbers
+	Holdings     map[string]HoldingView // by project
+	HandedOff    map[string]handOff     // hand-overs this replica began, by project
+	Undiscovered map[string]time.Time   // Shard.undiscovered
 	Now          time.Time
 	Timings      Timings
 }
@@ -114,22 +72,21 @@ type ProjectLease struct {
 
 // HolderPlan is what one holder sync does, in this order.
 type HolderPlan struct {
-	Close []HoldingClose
-	Claim []ClaimStart
-	// HandOver begins planned hand-overs; WriteNextHolder sends again the write of a
-	// hand-over that ended without it.
-	HandOver        []ProjectLease
-	WriteNextHolder []ProjectLease
-	// Release are Leases naming this incarnation for projects it has not discovered for
-	// a claim deadline.
-	Release []ProjectLease
-	// Undiscovered replaces the input's table.
-	Undiscovered map[string]time.Time
-	// ForgetHandOffs are the hand-overs no longer worth remembering.
-	ForgetHandOffs []string
+	Close           []HoldingClose
+	Claim           []ClaimStart
+	HandOver        []ProjectLease       // planned hand-overs to begin
+	WriteNextHolder []ProjectLease       // hand-overs that ended without their write: send it again
+	Release         []ProjectLease       // Leases of projects undiscovered for a claim deadline
+	Undiscovered    map[string]time.Time // replaces the input's table
+	ForgetHandOffs  []string
 }
 
-// PlanHolderSync decides one holder sync. It is pure: same input, same plan.
+// PlanHolderSync decides one holder sync; it is pure, and holder_sync.go carries the plan
+// out. Holdings close first (closeReason; a removed project's Lease is released with its
+// holding); while this incarnation is valid it then hands over Leases asking for another
+// next holder (once per assignment, never claimed again), claims discovered Leases
+// naming it or announcing it as next holder (unless shutting down), and releases Leases
+// naming it for projects undiscovered for a claim deadline.
 func PlanHolderSync(in HolderInput) HolderPlan {
 	plan := HolderPlan{Undiscovered: map[string]time.Time{}}
 	held := map[string]HoldingView{}
@@ -205,8 +162,6 @@ func closeReason(in HolderInput, project string, v HoldingView) string {
 	case !discovered:
 		return "secret gone"
 	case v.Discovery != 0 && gen != v.Discovery:
-		// A Secret engaged again (rotated credentials, a new address) is claimed again
-		// with its new config, not served with the old one.
 		return "new kubeconfig"
 	// Without the gate (a never-shipped build) the replica goes on believing it owns a
 	// project the Lease gives to someone else, or that an earlier incarnation holds.
@@ -248,10 +203,9 @@ func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
 }
 
 // forgottenHandOffs returns the projects whose hand-over holder no longer needs to
-// remember: one begun by an older incarnation, one of a Lease that is gone or was created
-// again (another UID), and one whose Lease another holder has claimed since (the
-// hand-over is complete: its claim is what a graceful stop waits for). A hand-over whose
-// Lease still names holder, or names the next holder without its claim yet, is kept.
+// remember: begun by an older incarnation, of a Lease gone or created again, or claimed
+// since by another holder. Those not yet claimed by the next holder are kept (a graceful
+// stop waits for that claim).
 func forgottenHandOffs(handedOff map[string]handOff, leases map[string]Observed, holder string) []string {
 	var out []string
 	for project, ho := range handedOff {

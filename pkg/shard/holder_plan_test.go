@@ -42,11 +42,11 @@ func describeHolder(p HolderPlan) []string {
 	return out
 }
 
-// TestPlanHolderSync: one row per decision of a holder's sync, among them the findings
-// of issue 19 it carries: a holding belongs to its Lease's UID and its own claim (3), a
-// hand-over begun here is never reopened and its write is sent again when it ended
-// without it (4), a changed kubeconfig is claimed again (7), and a Lease naming this
-// incarnation for a project it does not discover is released after a claim deadline (8).
+// TestPlanHolderSync: one row per decision of a holder's sync, among them: a holding
+// belongs to its Lease's UID and its own claim, a hand-over begun here is never reopened
+// and its write is sent again when it ended without it, a changed kubeconfig is claimed
+// again, and a Lease naming this incarnation for a project it does not discover is
+// released after a claim deadline.
 func TestPlanHolderSync(t *testing.T) {
 	w := planWorld{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC), t: Timings{LeaseDuration: 3 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}}
 	const me = "a/1"
@@ -95,14 +95,14 @@ func TestPlanHolderSync(t *testing.T) {
 			want:     []string{"close p (lease gone)"},
 		},
 		{
-			name:     "finding 3: the Lease created again (another UID): closed and claimed again",
+			name:     "the Lease created again (another UID): closed and claimed again",
 			leases:   leases(withUID(w.project("p", me, false, time.Second, ""), "u2")),
 			projects: map[string]uint64{"p": 1},
 			holdings: map[string]HoldingView{"p": open("u1")},
 			want:     []string{"claim p at 3 (gen 1)", "close p (claim lost)"},
 		},
 		{
-			name:     "finding 3: the claim removed by hand: closed and claimed again",
+			name:     "the claim removed by hand: closed and claimed again",
 			leases:   leases(withUID(without(w.project("p", me, true, time.Second, ""), AnnotationClaim), "u1")),
 			projects: map[string]uint64{"p": 1},
 			holdings: map[string]HoldingView{"p": {Holder: me, State: holdingOpen, Discovery: 1, LeaseUID: "u1", Claim: ClaimValue(me, "e1"), ClaimRV: "2"}},
@@ -122,14 +122,14 @@ func TestPlanHolderSync(t *testing.T) {
 			want:     []string{"close p (lease names another holder)"},
 		},
 		{
-			name:             "finding 8: the Secret is gone: closed, and the Lease naming us released",
+			name:             "the Secret is gone: closed, and the Lease naming us released",
 			leases:           leases(withUID(w.project("p", me, true, time.Second, ""), "u1")),
 			holdings:         map[string]HoldingView{"p": open("u1")},
 			want:             []string{"close p (secret gone), release"},
 			wantUndiscovered: map[string]time.Time{"p": w.now},
 		},
 		{
-			name:     "finding 7: the Secret engaged again with a new kubeconfig: closed and claimed again",
+			name:     "the Secret engaged again with a new kubeconfig: closed and claimed again",
 			leases:   leases(withUID(w.project("p", me, true, time.Second, ""), "u1")),
 			projects: map[string]uint64{"p": 2},
 			holdings: map[string]HoldingView{"p": open("u1")},
@@ -164,33 +164,33 @@ func TestPlanHolderSync(t *testing.T) {
 			holdings: map[string]HoldingView{"p": {Holder: me, State: holdingHandingOver, Discovery: 1}},
 		},
 		{
-			name:      "finding 4: a hand-over that ended without its write: the write sent again",
+			name:      "a hand-over that ended without its write: the write sent again",
 			leases:    leases(withUID(w.project("p", me, true, time.Second, "b/1"), "u1")),
 			projects:  map[string]uint64{"p": 1},
 			handedOff: map[string]handOff{"p": {holder: me, lease: "u1", transitions: 1}},
 			want:      []string{"write next holder of p again"},
 		},
 		{
-			name:      "finding 4: that write is in flight: not sent twice",
+			name:      "that write is in flight: not sent twice",
 			leases:    leases(withUID(w.project("p", me, true, time.Second, "b/1"), "u1")),
 			projects:  map[string]uint64{"p": 1},
 			handedOff: map[string]handOff{"p": {holder: me, lease: "u1", transitions: 1, writing: true, wroteAt: w.now.Add(-time.Minute)}},
 		},
 		{
-			name:      "finding 4: that write ended less than a retry period ago: not yet",
+			name:      "that write ended less than a retry period ago: not yet",
 			leases:    leases(withUID(w.project("p", me, true, time.Second, "b/1"), "u1")),
 			projects:  map[string]uint64{"p": 1},
 			handedOff: map[string]handOff{"p": {holder: me, lease: "u1", transitions: 1, wroteAt: w.now.Add(-100 * time.Millisecond)}},
 		},
 		{
-			name:      "finding 4: a hand-over remembered of an earlier Lease (created again): this one is handed over afresh",
+			name:      "a hand-over remembered of an earlier Lease (created again): this one is handed over afresh",
 			leases:    leases(withUID(w.project("p", me, true, time.Second, "b/1"), "u2")),
 			projects:  map[string]uint64{"p": 1},
 			handedOff: map[string]handOff{"p": {holder: me, lease: "u1", transitions: 5}},
 			want:      []string{"forget hand-over of p", "hand over p"},
 		},
 		{
-			name:      "finding 4: an assignment begun handing over is never claimed again",
+			name:      "an assignment begun handing over is never claimed again",
 			leases:    leases(withUID(w.project("p", me, false, time.Second, ""), "u1")),
 			projects:  map[string]uint64{"p": 1},
 			handedOff: map[string]handOff{"p": {holder: me, lease: "u1", transitions: 1}},
@@ -227,19 +227,19 @@ func TestPlanHolderSync(t *testing.T) {
 			projects:     map[string]uint64{"p": 1},
 		},
 		{
-			name:             "finding 8: a Lease naming this incarnation for a project it does not discover: noted first",
+			name:             "a Lease naming this incarnation for a project it does not discover: noted first",
 			leases:           leases(w.project("p", me, false, time.Second, "")),
 			want:             nil,
 			wantUndiscovered: map[string]time.Time{"p": w.now},
 		},
 		{
-			name:             "finding 8: not discovered for less than a claim deadline: kept",
+			name:             "not discovered for less than a claim deadline: kept",
 			leases:           leases(w.project("p", me, false, time.Second, "")),
 			undiscovered:     map[string]time.Time{"p": w.now.Add(-time.Second), "q": w.now.Add(-time.Minute)},
 			wantUndiscovered: map[string]time.Time{"p": w.now.Add(-time.Second)},
 		},
 		{
-			name:         "finding 8: not discovered for a claim deadline: released",
+			name:         "not discovered for a claim deadline: released",
 			leases:       leases(w.project("p", me, false, time.Second, "")),
 			undiscovered: map[string]time.Time{"p": w.now.Add(-8 * time.Second)},
 			want:         []string{"release p"},

@@ -32,10 +32,8 @@ func (s *Shard) runHoldings(ctx context.Context) {
 // and carries it out.
 func (s *Shard) syncHoldings(ctx context.Context) {
 	holder, _ := s.member.current()
-	// Read before the snapshot: every Lease change the watch delivered before the renew
-	// that shows the view fresh as of shown is in the snapshot, and the holdings it
-	// ends are closed before shown is published (Enter reads the view's freshness before
-	// it looks a holding up).
+	// Read before the snapshot and published after the plan is carried out, so the
+	// holdings a stale view hid are closed before admission trusts shown (view.go).
 	shown := s.member.viewShownAt()
 	_, leases, synced := s.observer.snapshot()
 	if !synced {
@@ -91,8 +89,8 @@ func (s *Shard) carryOutLocked(ctx context.Context, holder string, plan HolderPl
 	}
 }
 
-// releaseProject clears our holder from a project whose Secret is gone, so the
-// coordinator can delete its Lease.
+// releaseProject clears this replica's holder and claim from a project Lease, so the
+// coordinator can reassign or delete it.
 func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease) {
 	l := lease.DeepCopy()
 	l.Spec.HolderIdentity = nil

@@ -18,17 +18,14 @@ import (
 type holdingState int
 
 const (
-	// holdingClaiming: assigned to this incarnation (or announced as its next holder);
-	// the cluster is being built and engaged; admission closed (work is retried, not
-	// dropped).
+	// holdingClaiming: assigned (or announced as next holder); the cluster is being
+	// built and engaged; work is refused with a retry.
 	holdingClaiming holdingState = iota
-	// holdingOpen: the claim write succeeded; admission open.
-	holdingOpen
-	// holdingHandingOver: a planned hand-over began; admission closed for good, in-flight
-	// work finishing, then the next holder's write.
+	holdingOpen                  // the claim write succeeded; admission open
+	// holdingHandingOver: a planned hand-over began; admission closed for good while
+	// in-flight work finishes.
 	holdingHandingOver
-	// holdingClosed: lost, released or handed over; admission closed for good.
-	holdingClosed
+	holdingClosed // lost, released or handed over; admission closed for good
 )
 
 func (st holdingState) String() string {
@@ -45,15 +42,9 @@ func (st holdingState) String() string {
 	return fmt.Sprintf("holdingState(%d)", int(st))
 }
 
-// holdingMoves are the legal changes of a holding's state:
-//
-//	claiming → open           its claim write succeeded (claim.go)
-//	claiming → handing over   a hand-over was asked before the claim completed
-//	open → handing over       a planned hand-over began (handover.go)
-//	any but closed → closed   lost, released, handed over, or validity ended
-//
-// Nothing leaves closed, and nothing goes back to open: a holding that stopped
-// admitting never admits again (a later assignment is a new holding).
+// holdingMoves are the legal changes of a holding's state: claiming → open (the claim
+// write succeeded), claiming or open → handing over, anything but closed → closed.
+// Nothing goes back to open: a later assignment is a new holding.
 var holdingMoves = map[holdingState][]holdingState{
 	holdingClaiming:    {holdingOpen, holdingHandingOver, holdingClosed},
 	holdingOpen:        {holdingHandingOver, holdingClosed},
@@ -72,16 +63,12 @@ func (h *holding) moveLocked(to holdingState) bool {
 	return true
 }
 
-// errClaimPending makes a reconcile retry while the claim completes, instead of ending
-// quietly: the request belongs to a project this replica is about to serve. It comes
-// wrapped in a retryAfter, so the retry is a short fixed delay: with the controller's
-// exponential backoff, the requests refused while the claim was written would wait up
-// to a second after admission opened (measured by bench/ as a slower hand-over).
+// errClaimPending refuses work while the claim is written; it comes wrapped in a
+// retryAfter of claimPendingRetry, so the request is retried promptly, not dropped.
 var errClaimPending = errors.New("project claim in progress")
 
 // errViewStale refuses work while the Lease watch has not shown this replica's own
-// renews for longer than the view bound (view.go): its project Leases may have changed
-// unseen.
+// renews within the view bound (view.go).
 var errViewStale = errors.New("the Lease watch has not shown this replica's renews recently; admission paused")
 
 // claimPendingRetry is the delay before a request refused during a claim is retried.
@@ -105,21 +92,17 @@ type holding struct {
 	project    string
 	holder     string
 	engagement string
-	// rv is the project Lease's resourceVersion at which this incarnation read itself
-	// as holder; the claim is written conditional on it.
-	rv string
-	// leaseUID is the UID of the project Lease the claim was written to (set with the
-	// claim): an open holding belongs to that Lease and that claim value only.
-	leaseUID types.UID
-	// discovery is the discovery (discovered.gen) whose config the cluster is built
-	// from; 0 for a hand-over of a project this replica never built.
+	// rv is the resourceVersion at which this incarnation read itself as holder: the
+	// claim's precondition.
+	rv       string
+	leaseUID types.UID // of the Lease the claim was written to
+	// discovery is the discovered.gen the cluster is built from; 0 for a hand-over of a
+	// project this replica never built.
 	discovery uint64
-	// claimRV is the Lease's resourceVersion the claim write returned: a view of the
-	// same Lease older than it predates the claim and says nothing about it.
-	claimRV string
-	cluster cluster.Cluster
-	ctx     context.Context
-	cancel  context.CancelFunc
+	claimRV   string // the resourceVersion the claim write returned
+	cluster   cluster.Cluster
+	ctx       context.Context
+	cancel    context.CancelFunc
 
 	mu       sync.Mutex
 	st       holdingState
@@ -192,14 +175,11 @@ func (s *Shard) openHoldingsLocked() []*holding {
 }
 
 // Enter admits one unit of work for project: this incarnation holds and has claimed it,
-// admission is open, validity has not ended, and the Lease watch has shown a renew of
-// this replica recently enough (viewBound). The returned context ends at the end of
-// validity or of that view bound, whichever comes first, or when the holding is lost;
-// release must be called when the work ends.
+// admission is open, validity has not ended, and the Lease view is fresh (viewBound).
+// The returned context ends at the end of validity or of the view bound, whichever is
+// first, or when the holding is lost; release must be called when the work ends.
 func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
-	// The view's freshness is read before the holding is looked up: the holdings loop
-	// publishes it only after dropping the holdings the view it comes with ends, so a
-	// holding found after this read is not one that view already ended.
+	// Freshness is read before the holding is looked up (see syncHoldings).
 	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
 	h := s.holdings[project]
@@ -245,9 +225,8 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// admittedContext is the context of admitted work: it ends at until, the end of this
-// incarnation's validity or sooner (context deadlines run on the real clock, so until is
-// translated from the injected one), or when scope (the holding, the leadership term)
+// admittedContext is the context of admitted work: it ends at until (translated from
+// the injected clock to the real one) or when scope (the holding, the leadership term)
 // ends. stop detaches it from scope; cancel ends it.
 func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
 	wctx, cancel = context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
@@ -257,10 +236,9 @@ func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope cont
 	return wctx, cancel, context.AfterFunc(scope, cancel)
 }
 
-// refusalLocked decides whether h admits work for project now, for the incarnation
-// holder whose validity ends at until, with staleView telling that the Lease watch has
-// not shown its renews recently enough (viewBound); it returns the rejection's metric
-// label and error, or nil when work is admitted. h.mu is held.
+// refusalLocked decides whether h admits work for project now, for incarnation holder
+// valid until until, staleView from viewBound; it returns the rejection's metric label
+// and error, or a nil error when work is admitted. h.mu is held.
 func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time, staleView bool) (string, error) {
 	switch {
 	case h.st == holdingClaiming:
@@ -277,9 +255,8 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 	return "", nil
 }
 
-// Admits reports whether Enter would admit work for project now, without admitting
-// any: no in-flight count, no work record, no rejection counted. For probes (tests,
-// tools) that must not show up as work.
+// Admits reports whether Enter would admit work for project now, without counting,
+// recording or refusing anything: for probes that must not show up as work.
 func (s *Shard) Admits(project string) bool {
 	_, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
@@ -295,7 +272,7 @@ func (s *Shard) Admits(project string) bool {
 	return err == nil
 }
 
-// voidAll drops every holding of holder at once: called when its validity ended and on
+// voidAll closes every holding of holder at once: when its validity ended and on
 // shutdown.
 func (s *Shard) voidAll(holder string) {
 	s.mu.Lock()

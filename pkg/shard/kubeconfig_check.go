@@ -22,23 +22,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// Kubeconfigs that run nothing and read no file (docs/design.md, Threat model). A
-// project's kubeconfig Secret is written by whoever registers the project; a kubeconfig
-// may name a program to run for credentials (exec, auth-provider) or files on the
-// replica's disk (token, client certificate and key, CA), and a proxy to send every
-// request through. Any of these would let that writer run code as the manager, read
-// its files, or route a plane's traffic elsewhere. Such a kubeconfig is refused for its
-// project alone: RefuseUnsafeRESTConfig stops the provider from building any client for
-// it, and KubeconfigCheck reports it on the Secret (an Event) and in a gauge.
-//
-// Limit: client-go resolves a token file while parsing a kubeconfig, before any option
-// runs; nothing read is sent, since no client is built.
-
 // ErrUnsafeKubeconfig marks a kubeconfig refused for what it would run or read.
 var ErrUnsafeKubeconfig = errors.New("kubeconfig refused")
 
 // RefuseUnsafeRESTConfig is a REST option of the kubeconfig provider: it refuses a
-// config that runs a credential plugin, reads a file or goes through a proxy.
+// config that runs a credential plugin, reads a file or goes through a proxy, so no
+// client is built for that project (docs/design.md, Threat model).
 func RefuseUnsafeRESTConfig(c *rest.Config) error {
 	var why []string
 	if c.ExecProvider != nil {
@@ -95,10 +84,9 @@ func UnsafeKubeconfig(cfg *clientcmdapi.Config) []string {
 // ReasonKubeconfigRefused is the reason of the Event on a refused kubeconfig Secret.
 const ReasonKubeconfigRefused = "KubeconfigRefused"
 
-// KubeconfigCheck reports project Secrets whose kubeconfig is refused: a Warning Event
-// on the Secret naming what it would run or read, and
-// anchorage_project_kubeconfig_refused{secret} at 1 (0 once it is fixed or gone). The
-// refusal itself is RefuseUnsafeRESTConfig's; this only tells the operator.
+// KubeconfigCheck tells the operator of refused kubeconfigs (the refusal itself is
+// RefuseUnsafeRESTConfig's): a Warning Event on the Secret naming what it would run or
+// read, and anchorage_project_kubeconfig_refused{secret} at 1 (0 once fixed or gone).
 type KubeconfigCheck struct {
 	Reader  client.Reader
 	Events  events.EventRecorder
@@ -156,9 +144,8 @@ func (k *KubeconfigCheck) Reconcile(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
-// RefuseRedirects is a REST option of the project clients: a plane's answer that
-// redirects (3xx) is an error, never followed, so a tenant's API server cannot send the
-// manager's requests, and the credentials client-go would resend, somewhere else.
+// RefuseRedirects is a REST option of the project clients: a plane's redirect (3xx) is
+// an error, never followed, so the manager's requests and credentials go nowhere else.
 func RefuseRedirects(c *rest.Config) error {
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noRedirects{rt} })
 	return nil

@@ -11,12 +11,9 @@ import (
 const RoleMember = roleMember
 
 // ValidMembers returns, sorted, the pods whose member Lease may still be valid at now: a
-// holder is named and the last renew plus the Lease duration is not yet past. A Lease
-// naming a holder without a renew time or a duration cannot be proved expired and counts
-// as valid. Unlike the coordinator, which compares only its own observations, this
-// compares the remote renew time with the local clock: it is meant for one-shot operator
-// checks (manager sweep --delete), which have no history of observations; a replica never
-// uses it.
+// holder is named and renewTime + leaseDurationSeconds is not past (either missing counts
+// as valid). It compares the remote renew time with the local clock, so it is for
+// one-shot operator checks (manager sweep --delete) only; a replica never uses it.
 func ValidMembers(leases []coordinationv1.Lease, now time.Time) []string {
 	var pods []string
 	for _, l := range leases {

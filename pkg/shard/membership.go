@@ -21,17 +21,15 @@ import (
 // membership keeps this replica's member Lease and knows, at any instant, which
 // incarnation is current and until when it is valid.
 type membership struct {
-	pod    string
-	weight float64
-	t      Timings
-	clock  clock.Clock
-	leases coordclient.LeaseInterface
-	log    logr.Logger
-	m      *metrics
-	// onLapse is called, outside any lock, after validity of holder ended.
-	onLapse func(holder string)
-	// onJoin is called after holder became valid.
-	onJoin func(holder string)
+	pod     string
+	weight  float64
+	t       Timings
+	clock   clock.Clock
+	leases  coordclient.LeaseInterface
+	log     logr.Logger
+	m       *metrics
+	onLapse func(holder string) // called, outside any lock, after holder's validity ended
+	onJoin  func(holder string) // called after holder became valid
 
 	draining atomic.Bool
 	kick     chan struct{}
@@ -42,29 +40,25 @@ type membership struct {
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
 	history    []Incarnation
-	// sent holds the sent times of the current incarnation's recent renews, each the
-	// renewTime that renew wrote, so a renew that committed unseen can be recognised.
+	// sent holds the send times of the current incarnation's recent renews (each the
+	// renewTime it wrote), so a renew that committed unseen can be recognised.
 	sent []time.Time
-	// renews are the recent successful member-Lease writes the Lease watch has not
-	// shown yet, shownEarly the versions it showed before their write's answer came
-	// back; viewShown is when the latest write it has shown was sent, viewFresh the
-	// same once the holdings have acted on it (view.go).
+	// Lease view freshness (view.go): renews not yet shown by the watch, versions shown
+	// before their write's answer, when the latest shown write was sent (viewShown), and
+	// the same once the holdings acted on it (viewFresh).
 	renews               []renewSent
 	shownEarly           []shownVersion
 	viewShown, viewFresh time.Time
 }
 
-// rememberedRenews bounds how many renews' sent times membership remembers: more than
-// a validity's worth of renews (RenewDeadline / RetryPeriod is 5 by default).
+// rememberedRenews bounds the renew send times remembered: more than a validity's worth.
 const rememberedRenews = 16
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
 type Incarnation struct {
-	Holder string
-	// Joined is when the join write that made it valid was sent.
-	Joined time.Time
-	// ValidUntil is the end of its validity: final once Ended.
-	ValidUntil time.Time
+	Holder     string
+	Joined     time.Time // when the join write that made it valid was sent
+	ValidUntil time.Time // the end of its validity: final once Ended
 	Ended      bool
 }
 
@@ -183,10 +177,8 @@ func (m *membership) desired(base *coordinationv1.Lease, holder string, now time
 	return l
 }
 
-// join takes the member Lease for holder. Like client-go acquiring a lock, it writes
-// over a Lease naming another holder only after seeing it unchanged for LeaseDuration:
-// that proves the previous incarnation's validity (at most RenewDeadline after its last
-// renew was sent) has ended.
+// join takes the member Lease for holder; a Lease naming another holder is written over
+// only after it was seen unchanged for LeaseDuration (docs/design.md, Lapse and rejoin).
 func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenRV string
 	var seenAt time.Time
@@ -236,9 +228,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	var last renewCall
 	for {
 		_, until := m.current()
-		// RetryPeriod runs from the last renew's send, not from its answer: on a hub that
-		// answers late the renews keep their pace, and a renew answered after L leaves the
-		// next one RenewDeadline - max(RetryPeriod, L) to come back in.
+		// RetryPeriod runs from the last renew's send, not from its answer.
 		wait := max(m.t.RetryPeriod-last.took, 0)
 		if left := until.Sub(m.clock.Now()); left < wait {
 			wait = left
@@ -263,18 +253,15 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			return
 		}
 		last, allowed = call, nextRenewAllowance(allowed, call, m.t)
-		// One prompt renew at most in a row after a conflict: a writer that keeps
-		// conflicting does not turn the loop into a busy one. A renew that timed out
-		// has waited its whole allowance already: the next one goes at once.
+		// A renew that timed out is followed at once; after a conflict, at most one
+		// prompt renew in a row, so a writer that keeps conflicting cannot spin the loop.
 		_, until = m.current()
 		prompt = call.timedOut || !prompt && outcome == renewAdopted && closeToLapse(until, m.clock.Now(), m.t.RetryPeriod, allowed)
 	}
 }
 
 // closeToLapse reports whether validity (until) ends before a renew sent after a full
-// retry period could take its whole allowance (the time the next renew is allowed,
-// nextRenewAllowance): after a conflict, the renew that follows should then go at once
-// rather than wait.
+// retry period could use its whole allowance: the renew after a conflict then goes at once.
 func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 	return until.Sub(now) < retry+allowed
 }
@@ -285,11 +272,10 @@ type renewOutcome int
 const (
 	// renewDone: the renew succeeded, or failed without news (validity unchanged).
 	renewDone renewOutcome = iota
-	// renewAdopted: the renew conflicted and the Lease still names holder; its version
-	// was adopted (and validity extended if the Lease carries a renew of this holder's).
+	// renewAdopted: it conflicted and the Lease still names holder; its version was
+	// adopted (and validity extended when it carries a renew of holder's).
 	renewAdopted
-	// renewTaken: the Lease no longer names holder, or is gone.
-	renewTaken
+	renewTaken // the Lease no longer names holder, or is gone
 )
 
 // renew sends one conditional renew, allowed that long (and cut when validity ends),
@@ -306,9 +292,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	m.mu.Unlock()
 	cctx, cancel := m.callCtxFor(ctx, until, allowed)
 	defer cancel()
-	// The renew is built from the Lease as this incarnation last wrote it and is
-	// conditional on that version: any other writer (the coordinator declaring it
-	// expired) makes it conflict.
+	// Conditional on the version this incarnation last wrote: any other writer conflicts.
 	base.ResourceVersion = rv
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
@@ -320,8 +304,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	case apierrors.IsConflict(err):
 		return m.resolveConflict(ctx, holder, until), call
 	case apierrors.IsNotFound(err):
-		// Deleted (by hand, or by a restore): the coordinator may already count this
-		// incarnation gone, so it lapses now rather than run on until its validity ends.
+		// Deleted: the coordinator may already count this incarnation gone; lapse now.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
 		return renewTaken, call
 	default:
@@ -330,16 +313,15 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// resolveConflict reads the Lease after a renew conflicted, in a call of its own (the
-// renew's call may have spent most of its timeout), and judges who wrote it.
+// resolveConflict reads the Lease after a renew conflicted, in a call of its own, and
+// judges who wrote it (judgeConflict).
 func (m *membership) resolveConflict(ctx context.Context, holder string, until time.Time) renewOutcome {
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		// The API server creates Leases on update, so a renew of a deleted member Lease
-		// conflicts (its version precondition) rather than finding none: gone all the same.
+		// The API server creates Leases on update, so a renew of a deleted Lease conflicts.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
 		return renewTaken
 	case err != nil:
@@ -355,19 +337,11 @@ func (m *membership) resolveConflict(ctx context.Context, holder string, until t
 		m.log.Info("Member Lease was taken from this incarnation", "holder", holder)
 		return renewTaken
 	case conflictOwnRenew:
-		// A renew of this incarnation committed though its answer was not seen. It was
-		// conditional on a version this incarnation wrote or adopted, so it is a renew
-		// like any seen one: the Lease changed on the hub after it was sent, so the
-		// coordinator's LeaseDuration without a change starts after that send, and
-		// validity may run from it (RenewDeadline < LeaseDuration, as for any renew).
-		// Whether the answer arrived changes nothing the coordinator sees. The renewTime
-		// identifies the renew: only this incarnation writes renewTimes under its holder,
-		// and each renew's sent time is its own.
+		// A renew committed unseen counts like a seen one, validity from its send.
 		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
 		m.credit(holder, committed, latest)
 	default:
-		// Another writer kept the holder (a weight change): adopt its version, validity
-		// unchanged.
+		// Another writer kept the holder (a weight edit): adopt its version only.
 		m.mu.Lock()
 		if m.holder == holder {
 			m.rv, m.last = latest.ResourceVersion, latest
@@ -398,20 +372,15 @@ func (m *membership) credit(holder string, committed time.Time, latest *coordina
 type conflictVerdict int
 
 const (
-	// conflictTaken: the Lease names another holder or none (declared expired, or
-	// taken by a new incarnation).
-	conflictTaken conflictVerdict = iota
-	// conflictOwnRenew: the Lease carries this holder with the renewTime of one of its
-	// own renews: that renew committed though its answer was not seen.
-	conflictOwnRenew
-	// conflictOtherWriter: another writer kept this holder.
-	conflictOtherWriter
+	conflictTaken       conflictVerdict = iota // the Lease names another holder or none
+	conflictOwnRenew                           // one of holder's renews committed unseen
+	conflictOtherWriter                        // another writer kept holder
 )
 
 // judgeConflict decides, from the Lease read after a conflict, whether it was taken,
-// carries one of holder's own renews (sent at one of sent; returned), or was written by
-// someone who kept holder. renewTime is compared at microsecond precision, the
-// precision metav1.MicroTime keeps on the wire.
+// carries one of holder's own renews (the matching send time is returned), or was
+// written by someone who kept holder. renewTime is compared at microsecond precision,
+// all that metav1.MicroTime keeps on the wire.
 func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
 	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
 		return conflictTaken, time.Time{}

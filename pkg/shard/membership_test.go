@@ -294,11 +294,11 @@ func TestRenewGoesPromptlyAfterAConflictNearTheEndOfValidity(t *testing.T) {
 	}
 }
 
-// TestRenewOfADeletedMemberLeaseLapsesAtOnce (issue 19, finding 3, the holder's side as
-// the hub answers it): the API server creates Leases on update, so a renew conditional
-// on a version of a member Lease deleted by hand is answered with a conflict, not with
-// NotFound; the read that follows finds no Lease. The incarnation lapses then, as when
-// the renew itself finds none, rather than run on until its validity ends.
+// TestRenewOfADeletedMemberLeaseLapsesAtOnce (the holder's side, as the hub answers
+// it): the API server creates Leases on update, so a renew conditional on a version of a
+// member Lease deleted by hand is answered with a conflict, not with NotFound; the read
+// that follows finds no Lease. The incarnation lapses then, as when the renew itself
+// finds none, rather than run on until its validity ends.
 func TestRenewOfADeletedMemberLeaseLapsesAtOnce(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC))
 	cs := fake.NewSimpleClientset()

@@ -30,8 +30,7 @@ const (
 	// AnnotationExpiredBy on a member Lease records which coordinator declared it expired.
 	AnnotationExpiredBy = "anchorage.datumapis.com/expired-by"
 	// AnnotationNextHolder on a project Lease asks its holder for a planned hand-over to
-	// the named incarnation (spec.preferredHolder is dropped by API servers without a
-	// beta feature gate).
+	// the named incarnation.
 	AnnotationNextHolder = "anchorage.datumapis.com/next-holder"
 	// AnnotationDraining on a member Lease says its replica is shutting down: it gets no
 	// new projects and its projects are handed over.

@@ -21,8 +21,7 @@ import (
 )
 
 // leaseObserver watches member and project Leases from process start and records the
-// local time of each change it sees. Every replica runs one, coordinator or not, so
-// the ownership gauges never go silent and a new coordinator has history to judge by.
+// local time of each change it sees; every replica runs one (docs/design.md, Coordinator).
 type leaseObserver struct {
 	clock   clock.Clock
 	started time.Time
@@ -34,23 +33,17 @@ type leaseObserver struct {
 	// a member Lease names them again, or after vanishedKept.
 	vanished map[string]time.Time
 	// recorded is when this process last stored a Lease it wrote or read itself, by
-	// Lease name: the watch may lag behind such a version for a while.
-	recorded map[string]time.Time
-	// watchLag bounds that while (the Lease duration); past it, a watch event older
-	// than what is stored is taken as the truth: resourceVersions went back (an etcd
-	// restore), and ignoring them would leave this observer blind for good.
-	watchLag time.Duration
-	// log reports lists and watches that failed.
-	log logr.Logger
-	// retry is the protocol's retry period: the longest the observer waits before it
-	// lists and watches again after its hub failed it (listAgainAfter).
-	retry time.Duration
-	// regressions counts the versions taken although older than the stored one.
-	regressions int
+	// Lease name; for watchLag after that, an older version from the watch is ignored
+	// (storeDecision).
+	recorded    map[string]time.Time
+	watchLag    time.Duration
+	log         logr.Logger
+	retry       time.Duration // the longest wait before listing again (listAgainAfter)
+	regressions int           // versions taken although older than the stored one
 	synced      bool
 	notify      chan struct{}
-	// watched, when set, is told of every Lease the watch (or a relist) delivers, and of
-	// none this process records itself: membership judges from it how fresh the view is.
+	// watched, when set, is told of every Lease the watch (or a relist) delivers, never
+	// of one this process records itself: membership judges the view's freshness by it.
 	watched func(*coordinationv1.Lease)
 }
 
@@ -74,15 +67,9 @@ func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namesp
 	})
 }
 
-// follow lists and watches through lw until ctx ends. A client-go reflector feeds the
-// observer directly (leaseFeed); when its list or watch fails, follow lists and
-// watches again after listAgainAfter, never more than a retry period, instead of the
-// reflector's own backoff, which doubles from 0.8 s to 30 s (60 s with jitter) and
-// keeps that for two minutes: after a hub API server restart, a replica would not see
-// the projects assigned to it until the claim deadline moved them, and, blind to its
-// own renews, would pause its admission (the stale-view rule). The observer is one
-// list and watch per replica, no more load on a recovering hub than the renews it sends
-// at the same period.
+// follow lists and watches through lw until ctx ends: a client-go reflector feeds the
+// observer (leaseFeed), and between attempts follow waits listAgainAfter instead of the
+// reflector's own backoff (docs/design.md, Coordinator).
 func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherWithContext) {
 	feed := &leaseFeed{o: o, known: map[string]*coordinationv1.Lease{}}
 	r := toolscache.NewReflectorWithOptions(refusalsEndTheWatch{lw}, &coordinationv1.Lease{}, feed,
@@ -110,11 +97,9 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 	}
 }
 
-// listAgainAfter is how long the observer waits before it lists and watches again,
-// after failed attempts in a row (each ended within a retry period of its start): an
-// eighth of the retry period after a watch that ran for a while and ended, as watches
-// do, doubling with each attempt that failed, never more than the retry period. A hub
-// that answers lists but drops every watch at once is listed once a retry period.
+// listAgainAfter is the wait before listing and watching again after failed attempts in
+// a row (each ended within a retry period of its start): retry/8, doubling per failure,
+// at most retry.
 func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	wait := retry / 8
 	for i := 0; i < failed && wait < retry; i++ {
@@ -123,10 +108,9 @@ func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	return min(wait, retry)
 }
 
-// refusalsEndTheWatch passes lists and watches through, but makes a watch refused for
-// want of a connection, or answered 429, end the reflector's attempt: the reflector
-// would otherwise wait out its own backoff before it watched again (follow waits its
-// own instead). The error keeps its text, not its type.
+// refusalsEndTheWatch passes lists and watches through, but turns a watch refused (no
+// connection, or 429) into an error of text only, which ends the reflector's attempt
+// instead of its own backoff, so follow's wait applies.
 type refusalsEndTheWatch struct {
 	lw toolscache.ListerWatcherWithContext
 }
@@ -143,8 +127,8 @@ func (r refusalsEndTheWatch) WatchWithContext(ctx context.Context, opts metav1.L
 	return w, err
 }
 
-// List and Watch make it a ListerWatcher, which the reflector's constructor takes; the
-// reflector calls the context-aware methods above.
+// List and Watch satisfy the reflector constructor's ListerWatcher; it calls the
+// context-aware methods.
 func (r refusalsEndTheWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return r.ListWithContext(context.Background(), opts)
 }
@@ -281,13 +265,11 @@ func (o *leaseObserver) observe(obj any, own bool) {
 type storeVerdict int
 
 const (
-	// storeKeep: not news (the same version, or a stale answer); the stored one stays.
-	storeKeep storeVerdict = iota
-	// storeNewer: a newer version (or the first): stored.
-	storeNewer
-	// storeRegressed: the watch delivered a version older than the stored one, which
-	// this process did not just write or read itself: resourceVersions went back (an
-	// etcd restore). Stored, so the observer follows the restored state.
+	storeKeep  storeVerdict = iota // not news (the same version, or a stale answer)
+	storeNewer                     // a newer version, or the first: stored
+	// storeRegressed: the watch delivered an older version than the stored one, not
+	// trailing this process's own write: resourceVersions went back (an etcd restore).
+	// Stored, so the observer follows the restored state.
 	storeRegressed
 )
 
@@ -387,10 +369,8 @@ func liveHolders(members map[string]Observed, now time.Time, leaseDuration time.
 	return live
 }
 
-// olderVersion reports whether resourceVersion a is known to precede b. A late answer
-// to this process's own write must not replace a newer state the watch already
-// delivered. Resource versions are opaque; when either is not a number (they are etcd
-// revisions in practice) nothing is known and the newer arrival wins.
+// olderVersion reports whether resourceVersion a is known to precede b: both are numbers
+// (etcd revisions in practice) and a < b. Otherwise nothing is known.
 func olderVersion(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)

@@ -24,7 +24,7 @@ func TestStoreDecision(t *testing.T) {
 		{"newer from an own write", "5", "9", true, false, storeNewer},
 		{"late answer to an own write", "9", "5", true, false, storeKeep},
 		{"the watch trailing an own write", "9", "5", false, true, storeKeep},
-		{"finding 11: the watch goes back (etcd restore)", "9", "5", false, false, storeRegressed},
+		{"the watch goes back (etcd restore)", "9", "5", false, false, storeRegressed},
 		{"versions that are not numbers are news", "x", "y", false, false, storeNewer},
 	}
 	for _, tc := range cases {
@@ -36,10 +36,9 @@ func TestStoreDecision(t *testing.T) {
 	}
 }
 
-// TestObserverFollowsAnEtcdRestore (issue 19, finding 11): once resourceVersions go
-// back, the observer takes the restored Leases from the watch instead of ignoring them
-// for good; the watch trailing this process's own write is still ignored, for a Lease
-// duration.
+// TestObserverFollowsAnEtcdRestore: once resourceVersions go back, the observer takes the
+// restored Leases from the watch instead of ignoring them for good; the watch trailing
+// this process's own write is still ignored, for a Lease duration.
 func TestObserverFollowsAnEtcdRestore(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	o := newLeaseObserver(clk, 15*time.Second, 400*time.Millisecond)

@@ -10,18 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Plane calls are bounded so that a plane which hangs or answers hugely delays only its
-// own project (docs/design.md, Threat model): every request but a watch gets a deadline,
-// and every answer but a watch's is cut off past a ceiling. A watch is long by design;
-// it is left to client-go's own idle handling.
+// Bounds of plane calls other than watches, so a plane that hangs or answers hugely
+// delays only its own project (docs/design.md, Threat model).
 const (
-	// DefaultPlaneCallTimeout is each plane request's deadline: a list of a thousand
-	// proxies from a healthy plane takes well under a second.
+	// DefaultPlaneCallTimeout is each plane request's deadline.
 	DefaultPlaneCallTimeout = 30 * time.Second
-	// PlaneAnswerCeiling is the most bytes one plane answer may hold. A list of 10,000
-	// proxies of a kilobyte each is a tenth of it; the API server's own ceiling on one
-	// object is 1.5 MB. A project whose lists are larger stays unsynced and is reported
-	// by its informers' errors; every other project goes on.
+	// PlaneAnswerCeiling is the most bytes one plane answer may hold; a project whose
+	// lists are larger stays unsynced and is reported by its informers' errors.
 	PlaneAnswerCeiling = 64 << 20
 )
 

@@ -18,10 +18,10 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// TestCoordinatorWritesStopAtTheEndOfValidity (issue 19, finding 10): each of the
-// coordinator's writes checks the coordinator's own validity when it is sent, so a
-// coordinator paused in the middle of a pass sends nothing more of it once its validity
-// has ended, and another incarnation's writes are refused.
+// TestCoordinatorWritesStopAtTheEndOfValidity: each of the coordinator's writes checks
+// the coordinator's own validity when it is sent, so a coordinator paused in the middle
+// of a pass sends nothing more of it once its validity has ended, and another
+// incarnation's writes are refused.
 func TestCoordinatorWritesStopAtTheEndOfValidity(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	project := &coordinationv1.Lease{
@@ -77,10 +77,9 @@ func TestCoordinatorWritesStopAtTheEndOfValidity(t *testing.T) {
 	}
 }
 
-// TestProtocolEventsEndWithValidity (issue 19, finding 10): a coordinator write whose
-// answer arrives after the coordinator's validity ended (sent in time, committed, but
-// slow) records no Event: other replicas may have written the Lease since, and they
-// report their own writes.
+// TestProtocolEventsEndWithValidity: a coordinator write whose answer arrives after the
+// coordinator's validity ended (sent in time, committed, but slow) records no Event:
+// other replicas may have written the Lease since, and they report their own writes.
 func TestProtocolEventsEndWithValidity(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	project := &coordinationv1.Lease{

@@ -27,14 +27,10 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 	}
 }
 
-// Engage implements mcmanager.Coordinator. The inner kubeconfig provider calls it for
-// every project Secret; here it only records the discovery. The project's cluster with
-// informers is built later, and only if this replica is assigned the project.
-//
-// The project's name is the Secret's project annotation, read live from the hub. A
-// discovery whose Secret cannot be read yet is recorded unresolved and is not offered
-// as a project until a read succeeds (retried with backoff): using the Secret's name
-// in the meantime would let two replicas serve one plane under two names.
+// Engage implements mcmanager.Coordinator: the inner kubeconfig provider calls it for
+// every project Secret, and it only records the discovery (the cluster is built on a
+// claim). The project name is read live from the Secret; until a read succeeds the
+// discovery is not offered (docs/design.md, Differences from the intended design).
 func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	s.mu.Lock()
 	s.discoveries++
@@ -70,8 +66,8 @@ func (s *Shard) readProjectName(ctx context.Context, name string) (string, error
 	return name, nil
 }
 
-// Backoff of a project name read that failed: from the retry period, doubling, to
-// maxNameRetry.
+// maxNameRetry caps the backoff of a failed project name read, which starts at the
+// retry period and doubles.
 const maxNameRetry = 30 * time.Second
 
 // resolveProjectLater retries readProjectName until it succeeds or the discovery ends.
@@ -93,8 +89,8 @@ func (s *Shard) resolveProjectLater(ctx context.Context, name string) {
 	}
 }
 
-// resolveProject names the discovery of Secret name, made under ctx, project: from now
-// on it is offered to the coordinator and can be claimed.
+// resolveProject names project the discovery of Secret name made under ctx (if still
+// current): from now on it is offered and can be claimed.
 func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	s.mu.Lock()
 	d, ok := s.found[name]
@@ -110,11 +106,8 @@ func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	}
 }
 
-// discoveryEnded forgets a discovery whose context ended, which is how the provider
-// reports a removed (or replaced) Secret, and reports whether it did. While the
-// process is stopping (Stopping ran before any runnable was cancelled) the provider
-// ends every discovery as it stops, which is no removal: the project is kept until it
-// is handed over.
+// discoveryEnded forgets a discovery whose context ended (the provider's report of a
+// removed or replaced Secret) and reports whether it did; never while stopping.
 func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	if s.draining.Load() {
 		return false
@@ -132,11 +125,9 @@ func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	return forget
 }
 
-// Stopping tells the shard that the process is stopping, before the manager cancels
-// any runnable. The kubeconfig provider ends every discovery's context when it stops;
-// without this mark, a discovery that ended before the shard's own runnable saw its
-// context end would read as the project's Secret removed: the project would be
-// released, and its Lease deleted, instead of handed over. No claim starts from now on.
+// Stopping tells the shard the process is stopping; call it before the manager cancels
+// any runnable, so discoveries the provider ends are not read as removed Secrets
+// (docs/design.md, Graceful shutdown). No claim starts from now on.
 func (s *Shard) Stopping() { s.draining.Store(true) }
 
 func (s *Shard) secretNamespace() string { return s.opts.SecretNamespace }
@@ -191,17 +182,14 @@ func (s *Shard) Hub(ctx context.Context, project string) (client.Client, client.
 	return s.hubWriter, s.hubReader, nil
 }
 
-// validityGuarded wraps c so that every write is refused once this replica's validity
-// has ended: a Lease is not a fence, so the writer must stop itself.
+// validityGuarded wraps c so that every write is refused with ErrValidityEnded once
+// less than writeMargin of this replica's validity is left.
 func (s *Shard) validityGuarded(c client.Client) client.Client {
 	return guardedClient{Client: c, check: s.checkValid}
 }
 
-// writeMargin is how much validity a write must have left to be sent. A write sent in
-// the last instant of validity reaches the API server after it has ended (it crosses a
-// connection, perhaps a proxy, a loaded node's scheduler), inside the window a successor
-// may already work in (docs/design.md, Residual windows); its context, which ends with
-// validity, would leave the API server no time to answer anyway.
+// writeMargin is how much validity a write must have left to be sent
+// (docs/design.md, Residual windows).
 const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {

@@ -84,9 +84,9 @@ func (f *failingReader) readCount() int {
 	return f.reads
 }
 
-// TestEngageWaitsForTheProjectName (issue 19, finding 2): a project Secret whose read
-// fails is not offered under the Secret's name; it is offered under its annotated
-// project name once a retry reads it, and never when the discovery ends first.
+// TestEngageWaitsForTheProjectName: a project Secret whose read fails is not offered
+// under the Secret's name; it is offered under its annotated project name once a retry
+// reads it, and never when the discovery ends first.
 func TestEngageWaitsForTheProjectName(t *testing.T) {
 	cases := []struct {
 		name     string

@@ -1,10 +1,7 @@
 package shard
 
-// The sharding protocol writes member, coordinator and project Leases in the lease
-// namespace, reads kubeconfig Secrets in the provider namespace (the manager's Secret
-// cache is scoped to it, so a namespaced Role suffices), and records Events. Both
-// namespaces default to anchorage-system; kustomize rewrites them with the deployment's
-// namespace.
+// RBAC of the sharding protocol: Leases in the lease namespace, kubeconfig Secrets in the
+// provider namespace (both anchorage-system, rewritten by kustomize), and Events.
 //
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=anchorage-system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",namespace=anchorage-system,resources=secrets,verbs=get;list;watch

@@ -28,40 +28,26 @@ import (
 
 // Options configures a Shard.
 type Options struct {
-	// Hub is the REST config used for Leases and Secrets on the hub.
-	Hub *rest.Config
-	// Namespace holds member and project Leases.
-	Namespace string
-	// SecretNamespace holds the projects' kubeconfig Secrets.
-	SecretNamespace string
-	// Pod is the replica's stable name (the pod name).
-	Pod string
-	// Weight scales this replica's share of projects. Default 1.
-	Weight float64
-	// Timings of the protocol; zero fields take defaults.
-	Timings Timings
-	// Clock is injected so tests can step time. Default the real clock.
-	Clock clock.WithTicker
-	// Scheme for project clusters.
-	Scheme *runtime.Scheme
-	// ClusterOptions are applied to every project cluster built for a holding.
-	ClusterOptions []cluster.Option
-	// Registry receives the shard's metrics.
-	Registry prometheus.Registerer
-	// Recorder, when set, receives one Record per admitted reconcile or resync step.
+	Hub             *rest.Config     // for Leases and Secrets on the hub
+	Namespace       string           // of member and project Leases
+	SecretNamespace string           // of the projects' kubeconfig Secrets
+	Pod             string           // the replica's stable name
+	Weight          float64          // scales this replica's share of projects; default 1
+	Timings         Timings          // zero fields take defaults
+	Clock           clock.WithTicker // default the real clock
+	Scheme          *runtime.Scheme  // for project clusters
+	ClusterOptions  []cluster.Option // applied to every project cluster built
+	Registry        prometheus.Registerer
+	// Recorder, when set, receives one Record per admitted unit of work.
 	Recorder Recorder
-	// Logger for the shard.
-	Logger logr.Logger
-	// Exit ends the process when a drain passes its deadline. Default os.Exit(1);
-	// in-process test managers stop abruptly instead.
+	Logger   logr.Logger
+	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
 	Exit func()
-	// WarmKinds are the kinds the controllers watch in a project. Their informers are
-	// started and synced before controllers are engaged: a multicluster controller holds
-	// its lock while a source waits for its informer, which would otherwise serialize the
-	// engagement of many projects.
+	// WarmKinds are the kinds the controllers watch in a project; their informers are
+	// synced before controllers are engaged, so engaging many projects is not serialized
+	// behind a controller's lock.
 	WarmKinds []client.Object
-	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs at once.
-	// Default 8.
+	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs; default 8.
 	MaxHandoversInFlight int
 }
 
@@ -90,17 +76,14 @@ type Shard struct {
 	handOverStarts map[string]time.Time // planned hand-overs in progress: when each began, by project
 	handedOff      map[string]handOff   // assignments this replica began handing over
 	leading        *leadership          // this replica's current term as coordinator; nil when not leading
-	// claimFailures are the overdue claims this replica saw as coordinator.
-	claimFailures claimFailures
+	claimFailures  claimFailures        // overdue claims this replica saw as coordinator
 	// undiscovered: since when a project Lease has named this incarnation while the
 	// project is not discovered here, by project.
 	undiscovered map[string]time.Time
-	// discoveries counts Engage calls (discovered.gen).
-	discoveries uint64
-	// handOverOnce runs the shutdown hand-over once (HandOver).
-	handOverOnce sync.Once
-	// viewStale: the holdings loop last found this replica's Lease view stale while it
-	// held open projects (noteViewFreshness); only that loop touches it.
+	discoveries  uint64    // Engage calls so far (discovered.gen)
+	handOverOnce sync.Once // runs the shutdown hand-over once (HandOver)
+	// viewStale: the holdings loop last found the Lease view stale while it held open
+	// projects (noteViewFreshness); only that loop touches it.
 	viewStale  bool
 	stopEvents func()
 	draining   atomic.Bool // shutting down: hand everything over
@@ -117,9 +100,8 @@ type discovered struct {
 	project string
 	config  *rest.Config
 	ctx     context.Context
-	// gen numbers the discoveries of this process: a Secret engaged again (its
-	// kubeconfig changed) is a new discovery, and a holding of an older one is closed
-	// and claimed again with the new config.
+	// gen numbers the discoveries of this process: a holding built from an older one
+	// is closed and claimed again.
 	gen uint64
 }
 
@@ -127,9 +109,9 @@ type discovered struct {
 // validity ended.
 var ErrValidityEnded = errors.New("member validity ended")
 
-// New builds a Shard. Wire it with mcmanager.WithCoordinator(s) and as the manager's
-// provider (s.Provider()), and set the hub clients with SetHubClients once the manager
-// exists.
+// New builds a Shard. Wire it as the manager's provider and with
+// mcmanager.WithCoordinator(s), and set the hub clients with SetHubClients once the
+// manager exists.
 func New(opts Options) (*Shard, error) {
 	t := opts.Timings.WithDefaults()
 	if err := t.Validate(); err != nil {
@@ -153,10 +135,8 @@ func New(opts Options) (*Shard, error) {
 	if opts.MaxHandoversInFlight <= 0 {
 		opts.MaxHandoversInFlight = 8
 	}
-	// Member renews get a clientset of their own: a renew must never wait behind the
-	// coordinator's burst of project Lease writes in a shared client-side rate limiter.
-	// Its HTTP timeout is the renew deadline: each call's context bounds it, and a renew
-	// may be allowed more than CallTimeout (renew_timeout.go).
+	// Renews get their own clientset, whose HTTP timeout is RenewDeadline
+	// (renew_timeout.go; docs/design.md, Membership and validity).
 	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)
 	if err != nil {
 		return nil, err
@@ -224,18 +204,15 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
-// HandOver hands every project this replica holds over to the other replicas, as a
-// graceful stop does, and returns once each is claimed by its new holder, nothing is
-// left to hand to, or ShutdownDeadline passed. A process calls it when it is asked to
-// stop, before it stops its controllers, so that they serve each project until its own
-// hand-over drains it; the shard's runnable calls it again when it stops, which then
-// returns at once. Call Stopping first.
+// HandOver hands every held project over to the other replicas and returns once each is
+// claimed by its new holder, nothing is left to hand to, or ShutdownDeadline passed.
+// Call Stopping first, and call it before stopping the controllers; later calls return
+// at once (docs/design.md, Graceful shutdown).
 func (s *Shard) HandOver() { s.handOverOnce.Do(s.shutdown) }
 
 // Runnable runs the protocol: Lease observer, membership, holdings and the election.
-// When ctx ends it stops gracefully: it hands every project over (bounded by
-// ShutdownDeadline), then releases its member Lease, and releases the coordinator
-// Lease last so a successor coordinator is elected at once.
+// When ctx ends it hands every project over (HandOver), then releases the member Lease
+// and, last, the coordinator Lease.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		inner, stopInner := context.WithCancel(context.Background())

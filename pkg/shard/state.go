@@ -26,14 +26,11 @@ func (o Observed) Holder() string {
 type MemberState int
 
 const (
-	// MemberReleased: the Lease names no holder (released on shutdown or declared
-	// expired). Entered when holderIdentity is cleared.
+	// MemberReleased: the Lease names no holder (released, or declared expired).
 	MemberReleased MemberState = iota
-	// MemberLive: a change was seen less than LeaseDuration ago. Entered on every
-	// observed change while a holder is named.
+	// MemberLive: a holder is named and a change was seen less than LeaseDuration ago.
 	MemberLive
-	// MemberSuspect: no change seen for LeaseDuration. Expiry must still be confirmed by
-	// a direct read showing the same resourceVersion before the member's projects move.
+	// MemberSuspect: no change seen for LeaseDuration; expiry is not yet confirmed.
 	MemberSuspect
 )
 
@@ -59,14 +56,11 @@ type ProjectState int
 const (
 	// ProjectUnassigned: no Lease, or a Lease naming no holder.
 	ProjectUnassigned ProjectState = iota
-	// ProjectOrphaned: the holder is not a live member (expired, released or rejoined
-	// under a new incarnation). The coordinator may reassign at once.
+	// ProjectOrphaned: the holder is not a live member; it may be reassigned at once.
 	ProjectOrphaned
-	// ProjectAssigned: a live holder that has not claimed this assignment yet, within
-	// the claim deadline.
+	// ProjectAssigned: a live holder has not claimed yet, within the claim deadline.
 	ProjectAssigned
-	// ProjectClaimOverdue: a live holder that has not claimed within the claim deadline;
-	// the project moves to the next member in rendezvous order.
+	// ProjectClaimOverdue: a live holder has not claimed within the claim deadline.
 	ProjectClaimOverdue
 	// ProjectClaimed: a live holder has claimed it.
 	ProjectClaimed

@@ -6,29 +6,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// A holder that does not see its project Lease change cannot close admission for it. Its
-// Lease watch may stall (the connection stays open, nothing is forwarded) while the
-// Lease is deleted and created again naming it without its claim (an etcd restore, a
-// hand edit); the coordinator then moves the unclaimed Lease after ClaimDeadline while
-// the holder, blind, goes on admitting under its old claim. So the holder judges its own
-// view: the observer watches every Lease of the lease namespace in one watch, which
-// delivers changes in resourceVersion order, so once it has delivered this replica's
-// own member-Lease renew sent at local time s, every Lease change committed before s has
-// been delivered too. The latest such s is viewFreshAt; a change the holder has not seen
-// committed after it, and the coordinator moves that Lease only ClaimDeadline after it
-// saw the change. Admission therefore ends at viewFreshAt + viewBoundOf(ClaimDeadline)
-// (viewBound).
-
-// viewBoundOf is how long after viewFreshAt admission may go on. Half the claim
-// deadline: the coordinator cannot move a Lease this replica has not seen change before
-// viewFreshAt + ClaimDeadline, and the other half is the margin for in-flight work
-// whose context ends at the bound to stop (a write sent just before can still commit,
-// within a call timeout), for the rates of the two clocks to differ, and for nothing
-// else: the move write and the other member's claim come later still. With the default
-// ClaimDeadline (2 x LeaseDuration) the bound is a Lease duration, longer than the
-// RenewDeadline validity a renew grants: while the watch shows each renew within
-// milliseconds, validity stays the binding limit, and only a stalled watch makes this
-// bound bite.
+// viewBoundOf is how long after viewFreshAt admission may go on: half the claim
+// deadline, since the coordinator cannot move a Lease this replica has not seen change
+// before viewFreshAt + ClaimDeadline (docs/design.md, Per-project admission).
 func viewBoundOf(t Timings) time.Duration { return t.ClaimDeadline / 2 }
 
 // viewBound decides until when a replica whose watch last showed its own renew sent at
@@ -56,9 +36,8 @@ type shownVersion struct {
 	renewTime int64
 }
 
-// renewsKept bounds the writes remembered while the watch has not shown them: at one
-// renew per RetryPeriod, far more than a healthy watch ever lags; a write older than
-// that being shown later only means a fresher one will be shown soon after.
+// renewsKept bounds the writes remembered while the watch has not shown them: far more
+// than a healthy watch lags; losing an older one only delays freshness to a later one.
 const renewsKept = 32
 
 // noteWriteLocked remembers a successful write of the member Lease; when the watch
@@ -95,12 +74,10 @@ func (m *membership) showLocked(sent time.Time) {
 	}
 }
 
-// watched takes a Lease the observer's watch delivered (never one this process recorded
-// itself): when it is this replica's member Lease as one of its own remembered writes
-// left it (same resourceVersion and renewTime), the watch has shown every change
-// committed before that write was sent. A version of it not remembered (yet) is kept
-// for a while: the write's answer may still be on its way. The view counts as fresh
-// only once the holdings have acted on what came with it (publishViewFresh).
+// watched takes a Lease the observer's watch delivered: when it is this replica's member
+// Lease as one of its remembered writes left it (same resourceVersion and renewTime), the
+// view is shown as of that write's send. An unknown version is kept in shownEarly, since
+// the write's answer may still be on its way.
 func (m *membership) watched(l *coordinationv1.Lease) {
 	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
 		return
@@ -127,11 +104,9 @@ func (m *membership) viewShownAt() time.Time {
 	return m.viewShown
 }
 
-// publishViewFresh makes at (a viewShownAt read before the holdings last looked at the
-// observed Leases) the time the view is fresh as of. Deferring it until then keeps the
-// moment the watch resumes safe: the re-created Lease arrives just before the renew that
-// shows the view fresh again, and admission must not open on that renew before the
-// holding that Lease ends is closed.
+// publishViewFresh makes at (a viewShownAt read before the holdings last acted on the
+// observed Leases) the time the view is fresh as of; published only after they acted, so
+// a Lease delivered with the renew closes its holding before admission reopens.
 func (m *membership) publishViewFresh(at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -149,8 +124,7 @@ func (m *membership) viewFreshAt() time.Time {
 }
 
 // noteViewFreshness logs when the view turns stale while this replica holds open
-// projects (admission for them is paused), and when it is fresh again. Called from
-// the holdings loop, which runs at least every RetryPeriod.
+// projects (admission paused), and when it is fresh again; only the holdings loop calls it.
 func (s *Shard) noteViewFreshness() {
 	freshAt := s.member.viewFreshAt()
 	now := s.clock.Now()
