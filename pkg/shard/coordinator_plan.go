@@ -66,7 +66,7 @@ func PlanPass(in PassInput) PassPlan {
 			continue
 		case MemberSuspect:
 			plan.Confirm = append(plan.Confirm, m)
-			holding[m.Holder()] = suspectHoldsOn
+			holding[m.Holder()] = true
 			continue
 		}
 		holding[m.Holder()], live[m.Holder()] = true, true

@@ -62,7 +62,7 @@ func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 		return nil, time.Time{}, ErrNotCoordinator
 	}
 	holder, until := s.member.current()
-	if gateEnforced && (holder != term.holder || !s.clock.Now().Before(until)) {
+	if holder != term.holder || !s.clock.Now().Before(until) {
 		return nil, time.Time{}, fmt.Errorf("%w: %w", ErrNotCoordinator, ErrValidityEnded)
 	}
 	return term, until, nil

@@ -6,7 +6,7 @@ import "k8s.io/apimachinery/pkg/runtime"
 // replica) only while writer is still valid: after that, the Lease may have been written
 // by others, who report their own writes (docs/design.md, Open work).
 func (s *Shard) eventf(writer string, obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	if gateEnforced && !s.member.valid(writer) {
+	if !s.member.valid(writer) {
 		s.log.V(1).Info("Event dropped: its writer's validity ended", "reason", reason, "writer", writer)
 		return
 	}

@@ -163,13 +163,11 @@ func closeReason(in HolderInput, project string, v HoldingView) string {
 		return "secret gone"
 	case v.Discovery != 0 && gen != v.Discovery:
 		return "new kubeconfig"
-	// Without the gate (a never-shipped build) the replica goes on believing it owns a
-	// project the Lease gives to someone else, or that an earlier incarnation holds.
-	case gateEnforced && ob.Holder() != v.Holder && !preparing:
+	case ob.Holder() != v.Holder && !preparing:
 		return "lease names another holder"
 	case !v.stillClaimedBy(ob.Lease):
 		return "claim lost"
-	case gateEnforced && v.Holder != in.Holder:
+	case v.Holder != in.Holder:
 		return "earlier incarnation"
 	}
 	return ""

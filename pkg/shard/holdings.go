@@ -230,9 +230,6 @@ func earliest(a, b time.Time) time.Time {
 // ends. stop detaches it from scope; cancel ends it.
 func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
 	wctx, cancel = context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
-	if !gateEnforced {
-		wctx, cancel = context.WithCancel(ctx)
-	}
 	return wctx, cancel, context.AfterFunc(scope, cancel)
 }
 
@@ -245,9 +242,9 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 		return rejectClaimPending, retryAfter{err: fmt.Errorf("project %q: %w", project, errClaimPending), after: claimPendingRetry}
 	case h.st != holdingOpen:
 		return rejectNotHeld, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
-	case gateEnforced && (holder != h.holder || !s.clock.Now().Before(until)):
+	case holder != h.holder || !s.clock.Now().Before(until):
 		return rejectInvalid, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
-	case gateEnforced && staleView:
+	case staleView:
 		// Still held as far as this replica can tell, so the work is retried, not
 		// dropped: at the next renew the watch shows, or once the holding closes.
 		return rejectViewStale, retryAfter{err: fmt.Errorf("project %q: %w", project, errViewStale), after: s.t.RetryPeriod}

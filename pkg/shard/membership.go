@@ -122,9 +122,7 @@ func (m *membership) run(ctx context.Context) {
 		}
 		m.mu.Unlock()
 		m.m.valid.Set(0)
-		if gateEnforced {
-			m.onLapse(holder)
-		}
+		m.onLapse(holder)
 		if ctx.Err() != nil {
 			m.release(holder)
 			return

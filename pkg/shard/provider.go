@@ -193,9 +193,6 @@ func (s *Shard) validityGuarded(c client.Client) client.Client {
 const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {
-	if !gateEnforced {
-		return nil
-	}
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Add(writeMargin).Before(until) {
 		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
 		return ErrValidityEnded
