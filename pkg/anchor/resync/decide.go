@@ -7,26 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Decision is what the resync concludes about one anchor in one pass. The order is the
-// order of escalation: a pass never acts on anything but Collect.
+// Decision is what the resync concludes about one anchor in one pass (docs/design.md,
+// The four decisions). A pass acts on nothing but Collect.
 type Decision int
 
 const (
-	// Keep: the upstream owner is known to exist with the anchor's UID (in the owner's
-	// cache or read live) and is not going away without our finalizer.
+	// Keep: the owner exists with the anchor's UID and is not going away without our
+	// finalizer.
 	Keep Decision = iota
-	// Suspect: the owner may be gone, but absence is not proven yet (not yet read live,
-	// not yet confirmed after the confirmation delay, anchor below the minimum age,
-	// owner terminating without our finalizer, or a dependent waiting to be re-attached
-	// to a live owner). Suspects are kept and looked at again.
+	// Suspect: the owner may be gone, but nothing is proven yet; kept and looked at again.
 	Suspect
-	// Collect: absence is proven, confirmed after the confirmation delay, the anchor is
-	// older than the minimum age and nothing live hangs on it alone. Only Collect is ever
-	// deleted, and only if the throttle, the switch, the exclusion and dry-run allow.
+	// Collect: absence proven and confirmed, the anchor old enough, nothing live hanging
+	// on it alone. Deleted only if the throttle, switch, exclusion and dry-run allow.
 	Collect
-	// Unknown: nothing can be concluded (read errors, a kind the plane does not serve, a
-	// changed or unverifiable plane, malformed or ambiguous anchors, a finalizer stuck for
-	// too long, a dependent that cannot be attributed). Kept, counted and reported.
+	// Unknown: nothing can be concluded; kept, counted and reported.
 	Unknown
 )
 
@@ -43,46 +37,36 @@ func (d Decision) String() string {
 }
 
 // Reason says why a Decision was reached. Each reason belongs to exactly one decision
-// (see ReasonsOf), so a reason alone identifies the decision in logs and metrics.
+// (ReasonsOf).
 type Reason string
 
 // Reasons for Keep.
 const (
 	// ReasonInCache: the owner's cache holds it with the anchor's UID, not terminating.
 	ReasonInCache Reason = "in-cache"
-	// ReasonLive: a live read found it with the anchor's UID, not terminating (a cache
-	// that lags, or a kind the cache does not watch).
+	// ReasonLive: a live read found it with the anchor's UID, not terminating.
 	ReasonLive Reason = "live"
-	// ReasonFinalizing: terminating with our finalizer, for less than the stuck
-	// threshold; the live path's finalizer deletes the anchor itself.
+	// ReasonFinalizing: terminating with our finalizer, not yet for StuckAfter.
 	ReasonFinalizing Reason = "finalizing"
 )
 
 // Reasons for Suspect.
 const (
-	// ReasonNotInCache: the cache misses it (or does not watch the kind) and it has not
-	// been read live yet. Seen only in a pass that ended early.
+	// ReasonNotInCache: not in the cache, not read live yet (only in a pass ended early).
 	ReasonNotInCache Reason = "not-in-cache"
-	// ReasonUIDMismatch: the cache holds an object of that name with another UID, not
-	// yet read live. Seen only in a pass that ended early.
+	// ReasonUIDMismatch: cached under another UID, not read live yet (likewise).
 	ReasonUIDMismatch Reason = "uid-mismatch"
-	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer. It
-	// still exists, so nothing is proven; once gone, it is NotFound.
+	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer.
 	ReasonTerminatingUnfinalized Reason = "terminating-without-finalizer"
-	// ReasonAwaitingConfirmation: absence is proven once; it must be proven again after
-	// the confirmation delay.
+	// ReasonAwaitingConfirmation: a proof held once; it must hold again ConfirmAfter later.
 	ReasonAwaitingConfirmation Reason = "awaiting-confirmation"
-	// ReasonBelowMinimumAge: absence is confirmed but the anchor is younger than the
-	// minimum age.
+	// ReasonBelowMinimumAge: confirmed, but the anchor is younger than MinAge.
 	ReasonBelowMinimumAge Reason = "below-minimum-age"
-	// ReasonAwaitingReattach: a dependent hangs on this anchor alone and is claimed by a
-	// live owner (same name, same hub namespace, and it would write that kind and name);
-	// that owner is enqueued to re-attach it, and the anchor waits until nothing hangs on
-	// it alone, for at most Timing.ClaimPasses passes.
+	// ReasonAwaitingReattach: a live owner claims a dependent that hangs on the anchor
+	// alone and is enqueued to re-attach it; waits at most ClaimPasses passes.
 	ReasonAwaitingReattach Reason = "awaiting-reattach"
-	// ReasonClaimExpired: a dependent has been claimed for Timing.ClaimPasses passes and
-	// no reconcile re-attached it. Reported (with a Warning Event) for one pass; from the
-	// next, the claimed dependents are the stale anchor's garbage and it is collected.
+	// ReasonClaimExpired: claimed for ClaimPasses passes; reported for one pass, then
+	// the claimed dependents go with the anchor.
 	ReasonClaimExpired Reason = "claim-expired"
 )
 
@@ -93,61 +77,47 @@ const (
 	// ReasonReplaced: a live GET found an object of that name with another UID.
 	ReasonReplaced Reason = "replaced"
 	// ReasonNamespaceRecreated: the upstream namespace exists with a UID other than the
-	// hub namespace's suffix: the namespace the anchor was made for, and everything in
-	// it, is gone.
+	// hub namespace's suffix.
 	ReasonNamespaceRecreated Reason = "namespace-recreated"
 	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
 	ReasonNamespaceGone Reason = "namespace-gone"
-	// ReasonProjectRetired: the project has no kubeconfig Secret and an operator's
-	// tombstone retires it (TombstoneLabel); no plane is read.
+	// ReasonProjectRetired: no kubeconfig Secret, and a tombstone retires the project.
 	ReasonProjectRetired Reason = "project-retired"
 )
 
 // Reasons for Unknown.
 const (
-	// ReasonMalformed: an anchor-named ConfigMap in a mapped namespace that is not an
-	// anchor (labels that do not decode, ownerReferences).
+	// ReasonMalformed: anchor-named, in a mapped namespace, but not an anchor.
 	ReasonMalformed Reason = "malformed"
 	// ReasonAmbiguous: another anchor of the same name exists on the hub.
 	ReasonAmbiguous Reason = "ambiguous"
-	// ReasonKindNotServed: the plane does not serve the owner's kind (no REST mapping,
-	// or a 404 without details naming the object): nothing is proven.
+	// ReasonKindNotServed: no REST mapping for the owner's kind, or a 404 not naming it.
 	ReasonKindNotServed Reason = "kind-not-served"
 	// ReasonReadError: a read failed (timeout, server error, unreachable).
 	ReasonReadError Reason = "read-error"
-	// ReasonForbidden: the plane refused to let the manager read the owner's kind (403).
-	// That kind is unknown for the rest of the pass; the plane is not unreachable, and
-	// no other anchor waits for it. The report's detail names the missing permission.
+	// ReasonForbidden: a 403 on the owner's kind; that kind is unknown for the rest of
+	// the pass, and the detail names the missing permission.
 	ReasonForbidden Reason = "forbidden"
-	// ReasonKindNotConfigured: the owner's kind is not one the resync reads live
-	// (Options.LiveOwnerKinds, --resync-owner-kinds), so the plane's role grants no get
-	// on it and it is never read. The report's detail names the permission and the flag.
-	// No other anchor waits for it.
+	// ReasonKindNotConfigured: the owner's kind is not in Options.LiveOwnerKinds, so it
+	// is never read; the detail names the flag and the permission.
 	ReasonKindNotConfigured Reason = "kind-not-configured"
-	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
-	// project was first held here (a repointed Secret, a restored plane). Deletion halts.
+	// ReasonPlaneChanged: the plane's identity differs from the record. Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
-	// ReasonPlaneUnverified: the plane's identity could not be read, so no read of it
-	// can prove anything.
+	// ReasonPlaneUnverified: the plane's identity could not be verified.
 	ReasonPlaneUnverified Reason = "plane-unverified"
-	// ReasonFinalizerStuck: terminating with our finalizer for longer than the stuck
-	// threshold.
+	// ReasonFinalizerStuck: terminating with our finalizer for longer than StuckAfter.
 	ReasonFinalizerStuck Reason = "finalizer-stuck"
-	// ReasonForeignDependent: a dependent hangs on the anchor alone but its labels name
-	// an owner in another project (or a cluster name that does not decode).
+	// ReasonForeignDependent: a dependent hanging on the anchor alone is labelled for
+	// another project (or a cluster name that does not decode).
 	ReasonForeignDependent Reason = "foreign-dependent"
 	// ReasonDependentsError: the dependents could not be read or judged.
 	ReasonDependentsError Reason = "dependents-error"
-	// ReasonNotHeld: this replica may not work on the project (sharding), or lost it
-	// during the pass.
+	// ReasonNotHeld: this replica may not work on the project, or lost it in the pass.
 	ReasonNotHeld Reason = "not-held"
-	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret. Such
-	// anchors belong to no shard and are never deleted by one.
+	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret.
 	ReasonNoProjectSecret Reason = "no-project-secret"
-	// ReasonUnreadableKubeconfig: the project's kubeconfig Secret cannot be turned into
-	// a client of its plane (no kubeconfig key, a kubeconfig that does not parse, a
-	// client that cannot be built). The sweep reports such a project's anchors and
-	// passes over none of them.
+	// ReasonUnreadableKubeconfig: the project's kubeconfig Secret gives no client of its
+	// plane; the sweep reports its anchors and passes over none.
 	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig"
 )
 
@@ -166,8 +136,7 @@ func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) 
 type PlaneState int
 
 const (
-	// PlaneVerified: the identity read now equals the recorded one (or was just
-	// recorded).
+	// PlaneVerified: the identity read now is the recorded one (or was just recorded).
 	PlaneVerified PlaneState = iota
 	// PlaneChanged: the identity read now differs from the recorded one.
 	PlaneChanged
@@ -194,21 +163,17 @@ const (
 	NotRead ObjectState = iota
 	// Present: the object exists; see Observation's UID, deletion and finalizers.
 	Present
-	// Absent: for the cache, a miss; for a live read, a NotFound whose details name the
-	// object (the only NotFound that proves anything).
+	// Absent: a cache miss, or a live NotFound whose details name the object.
 	Absent
-	// NotWatched: the cache has no informer for the kind and was not allowed to start
-	// one (cache reads only).
+	// NotWatched: the cache does not watch the kind (cache reads only).
 	NotWatched
-	// NotServed: the plane does not serve the kind: no REST mapping, or a 404 that does
-	// not name the object (live reads only).
+	// NotServed: no REST mapping, or a 404 not naming the object (live reads only).
 	NotServed
 	// Failed: the read failed (timeout, server error, unreachable).
 	Failed
-	// Forbidden: the plane refused the read (403): the manager may not read the kind.
+	// Forbidden: the plane refused the read (403).
 	Forbidden
-	// NotConfigured: the kind is not one the resync reads live (Options.LiveOwnerKinds):
-	// no read was made.
+	// NotConfigured: the kind is not in Options.LiveOwnerKinds; no read was made.
 	NotConfigured
 )
 
@@ -244,23 +209,18 @@ type Proof struct {
 	At     time.Time
 }
 
-// DependentsSummary is what the live read of an anchor's dependents found. Only
-// dependents that hang on the anchor alone (no other existing owner) are counted in
-// the last three fields; the others outlive the anchor.
+// DependentsSummary is what the live read of an anchor's dependents found. Claimed,
+// Foreign and Unreadable count only dependents that hang on the anchor alone.
 type DependentsSummary struct {
 	// Failed: the dependents could not be read.
 	Failed bool
 	// Total dependents holding an ownerReference to the anchor's UID.
 	Total int
-	// Claimed: hang on the anchor alone and are claimed by a live owner (same name,
-	// same hub namespace, and it would write that kind and name) that must re-attach
-	// them first.
+	// Claimed by a live owner that would write them and must re-attach them first.
 	Claimed int
-	// Foreign: hang on the anchor alone and are labelled for an owner in another
-	// project.
+	// Foreign: labelled for an owner in another project.
 	Foreign int
-	// Unreadable: hang on the anchor alone and name an owner whose state could not be
-	// read.
+	// Unreadable: labelled for an owner whose state could not be read.
 	Unreadable int
 }
 
@@ -272,9 +232,8 @@ type Timing struct {
 	ConfirmAfter time.Duration
 	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
 	StuckAfter time.Duration
-	// ClaimPasses: a claimed dependent may keep a stale anchor for this many passes;
-	// the next pass reports the claim expired, and the one after collects the anchor.
-	// Zero: claims never expire.
+	// ClaimPasses: a claimed dependent keeps a stale anchor this many passes, the next
+	// reports the claim expired, the one after collects. Zero: claims never expire.
 	ClaimPasses int
 }
 
@@ -295,16 +254,14 @@ type Facts struct {
 	AnchorUID types.UID
 	// Created is the anchor's creation time (the hub's clock).
 	Created time.Time
-	// HubNow is the hub's clock at Now (HubClock), so that the anchor's age is judged on
-	// one clock; zero when not known, and Now stands in for it.
+	// HubNow is the hub's clock at Now (HubClock); zero when not known (Now stands in).
 	HubNow time.Time
 	// Malformed: anchor-named, in a mapped namespace, but not an anchor.
 	Malformed bool
 	// Ambiguous: another anchor of the same name exists.
 	Ambiguous bool
 	Plane     PlaneState
-	// Retired: the project has no kubeconfig Secret and an operator's tombstone retires
-	// it. Its absence is the proof (project-retired); no plane is read.
+	// Retired: a tombstone retires the project (proof project-retired); no plane is read.
 	Retired bool
 	// Finalizer is our finalizer for the owner's kind ("" when we have none for it).
 	Finalizer string
@@ -316,8 +273,8 @@ type Facts struct {
 	Earlier Proof
 	// Dependents is nil until they have been read.
 	Dependents *DependentsSummary
-	// ClaimedPasses is how many passes before this one found a claimed dependent
-	// hanging on the anchor, in a row.
+	// ClaimedPasses counts the passes in a row before this one that found a claimed
+	// dependent.
 	ClaimedPasses int
 	Timing
 }
@@ -347,11 +304,9 @@ type Verdict struct {
 	Need Need
 }
 
-// Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of one
-// anchor. It is pure: callers gather what Need asks for and call it again. A Collect
-// verdict that still needs the dependents is a candidate: it becomes final only once
-// the dependents are known and none hangs on the anchor alone while claimed by a live
-// owner.
+// Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of
+// one anchor. It is pure: callers gather what Need asks for and call it again. A Collect
+// that still needs the dependents is a candidate, final only once they are judged.
 func Decide(f Facts) Verdict {
 	if f.Malformed {
 		return Verdict{Decision: Unknown, Reason: ReasonMalformed}
@@ -361,8 +316,6 @@ func Decide(f Facts) Verdict {
 	}
 	proof := Reason("")
 	if f.Retired {
-		// No plane to read: the retired project's absence is the proof, confirmed like
-		// any other.
 		proof = ReasonProjectRetired
 	} else {
 		v, p, done := decidePlane(f)
@@ -402,7 +355,6 @@ func Decide(f Facts) Verdict {
 // or, with done, a verdict that ends the decision.
 func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
 	if f.Plane == PlaneChanged {
-		// Reads of another plane prove nothing about this project's objects.
 		return Verdict{Decision: Unknown, Reason: ReasonPlaneChanged}, "", true
 	}
 
@@ -463,10 +415,9 @@ func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
 	return Verdict{}, proof, false
 }
 
-// judgeExisting decides about an owner read with the anchor's UID: not terminating is
-// a Keep for keepReason; terminating with our finalizer is being finalized (Keep) until
-// the stuck threshold (Unknown). ok is false when it is terminating without our
-// finalizer, which proves nothing either way.
+// judgeExisting decides about an owner read with the anchor's UID: Keep (keepReason)
+// when not terminating, finalizing or finalizer-stuck with our finalizer; ok is false
+// when it is terminating without it, which proves nothing.
 func judgeExisting(f Facts, o Observation, keepReason Reason) (Verdict, bool) {
 	if o.Deleting == nil {
 		return Verdict{Decision: Keep, Reason: keepReason}, true
