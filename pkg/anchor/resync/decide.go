@@ -12,16 +12,10 @@ import (
 type Decision int
 
 const (
-	// Keep: the owner exists with the anchor's UID and is not going away without our
-	// finalizer.
-	Keep Decision = iota
-	// Suspect: the owner may be gone, but nothing is proven yet; kept and looked at again.
-	Suspect
-	// Collect: absence proven and confirmed, the anchor old enough, nothing live hanging
-	// on it alone. Deleted only if the throttle, switch, exclusion and dry-run allow.
-	Collect
-	// Unknown: nothing can be concluded; kept, counted and reported.
-	Unknown
+	Keep    Decision = iota // the owner exists with the anchor's UID, not going away without our finalizer
+	Suspect                 // the owner may be gone, but nothing is proven yet; kept and looked at again
+	Collect                 // absence proven and confirmed, the anchor old enough, nothing live on it alone
+	Unknown                 // nothing can be concluded; kept, counted and reported
 )
 
 var decisionNames = [...]string{Keep: "keep", Suspect: "suspect", Collect: "collect", Unknown: "unknown"}
@@ -136,12 +130,9 @@ func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) 
 type PlaneState int
 
 const (
-	// PlaneVerified: the identity read now is the recorded one (or was just recorded).
-	PlaneVerified PlaneState = iota
-	// PlaneChanged: the identity read now differs from the recorded one.
-	PlaneChanged
-	// PlaneUnverified: the identity could not be read or compared.
-	PlaneUnverified
+	PlaneVerified   PlaneState = iota // the identity read now is the recorded one (or was just recorded)
+	PlaneChanged                      // the identity read now differs from the recorded one
+	PlaneUnverified                   // the identity could not be read or compared
 )
 
 func (p PlaneState) String() string {
@@ -159,22 +150,14 @@ func (p PlaneState) String() string {
 type ObjectState int
 
 const (
-	// NotRead: no read was made (yet).
-	NotRead ObjectState = iota
-	// Present: the object exists; see Observation's UID, deletion and finalizers.
-	Present
-	// Absent: a cache miss, or a live NotFound whose details name the object.
-	Absent
-	// NotWatched: the cache does not watch the kind (cache reads only).
-	NotWatched
-	// NotServed: no REST mapping, or a 404 not naming the object (live reads only).
-	NotServed
-	// Failed: the read failed (timeout, server error, unreachable).
-	Failed
-	// Forbidden: the plane refused the read (403).
-	Forbidden
-	// NotConfigured: the kind is not in Options.LiveOwnerKinds; no read was made.
-	NotConfigured
+	NotRead       ObjectState = iota // no read was made (yet)
+	Present                          // the object exists; see Observation's UID, deletion and finalizers
+	Absent                           // a cache miss, or a live NotFound whose details name the object
+	NotWatched                       // the cache does not watch the kind (cache reads only)
+	NotServed                        // no REST mapping, or a 404 not naming the object (live reads only)
+	Failed                           // the read failed (timeout, server error, unreachable)
+	Forbidden                        // the plane refused the read (403)
+	NotConfigured                    // the kind is not in Options.LiveOwnerKinds; no read was made
 )
 
 // Observation is the outcome of one read of the upstream owner.
@@ -191,16 +174,11 @@ type Observation struct {
 type NamespaceState int
 
 const (
-	// NamespaceNotRead: not read (yet).
-	NamespaceNotRead NamespaceState = iota
-	// NamespaceMatches: the upstream namespace's UID is the hub namespace's suffix.
-	NamespaceMatches
-	// NamespaceRecreated: the upstream namespace exists with another UID.
-	NamespaceRecreated
-	// NamespaceGone: NotFound, with details naming the namespace.
-	NamespaceGone
-	// NamespaceUnknown: the read failed or proved nothing; the owner is read instead.
-	NamespaceUnknown
+	NamespaceNotRead   NamespaceState = iota // not read (yet)
+	NamespaceMatches                         // the upstream namespace's UID is the hub namespace's suffix
+	NamespaceRecreated                       // the upstream namespace exists with another UID
+	NamespaceGone                            // NotFound, with details naming the namespace
+	NamespaceUnknown                         // the read failed or proved nothing; the owner is read instead
 )
 
 // Proof is an earlier proof of absence of one anchor's owner, kept between passes.
@@ -283,14 +261,10 @@ type Facts struct {
 type Need int
 
 const (
-	// NeedNothing: the verdict is final for this pass.
-	NeedNothing Need = iota
-	// NeedNamespace: read the upstream namespace live.
-	NeedNamespace
-	// NeedLive: read the owner live.
-	NeedLive
-	// NeedDependents: read the anchor's dependents on the hub (just before deleting).
-	NeedDependents
+	NeedNothing    Need = iota // the verdict is final for this pass
+	NeedNamespace              // read the upstream namespace live
+	NeedLive                   // read the owner live
+	NeedDependents             // read the anchor's dependents on the hub (just before deleting)
 )
 
 // Verdict is the outcome of Decide.

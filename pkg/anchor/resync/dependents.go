@@ -176,16 +176,11 @@ type dependentKind int
 // The judgements of docs/design.md, No cascade into live objects. All but shared are
 // of a dependent that hangs on the anchor alone.
 const (
-	// dependentShared: another existing owner, or already being deleted.
-	dependentShared dependentKind = iota
-	// dependentOrphan: no live owner claims it; it goes with the anchor.
-	dependentOrphan
-	// dependentClaimed: a live owner would write it and must re-attach it first.
-	dependentClaimed
-	// dependentForeign: labelled for another project, or an undecodable cluster name.
-	dependentForeign
-	// dependentUnreadable: labelled for an owner whose state could not be read.
-	dependentUnreadable
+	dependentShared     dependentKind = iota // another existing owner, or already being deleted
+	dependentOrphan                          // no live owner claims it; it goes with the anchor
+	dependentClaimed                         // a live owner would write it and must re-attach it first
+	dependentForeign                         // labelled for another project, or an undecodable cluster name
+	dependentUnreadable                      // labelled for an owner whose state could not be read
 )
 
 // ownerKey is an owner without its UID: what labels of a downstream object name.

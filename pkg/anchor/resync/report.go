@@ -20,26 +20,16 @@ import (
 type Action string
 
 const (
-	// ActionNone: nothing (every decision but Collect, except awaiting-reattach).
-	ActionNone Action = ""
-	// ActionDeleted: deleted; its dependents follow through the garbage collector.
-	ActionDeleted Action = "deleted"
-	// ActionDryRun: would have been deleted; dry-run.
-	ActionDryRun Action = "dry-run"
-	// ActionSwitchedOff: would have been deleted; the runtime switch is off.
-	ActionSwitchedOff Action = "switched-off"
-	// ActionExcluded: would have been deleted; the project's Secret excludes it.
-	ActionExcluded Action = "excluded"
-	// ActionDeferred: over this pass's cap; a later pass deletes it.
-	ActionDeferred Action = "deferred"
-	// ActionHalted: the project's deletions halted this pass (ceiling).
-	ActionHalted Action = "halted"
-	// ActionFailed: the delete call failed (a conflict means the anchor changed).
-	ActionFailed Action = "failed"
-	// ActionOwnerEnqueued: a live owner claiming a dependent was asked to re-attach it.
-	ActionOwnerEnqueued Action = "owner-enqueued"
-	// ActionAlreadyTerminating: already being deleted; skipped.
-	ActionAlreadyTerminating Action = "already-terminating"
+	ActionNone               Action = ""                    // nothing beyond deciding
+	ActionDeleted            Action = "deleted"             // deleted; the garbage collector takes its dependents
+	ActionDryRun             Action = "dry-run"             // would have been deleted; dry-run
+	ActionSwitchedOff        Action = "switched-off"        // would have been deleted; the runtime switch is off
+	ActionExcluded           Action = "excluded"            // would have been deleted; the Secret excludes the project
+	ActionDeferred           Action = "deferred"            // over this pass's cap; a later pass deletes it
+	ActionHalted             Action = "halted"              // deletions halted this pass (ceiling)
+	ActionFailed             Action = "failed"              // the delete failed (a conflict: the anchor changed)
+	ActionOwnerEnqueued      Action = "owner-enqueued"      // a claiming live owner was asked to re-attach
+	ActionAlreadyTerminating Action = "already-terminating" // already being deleted; skipped
 )
 
 var collectActions = []Action{ActionDeleted, ActionDryRun, ActionSwitchedOff, ActionExcluded, ActionDeferred, ActionHalted, ActionFailed, ActionAlreadyTerminating}
