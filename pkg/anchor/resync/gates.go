@@ -18,13 +18,11 @@ import (
 // Operator controls, read by every pass (docs/design.md, Throttle, not halt; Plane
 // identity; Projects with no Secret).
 const (
-	// AnnotationDeletion set to DeletionOff on the lease namespace turns every replica's
-	// deletions off; passes still decide and report.
+	// AnnotationDeletion set to DeletionOff on the lease namespace turns deletion off.
 	AnnotationDeletion = "anchorage.datumapis.com/anchor-deletion"
 	// DeletionOff is the AnnotationDeletion value that turns deletion off.
 	DeletionOff = "off"
-	// AnnotationExclude set to "true" on a project's kubeconfig Secret excludes the
-	// project from deletions.
+	// AnnotationExclude set to "true" on a project's Secret excludes it from deletions.
 	AnnotationExclude = "anchorage.datumapis.com/resync-exclude"
 	// LabelPlaneIdentity marks the plane identity records in the lease namespace.
 	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity"
@@ -37,8 +35,7 @@ const (
 	// TombstoneKeyProject is the data key of a tombstone naming the retired project.
 	TombstoneKeyProject = "project"
 
-	// DefaultSecretLabel is the label of kubeconfig Secrets (multicluster-runtime's
-	// kubeconfig provider).
+	// DefaultSecretLabel marks kubeconfig Secrets (multicluster-runtime's provider).
 	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 
 	planeIdentityPrefix = "anchorage-plane-"
@@ -142,8 +139,7 @@ func excluded(sec metav1.Object) bool {
 	return sec != nil && strings.EqualFold(sec.GetAnnotations()[AnnotationExclude], "true")
 }
 
-// deletionSwitch reads the runtime switch on the lease namespace; one that cannot be
-// read counts as off.
+// deletionSwitch reads the runtime switch; one that cannot be read counts as off.
 func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace string) (on bool, err error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -153,8 +149,7 @@ func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace strin
 	return !strings.EqualFold(ns.Annotations[AnnotationDeletion], DeletionOff), nil
 }
 
-// PlaneIdentityName is the ConfigMap, in the lease namespace, recording project's
-// plane identity.
+// PlaneIdentityName names project's plane identity record in the lease namespace.
 func PlaneIdentityName(project string) string {
 	sum := sha256.Sum256([]byte(project))
 	return planeIdentityPrefix + hex.EncodeToString(sum[:10])
@@ -333,8 +328,7 @@ func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Clien
 	return false, calls, err
 }
 
-// tombstoneOf returns the name of a tombstone retiring project in the lease namespace
-// ("" if none), and the requests made.
+// tombstoneOf returns the name of a tombstone retiring project ("" if none), and calls.
 func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project string) (string, int, error) {
 	names, err := tombstones(ctx, hub, leaseNamespace)
 	if err != nil {
@@ -343,8 +337,7 @@ func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project
 	return names[project], 1, nil
 }
 
-// tombstones returns the retired projects named by tombstones in the lease namespace,
-// with the name of each one's tombstone.
+// tombstones returns the tombstone's name of each retired project.
 func tombstones(ctx context.Context, hub client.Reader, leaseNamespace string) (map[string]string, error) {
 	list := &corev1.ConfigMapList{}
 	if err := hub.List(ctx, list, client.InNamespace(leaseNamespace), client.MatchingLabels{LabelTombstone: "true"}); err != nil {

@@ -72,18 +72,15 @@ type Options struct {
 	Period time.Duration
 	// InitialJitter bounds the random delay of a project's first pass. Default 30s.
 	InitialJitter time.Duration
-	// ConfirmAfter is how long after a first proof the same proof must hold again; the
-	// next pass is scheduled for then. Default 30s.
+	// ConfirmAfter: a proof must hold again this long after it was first seen. Default 30s.
 	ConfirmAfter time.Duration
 	// MinAge: anchors younger than this are never collected. Default 5m.
 	MinAge time.Duration
-	// StuckAfter: an owner terminating with our finalizer for longer is reported
-	// finalizer-stuck. Default 1h.
+	// StuckAfter: an owner finalizing longer is reported finalizer-stuck. Default 1h.
 	StuckAfter time.Duration
 	// MaxDeletionsPerPass caps one pass's deletions in one project. Default 50.
 	MaxDeletionsPerPass int
-	// HaltAbove is the ceiling: a pass with more collectable anchors in one project
-	// deletes none of them. Default 500.
+	// HaltAbove: a pass with more collectable anchors deletes none. Default 500.
 	HaltAbove int
 	// DeletionQPS and DeletionBurst rate-limit a replica's deletions. Default 10, 20.
 	DeletionQPS   float32
@@ -91,8 +88,7 @@ type Options struct {
 	// LiveQPS and LiveBurst rate-limit live reads of one plane. Default 50, 100.
 	LiveQPS   float32
 	LiveBurst int
-	// DependentsQPS and DependentsBurst rate-limit a replica's hub lists of dependents.
-	// Default 50, 100.
+	// DependentsQPS and DependentsBurst rate-limit the dependents lists. Default 50, 100.
 	DependentsQPS   float32
 	DependentsBurst int
 	// LiveTimeout bounds each live read of a plane. Default 5s.
@@ -106,22 +102,18 @@ type Options struct {
 	// project's loss (tests, audits). Zero (default): the latest only, slimmed, dropped
 	// with the project.
 	ReportHistory int
-	// ClaimPasses bounds how many passes a claimed dependent keeps a stale anchor
-	// (Timing.ClaimPasses). Default 3.
+	// ClaimPasses: see Timing.ClaimPasses. Default 3.
 	ClaimPasses int
 	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
 	Finalizers map[schema.GroupKind]string
-	// Writes are the hub objects the live path writes, by owner kind; they decide
-	// claims. Default DefaultHubWrites.
+	// Writes are what the live path writes, by owner kind. Default DefaultHubWrites.
 	Writes map[schema.GroupKind][]HubWrite
 	// LiveOwnerKinds are the owner kinds read live; another kind's anchor is
 	// kind-not-configured. Default DefaultLiveOwnerKinds. Never Secrets.
 	LiveOwnerKinds []schema.GroupKind
-	// ClaimsNamespace is the hub namespace of the hostname claims (claims.go). Empty:
-	// the resync releases none.
+	// ClaimsNamespace holds the hostname claims (claims.go). Empty: none released.
 	ClaimsNamespace string
-	// ExtraDependentKinds are legacy hub kinds the dependents scan lists too. Default
-	// none. Never Secrets.
+	// ExtraDependentKinds are legacy kinds the dependents scan lists too. Never Secrets.
 	ExtraDependentKinds []schema.GroupKind
 	// Clock drives periods, ages and confirmation. Default the real clock; rate limits
 	// and timeouts always run on the real clock.
@@ -196,8 +188,7 @@ func (o Options) Validate() error {
 	return validKinds("extra dependent kinds", o.ExtraDependentKinds)
 }
 
-// validKinds refuses a kind without a name, a wildcard and Secrets: each kind listed
-// becomes an RBAC grant.
+// validKinds refuses a nameless kind, a wildcard and Secrets: each is an RBAC grant.
 func validKinds(what string, kinds []schema.GroupKind) error {
 	for _, gk := range kinds {
 		switch {

@@ -44,8 +44,7 @@ type Examination struct {
 // ExaminationRecorder receives Examinations (tests, audits).
 type ExaminationRecorder interface{ RecordExamination(Examination) }
 
-// projectMemory is what a project's loop keeps between passes; it is lost with the
-// project.
+// projectMemory is what a project's loop keeps between passes; lost with the project.
 type projectMemory struct {
 	proofs map[types.UID]Proof
 	// claims counts, per anchor, the passes in a row that found a claimed dependent.
@@ -81,8 +80,7 @@ type passDeps struct {
 	recordIdentity bool
 }
 
-// newPass builds one pass over project, reading plane and keeping in mem what outlives
-// the pass.
+// newPass builds one pass over project, reading plane; mem outlives the pass.
 func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -110,8 +108,7 @@ func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, rea
 	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
-// pass is one resync pass over one project; each of its steps runs inside the
-// project's admission.
+// pass is one resync pass over one project; each step runs inside its admission.
 type pass struct {
 	passDeps
 	project string
@@ -156,12 +153,10 @@ type item struct {
 	seq int
 }
 
-// errAborted marks an end of the pass that is not a failure: the project was lost or
-// not admitted.
+// errAborted ends a pass without failure: the project was lost or not admitted.
 var errAborted = errors.New("pass aborted")
 
-// unreachableAfter is how many failed reads of the plane in a row make a pass stop
-// reading it.
+// unreachableAfter failed reads of the plane in a row make a pass stop reading it.
 const unreachableAfter = 3
 
 func (p *pass) now() time.Time { return p.opts.Clock.Now() }
@@ -309,15 +304,15 @@ func compareItems(a, b *item) int {
 	return cmp.Compare(a.seq, b.seq)
 }
 
-// looksLikeAnchor reports whether a ConfigMap has an anchor's name and place: one that
-// then fails IsAnchor is a malformed anchor.
+// looksLikeAnchor reports whether obj has an anchor's name and place: such an object
+// that fails IsAnchor is a malformed anchor.
 func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 	_, ok := anchor.UIDOfName(obj.Name)
 	return ok && anchor.IsMappedNamespaceName(obj.Namespace)
 }
 
-// checkPlane reads the plane identity and compares it with the record: a changed plane
-// halts the project; an acknowledgement is logged and evented.
+// checkPlane reads the plane identity, compares it with the record and halts the
+// project on a change.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)

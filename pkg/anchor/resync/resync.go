@@ -44,8 +44,7 @@ type Config struct {
 	LeaseNamespace    string
 	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
 	SecretLabel string
-	// SecretProjectAnnotation names a Secret's project when its name cannot (the
-	// shard's AnnotationProject).
+	// SecretProjectAnnotation names a Secret's project (the shard's AnnotationProject).
 	SecretProjectAnnotation string
 	// Anchors is the hub anchor cache; HubReader, uncached, serves the unowned report.
 	Anchors    *AnchorCache
@@ -55,8 +54,7 @@ type Config struct {
 	Events events.EventRecorder
 	// Recorder receives an Examination per anchor per pass. Nil: none.
 	Recorder ExaminationRecorder
-	// HubClock gives the hub's time, on which minimum ages are judged. Nil: the local
-	// clock.
+	// HubClock gives the hub's time, for minimum ages. Nil: the local clock.
 	HubClock *HubClock
 	Registry prometheus.Registerer
 	Logger   logr.Logger
@@ -225,8 +223,8 @@ func (r *Resync) Start(ctx context.Context) error {
 	}
 }
 
-// Engage implements multicluster.Aware: it starts the project's loop, or restarts it
-// for a new engagement (a new cluster), and lets it run until ctx ends.
+// Engage implements multicluster.Aware: it starts the project's loop, restarted for a
+// new cluster, until ctx ends.
 func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if r.opts.Disabled {
 		return nil
@@ -265,8 +263,7 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 	return nil
 }
 
-// runProject is one project's loop: the first pass after a jittered delay, then one
-// every period, sooner when a proof waits for confirmation.
+// runProject is one project's loop: a first pass after a jittered delay, then nextDelay.
 func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Cluster) {
 	select {
 	case <-r.started:

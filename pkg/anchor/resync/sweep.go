@@ -34,16 +34,14 @@ type SweepOptions struct {
 	SecretLabel string
 	// SecretProjectAnnotation, on a Secret, names its project.
 	SecretProjectAnnotation string
-	// Resync holds the knobs, DryRun included. Its Clock must be real: the sweep waits
-	// for the confirmation delay.
+	// Resync holds the knobs, DryRun included; its Clock must be real.
 	Resync Options
 	// Scheme for the clients. Default client-go's.
 	Scheme *runtime.Scheme
 	Logger logr.Logger
 	// Projects, when not empty, limits the sweep (passes and reports) to these projects.
 	Projects []string
-	// OnReport, when set, receives each project's report once final, once per project,
-	// from the goroutine that called Sweep.
+	// OnReport, when set, gets each project's final report, from Sweep's goroutine.
 	OnReport func(PassReport)
 }
 
@@ -154,16 +152,14 @@ func selectProjects(names []string) projectSelection {
 // covers reports whether the sweep covers project.
 func (s projectSelection) covers(project string) bool { return s == nil || s[project] }
 
-// sweepPlan is a plane per project to pass over, and the rows final before any pass,
-// sorted by project.
+// sweepPlan is a plane per project to pass over, and the rows final before any pass.
 type sweepPlan struct {
 	selected projectSelection
 	planes   map[string]Plane
 	settled  []PassReport
 }
 
-// planSweep reads the Secrets and tombstones and decides, for each covered project,
-// whether it gets a pass or a row of its own.
+// planSweep decides, from Secrets and tombstones, which projects get a pass or a row.
 func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (sweepPlan, error) {
 	plan := sweepPlan{selected: selectProjects(opts.Projects)}
 	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, plan.selected)
@@ -335,8 +331,7 @@ func (f foundPlanes) has(project string) bool {
 	return plane || bad || f.duplicates[project] != nil
 }
 
-// sweepPlanes builds a live-only Plane, carrying its Secret's UID, per covered project
-// with one kubeconfig Secret.
+// sweepPlanes builds a live-only Plane per covered project with one kubeconfig Secret.
 func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, selected projectSelection) (foundPlanes, error) {
 	found := foundPlanes{planes: map[string]Plane{}, duplicates: map[string][]string{}, unreadable: map[string]unreadableSecret{}}
 	list := &corev1.SecretList{}
@@ -405,8 +400,7 @@ func unownedReports(anchors *listedAnchors, reports map[string]PassReport, selec
 	return out
 }
 
-// untouchedAnchors makes report lines with verdict v and detail for the anchors among
-// items, which no pass looks at.
+// untouchedAnchors makes report lines, verdict v, for the anchors among items.
 func untouchedAnchors(items []metav1.PartialObjectMetadata, v Verdict, detail string, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for i := range items {
