@@ -56,11 +56,9 @@ const (
 	ReasonAwaitingConfirmation Reason = "awaiting-confirmation"
 	// ReasonBelowMinimumAge: confirmed, but the anchor is younger than MinAge.
 	ReasonBelowMinimumAge Reason = "below-minimum-age"
-	// ReasonAwaitingReattach: a live owner claims a dependent that hangs on the anchor
-	// alone and is enqueued to re-attach it; waits at most ClaimPasses passes.
+	// ReasonAwaitingReattach: a live owner claims a dependent; it is enqueued to re-attach.
 	ReasonAwaitingReattach Reason = "awaiting-reattach"
-	// ReasonClaimExpired: claimed for ClaimPasses passes; reported for one pass, then
-	// the claimed dependents go with the anchor.
+	// ReasonClaimExpired: claimed for ClaimPasses passes; the next pass collects.
 	ReasonClaimExpired Reason = "claim-expired"
 )
 
@@ -70,8 +68,7 @@ const (
 	ReasonNotFound Reason = "not-found"
 	// ReasonReplaced: a live GET found an object of that name with another UID.
 	ReasonReplaced Reason = "replaced"
-	// ReasonNamespaceRecreated: the upstream namespace exists with a UID other than the
-	// hub namespace's suffix.
+	// ReasonNamespaceRecreated: the upstream namespace exists under another UID.
 	ReasonNamespaceRecreated Reason = "namespace-recreated"
 	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
 	ReasonNamespaceGone Reason = "namespace-gone"
@@ -89,11 +86,9 @@ const (
 	ReasonKindNotServed Reason = "kind-not-served"
 	// ReasonReadError: a read failed (timeout, server error, unreachable).
 	ReasonReadError Reason = "read-error"
-	// ReasonForbidden: a 403 on the owner's kind; that kind is unknown for the rest of
-	// the pass, and the detail names the missing permission.
+	// ReasonForbidden: a 403 on the owner's kind, unknown for the rest of the pass.
 	ReasonForbidden Reason = "forbidden"
-	// ReasonKindNotConfigured: the owner's kind is not in Options.LiveOwnerKinds, so it
-	// is never read; the detail names the flag and the permission.
+	// ReasonKindNotConfigured: the owner's kind is not in Options.LiveOwnerKinds.
 	ReasonKindNotConfigured Reason = "kind-not-configured"
 	// ReasonPlaneChanged: the plane's identity differs from the record. Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
@@ -101,8 +96,7 @@ const (
 	ReasonPlaneUnverified Reason = "plane-unverified"
 	// ReasonFinalizerStuck: terminating with our finalizer for longer than StuckAfter.
 	ReasonFinalizerStuck Reason = "finalizer-stuck"
-	// ReasonForeignDependent: a dependent hanging on the anchor alone is labelled for
-	// another project (or a cluster name that does not decode).
+	// ReasonForeignDependent: a dependent hanging on it alone is another project's.
 	ReasonForeignDependent Reason = "foreign-dependent"
 	// ReasonDependentsError: the dependents could not be read or judged.
 	ReasonDependentsError Reason = "dependents-error"
@@ -110,8 +104,7 @@ const (
 	ReasonNotHeld Reason = "not-held"
 	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret.
 	ReasonNoProjectSecret Reason = "no-project-secret"
-	// ReasonUnreadableKubeconfig: the project's kubeconfig Secret gives no client of its
-	// plane; the sweep reports its anchors and passes over none.
+	// ReasonUnreadableKubeconfig: the project's Secret gives no client (the sweep).
 	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig"
 )
 
@@ -210,8 +203,7 @@ type Timing struct {
 	ConfirmAfter time.Duration
 	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
 	StuckAfter time.Duration
-	// ClaimPasses: a claimed dependent keeps a stale anchor this many passes, the next
-	// reports the claim expired, the one after collects. Zero: claims never expire.
+	// ClaimPasses: passes a claim keeps a stale anchor before it expires; 0: never.
 	ClaimPasses int
 }
 
@@ -251,8 +243,7 @@ type Facts struct {
 	Earlier Proof
 	// Dependents is nil until they have been read.
 	Dependents *DependentsSummary
-	// ClaimedPasses counts the passes in a row before this one that found a claimed
-	// dependent.
+	// ClaimedPasses counts the earlier passes in a row that found a claimed dependent.
 	ClaimedPasses int
 	Timing
 }
@@ -271,8 +262,7 @@ const (
 type Verdict struct {
 	Decision Decision
 	Reason   Reason
-	// Proof is the proof of absence held now ("" if none); the caller records it with
-	// the time it was first seen, and forgets it when a later pass holds none.
+	// Proof is the proof of absence held now ("" if none), for the caller to remember.
 	Proof Reason
 	// Need is the read to make before deciding again.
 	Need Need
@@ -319,8 +309,7 @@ func Decide(f Facts) Verdict {
 	case d.Claimed > 0 && f.ClaimedPasses == f.ClaimPasses:
 		return Verdict{Decision: Suspect, Reason: ReasonClaimExpired, Proof: proof}
 	}
-	// Nothing claimed, or a claim that expired a pass ago: what hangs on the anchor
-	// alone is its garbage.
+	// Nothing claimed, or a claim expired a pass ago: the rest is garbage.
 	return Verdict{Decision: Collect, Reason: proof, Proof: proof}
 }
 

@@ -23,8 +23,7 @@ import (
 // and namespace, so each request runs in its own admission step. calls counts the
 // requests made.
 type DependentLister interface {
-	// Kinds returns the listed kinds the hub serves. A failed discovery of a group that
-	// holds one of them is an error.
+	// Kinds returns the listed kinds the hub serves; failed discovery of one is an error.
 	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
 	// List returns the metadata of every object of kind in namespace.
 	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
@@ -327,8 +326,7 @@ func (j dependentJudge) judgeOwn() dependentKind {
 			// Contradicts the proof: keep.
 			return dependentUnreadable
 		}
-		// Another UID claims it, unless the proof was the namespace: an object in a new
-		// namespace maps to another hub namespace.
+		// Another UID claims it, unless the namespace is new (another hub namespace).
 		if nsProof {
 			return dependentOrphan
 		}

@@ -164,8 +164,7 @@ type planeCheck struct {
 	Current  types.UID
 	// Acknowledged: an operator acknowledged Current, which is now recorded.
 	Acknowledged bool
-	// LossAcknowledged: the record acknowledges Current, the recorded plane, so a mass
-	// loss of namespaces does not halt.
+	// LossAcknowledged: Current, the recorded plane, is acknowledged: no mass-loss halt.
 	LossAcknowledged bool
 }
 

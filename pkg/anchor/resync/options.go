@@ -65,8 +65,8 @@ var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 type Options struct {
 	// Disabled turns the resync off entirely. Default false.
 	Disabled bool
-	// DryRun decides and reports everything, deletes and enqueues nothing (a replica
-	// still records a plane identity; the sweep does not).
+	// DryRun decides and reports, deletes and enqueues nothing; a replica still records
+	// plane identities.
 	DryRun bool
 	// Period between two passes over one project. Default 10m.
 	Period time.Duration
@@ -98,9 +98,8 @@ type Options struct {
 	// RememberedProjects bounds the projects whose reports a replica keeps (least
 	// recently passed forgotten first); keep it above the projects held. Default 4096.
 	RememberedProjects int
-	// ReportHistory is how many full reports per project Reports keeps, past the
-	// project's loss (tests, audits). Zero (default): the latest only, slimmed, dropped
-	// with the project.
+	// ReportHistory > 0 keeps that many full reports per project, past its loss (tests);
+	// zero (default) only the latest, slimmed, dropped with the project.
 	ReportHistory int
 	// ClaimPasses: see Timing.ClaimPasses. Default 3.
 	ClaimPasses int
@@ -108,15 +107,13 @@ type Options struct {
 	Finalizers map[schema.GroupKind]string
 	// Writes are what the live path writes, by owner kind. Default DefaultHubWrites.
 	Writes map[schema.GroupKind][]HubWrite
-	// LiveOwnerKinds are the owner kinds read live; another kind's anchor is
-	// kind-not-configured. Default DefaultLiveOwnerKinds. Never Secrets.
+	// LiveOwnerKinds are the owner kinds read live. Default DefaultLiveOwnerKinds.
 	LiveOwnerKinds []schema.GroupKind
 	// ClaimsNamespace holds the hostname claims (claims.go). Empty: none released.
 	ClaimsNamespace string
 	// ExtraDependentKinds are legacy kinds the dependents scan lists too. Never Secrets.
 	ExtraDependentKinds []schema.GroupKind
-	// Clock drives periods, ages and confirmation. Default the real clock; rate limits
-	// and timeouts always run on the real clock.
+	// Clock drives periods, ages and confirmation (not rate limits, timeouts). Default real.
 	Clock clock.WithTicker
 }
 

@@ -75,8 +75,8 @@ type passDeps struct {
 	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
-	// recordIdentity allows writing the plane identity record: a replica's passes do,
-	// dry-run or not; a dry-run sweep does not.
+	// recordIdentity allows writing the plane identity record: a replica always, a sweep
+	// unless dry-run.
 	recordIdentity bool
 }
 

@@ -68,18 +68,15 @@ type PassReport struct {
 	// Aborted is set when the pass ended early (project lost, not admitted).
 	Aborted string
 	Anchors []AnchorReport
-	// KeptUnlisted counts kept anchors a remembered report has no line for; Count(Keep)
-	// includes them.
+	// KeptUnlisted counts kept anchors without a line (slim); Count(Keep) includes them.
 	KeptUnlisted int
 	// APICalls counts the requests the pass made, hub and project.
 	APICalls int
-	// PendingConfirmation is the earliest time a proof recorded in this pass can be
-	// confirmed (zero if none).
+	// PendingConfirmation is when a proof of this pass can first be confirmed (or zero).
 	PendingConfirmation time.Time
 	// Retired: no kubeconfig Secret, and a tombstone retires the project.
 	Retired bool
-	// ClaimsReleased names the hostname claims released (or, dry-run or switched off,
-	// that would have been).
+	// ClaimsReleased names the hostname claims released (dry-run or off: to release).
 	ClaimsReleased []string
 }
 

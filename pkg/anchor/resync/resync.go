@@ -29,14 +29,13 @@ type Config struct {
 	// hub writes go through the validity-guarded writer.
 	Admission Admission
 	Hub       HubAccess
-	// RetiredAdmission and RetiredHub (CoordinatorAccess), both set, let the coordinator
-	// collect retired projects' anchors (retired.go). Nil: they are only reported.
+	// RetiredAdmission and RetiredHub (CoordinatorAccess) let the coordinator collect
+	// retired projects (retired.go). Nil: only reported.
 	RetiredAdmission Admission
 	RetiredHub       HubAccess
 	// Holder returns this replica's current incarnation, for records and reports.
 	Holder func() string
-	// Enqueue asks the live path to reconcile an owner, to re-attach a dependent from a
-	// stale anchor (pkg/gateway's Setup.Enqueue). Nil: none.
+	// Enqueue asks the live path to reconcile an owner (Setup.Enqueue). Nil: none.
 	Enqueue func(anchor.Owner) error
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
 	// records, tombstones and the deletion switch.

@@ -13,8 +13,8 @@ type HubWrite struct {
 	Group, Kind string
 	// PerListener: named <owner>-<listener>, one per listener.
 	PerListener bool
-	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>. The name holds
-	// the owner's UID, so an owner of the same name never claims a stale one.
+	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>: an owner of the
+	// same name, another UID, never writes it, so it is never claimed.
 	PerBackendRef bool
 }
 
