@@ -14,14 +14,9 @@ import (
 )
 
 // EnsureMappedNamespace creates the hub namespace that mirrors upstreamNS in project,
-// ns-<upstreamNS UID>, or adopts it if it exists, and returns its name.
-//
-// An existing namespace gets the labels it lacks and keeps everything else, because
-// namespaces written before the labels existed must keep working. A label that is
-// present with another value is an error (wrapping ErrForeign) and nothing is changed:
-// it means two upstream namespaces map to one hub namespace, and writing into it could
-// mix their objects. The legacy spelling of the cluster name counts as the same value.
-// A terminating namespace is an error too, since nothing can be created in it.
+// or adopts it if it exists, and returns its name. An existing namespace gets the labels
+// it lacks; one labelled with another value (ErrForeign) or terminating is an error and
+// is not changed (docs/design.md, Mapped namespaces).
 func EnsureMappedNamespace(ctx context.Context, hub client.Client, project string, upstreamNS *corev1.Namespace) (string, error) {
 	if upstreamNS == nil {
 		return "", fmt.Errorf("ensuring mapped namespace in project %q: no upstream namespace given", project)
@@ -35,12 +30,10 @@ func EnsureMappedNamespace(ctx context.Context, hub client.Client, project strin
 		LabelClusterName: ClusterNameValue(project),
 	}
 
-	// Conflict: someone changed the namespace since we read it. AlreadyExists: someone
-	// created it since we found it missing. Either way, read it again and adopt it.
+	// Changed or created since read: read again.
 	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
 	err := retry.OnError(retry.DefaultRetry, retriable, func() error {
-		// A fresh object each time: decoding into a used one merges maps, which would
-		// make labels from an earlier attempt look present.
+		// Fresh each time: decoding into a used object merges maps.
 		current := &corev1.Namespace{}
 		err := hub.Get(ctx, client.ObjectKey{Name: name}, current)
 		if apierrors.IsNotFound(err) {
@@ -109,22 +102,11 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 	return hub.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
-// Attach finds or creates owner's anchor in hubNamespace and returns it, then makes
-// downstream hang on it: downstream gets owner's five labels and exactly one anchor
-// ownerReference, to this anchor, non-controller and without BlockOwnerDeletion.
-// References to any other anchor (a v1 ConfigMap named anchor-*, such as the anchor of
-// a previous owner of the same name) are dropped, so an object reused by a recreated
-// owner never hangs only on a stale anchor; other ownerReferences are kept as they are.
-// Attach changes downstream only in memory: the caller writes it.
-//
-// Calling Attach when the anchor exists is safe and cheap (one Get). An existing
-// ConfigMap of the anchor's name that is not owner's anchor (other labels, data,
-// ownerReferences, or being deleted) is an error wrapping ErrForeign, and neither it
-// nor downstream is changed: hanging an object on a ConfigMap the manager does not
-// control would let someone else's delete cascade into live traffic.
-//
-// downstream must live in hubNamespace: an ownerReference only resolves within the
-// dependent's namespace, and one that does not resolve gets the dependent collected.
+// Attach finds or creates owner's anchor in hubNamespace and returns it, then, in
+// memory only, gives downstream (which must live in hubNamespace) owner's five labels
+// and exactly one anchor ownerReference, to this anchor (docs/design.md, Downstream
+// objects); other ownerReferences are kept. A ConfigMap of the anchor's name that is
+// not owner's anchor is an error wrapping ErrForeign, and nothing is changed.
 func Attach(ctx context.Context, hub client.Client, owner Owner, hubNamespace string, downstream client.Object) (*corev1.ConfigMap, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, fmt.Errorf("attaching to the anchor of %s: %w", owner, err)
@@ -174,7 +156,7 @@ func ensureAnchor(ctx context.Context, hub client.Client, owner Owner, namespace
 		if !apierrors.IsAlreadyExists(err) {
 			return nil, fmt.Errorf("creating anchor %s for %s: %w", key, owner, err)
 		}
-		// Created concurrently (another worker or replica): use it if it is ours.
+		// Created concurrently: use it if it is ours.
 		anchor = &corev1.ConfigMap{}
 		err = hub.Get(ctx, key, anchor)
 	}
@@ -210,10 +192,8 @@ func checkAnchorOf(cm *corev1.ConfigMap, owner Owner) error {
 	return nil
 }
 
-// withAnchorReference returns refs with every anchor reference replaced by a single
-// reference to anchor. The new reference takes the place of the first anchor reference
-// found, so re-attaching an object already attached leaves its references unchanged
-// and the caller's write is a no-op.
+// withAnchorReference returns refs with every anchor reference replaced by one to
+// anchor, in the place of the first, so re-attaching changes nothing.
 func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap) []metav1.OwnerReference {
 	want := metav1.OwnerReference{
 		APIVersion: "v1",
@@ -239,8 +219,8 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 	return out
 }
 
-// IsAnchorReference reports whether ref points at an anchor-named core ConfigMap. Any
-// such reference is the manager's: no one else hangs objects on ConfigMaps of that name.
+// IsAnchorReference reports whether ref points at an anchor-named core ConfigMap, which
+// only the manager hangs objects on.
 func IsAnchorReference(ref metav1.OwnerReference) bool {
 	return ref.APIVersion == "v1" && ref.Kind == "ConfigMap" && strings.HasPrefix(ref.Name, NamePrefix)
 }

@@ -14,24 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Delete deletes owner's anchor, wherever it is on the hub, and with it (through the
-// hub's garbage collector) everything attached to it. Nothing to delete is not an
-// error, so finalizers can call it again until it returns nil.
-//
-// The anchor is found by name, across all namespaces named ns-<uuid>: the upstream
-// Namespace, and so the mapped namespace's name, may no longer be known, and older
-// mapped namespaces carry no labels. It is deleted only when exactly one is found and
-// it decodes to owner exactly (see IsAnchor and Decode); two or more (ErrAmbiguous) or
-// one with other labels or with ownerReferences (ErrForeign, ErrMalformed) is an error
-// and nothing is deleted. The delete is conditional on the UID and resourceVersion that
-// were checked, so an anchor replaced or changed in between is never deleted: the
-// caller retries and the next call checks again.
-//
-// hub must be an uncached client (see the package doc): the lookup is a field-selected
-// list across all namespaces, and deciding on a cache's past view could delete an
-// anchor recreated since. That list is a scan of every ConfigMap on the hub by the API
-// server, so Delete is for tools and one-off callers; the finalizers, which run once
-// per deleted object, use DeleteIndexed.
+// Delete deletes owner's anchor, wherever it is on the hub, through DeleteAsChecked:
+// only when exactly one ConfigMap of its name is in an ns-<uuid> namespace
+// (else ErrAmbiguous) and decodes to owner exactly (else ErrForeign, ErrMalformed).
+// Nothing to delete is not an error. hub must be uncached; its field-selected list
+// scans every ConfigMap of the hub, so Delete is for tools (finalizers: DeleteIndexed).
 func Delete(ctx context.Context, hub client.Client, owner Owner) error {
 	if err := owner.Validate(); err != nil {
 		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
@@ -39,8 +26,7 @@ func Delete(ctx context.Context, hub client.Client, owner Owner) error {
 	return deleteAnchor(ctx, hub, owner.UID, isOwner(owner))
 }
 
-// isOwner returns the match of Delete and DeleteIndexed: the anchor must decode to
-// owner exactly.
+// isOwner is the match of Delete and DeleteIndexed: the anchor decodes to owner exactly.
 func isOwner(owner Owner) func(Owner) error {
 	return func(got Owner) error {
 		if got != owner {
@@ -50,10 +36,8 @@ func isOwner(owner Owner) func(Owner) error {
 	}
 }
 
-// DeleteNamed deletes the anchor named after uid, like Delete, for callers that know
-// only the upstream UID (a finalizer that lost the rest). The anchor must still be a
-// well-formed anchor; its labels are not compared with anything, because the name
-// already carries the UID and UIDs are unique.
+// DeleteNamed is Delete for callers that know only the upstream UID: the anchor must
+// decode, but its labels are compared with nothing.
 func DeleteNamed(ctx context.Context, hub client.Client, uid types.UID) error {
 	if !isUUID(string(uid)) {
 		return fmt.Errorf("deleting anchor %s: UID %q is not a canonical UUID: %w", Name(uid), uid, ErrMalformed)
@@ -84,10 +68,8 @@ func deleteAnchor(ctx context.Context, hub client.Client, uid types.UID, match f
 	return deleteIfOwners(ctx, hub, &found[0], match)
 }
 
-// deleteIfOwners deletes cm, a ConfigMap's metadata as just read from the hub, when it
-// is an anchor that match accepts: its name and labels decode (Decode), it has no
-// ownerReferences, and it is not already being deleted. The delete is conditional on the
-// UID and resourceVersion read (DeleteAsChecked).
+// deleteIfOwners deletes cm, as just read from the hub, through DeleteAsChecked when it
+// decodes, has no ownerReferences, match accepts it and it is not already terminating.
 func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialObjectMetadata, match func(Owner) error) error {
 	key := client.ObjectKeyFromObject(cm)
 	got, err := Decode(cm.Name, cm.Labels)
@@ -101,7 +83,6 @@ func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialOb
 		return fmt.Errorf("deleting anchor %s: %w", key, err)
 	}
 	if cm.DeletionTimestamp != nil {
-		// Already on its way out; deleting again would change nothing.
 		return nil
 	}
 
@@ -112,15 +93,12 @@ func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialOb
 	return nil
 }
 
-// DeleteAsChecked deletes the anchor cm exactly as it was checked: conditional on the
-// UID and resourceVersion in cm, so an anchor replaced or changed since is never
-// deleted (the API server answers with a conflict, returned as an error wrapping it),
-// with background propagation, so the hub's garbage collector takes its dependents.
-// An anchor already gone is no error: gone reports it. Every anchor deletion, by a
-// finalizer or by the resync, goes through here.
+// DeleteAsChecked deletes the anchor cm as it was checked, with its UID and
+// resourceVersion as preconditions (a conflict is an error wrapping it) and background
+// propagation. An anchor already gone is no error: gone reports it. Every anchor
+// deletion, by a finalizer or by the resync, goes through here.
 func DeleteAsChecked(ctx context.Context, hub client.Writer, cm metav1.Object) (gone bool, err error) {
-	// Items of a metadata list carry no reliable kind, so delete through the typed
-	// object; the preconditions pin it to exactly what was checked.
+	// Metadata list items carry no reliable kind: delete through the typed object.
 	uid, rv := cm.GetUID(), cm.GetResourceVersion()
 	target := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.GetNamespace(), Name: cm.GetName()}}
 	err = hub.Delete(ctx, target,
@@ -139,8 +117,7 @@ func DeleteAsChecked(ctx context.Context, hub client.Writer, cm metav1.Object) (
 	}
 }
 
-// findAnchorsNamed lists the metadata of ConfigMaps named name in namespaces named
-// ns-<uuid>. Only metadata is read, since anchors hold nothing else worth reading.
+// findAnchorsNamed lists the metadata of ConfigMaps named name in ns-<uuid> namespaces.
 func findAnchorsNamed(ctx context.Context, hub client.Client, name string) ([]metav1.PartialObjectMetadata, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
@@ -149,8 +126,7 @@ func findAnchorsNamed(ctx context.Context, hub client.Client, name string) ([]me
 	}
 	var found []metav1.PartialObjectMetadata
 	for _, item := range list.Items {
-		// A field-selected list is filtered by the server; checking again costs nothing
-		// and guards against a client that ignores the selector.
+		// In case a client ignores the field selector.
 		if item.Name != name || !IsMappedNamespaceName(item.Namespace) {
 			continue
 		}

@@ -11,45 +11,35 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// Label keys carried by anchors, by mapped namespaces (LabelClusterName and
-// LabelNamespace only) and by every downstream object.
+// Label keys naming the upstream object, carried by anchors, by mapped namespaces
+// (LabelClusterName and LabelNamespace only) and by every downstream object.
 const (
-	// LabelClusterName holds ClusterNameValue of the upstream object's project.
-	LabelClusterName = "meta.datumapis.com/upstream-cluster-name"
-	// LabelGroup holds the upstream object's API group; empty for the core group.
-	LabelGroup = "meta.datumapis.com/upstream-group"
-	// LabelKind holds the upstream object's kind.
-	LabelKind = "meta.datumapis.com/upstream-kind"
-	// LabelName holds the upstream object's name.
-	LabelName = "meta.datumapis.com/upstream-name"
-	// LabelNamespace holds the upstream object's namespace.
-	LabelNamespace = "meta.datumapis.com/upstream-namespace"
+	LabelClusterName = "meta.datumapis.com/upstream-cluster-name" // its project, as ClusterNameValue
+	LabelGroup       = "meta.datumapis.com/upstream-group"        // its API group; empty for the core group
+	LabelKind        = "meta.datumapis.com/upstream-kind"         // its kind
+	LabelName        = "meta.datumapis.com/upstream-name"         // its name
+	LabelNamespace   = "meta.datumapis.com/upstream-namespace"    // its namespace
 )
 
+// Name prefixes: an anchor is anchor-<upstream object UID>, a mapped namespace
+// ns-<upstream Namespace UID>.
 const (
-	// NamePrefix starts every anchor's name; the rest is the upstream object's UID.
-	NamePrefix = "anchor-"
-	// NamespacePrefix starts every mapped namespace's name; the rest is the upstream
-	// Namespace's UID.
+	NamePrefix      = "anchor-"
 	NamespacePrefix = "ns-"
 
-	// clusterNamePrefix starts every LabelClusterName value.
 	clusterNamePrefix = "cluster-"
-	// projectSeparator is how a "/" in a project name is written in a label value,
-	// which cannot hold "/".
-	projectSeparator = "_"
+	projectSeparator  = "_" // a "/" of a project name, in a label value
 )
 
-// Errors callers can tell apart with errors.Is. A resync counts each as "unknown" and
-// keeps the object: none of them proves anything about the upstream owner.
+// Errors callers tell apart with errors.Is. None proves anything about the upstream
+// owner: the object is kept.
 var (
 	// ErrMalformed means a name or a label is not in the anchor wire format.
 	ErrMalformed = errors.New("not in the anchor format")
-	// ErrForeign means an object that has an anchor's name is not the anchor of the
-	// owner in hand (other labels, data, ownerReferences, or being deleted).
+	// ErrForeign means an object with an anchor's name is not the owner's anchor
+	// (other labels, data, ownerReferences, or being deleted).
 	ErrForeign = errors.New("not the owner's anchor")
-	// ErrAmbiguous means more than one anchor of one name was found on the hub, so
-	// which one is the owner's cannot be told.
+	// ErrAmbiguous means the hub holds more than one anchor of one name.
 	ErrAmbiguous = errors.New("more than one anchor of that name")
 )
 
@@ -59,19 +49,16 @@ type Owner struct {
 	// Project is the project name, which may hold one "/".
 	Project string
 	// Group is the API group; empty for the core group.
-	Group string
-	// Kind is the object's kind.
-	Kind string
-	// Namespace is the object's namespace in the project's control plane.
+	Group     string
+	Kind      string
 	Namespace string
-	// Name is the object's name.
-	Name string
+	Name      string
 	// UID is the object's UID; the anchor is named after it.
 	UID types.UID
 }
 
-// OwnerOf returns the Owner that identifies obj, of kind gvk, in project. The version
-// is dropped: an anchor stands for the object, whichever version it is read at.
+// OwnerOf returns the Owner that identifies obj, of kind gvk, in project; the version
+// is dropped.
 func OwnerOf(project string, gvk schema.GroupVersionKind, obj metav1.Object) Owner {
 	return Owner{
 		Project:   project,
@@ -92,8 +79,8 @@ func (o Owner) String() string {
 	return fmt.Sprintf("%s %s/%s (uid %s) in project %q", gk, o.Namespace, o.Name, o.UID, o.Project)
 }
 
-// Labels returns the five labels every anchor and downstream object of o carries. The
-// map is new on every call, so callers may change it.
+// Labels returns the five labels every anchor and downstream object of o carries, in a
+// new map.
 func (o Owner) Labels() map[string]string {
 	return map[string]string{
 		LabelClusterName: ClusterNameValue(o.Project),
@@ -105,8 +92,6 @@ func (o Owner) Labels() map[string]string {
 }
 
 // Validate reports whether o can be written as an anchor and read back as itself.
-// Writing an owner that does not round-trip (an empty UID, a project with a leading
-// "/", a name too long for a label) would leave an anchor nobody can identify later.
 func (o Owner) Validate() error {
 	got, err := Decode(Name(o.UID), o.Labels())
 	if err != nil {
@@ -118,26 +103,21 @@ func (o Owner) Validate() error {
 	return nil
 }
 
-// ClusterNameValue returns the LabelClusterName value for project: "cluster-" followed
-// by the project with "/" written as "_". It does not validate the project; see
-// Owner.Validate.
+// ClusterNameValue returns the LabelClusterName value for project: "cluster-" and the
+// project with "/" written as "_". It does not validate the project (Owner.Validate).
 func ClusterNameValue(project string) string {
 	return clusterNamePrefix + strings.ReplaceAll(project, "/", projectSeparator)
 }
 
-// ProjectFromClusterName returns the project a LabelClusterName value names, reading
-// the legacy forms too: "cluster-_proj" is "proj" and "cluster-org_proj" is "org/proj".
-// Anything else is an error wrapping ErrMalformed, never a best guess, since the
-// project decides which shard may act on an anchor. In particular "cluster-_org_proj"
-// is refused: no project was ever named "/org/proj" (names hold at most one "/"), so
-// such a value cannot be read with confidence.
+// ProjectFromClusterName returns the project a LabelClusterName value names, legacy
+// forms included ("cluster-_proj" is "proj"). Anything else, "cluster-_org_proj"
+// among them, is an error wrapping ErrMalformed, never a best guess.
 func ProjectFromClusterName(v string) (string, error) {
 	rest, ok := strings.CutPrefix(v, clusterNamePrefix)
 	if !ok {
 		return "", fmt.Errorf("reading project from cluster name %q: no %q prefix: %w", v, clusterNamePrefix, ErrMalformed)
 	}
-	// Legacy: a project once named "/proj" was written "cluster-_proj". That slash was
-	// the only one such names had, so no other may follow.
+	// A legacy "/proj" had no other slash.
 	maxParts := 2
 	if legacy, ok := strings.CutPrefix(rest, projectSeparator); ok {
 		rest, maxParts = legacy, 1
@@ -170,19 +150,14 @@ func UIDOfName(name string) (types.UID, bool) {
 }
 
 // MappedNamespace returns the name of the hub namespace that mirrors the upstream
-// Namespace with upstreamNamespaceUID. The UID, not the name, keys it so that a
-// namespace deleted and recreated upstream never shares hub objects with its
-// predecessor.
+// Namespace with upstreamNamespaceUID.
 func MappedNamespace(upstreamNamespaceUID types.UID) string {
 	return NamespacePrefix + string(upstreamNamespaceUID)
 }
 
-// Decode reads the Owner of the anchor with name and labels: the UID from the name
-// (anchor-<uuid>), the rest from the five labels (other labels are ignored). Any
-// departure from the wire format is an error wrapping ErrMalformed: a missing label,
-// another prefix, a UID that is not a lowercase canonical UUID, a project encoding
-// ProjectFromClusterName refuses, or a group, kind, namespace or name that no
-// Kubernetes object could have.
+// Decode reads the Owner of the anchor with name and labels: the UID from the name,
+// the rest from the five labels (others are ignored). Any departure from the wire
+// format, or a value no Kubernetes object could have, is an error wrapping ErrMalformed.
 func Decode(name string, labels map[string]string) (Owner, error) {
 	malformed := func(format string, args ...any) (Owner, error) {
 		return Owner{}, fmt.Errorf("decoding anchor %q: %s: %w", name, fmt.Sprintf(format, args...), ErrMalformed)
@@ -217,8 +192,7 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 			return malformed("group %q: %s", g, strings.Join(errs, "; "))
 		}
 	}
-	// The API server requires a kind's lowercase form to be a DNS-1035 label (CRD
-	// validation); built-in kinds meet the same rule.
+	// A kind's lowercase form is a DNS-1035 label (CRD validation; built-ins too).
 	kind := values[LabelKind]
 	if errs := validation.IsDNS1035Label(strings.ToLower(kind)); len(errs) > 0 {
 		return malformed("kind %q: %s", kind, strings.Join(errs, "; "))
@@ -242,10 +216,9 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 	}, nil
 }
 
-// IsAnchor reports whether obj, a ConfigMap's metadata, is an anchor: named
-// anchor-<uuid> with all five labels decodable (see Decode), without ownerReferences,
-// in a namespace named ns-<uuid>. Anything else is not an anchor and must never be
-// deleted as one. Data is not checked so that metadata-only caches can use it.
+// IsAnchor reports whether obj, a ConfigMap's metadata, is an anchor: Decode accepts
+// its name and labels, it has no ownerReferences, and its namespace is named ns-<uuid>.
+// Data is not checked, so metadata-only caches can use it.
 func IsAnchor(obj metav1.Object) bool {
 	if obj == nil {
 		return false
@@ -260,16 +233,15 @@ func IsAnchor(obj metav1.Object) bool {
 	return err == nil
 }
 
-// IsMappedNamespaceName reports whether name has the form of a mapped namespace,
-// ns-<uuid>. Only the name is checked, because older mapped namespaces have no labels.
+// IsMappedNamespaceName reports whether name has the form ns-<uuid>; older mapped
+// namespaces have no labels.
 func IsMappedNamespaceName(name string) bool {
 	uid, ok := strings.CutPrefix(name, NamespacePrefix)
 	return ok && isUUID(uid)
 }
 
 // isUUID reports whether s is a UUID in the lowercase canonical 8-4-4-4-12 form the
-// API server writes into metadata.uid. Other spellings of the same UUID are refused:
-// an anchor's name must be exactly what Name would produce.
+// API server writes; other spellings are refused.
 func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false

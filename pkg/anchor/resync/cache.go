@@ -28,9 +28,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// AnchorSource lists the anchors a pass examines: ConfigMap metadata carrying
-// LabelClusterName. Items may include ConfigMaps that are not anchors; the pass applies
-// IsAnchor itself.
+// AnchorSource lists the anchors a pass examines: the metadata of ConfigMaps carrying
+// LabelClusterName, not all of them anchors (the pass checks).
 type AnchorSource interface {
 	// ProjectAnchors returns the items whose LabelClusterName decodes to project.
 	ProjectAnchors(ctx context.Context, project string) ([]metav1.PartialObjectMetadata, error)
@@ -44,15 +43,13 @@ const (
 	indexName    = "anchorage.anchor.name"
 )
 
-// AnchorCache is the resync's view of the hub's anchors: a metadata-only cache of the
-// ConfigMaps that carry LabelClusterName (never all ConfigMaps), slimmed to the fields
-// its readers read (slimAnchor), indexed by the project their label decodes to. It never starts an informer
-// for anything else. Add it to the hub manager (it is a Runnable) and wait for
-// WaitForCacheSync before reading.
+// AnchorCache is a metadata-only cache of the hub's ConfigMaps that carry
+// LabelClusterName, slimmed (slimAnchor) and indexed by project and name. It watches
+// nothing else. A Runnable: add it to the hub manager; read after WaitForCacheSync.
 type AnchorCache struct {
 	cache cache.Cache
-	// store is the anchor informer's indexer, which holds cachedAnchors: reads go to it
-	// directly, as the cache's own List cannot hand out items of another type.
+	// store is the informer's indexer, read directly: it holds cachedAnchors, which the
+	// cache's List cannot hand out.
 	store toolscache.Indexer
 }
 
@@ -84,8 +81,7 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
 	obj := anchorMetadata()
-	// Registering the informer before Start makes it start with the cache; nothing else
-	// is ever registered, and reads of anything else fail.
+	// Registered before Start, the one informer starts with the cache.
 	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return nil, fmt.Errorf("registering the anchor informer: %w", err)
@@ -138,10 +134,9 @@ func (a *AnchorCache) All(ctx context.Context) ([]metav1.PartialObjectMetadata, 
 // noBucket is a name index value no item has (buckets are hexadecimal).
 const noBucket = "none"
 
-// list returns the items the index named index holds under value (every item when
-// index is ""). The store is read only once the cache's own List of no item succeeds,
-// so that a read fails as the cache's reads fail: before the cache started, or when ctx
-// ends before it synced.
+// list returns the items index holds under value (every item when index is ""). A
+// probe List through the cache first makes it fail as the cache's reads do (not
+// started, not synced before ctx ends).
 func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.PartialObjectMetadata, error) {
 	probe := &metav1.PartialObjectMetadataList{}
 	probe.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
@@ -157,7 +152,6 @@ func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.P
 			return nil, fmt.Errorf("listing cached anchors: %w", err)
 		}
 	}
-	// Passes only read; the items are built, not copied, from what the store holds.
 	items := make([]metav1.PartialObjectMetadata, 0, len(objs))
 	for _, obj := range objs {
 		c, ok := obj.(*cachedAnchor)
@@ -169,21 +163,15 @@ func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.P
 	return items, nil
 }
 
-// slimAnchor is the anchor cache's transform: it keeps of each item only what the
-// cache's readers read, in a cachedAnchor, and shares the strings that repeat from item
-// to item. The readers are the resync (pass.go, collect.go, resync.go: name, namespace,
-// UID, resourceVersion for the delete's precondition, labels, ownerReferences for the
-// malformed check, creation and deletion timestamps, finalizers for the report) and the
-// finalizers' name index (pkg/anchor, indexed.go: name and namespace). Annotations,
-// managed fields, generateName and the rest are dropped. Anything that is not an
-// item's metadata (a deletion tombstone, an item already slimmed) passes as it is.
+// slimAnchor is the anchor cache's transform: it keeps of each item only the fields its
+// readers read (cachedAnchor; docs/design.md, What a pass costs), sharing the strings
+// that repeat. Anything else (a deletion tombstone, a slimmed item) passes as it is.
 func slimAnchor(obj any) (any, error) {
 	o, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	// The item's own strings (its name, UID, resourceVersion and owner name) share one
-	// allocation: one block instead of four.
+	// Name, UID, resourceVersion and owner name share one allocation.
 	ownerName := o.Labels[anchor.LabelName]
 	own := o.Name + string(o.UID) + o.ResourceVersion + ownerName
 	name, rest := own[:len(o.Name)], own[len(o.Name):]
@@ -192,14 +180,13 @@ func slimAnchor(obj any) (any, error) {
 	return newCachedAnchor(o, name, types.UID(uid), rv, ownerName), nil
 }
 
-// sharedLabelValues are the anchor labels whose values repeat across anchors (the
-// project, the owner's group, kind and namespace): one copy of each value is kept.
+// sharedLabelValues are the anchor labels whose values repeat across anchors.
 var sharedLabelValues = map[string]bool{
 	anchor.LabelClusterName: true, anchor.LabelGroup: true, anchor.LabelKind: true, anchor.LabelNamespace: true,
 }
 
-// slimLabels copies labels with every key, and the values of sharedLabelValues,
-// shared with the other items; ownerName (a copy of LabelName's value) stands for it.
+// slimLabels copies labels, sharing keys and sharedLabelValues' values with other
+// items; ownerName stands for LabelName's value.
 func slimLabels(in map[string]string, ownerName string) map[string]string {
 	if in == nil {
 		return nil
@@ -217,17 +204,12 @@ func slimLabels(in map[string]string, ownerName string) map[string]string {
 	return out
 }
 
-// shared returns the canonical copy of s, so that equal strings of many items are held
-// once.
+// shared returns the canonical copy of s.
 func shared(s string) string { return unique.Make(s).Value() }
 
-// The anchor cache's indexes are read only across namespaces, so each indexes an item
-// under its all-namespaces key alone, in controller-runtime's format for a field index
-// (what a List with MatchingFields and no namespace reads): half the entries of
-// cache.IndexField, which adds a per-namespace key to every item. The name index holds
-// name buckets, not names: an index value per anchor name costs a set per anchor,
-// several hundred bytes each; a bucket holds about a hundred anchors at 100,000, which
-// Named filters by name.
+// The indexes are read only across namespaces: each item is indexed under its
+// all-namespaces key alone, in controller-runtime's field index format. The name index
+// holds name buckets (about 100 anchors each at 100,000), not a set per name.
 const (
 	fieldIndexPrefix = "field:"
 	allNamespacesKey = "__all_namespaces/"
@@ -317,12 +299,9 @@ func (l *listedAnchors) Named(_ context.Context, name string) ([]metav1.PartialO
 	return l.byName[name], nil
 }
 
-// StrictCacheOption makes a project cluster's cache answer the resync in
-// controller-runtime's ReaderFailOnMissingInformer mode (see StrictReader) while every
-// other reader of the cache keeps the default behaviour of starting an informer on
-// first use. The cache is built with ReaderFailOnMissingInformer and wrapped: the
-// wrapper starts the missing informer and reads again, which is exactly what the
-// default mode does; the strict reader underneath is what the resync reads.
+// StrictCacheOption builds a project cluster's cache in ReaderFailOnMissingInformer
+// mode for the resync (StrictReader), wrapped so that every other reader still starts
+// a missing informer on first use.
 func StrictCacheOption() cluster.Option {
 	return func(o *cluster.Options) {
 		inner := o.NewCache
@@ -350,8 +329,8 @@ func StrictReader(c cache.Cache) (client.Reader, bool) {
 	return l.Cache, true
 }
 
-// lazyCache is a cache built in ReaderFailOnMissingInformer mode that behaves, for its
-// readers, like one that is not: a read of a kind not yet watched starts its informer.
+// lazyCache is a strict cache that starts the informer of a kind not yet watched and
+// reads again, as a default cache does.
 type lazyCache struct {
 	cache.Cache
 	scheme *runtime.Scheme
@@ -390,8 +369,8 @@ func (l *lazyCache) List(ctx context.Context, list client.ObjectList, opts ...cl
 	return l.Cache.List(ctx, list, opts...)
 }
 
-// itemOf returns an empty item of list's kind, of the same flavour (typed,
-// unstructured or metadata), as the cache keys its informers by both.
+// itemOf returns an empty item of list's kind and flavour (typed, unstructured or
+// metadata): the cache keys informers by both.
 func (l *lazyCache) itemOf(list client.ObjectList) (client.Object, error) {
 	gvk, err := apiutil.GVKForObject(list, l.scheme)
 	if err != nil {

@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// cachedAnchor is what the anchor cache's store holds of one item: the fields its
-// readers read (see slimAnchor), and nothing else. A PartialObjectMetadata is 288 bytes
-// whatever it holds; this is 112, and the fields an anchor never has (ownerReferences,
-// a deletion timestamp, finalizers) cost one pointer until an item has one. Readers
-// never see it: the cache hands out item(), the PartialObjectMetadata it stands for.
+// cachedAnchor is what the anchor cache's store holds of one item: name, namespace,
+// UID, resourceVersion, labels and creation time, and, only when set, ownerReferences,
+// deletion time and finalizers. Readers get item(), never the cachedAnchor.
 type cachedAnchor struct {
 	typeMeta        unique.Handle[metav1.TypeMeta]
 	name, namespace string
@@ -22,7 +20,7 @@ type cachedAnchor struct {
 	resourceVersion string
 	labels          map[string]string
 	created         metav1.Time
-	// rare holds the fields an anchor does not have; nil when the item has none.
+	// rare is nil when the item has none of its fields.
 	rare *cachedRare
 }
 
@@ -52,8 +50,7 @@ func (c *cachedAnchor) item() metav1.PartialObjectMetadata {
 	return out
 }
 
-// GetObjectMeta returns a copy of c's metadata, for the informer's key and namespace
-// index functions (meta.Accessor): changing it does not change c.
+// GetObjectMeta returns a copy of c's metadata, for the informer's key functions.
 func (c *cachedAnchor) GetObjectMeta() metav1.Object {
 	item := c.item()
 	return &item.ObjectMeta
@@ -77,9 +74,8 @@ func (c *cachedAnchor) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// newCachedAnchor returns the cachedAnchor of o, with name, uid, resourceVersion and
-// the owner name label's value given as the strings to hold (slimAnchor passes them
-// sharing one allocation).
+// newCachedAnchor returns the cachedAnchor of o, holding the strings given for name,
+// uid, resourceVersion and the owner name label.
 func newCachedAnchor(o *metav1.PartialObjectMetadata, name string, uid types.UID, resourceVersion, ownerName string) *cachedAnchor {
 	c := &cachedAnchor{
 		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),

@@ -14,20 +14,12 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// A hostname claim (pkg/gateway, hostname_claims.go) is a hub ConfigMap in the claims
-// namespace, named after the hostname and labelled with the claimant Gateway's project,
-// namespace and name. The Gateway's finalizer releases it. A Gateway that went without
-// its finalizer running (the tenant removed the finalizer, the plane was restored from
-// an older backup) would hold its hostnames for ever, against every other project.
-// releaseClaims, the last phase of a pass, releases them: a claim of this project whose
-// Gateway a live read of the plane proves absent is deleted, with its UID and
-// resourceVersion as preconditions, so a claim granted again since is never touched.
-// It runs only on a pass that could have deleted anchors: the plane verified and
-// reachable, no halt, not retired; dry-run and the switch report instead of deleting.
-
 // gatewayKind is the claimant's kind.
 var gatewayKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Gateway"}
 
+// releaseClaims, the last phase, deletes this project's hostname claims whose Gateway a
+// live read proves absent (docs/design.md, Hostname claims), with UID and
+// resourceVersion preconditions; only on a pass that could delete anchors.
 func (p *pass) releaseClaims(ctx context.Context) error {
 	if p.opts.ClaimsNamespace == "" || p.secret == nil || p.retired || p.unreachable || p.rep.Halt != "" || p.rep.Plane != PlaneVerified ||
 		!slices.Contains(p.opts.LiveOwnerKinds, gatewayKind) {
@@ -54,8 +46,7 @@ func (p *pass) releaseClaims(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		// A Gateway the cache shows is there: no live read. Only a miss is read live,
-		// and only a live read's proof of absence releases the claim.
+		// Only a cache miss is read live; only a live proof of absence releases.
 		if cached.read(ctx, owner).State == Present {
 			continue
 		}

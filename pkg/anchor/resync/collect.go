@@ -17,11 +17,9 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// collect applies the ceiling, reads the dependents of candidates namespace by
-// namespace (just before deleting), and deletes what is still Collect, within the cap
-// and the rate limit, unless dry-run, the switch or the exclusion say otherwise.
-// Anchors already terminating are skipped (reported), and count neither as deletions
-// nor against the cap or the ceiling.
+// collect applies the ceiling, then, oldest first and namespace by namespace, judges
+// the candidates' dependents and deletes what is still Collect, within the cap. Anchors
+// already terminating are skipped and count toward neither the cap nor the ceiling.
 func (p *pass) collect(ctx context.Context) error {
 	var candidates []*item
 	for _, it := range p.items {
@@ -38,8 +36,7 @@ func (p *pass) collect(ctx context.Context) error {
 	if len(candidates) == 0 {
 		return nil
 	}
-	// Oldest first, then grouped by namespace so each namespace's dependents are read
-	// once.
+	// Oldest first, grouped by namespace so each namespace is read once.
 	sort.SliceStable(candidates, func(i, j int) bool {
 		return candidates[i].obj.CreationTimestamp.Before(&candidates[j].obj.CreationTimestamp)
 	})
@@ -72,11 +69,9 @@ func (p *pass) collect(ctx context.Context) error {
 	return nil
 }
 
-// ceiling judges the dependents of every candidate (no fresh reads, no enqueue, no
-// deletion) when there are more candidates than the ceiling, and halts the pass if more
-// than the ceiling can be collected: candidates kept for their dependents do not count,
-// so anchors that are kept anyway never halt a project forever. Otherwise the
-// candidates are judged again, on fresh lists, by the collection that follows.
+// ceiling judges every candidate's dependents (no owner read again, no enqueue, no
+// delete) and halts the pass if more than HaltAbove are still collectable; otherwise it
+// resets the candidates for the collection, which judges them again on fresh lists.
 func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*item) (bool, error) {
 	collectable := 0
 	for _, ns := range order {
@@ -118,13 +113,11 @@ func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*i
 	return true, nil
 }
 
-// switchFresh is how long, within one pass, a read of the runtime switch stands for
-// the next namespaces' deletions: an operator's switch stops a pass within this time
-// (and any later pass at once), for one read per pass instead of one per namespace.
+// switchFresh is how long, within one pass, a read of the runtime switch stands.
 const switchFresh = 5 * time.Second
 
-// readSwitch reads the runtime switch (one request) inside a step, unless this pass
-// read it less than switchFresh ago.
+// readSwitch reads the runtime switch in a step, unless this pass read it less than
+// switchFresh ago.
 func (p *pass) readSwitch(ctx context.Context) error {
 	if !p.switchReadAt.IsZero() && time.Since(p.switchReadAt) < switchFresh {
 		return nil
@@ -169,8 +162,7 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 		if it.verdict.Decision != Collect {
 			continue
 		}
-		// From here the anchor is as good as gone: what also hangs on it is judged,
-		// for the candidates that follow, as hanging on them alone.
+		// As good as gone: the next candidates no longer count it as an owner.
 		idx.forget(it.obj.UID)
 		*collected++
 		switch {
@@ -189,10 +181,9 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 	return nil
 }
 
-// listNamespace reads every object of every namespaced kind in hub namespace ns, one
-// admission step per request, so a slow hub cannot outlast one validity window. The
-// kinds are discovered once per pass. listErr is a failed read (the dependents are
-// then unknown); err, an abort.
+// listNamespace reads the objects of every dependent kind in hub namespace ns, one step
+// per request; the kinds are discovered once per pass. listErr is a failed read (the
+// dependents are then unknown); err, an abort.
 func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
 	if p.kinds == nil {
 		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
@@ -223,9 +214,8 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 }
 
 // judgeDependents completes a candidate's facts with its dependents and decides again.
-// When final (just before the delete), the anchor's own owner is read live again if a
-// dependent is labelled for it, claims are counted toward their expiry, and live owners
-// that claim a dependent are enqueued to re-attach it.
+// When final (just before the delete) it also reads the own owner again if a dependent
+// is labelled for it, counts claims toward expiry and enqueues the claimers.
 func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsIndex, listErr error, final bool) error {
 	if listErr != nil {
 		it.facts.Dependents = &DependentsSummary{Failed: true}
@@ -240,7 +230,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 	}
 	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
 	if p.retired {
-		// Nothing of a retired project is live: no owner of it claims anything.
+		// Nothing of a retired project is live, so nothing of it claims.
 		for _, key := range j.otherOwnersToRead(deps) {
 			p.others[key] = otherOwner{State: Absent}
 		}
@@ -259,8 +249,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 		if j.needsOwn(deps) {
 			_, j.own.Sibling = idx.sibling(it.owner, it.obj.UID)
 			if final && !j.own.Sibling {
-				// The proof may be minutes old: read the owner again, just before the
-				// delete.
+				// The proof may be minutes old.
 				fresh, detail, err := p.readOwner(ctx, it.owner)
 				if err != nil {
 					return err
@@ -294,8 +283,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 	return nil
 }
 
-// claimExpired reports a claim that no reconcile resolved within ClaimPasses passes:
-// the next pass collects the anchor with the dependents.
+// claimExpired reports a claim no reconcile resolved within ClaimPasses passes.
 func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 	var names []string
 	for _, c := range claimers {
@@ -310,7 +298,7 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 	}
 }
 
-// readOtherOwner reads an owner a dependent's labels name, with its namespace's state
+// readOtherOwner reads the owner a dependent's labels name, and its namespace's state
 // relative to the dependent's hub namespace.
 func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (otherOwner, error) {
 	obs, _, err := p.readOwner(ctx, key.owner(""))
@@ -350,8 +338,7 @@ func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
 	p.log.V(1).Info("Keeping stale anchor until its dependents are re-attached", "anchor", klog.KObj(it.obj), "claimedBy", names)
 }
 
-// checkUnique refuses a candidate whose name another anchor on the hub shares: which
-// one is the owner's cannot be told.
+// checkUnique makes a candidate ambiguous when another anchor on the hub has its name.
 func (p *pass) checkUnique(ctx context.Context, it *item) error {
 	same, err := p.anchors.Named(ctx, it.obj.Name)
 	if err != nil {
@@ -367,8 +354,8 @@ func (p *pass) checkUnique(ctx context.Context, it *item) error {
 	return nil
 }
 
-// delete deletes a candidate, rate-limited, inside its own step, conditional on the
-// UID and resourceVersion the pass examined.
+// delete deletes a candidate, rate-limited, in its own step, with the UID and
+// resourceVersion examined as preconditions.
 func (p *pass) delete(ctx context.Context, it *item) error {
 	if err := p.deletes.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to delete: %w", errAborted, err)

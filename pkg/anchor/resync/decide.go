@@ -7,27 +7,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Decision is what the resync concludes about one anchor in one pass. The order is the
-// order of escalation: a pass never acts on anything but Collect.
+// Decision is what the resync concludes about one anchor in one pass (docs/design.md,
+// The four decisions). A pass acts on nothing but Collect.
 type Decision int
 
 const (
-	// Keep: the upstream owner is known to exist with the anchor's UID (in the owner's
-	// cache or read live) and is not going away without our finalizer.
-	Keep Decision = iota
-	// Suspect: the owner may be gone, but absence is not proven yet (not yet read live,
-	// not yet confirmed after the confirmation delay, anchor below the minimum age,
-	// owner terminating without our finalizer, or a dependent waiting to be re-attached
-	// to a live owner). Suspects are kept and looked at again.
-	Suspect
-	// Collect: absence is proven, confirmed after the confirmation delay, the anchor is
-	// older than the minimum age and nothing live hangs on it alone. Only Collect is ever
-	// deleted, and only if the throttle, the switch, the exclusion and dry-run allow.
-	Collect
-	// Unknown: nothing can be concluded (read errors, a kind the plane does not serve, a
-	// changed or unverifiable plane, malformed or ambiguous anchors, a finalizer stuck for
-	// too long, a dependent that cannot be attributed). Kept, counted and reported.
-	Unknown
+	Keep    Decision = iota // the owner exists with the anchor's UID, not going away without our finalizer
+	Suspect                 // the owner may be gone, but nothing is proven yet; kept and looked at again
+	Collect                 // absence proven and confirmed, the anchor old enough, nothing live on it alone
+	Unknown                 // nothing can be concluded; kept, counted and reported
 )
 
 var decisionNames = [...]string{Keep: "keep", Suspect: "suspect", Collect: "collect", Unknown: "unknown"}
@@ -43,46 +31,34 @@ func (d Decision) String() string {
 }
 
 // Reason says why a Decision was reached. Each reason belongs to exactly one decision
-// (see ReasonsOf), so a reason alone identifies the decision in logs and metrics.
+// (ReasonsOf).
 type Reason string
 
 // Reasons for Keep.
 const (
 	// ReasonInCache: the owner's cache holds it with the anchor's UID, not terminating.
 	ReasonInCache Reason = "in-cache"
-	// ReasonLive: a live read found it with the anchor's UID, not terminating (a cache
-	// that lags, or a kind the cache does not watch).
+	// ReasonLive: a live read found it with the anchor's UID, not terminating.
 	ReasonLive Reason = "live"
-	// ReasonFinalizing: terminating with our finalizer, for less than the stuck
-	// threshold; the live path's finalizer deletes the anchor itself.
+	// ReasonFinalizing: terminating with our finalizer, not yet for StuckAfter.
 	ReasonFinalizing Reason = "finalizing"
 )
 
 // Reasons for Suspect.
 const (
-	// ReasonNotInCache: the cache misses it (or does not watch the kind) and it has not
-	// been read live yet. Seen only in a pass that ended early.
+	// ReasonNotInCache: not in the cache, not read live yet (only in a pass ended early).
 	ReasonNotInCache Reason = "not-in-cache"
-	// ReasonUIDMismatch: the cache holds an object of that name with another UID, not
-	// yet read live. Seen only in a pass that ended early.
+	// ReasonUIDMismatch: cached under another UID, not read live yet (likewise).
 	ReasonUIDMismatch Reason = "uid-mismatch"
-	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer. It
-	// still exists, so nothing is proven; once gone, it is NotFound.
+	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer.
 	ReasonTerminatingUnfinalized Reason = "terminating-without-finalizer"
-	// ReasonAwaitingConfirmation: absence is proven once; it must be proven again after
-	// the confirmation delay.
+	// ReasonAwaitingConfirmation: a proof held once; it must hold again ConfirmAfter later.
 	ReasonAwaitingConfirmation Reason = "awaiting-confirmation"
-	// ReasonBelowMinimumAge: absence is confirmed but the anchor is younger than the
-	// minimum age.
+	// ReasonBelowMinimumAge: confirmed, but the anchor is younger than MinAge.
 	ReasonBelowMinimumAge Reason = "below-minimum-age"
-	// ReasonAwaitingReattach: a dependent hangs on this anchor alone and is claimed by a
-	// live owner (same name, same hub namespace, and it would write that kind and name);
-	// that owner is enqueued to re-attach it, and the anchor waits until nothing hangs on
-	// it alone, for at most Timing.ClaimPasses passes.
+	// ReasonAwaitingReattach: a live owner claims a dependent; it is enqueued to re-attach.
 	ReasonAwaitingReattach Reason = "awaiting-reattach"
-	// ReasonClaimExpired: a dependent has been claimed for Timing.ClaimPasses passes and
-	// no reconcile re-attached it. Reported (with a Warning Event) for one pass; from the
-	// next, the claimed dependents are the stale anchor's garbage and it is collected.
+	// ReasonClaimExpired: claimed for ClaimPasses passes; the next pass collects.
 	ReasonClaimExpired Reason = "claim-expired"
 )
 
@@ -92,62 +68,43 @@ const (
 	ReasonNotFound Reason = "not-found"
 	// ReasonReplaced: a live GET found an object of that name with another UID.
 	ReasonReplaced Reason = "replaced"
-	// ReasonNamespaceRecreated: the upstream namespace exists with a UID other than the
-	// hub namespace's suffix: the namespace the anchor was made for, and everything in
-	// it, is gone.
+	// ReasonNamespaceRecreated: the upstream namespace exists under another UID.
 	ReasonNamespaceRecreated Reason = "namespace-recreated"
 	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
 	ReasonNamespaceGone Reason = "namespace-gone"
-	// ReasonProjectRetired: the project has no kubeconfig Secret and an operator's
-	// tombstone retires it (TombstoneLabel); no plane is read.
+	// ReasonProjectRetired: no kubeconfig Secret, and a tombstone retires the project.
 	ReasonProjectRetired Reason = "project-retired"
 )
 
 // Reasons for Unknown.
 const (
-	// ReasonMalformed: an anchor-named ConfigMap in a mapped namespace that is not an
-	// anchor (labels that do not decode, ownerReferences).
+	// ReasonMalformed: anchor-named, in a mapped namespace, but not an anchor.
 	ReasonMalformed Reason = "malformed"
 	// ReasonAmbiguous: another anchor of the same name exists on the hub.
 	ReasonAmbiguous Reason = "ambiguous"
-	// ReasonKindNotServed: the plane does not serve the owner's kind (no REST mapping,
-	// or a 404 without details naming the object): nothing is proven.
+	// ReasonKindNotServed: no REST mapping for the owner's kind, or a 404 not naming it.
 	ReasonKindNotServed Reason = "kind-not-served"
 	// ReasonReadError: a read failed (timeout, server error, unreachable).
 	ReasonReadError Reason = "read-error"
-	// ReasonForbidden: the plane refused to let the manager read the owner's kind (403).
-	// That kind is unknown for the rest of the pass; the plane is not unreachable, and
-	// no other anchor waits for it. The report's detail names the missing permission.
+	// ReasonForbidden: a 403 on the owner's kind, unknown for the rest of the pass.
 	ReasonForbidden Reason = "forbidden"
-	// ReasonKindNotConfigured: the owner's kind is not one the resync reads live
-	// (Options.LiveOwnerKinds, --resync-owner-kinds), so the plane's role grants no get
-	// on it and it is never read. The report's detail names the permission and the flag.
-	// No other anchor waits for it.
+	// ReasonKindNotConfigured: the owner's kind is not in Options.LiveOwnerKinds.
 	ReasonKindNotConfigured Reason = "kind-not-configured"
-	// ReasonPlaneChanged: the plane's identity differs from the one recorded when the
-	// project was first held here (a repointed Secret, a restored plane). Deletion halts.
+	// ReasonPlaneChanged: the plane's identity differs from the record. Deletion halts.
 	ReasonPlaneChanged Reason = "plane-changed"
-	// ReasonPlaneUnverified: the plane's identity could not be read, so no read of it
-	// can prove anything.
+	// ReasonPlaneUnverified: the plane's identity could not be verified.
 	ReasonPlaneUnverified Reason = "plane-unverified"
-	// ReasonFinalizerStuck: terminating with our finalizer for longer than the stuck
-	// threshold.
+	// ReasonFinalizerStuck: terminating with our finalizer for longer than StuckAfter.
 	ReasonFinalizerStuck Reason = "finalizer-stuck"
-	// ReasonForeignDependent: a dependent hangs on the anchor alone but its labels name
-	// an owner in another project (or a cluster name that does not decode).
+	// ReasonForeignDependent: a dependent hanging on it alone is another project's.
 	ReasonForeignDependent Reason = "foreign-dependent"
 	// ReasonDependentsError: the dependents could not be read or judged.
 	ReasonDependentsError Reason = "dependents-error"
-	// ReasonNotHeld: this replica may not work on the project (sharding), or lost it
-	// during the pass.
+	// ReasonNotHeld: this replica may not work on the project, or lost it in the pass.
 	ReasonNotHeld Reason = "not-held"
-	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret. Such
-	// anchors belong to no shard and are never deleted by one.
+	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret.
 	ReasonNoProjectSecret Reason = "no-project-secret"
-	// ReasonUnreadableKubeconfig: the project's kubeconfig Secret cannot be turned into
-	// a client of its plane (no kubeconfig key, a kubeconfig that does not parse, a
-	// client that cannot be built). The sweep reports such a project's anchors and
-	// passes over none of them.
+	// ReasonUnreadableKubeconfig: the project's Secret gives no client (the sweep).
 	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig"
 )
 
@@ -166,13 +123,9 @@ func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) 
 type PlaneState int
 
 const (
-	// PlaneVerified: the identity read now equals the recorded one (or was just
-	// recorded).
-	PlaneVerified PlaneState = iota
-	// PlaneChanged: the identity read now differs from the recorded one.
-	PlaneChanged
-	// PlaneUnverified: the identity could not be read or compared.
-	PlaneUnverified
+	PlaneVerified   PlaneState = iota // the identity read now is the recorded one (or was just recorded)
+	PlaneChanged                      // the identity read now differs from the recorded one
+	PlaneUnverified                   // the identity could not be read or compared
 )
 
 func (p PlaneState) String() string {
@@ -190,26 +143,14 @@ func (p PlaneState) String() string {
 type ObjectState int
 
 const (
-	// NotRead: no read was made (yet).
-	NotRead ObjectState = iota
-	// Present: the object exists; see Observation's UID, deletion and finalizers.
-	Present
-	// Absent: for the cache, a miss; for a live read, a NotFound whose details name the
-	// object (the only NotFound that proves anything).
-	Absent
-	// NotWatched: the cache has no informer for the kind and was not allowed to start
-	// one (cache reads only).
-	NotWatched
-	// NotServed: the plane does not serve the kind: no REST mapping, or a 404 that does
-	// not name the object (live reads only).
-	NotServed
-	// Failed: the read failed (timeout, server error, unreachable).
-	Failed
-	// Forbidden: the plane refused the read (403): the manager may not read the kind.
-	Forbidden
-	// NotConfigured: the kind is not one the resync reads live (Options.LiveOwnerKinds):
-	// no read was made.
-	NotConfigured
+	NotRead       ObjectState = iota // no read was made (yet)
+	Present                          // the object exists; see Observation's UID, deletion and finalizers
+	Absent                           // a cache miss, or a live NotFound whose details name the object
+	NotWatched                       // the cache does not watch the kind (cache reads only)
+	NotServed                        // no REST mapping, or a 404 not naming the object (live reads only)
+	Failed                           // the read failed (timeout, server error, unreachable)
+	Forbidden                        // the plane refused the read (403)
+	NotConfigured                    // the kind is not in Options.LiveOwnerKinds; no read was made
 )
 
 // Observation is the outcome of one read of the upstream owner.
@@ -226,16 +167,11 @@ type Observation struct {
 type NamespaceState int
 
 const (
-	// NamespaceNotRead: not read (yet).
-	NamespaceNotRead NamespaceState = iota
-	// NamespaceMatches: the upstream namespace's UID is the hub namespace's suffix.
-	NamespaceMatches
-	// NamespaceRecreated: the upstream namespace exists with another UID.
-	NamespaceRecreated
-	// NamespaceGone: NotFound, with details naming the namespace.
-	NamespaceGone
-	// NamespaceUnknown: the read failed or proved nothing; the owner is read instead.
-	NamespaceUnknown
+	NamespaceNotRead   NamespaceState = iota // not read (yet)
+	NamespaceMatches                         // the upstream namespace's UID is the hub namespace's suffix
+	NamespaceRecreated                       // the upstream namespace exists with another UID
+	NamespaceGone                            // NotFound, with details naming the namespace
+	NamespaceUnknown                         // the read failed or proved nothing; the owner is read instead
 )
 
 // Proof is an earlier proof of absence of one anchor's owner, kept between passes.
@@ -244,23 +180,18 @@ type Proof struct {
 	At     time.Time
 }
 
-// DependentsSummary is what the live read of an anchor's dependents found. Only
-// dependents that hang on the anchor alone (no other existing owner) are counted in
-// the last three fields; the others outlive the anchor.
+// DependentsSummary is what the live read of an anchor's dependents found. Claimed,
+// Foreign and Unreadable count only dependents that hang on the anchor alone.
 type DependentsSummary struct {
 	// Failed: the dependents could not be read.
 	Failed bool
 	// Total dependents holding an ownerReference to the anchor's UID.
 	Total int
-	// Claimed: hang on the anchor alone and are claimed by a live owner (same name,
-	// same hub namespace, and it would write that kind and name) that must re-attach
-	// them first.
+	// Claimed by a live owner that would write them and must re-attach them first.
 	Claimed int
-	// Foreign: hang on the anchor alone and are labelled for an owner in another
-	// project.
+	// Foreign: labelled for an owner in another project.
 	Foreign int
-	// Unreadable: hang on the anchor alone and name an owner whose state could not be
-	// read.
+	// Unreadable: labelled for an owner whose state could not be read.
 	Unreadable int
 }
 
@@ -272,9 +203,7 @@ type Timing struct {
 	ConfirmAfter time.Duration
 	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
 	StuckAfter time.Duration
-	// ClaimPasses: a claimed dependent may keep a stale anchor for this many passes;
-	// the next pass reports the claim expired, and the one after collects the anchor.
-	// Zero: claims never expire.
+	// ClaimPasses: passes a claim keeps a stale anchor before it expires; 0: never.
 	ClaimPasses int
 }
 
@@ -295,16 +224,14 @@ type Facts struct {
 	AnchorUID types.UID
 	// Created is the anchor's creation time (the hub's clock).
 	Created time.Time
-	// HubNow is the hub's clock at Now (HubClock), so that the anchor's age is judged on
-	// one clock; zero when not known, and Now stands in for it.
+	// HubNow is the hub's clock at Now (HubClock); zero when not known (Now stands in).
 	HubNow time.Time
 	// Malformed: anchor-named, in a mapped namespace, but not an anchor.
 	Malformed bool
 	// Ambiguous: another anchor of the same name exists.
 	Ambiguous bool
 	Plane     PlaneState
-	// Retired: the project has no kubeconfig Secret and an operator's tombstone retires
-	// it. Its absence is the proof (project-retired); no plane is read.
+	// Retired: a tombstone retires the project (proof project-retired); no plane is read.
 	Retired bool
 	// Finalizer is our finalizer for the owner's kind ("" when we have none for it).
 	Finalizer string
@@ -316,8 +243,7 @@ type Facts struct {
 	Earlier Proof
 	// Dependents is nil until they have been read.
 	Dependents *DependentsSummary
-	// ClaimedPasses is how many passes before this one found a claimed dependent
-	// hanging on the anchor, in a row.
+	// ClaimedPasses counts the earlier passes in a row that found a claimed dependent.
 	ClaimedPasses int
 	Timing
 }
@@ -326,32 +252,25 @@ type Facts struct {
 type Need int
 
 const (
-	// NeedNothing: the verdict is final for this pass.
-	NeedNothing Need = iota
-	// NeedNamespace: read the upstream namespace live.
-	NeedNamespace
-	// NeedLive: read the owner live.
-	NeedLive
-	// NeedDependents: read the anchor's dependents on the hub (just before deleting).
-	NeedDependents
+	NeedNothing    Need = iota // the verdict is final for this pass
+	NeedNamespace              // read the upstream namespace live
+	NeedLive                   // read the owner live
+	NeedDependents             // read the anchor's dependents on the hub (just before deleting)
 )
 
 // Verdict is the outcome of Decide.
 type Verdict struct {
 	Decision Decision
 	Reason   Reason
-	// Proof is the proof of absence held now ("" if none); the caller records it with
-	// the time it was first seen, and forgets it when a later pass holds none.
+	// Proof is the proof of absence held now ("" if none), for the caller to remember.
 	Proof Reason
 	// Need is the read to make before deciding again.
 	Need Need
 }
 
-// Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of one
-// anchor. It is pure: callers gather what Need asks for and call it again. A Collect
-// verdict that still needs the dependents is a candidate: it becomes final only once
-// the dependents are known and none hangs on the anchor alone while claimed by a live
-// owner.
+// Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of
+// one anchor. It is pure: callers gather what Need asks for and call it again. A Collect
+// that still needs the dependents is a candidate, final only once they are judged.
 func Decide(f Facts) Verdict {
 	if f.Malformed {
 		return Verdict{Decision: Unknown, Reason: ReasonMalformed}
@@ -361,8 +280,6 @@ func Decide(f Facts) Verdict {
 	}
 	proof := Reason("")
 	if f.Retired {
-		// No plane to read: the retired project's absence is the proof, confirmed like
-		// any other.
 		proof = ReasonProjectRetired
 	} else {
 		v, p, done := decidePlane(f)
@@ -392,8 +309,7 @@ func Decide(f Facts) Verdict {
 	case d.Claimed > 0 && f.ClaimedPasses == f.ClaimPasses:
 		return Verdict{Decision: Suspect, Reason: ReasonClaimExpired, Proof: proof}
 	}
-	// Nothing claimed, or a claim that expired a pass ago: what hangs on the anchor
-	// alone is its garbage.
+	// Nothing claimed, or a claim expired a pass ago: the rest is garbage.
 	return Verdict{Decision: Collect, Reason: proof, Proof: proof}
 }
 
@@ -402,7 +318,6 @@ func Decide(f Facts) Verdict {
 // or, with done, a verdict that ends the decision.
 func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
 	if f.Plane == PlaneChanged {
-		// Reads of another plane prove nothing about this project's objects.
 		return Verdict{Decision: Unknown, Reason: ReasonPlaneChanged}, "", true
 	}
 
@@ -463,10 +378,9 @@ func decidePlane(f Facts) (v Verdict, proof Reason, done bool) {
 	return Verdict{}, proof, false
 }
 
-// judgeExisting decides about an owner read with the anchor's UID: not terminating is
-// a Keep for keepReason; terminating with our finalizer is being finalized (Keep) until
-// the stuck threshold (Unknown). ok is false when it is terminating without our
-// finalizer, which proves nothing either way.
+// judgeExisting decides about an owner read with the anchor's UID: Keep (keepReason)
+// when not terminating, finalizing or finalizer-stuck with our finalizer; ok is false
+// when it is terminating without it, which proves nothing.
 func judgeExisting(f Facts, o Observation, keepReason Reason) (Verdict, bool) {
 	if o.Deleting == nil {
 		return Verdict{Decision: Keep, Reason: keepReason}, true

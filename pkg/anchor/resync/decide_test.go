@@ -168,13 +168,13 @@ func TestDecide(t *testing.T) {
 			f.Created = now.Add(-time.Minute)
 			return f
 		}, Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: ReasonNotFound}},
-		{"finding 12: the local clock 60 s ahead does not age an anchor past the minimum", func() Facts {
+		{"the local clock 60 s ahead does not age an anchor past the minimum", func() Facts {
 			f := confirmed(base(), absent, ReasonNotFound)
 			f.Created = now.Add(-f.MinAge - 30*time.Second) // 30 s over the minimum by the local clock
 			f.HubNow = now.Add(-60 * time.Second)           // the hub's clock is 60 s behind
 			return f
 		}, Verdict{Decision: Suspect, Reason: ReasonBelowMinimumAge, Proof: ReasonNotFound}},
-		{"finding 12: the local clock 60 s behind does not hold an old anchor back", func() Facts {
+		{"the local clock 60 s behind does not hold an old anchor back", func() Facts {
 			f := confirmed(base(), absent, ReasonNotFound)
 			f.Created = now.Add(-f.MinAge + 30*time.Second) // 30 s short of the minimum by the local clock
 			f.HubNow = now.Add(60 * time.Second)            // the hub's clock is 60 s ahead
@@ -369,7 +369,7 @@ func TestEveryReasonBelongsToOneDecision(t *testing.T) {
 	}
 }
 
-// Finding 5: only failures that are the plane's count toward "unreachable".
+// Only failures that are the plane's count toward "unreachable".
 func TestUnreachable(t *testing.T) {
 	gr := schema.GroupResource{Group: "gateway.networking.k8s.io", Resource: "gateways"}
 	cases := []struct {
@@ -397,7 +397,7 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-// Finding 1: nearly every mapped namespace gone or recreated is a changed plane.
+// Nearly every mapped namespace gone or recreated is a changed plane.
 func TestNamespaceLoss(t *testing.T) {
 	states := func(matches, recreated, gone, unknown int) map[string]NamespaceState {
 		m := map[string]NamespaceState{}

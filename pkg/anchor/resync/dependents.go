@@ -18,15 +18,12 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// DependentLister lists, live, the metadata of the objects in one hub namespace that
-// could hang on an anchor: the kinds the live path writes there (DependentKindsOf). It
-// is called in two steps so that each request of a pass can run in its own admission
-// step: Kinds once per pass, then List per kind and namespace. calls is the number of
-// API requests made, for the pass's accounting.
+// DependentLister lists, live, the metadata of the objects of one hub namespace that
+// could hang on an anchor (DependentKindsOf): Kinds once per pass, then List per kind
+// and namespace, so each request runs in its own admission step. calls counts the
+// requests made.
 type DependentLister interface {
-	// Kinds returns the listed kinds the hub serves. A failed discovery of a group that
-	// holds one of them is an error: a kind that could not be discovered could hold a
-	// live dependent.
+	// Kinds returns the listed kinds the hub serves; failed discovery of one is an error.
 	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
 	// List returns the metadata of every object of kind in namespace.
 	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
@@ -38,19 +35,13 @@ type DependentKind struct {
 	Kind     string
 }
 
-// anchorKind is the kind of anchors themselves: always listed, because which anchors
-// exist in a namespace (an owner's recreated anchor, objects hanging on two anchors)
+// anchorKind is the kind of anchors, always listed: which anchors exist in a namespace
 // is part of every judgement.
 var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
 
 // DependentKindsOf returns the kinds the dependents scan lists: anchors (ConfigMaps),
-// every kind writes says the live path writes on the hub, and extra (an operator's
-// legacy dependents, --resync-extra-dependent-kinds), each once, in that order.
-//
-// Only these, and never every served kind (docs/design.md, No cascade into live
-// objects): a live owner can re-attach only what the live path writes, so nothing else
-// can ever be claimed, and listing every kind needs cluster-wide list on every
-// resource, every Secret of the hub included.
+// each kind in writes, then extra (--resync-extra-dependent-kinds), each once, in that
+// order; never every served kind (docs/design.md, No cascade into live objects).
 func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.GroupKind) []schema.GroupKind {
 	out := []schema.GroupKind{anchorKind}
 	add := func(gk schema.GroupKind) {
@@ -64,7 +55,7 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 			written = append(written, schema.GroupKind{Group: w.Group, Kind: w.Kind})
 		}
 	}
-	// Map order is random; the scan's order (and its request log) should not be.
+	// A stable order, not the map's.
 	slices.SortFunc(written, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
 	for _, gk := range written {
 		add(gk)
@@ -77,11 +68,9 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 
 // hubDependents lists the configured kinds through discovery and the metadata API.
 type hubDependents struct {
-	disc discovery.DiscoveryInterface
-	meta metadata.Interface
-	// kinds are the group-kinds listed (DependentKindsOf).
-	kinds []schema.GroupKind
-	// pageSize bounds each list response.
+	disc     discovery.DiscoveryInterface
+	meta     metadata.Interface
+	kinds    []schema.GroupKind
 	pageSize int64
 }
 
@@ -91,9 +80,8 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 	return &hubDependents{disc: disc, meta: meta, kinds: slices.Clone(kinds), pageSize: 500}
 }
 
-// NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through
-// hc when not nil), with a client-side rate limit of its own (qps, burst; the defaults
-// of Options when zero).
+// NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
+// when not nil), rate-limited on its own (qps, burst; Options' defaults when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	d := Options{}.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
@@ -121,9 +109,8 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 	return NewDependentLister(disc, md, kinds), nil
 }
 
-// Kinds implements DependentLister. Discovery runs on every call: a CRD of a listed
-// kind installed since the last pass must be seen. A listed kind the hub does not
-// serve has no objects to list and is left out.
+// Kinds implements DependentLister. Discovery runs on every call, so a CRD installed
+// since is seen; a listed kind the hub does not serve is left out.
 func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 	// Aggregated discovery answers /api and /apis: two requests.
 	calls := 2
@@ -170,8 +157,7 @@ func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace 
 		if err != nil {
 			return nil, calls, fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
 		}
-		// Every object is kept, owner or not: whether a dependent has another existing
-		// owner is read from these same lists.
+		// Every object is kept: a dependent's other owners are looked up in these lists.
 		for _, item := range page.Items {
 			item.TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
 			out = append(out, item)
@@ -186,25 +172,14 @@ func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace 
 // dependentKind is the judgement of one dependent of an anchor.
 type dependentKind int
 
+// The judgements of docs/design.md, No cascade into live objects. All but shared are
+// of a dependent that hangs on the anchor alone.
 const (
-	// dependentShared: it has another existing owner, or is already being deleted: it
-	// does not depend on this anchor alone.
-	dependentShared dependentKind = iota
-	// dependentOrphan: it hangs on this anchor alone and no live owner claims it; it goes
-	// with the anchor, as the hub's garbage collector would judge any object whose only
-	// owner is gone. Unlabelled dependents and those labelled for the anchor's own owner
-	// are orphans unless claimed.
-	dependentOrphan
-	// dependentClaimed: it hangs on this anchor alone and a live owner of the same name,
-	// mapping to its hub namespace, would write that kind and name: that owner must
-	// re-attach it first.
-	dependentClaimed
-	// dependentForeign: it hangs on this anchor alone and its labels name an owner in
-	// another project (or a cluster name that does not decode): not ours to judge.
-	dependentForeign
-	// dependentUnreadable: it hangs on this anchor alone and names an owner whose state
-	// could not be read.
-	dependentUnreadable
+	dependentShared     dependentKind = iota // another existing owner, or already being deleted
+	dependentOrphan                          // no live owner claims it; it goes with the anchor
+	dependentClaimed                         // a live owner would write it and must re-attach it first
+	dependentForeign                         // labelled for another project, or an undecodable cluster name
+	dependentUnreadable                      // labelled for an owner whose state could not be read
 )
 
 // ownerKey is an owner without its UID: what labels of a downstream object name.
@@ -220,48 +195,38 @@ func (k ownerKey) owner(uid types.UID) anchor.Owner {
 
 func (k ownerKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
 
-// otherOwner is what a live read said about an owner a dependent's labels name, when
-// it is not the anchor's own owner.
+// otherOwner is a live read of an owner, not the anchor's own, that a dependent's labels
+// name; Namespace is its upstream namespace's state relative to the dependent's.
 type otherOwner struct {
-	State ObjectState
-	UID   types.UID
-	// Namespace is the state of the owner's upstream namespace relative to the
-	// dependent's hub namespace.
+	State     ObjectState
+	UID       types.UID
 	Namespace NamespaceState
 }
 
-// ownOwner is what is known, just before the delete, of the anchor's own owner, for
-// the dependents labelled for it.
+// ownOwner is what is known, just before the delete, of the anchor's own owner.
 type ownOwner struct {
-	// Fresh is the owner read live again just before the delete (NotRead: not read, and
-	// the proof alone decides).
+	// Fresh is the owner read live again (NotRead: not read; the proof alone decides).
 	Fresh Observation
-	// Sibling: another anchor with the same five labels lives in the same hub namespace:
-	// the anchor of the owner recreated under the same name.
+	// Sibling: another anchor with the same five labels is in the same hub namespace.
 	Sibling bool
 }
 
-// dependentJudge holds what judging the dependents of one anchor depends on, besides
-// each dependent.
+// dependentJudge holds what judging one anchor's dependents depends on.
 type dependentJudge struct {
-	// anchorUID is the anchor ConfigMap's own UID; owner is the owner it is named for,
-	// whose absence proof proved.
+	// anchorUID is the anchor ConfigMap's own UID; owner is the one absent by proof.
 	anchorUID types.UID
 	owner     anchor.Owner
 	proof     Reason
-	// existing holds the UIDs of the objects of the hub namespace still there.
+	// existing holds the UIDs of the objects still in the hub namespace.
 	existing map[types.UID]bool
-	// other holds live reads of the owners, other than owner, that dependents name.
-	other map[ownerKey]otherOwner
-	own   ownOwner
-	// writes says what a live owner would write (Options.Writes).
-	writes map[schema.GroupKind][]HubWrite
+	other    map[ownerKey]otherOwner
+	own      ownOwner
+	writes   map[schema.GroupKind][]HubWrite
 }
 
-// labelledOwner decodes the owner a dependent's labels name. unlabelled is true when
-// it carries no cluster name at all; ok is false when the labels do not decode to an
-// owner (foreign is then true if the cluster name names, or may name, another project
-// than project).
+// labelledOwner decodes the owner a dependent's labels name. unlabelled: no cluster
+// name at all; !ok: no owner decodes, and foreign says the cluster name names (or may
+// name) another project than project.
 func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, unlabelled, foreign bool) {
 	if o, err := anchor.Decode(placeholderName, labels); err == nil {
 		return keyOf(o), true, false, o.Project != project
@@ -277,11 +242,8 @@ func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, 
 // placeholderName stands in for an anchor name when only labels are decoded.
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// hangsAlone reports whether dep depends on the anchor with anchorUID alone: it holds a
-// reference to it and no reference to another object known to exist. References to
-// objects not in existing (cluster-scoped or unknown) are not counted as owners, so an
-// unknown reference errs towards "alone", which never deletes a dependent that a
-// judgement would keep: every dependent that hangs alone is judged.
+// hangsAlone reports whether dep refers to the anchor and to no other object in
+// existing. An unknown reference counts as no owner: "alone" only sends dep to judgement.
 func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) (refers, alone bool) {
 	alone = true
 	for _, ref := range dep.OwnerReferences {
@@ -315,13 +277,11 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	case foreign:
 		return dependentForeign
 	case unlabelled, !ok:
-		// Nobody's labels: its only owner is this anchor, and nothing live can claim
-		// it (the live path labels everything it writes).
+		// The live path labels everything it writes: nothing live claims this.
 		return dependentOrphan
 	}
 	if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
-		// The owner its labels name would not write this kind and name: no reconcile
-		// re-attaches it, so no claim can end.
+		// No reconcile would re-attach it.
 		return dependentOrphan
 	}
 	if key == keyOf(j.owner) {
@@ -349,14 +309,12 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 // would write.
 func (j dependentJudge) judgeOwn() dependentKind {
 	if j.own.Sibling {
-		// The owner's current anchor is right here: it re-attaches the dependent.
 		return dependentClaimed
 	}
 	nsProof := j.proof == ReasonNamespaceRecreated || j.proof == ReasonNamespaceGone
 	switch j.own.Fresh.State {
 	case NotRead:
-		// A live object of that name with another UID, in the namespace this hub
-		// namespace mirrors, is the owner that takes it over.
+		// Replaced: the object of that name now takes it over.
 		if j.proof == ReasonReplaced {
 			return dependentClaimed
 		}
@@ -365,12 +323,10 @@ func (j dependentJudge) judgeOwn() dependentKind {
 		return dependentOrphan
 	case Present:
 		if j.own.Fresh.UID == j.owner.UID {
-			// The owner read with the anchor's UID contradicts the proof: keep.
+			// Contradicts the proof: keep.
 			return dependentUnreadable
 		}
-		// Recreated since, or still: unless absence was proven through the namespace
-		// (a live object of that name then lives in a new namespace, which maps to
-		// another hub namespace), it claims the dependent.
+		// Another UID claims it, unless the namespace is new (another hub namespace).
 		if nsProof {
 			return dependentOrphan
 		}
@@ -379,9 +335,8 @@ func (j dependentJudge) judgeOwn() dependentKind {
 	return dependentUnreadable
 }
 
-// needsOwn reports whether any dependent that hangs on the anchor alone is labelled for
-// the anchor's own owner, which would write it: the owner is then read again, live,
-// just before the delete.
+// needsOwn reports whether a dependent hanging on the anchor alone is labelled for the
+// anchor's own owner, which would write it: the owner is then read again.
 func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	for _, dep := range deps {
 		if dep.DeletionTimestamp != nil {
@@ -398,9 +353,8 @@ func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	return false
 }
 
-// otherOwnersToRead returns the owners, other than the anchor's own, that dependents
-// hanging on the anchor alone name in their labels and would write them: judge needs
-// their live state.
+// otherOwnersToRead returns the owners, other than the anchor's own, whose live state
+// judge needs: named by the labels of dependents hanging alone, which they would write.
 func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
@@ -434,7 +388,7 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 			key, _, _, _ := labelledOwner(dep.Labels, j.owner.Project)
 			claimer := key.owner(j.other[key].UID)
 			if key == keyOf(j.owner) {
-				// A reconcile is about the object that has the name now.
+				// Enqueue the object that has the name now.
 				claimer = key.owner("")
 			}
 			if !slices.Contains(claimers, claimer) {
@@ -449,13 +403,12 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 	return s, claimers
 }
 
-// dependentsIndex maps the UIDs of the objects in one hub namespace to what refers to
-// them, records which UIDs exist, and which anchors each owner has there.
+// dependentsIndex indexes one hub namespace: the UIDs that exist, what refers to each
+// UID, and each owner's anchors there.
 type dependentsIndex struct {
 	existing map[types.UID]bool
 	byOwner  map[types.UID][]*metav1.PartialObjectMetadata
-	// anchors maps an owner to the UIDs of the anchors (ConfigMaps) it has here.
-	anchors map[ownerKey][]types.UID
+	anchors  map[ownerKey][]types.UID
 }
 
 func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
@@ -479,8 +432,7 @@ func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
 	return idx
 }
 
-// sibling returns another anchor of owner's in this namespace than the one whose own
-// UID is anchorUID, if any.
+// sibling returns an anchor of owner's in this namespace other than anchorUID, if any.
 func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (types.UID, bool) {
 	for _, uid := range idx.anchors[keyOf(owner)] {
 		if uid != anchorUID && idx.existing[uid] {
@@ -490,8 +442,8 @@ func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (typ
 	return "", false
 }
 
-// forget removes an anchor about to be deleted from the index: what hangs on it and
-// on another anchor judged later then hangs on that one alone, and is judged as such.
+// forget drops an anchor about to be deleted from existing, so what hangs on it and a
+// later candidate hangs on that one alone.
 func (idx dependentsIndex) forget(uid types.UID) {
 	delete(idx.existing, uid)
 }

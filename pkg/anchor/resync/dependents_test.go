@@ -118,7 +118,7 @@ func TestSummarizeDependentsEnqueuesClaimers(t *testing.T) {
 	}
 }
 
-// Finding 2: the index forgets an anchor as it is deleted, so what hung on it and on
+// The index forgets an anchor as it is deleted, so what hung on it and on
 // another anchor is judged as hanging on the other alone; and it finds sibling anchors.
 func TestDependentsIndexForgetsAndFindsSiblings(t *testing.T) {
 	owner := anchor.Owner{Project: "proj", Kind: "ConfigMap", Namespace: "web", Name: "edge", UID: anchorUID}

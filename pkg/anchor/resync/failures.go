@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// unreachable reports whether a failed read of a plane counts toward treating the whole
-// plane as unreachable for the rest of a pass: transport errors, timeouts, 5xx and 401
-// (the plane no longer accepts the Secret's credentials) do. A failure that belongs to
-// what was read does not: 403 (a kind the manager may not read), 404, 409, 422, 429 and
-// other client errors say nothing about the plane as a whole (docs/design.md, Unknown).
+// unreachable reports whether a failed read counts toward the plane being unreachable:
+// transport errors, timeouts, 5xx and 401 do; 403, 404, 429 and other client errors do
+// not (docs/design.md, Unknown, and charging failures to what failed).
 func unreachable(err error) bool {
 	if err == nil {
 		return false
@@ -26,11 +24,9 @@ func unreachable(err error) bool {
 			apierrors.IsUnauthorized(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 	}
 	if meta.IsNoMatchError(err) {
-		// The plane answered discovery: it does not serve the kind.
 		return false
 	}
-	// Anything else is the transport: connection refused or reset, a TLS failure, an
-	// EOF, a context deadline or another timeout.
+	// Anything else is the transport or a timeout.
 	return true
 }
 
@@ -43,8 +39,7 @@ func forbiddenDetail(verb string, gr schema.GroupResource, namespace string) str
 	return fmt.Sprintf("forbidden: the manager may not %s %s %s on the project's plane; anchors of this kind stay unknown until it may", verb, gr.String(), where)
 }
 
-// notConfiguredDetail names what reading an owner of a kind the resync is not
-// configured for would take, for the report.
+// notConfiguredDetail names what reading owners of gk would take, for the report.
 func notConfiguredDetail(gk schema.GroupKind) string {
 	return fmt.Sprintf("kind-not-configured: the resync reads %s owners on no plane (add it to --resync-owner-kinds, and get on it to the plane's role, anchorage-project); anchors of this kind stay unknown until then", gk.String())
 }

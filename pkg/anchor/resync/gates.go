@@ -15,44 +15,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Operator controls, read by every pass (no restart needed).
+// Operator controls, read by every pass (docs/design.md, Throttle, not halt; Plane
+// identity; Projects with no Secret).
 const (
-	// AnnotationDeletion on the lease namespace set to "off" turns every replica's
-	// resync deletions off, for all projects, from the next pass (or namespace batch)
-	// on: passes still decide and report. Any other value, or none, means on.
-	//
-	//	kubectl annotate namespace <lease-namespace> anchorage.datumapis.com/anchor-deletion=off
+	// AnnotationDeletion set to DeletionOff on the lease namespace turns deletion off.
 	AnnotationDeletion = "anchorage.datumapis.com/anchor-deletion"
 	// DeletionOff is the AnnotationDeletion value that turns deletion off.
 	DeletionOff = "off"
-	// AnnotationExclude on a project's kubeconfig Secret set to "true" excludes the
-	// project from resync deletions (passes still decide and report).
+	// AnnotationExclude set to "true" on a project's Secret excludes it from deletions.
 	AnnotationExclude = "anchorage.datumapis.com/resync-exclude"
-	// LabelPlaneIdentity marks the ConfigMaps, in the lease namespace, that record each
-	// project's plane identity.
+	// LabelPlaneIdentity marks the plane identity records in the lease namespace.
 	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity"
-	// AnnotationAcknowledgePlane on a project's plane identity record, set to the UID of
-	// the plane's "default" Namespace now, is an operator's acknowledgement of that
-	// plane. A changed plane whose UID it names is recorded (with the Secret's UID) by
-	// the next pass, which removes the annotation, logs it and raises a Normal Event
-	// PlaneIdentityAcknowledged. Naming the plane already on record, it lifts the halt
-	// of a pass in which nearly every mapped namespace reads as gone or recreated; the
-	// first pass that finds no such loss removes it. Any other value is ignored.
-	//
-	//	kubectl annotate configmap -n <lease-namespace> anchorage-plane-<hash> anchorage.datumapis.com/acknowledge-plane=<uid>
+	// AnnotationAcknowledgePlane on a plane identity record, set to the UID of the
+	// plane's "default" Namespace, acknowledges that plane; any other value is ignored.
 	AnnotationAcknowledgePlane = "anchorage.datumapis.com/acknowledge-plane"
-	// LabelTombstone, set to "true" on a ConfigMap in the lease namespace whose data key
-	// "project" names a project, retires that project on purpose: once it has no
-	// kubeconfig Secret (confirmed on two passes), its anchors are collected under the
-	// usual rules, throttle and dry-run, and its plane identity record is dropped. Off
-	// by default: without a tombstone, anchors of a project with no Secret are only
-	// reported. A tombstone is ignored while the project has a Secret.
+	// LabelTombstone set to "true" on a ConfigMap in the lease namespace, whose data key
+	// TombstoneKeyProject names a project, retires that project once it has no Secret.
 	LabelTombstone = "anchorage.datumapis.com/retired-project"
 	// TombstoneKeyProject is the data key of a tombstone naming the retired project.
 	TombstoneKeyProject = "project"
 
-	// DefaultSecretLabel is the label of kubeconfig Secrets (multicluster-runtime's
-	// kubeconfig provider).
+	// DefaultSecretLabel marks kubeconfig Secrets (multicluster-runtime's provider).
 	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 
 	planeIdentityPrefix = "anchorage-plane-"
@@ -117,10 +100,8 @@ func (s secrets) find(ctx context.Context, hub client.Reader, project string) (*
 	return nil, calls, fmt.Errorf("project %q is named by %d kubeconfig Secrets", project, len(found))
 }
 
-// findKnown is find for a project whose Secret was found before under the name known:
-// that Secret is read by name (one GET) and, while it is still a kubeconfig Secret of
-// project, returned. A project whose name is no Secret name (it holds "/", and an
-// annotation names it) would otherwise list every kubeconfig Secret on every pass.
+// findKnown is find, first trying the Secret last found, known, with one GET: a
+// project whose name is no Secret name would otherwise list every kubeconfig Secret.
 func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, known string) (*metav1.PartialObjectMetadata, int, error) {
 	if known == "" || known == project {
 		return s.find(ctx, hub, project)
@@ -158,8 +139,7 @@ func excluded(sec metav1.Object) bool {
 	return sec != nil && strings.EqualFold(sec.GetAnnotations()[AnnotationExclude], "true")
 }
 
-// deletionSwitch reads the runtime switch on the lease namespace. A switch that cannot
-// be read counts as off: deleting is never the default when in doubt.
+// deletionSwitch reads the runtime switch; one that cannot be read counts as off.
 func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace string) (on bool, err error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -169,8 +149,7 @@ func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace strin
 	return !strings.EqualFold(ns.Annotations[AnnotationDeletion], DeletionOff), nil
 }
 
-// PlaneIdentityName is the ConfigMap, in the lease namespace, recording project's
-// plane identity.
+// PlaneIdentityName names project's plane identity record in the lease namespace.
 func PlaneIdentityName(project string) string {
 	sum := sha256.Sum256([]byte(project))
 	return planeIdentityPrefix + hex.EncodeToString(sum[:10])
@@ -185,21 +164,13 @@ type planeCheck struct {
 	Current  types.UID
 	// Acknowledged: an operator acknowledged Current, which is now recorded.
 	Acknowledged bool
-	// LossAcknowledged: the record carries an acknowledgement of Current, which is the
-	// recorded plane: a pass in which nearly every mapped namespace reads as gone or
-	// recreated is not halted.
+	// LossAcknowledged: Current, the recorded plane, is acknowledged: no mass-loss halt.
 	LossAcknowledged bool
 }
 
-// checkPlane compares the plane's current identity with the one recorded for project,
-// recording it if none is (and record is set). The record is a ConfigMap in the lease
-// namespace that belongs to the project, not to its Secret: it has no ownerReference,
-// so a Secret deleted and created again (a restore, a GitOps replace, a credential
-// rotation by re-creation) finds it and must match it. The record notes the UID of the
-// Secret it was last verified with; a new Secret is verified against the recorded plane
-// and then noted. Records written by earlier versions, owned by the Secret, lose that
-// ownerReference on the first pass that verifies them. Only a retired project's pass
-// deletes a record (dropPlaneRecord).
+// checkPlane compares the plane's current identity with project's record, writing the
+// record when there is none (and record is set), noting a new Secret's UID once
+// verified, and honouring an acknowledgement (docs/design.md, Plane identity).
 func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, int, error) {
 	pc := planeCheck{State: PlaneUnverified, Current: current}
 	key := client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}
@@ -262,7 +233,7 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 		if (newSecret || legacyOwned) && record && secretUID != "" {
 			calls++
 			if err := rewriteRecord(ctx, writer, cm, current, secretUID, false); err != nil {
-				// The comparison holds; noting the Secret waits for the next pass.
+				// Still verified; the next pass notes the Secret.
 				pc.Detail = strings.TrimPrefix(pc.Detail+"; noting the Secret on the record failed: "+err.Error(), "; ")
 			}
 		}
@@ -297,10 +268,9 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 	return pc, calls, nil
 }
 
-// rewriteRecord notes on the record cm the plane uid and the Secret it was verified
-// with, drops any ownerReference to a Secret (records of earlier versions) and, when
-// acknowledged, the operator's acknowledgement. The update is conditional on the
-// resourceVersion read.
+// rewriteRecord notes the plane uid and the verifying Secret on cm, drops any
+// ownerReference to a Secret and, when acknowledged, the acknowledgement; conditional
+// on the resourceVersion read.
 func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
 	cm = cm.DeepCopy()
 	var refs []metav1.OwnerReference
@@ -320,8 +290,7 @@ func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigM
 	return writer.Update(ctx, cm)
 }
 
-// clearLossAcknowledgement removes an acknowledgement of the recorded plane from the
-// record once a pass finds no mass loss of namespaces any more.
+// clearLossAcknowledgement removes an acknowledgement of the recorded plane.
 func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, current types.UID) error {
 	cm := &corev1.ConfigMap{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm); err != nil {
@@ -334,9 +303,8 @@ func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer cli
 	return writer.Update(ctx, cm)
 }
 
-// dropPlaneRecord deletes a retired project's plane identity record, conditional on
-// the UID and resourceVersion read. It is the only place a record is deleted. gone
-// reports that there was none.
+// dropPlaneRecord deletes a retired project's plane identity record with UID and
+// resourceVersion preconditions: the only delete of a record. gone: there was none.
 func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string) (gone bool, calls int, err error) {
 	cm := &corev1.ConfigMap{}
 	calls++
@@ -359,8 +327,7 @@ func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Clien
 	return false, calls, err
 }
 
-// tombstoneOf returns the name of a tombstone retiring project in the lease namespace
-// ("" if none), and the requests made.
+// tombstoneOf returns the name of a tombstone retiring project ("" if none), and calls.
 func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project string) (string, int, error) {
 	names, err := tombstones(ctx, hub, leaseNamespace)
 	if err != nil {
@@ -369,8 +336,7 @@ func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project
 	return names[project], 1, nil
 }
 
-// tombstones returns the retired projects named by tombstones in the lease namespace,
-// with the name of each one's tombstone.
+// tombstones returns the tombstone's name of each retired project.
 func tombstones(ctx context.Context, hub client.Reader, leaseNamespace string) (map[string]string, error) {
 	list := &corev1.ConfigMapList{}
 	if err := hub.List(ctx, list, client.InNamespace(leaseNamespace), client.MatchingLabels{LabelTombstone: "true"}); err != nil {

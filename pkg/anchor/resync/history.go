@@ -4,20 +4,17 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
-// projectHistory is what a replica remembers of its passes over one project it holds.
+// projectHistory is what a replica remembers of its passes over one project.
 type projectHistory struct {
-	// reports are the last reports, oldest first, aborted passes included: depth of
-	// them, and besides them the last completed one when none of them is.
+	// reports are the last depth reports, oldest first, aborted ones included, and
+	// before them the last completed one when none of them is.
 	reports []PassReport
 	// completed counts the passes that ran to their end.
 	completed int
 }
 
-// passHistory remembers the passes of the projects a replica holds. What it keeps
-// follows the work: by default only a project's latest report, with lines only for
-// the anchors it did not keep (slim), and nothing of a project once it is lost
-// (forget). The LRU bound is a backstop against a caller that never forgets. Callers
-// hold Resync.mu.
+// passHistory remembers the passes of the projects a replica holds, in an LRU.
+// Callers hold Resync.mu.
 type passHistory struct {
 	projects *lru.Cache[string, *projectHistory]
 	// depth is how many reports per project are kept; full keeps every line of them.
@@ -25,8 +22,8 @@ type passHistory struct {
 	full  bool
 }
 
-// newPassHistory remembers at most projects projects. depth 0 keeps each project's
-// latest report, slimmed; depth n > 0 keeps the last n reports in full (tests, audits).
+// newPassHistory remembers at most projects projects: with depth 0 each one's latest
+// report, slimmed; with depth n > 0 the last n reports in full (tests, audits).
 func newPassHistory(projects, depth int) (*passHistory, error) {
 	c, err := lru.New[string, *projectHistory](projects)
 	if err != nil {
@@ -50,8 +47,7 @@ func (h *passHistory) add(rep PassReport, completed bool) {
 	}
 	kept := append(ph.reports, rep)
 	if len(kept) > h.depth {
-		// The last completed report outlives the window when no report in it is one:
-		// LastReport still answers.
+		// Keep the last completed report for LastReport, if the window holds none.
 		var last *PassReport
 		if !completed {
 			last = lastCompleted(kept[:len(kept)-h.depth])
@@ -83,9 +79,7 @@ func lastCompleted(reports []PassReport) *PassReport {
 	return nil
 }
 
-// slim drops the lines of the anchors rep kept, counting them in KeptUnlisted: at
-// steady state nearly every anchor is kept, and a line per anchor per project is what
-// made the history cost half a gigabyte at 100,000 anchors.
+// slim drops the lines of the anchors rep kept, counting them in KeptUnlisted.
 func slim(rep PassReport) PassReport {
 	var lines []AnchorReport
 	for _, a := range rep.Anchors {
@@ -99,17 +93,15 @@ func slim(rep PassReport) PassReport {
 	return rep
 }
 
-// forget drops what is remembered of project: called when the replica loses it. A
-// history asked to keep full reports (an audit trail) keeps them until the LRU bound
-// drops them.
+// forget drops what is remembered of project, lost by the replica; full reports stay
+// until the LRU drops them.
 func (h *passHistory) forget(project string) {
 	if !h.full {
 		h.projects.Remove(project)
 	}
 }
 
-// of returns what is remembered of project, without making it more recent: reading a
-// report is not a pass.
+// of returns what is remembered of project, without making it more recent.
 func (h *passHistory) of(project string) projectHistory {
 	ph, ok := h.projects.Peek(project)
 	if !ok {

@@ -8,14 +8,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// HubClock estimates the hub's clock from the Date header of the hub's responses, so
-// that an anchor's age (the hub's creationTimestamp to now) is judged on one clock,
-// the hub's, and a replica whose clock runs ahead does not see anchors older than they
-// are. Every estimate errs on the young side, the safe one for the minimum age: the
-// header is truncated to the second and written before the response travels, so
-// Date − local receive time is at most the true offset.
-//
-// Wrap a hub rest.Config's transport with Wrap; a nil *HubClock knows nothing.
+// HubClock estimates the hub's clock from the Date header of its responses, so anchor
+// ages are judged on the hub's clock (docs/design.md, Delete). The estimate errs young:
+// the header is truncated and sent before the response travels. Install it with Wrap;
+// a nil *HubClock knows nothing.
 type HubClock struct {
 	clock clock.PassiveClock
 
@@ -32,8 +28,7 @@ func NewHubClock(clk clock.PassiveClock) *HubClock {
 	return &HubClock{clock: clk}
 }
 
-// Wrap returns rt reporting every response's Date header to h: a transport wrapper for
-// rest.Config.Wrap.
+// Wrap returns rt reporting every response's Date header to h, for rest.Config.Wrap.
 func (h *HubClock) Wrap(rt http.RoundTripper) http.RoundTripper {
 	return hubClockTransport{h: h, next: rt}
 }
@@ -54,8 +49,7 @@ func (t hubClockTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // WrappedRoundTripper lets client-go reach the real transport to cancel requests.
 func (t hubClockTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
 
-// observe records the offset a Date header received at local time at shows; an
-// unparseable or missing header shows nothing.
+// observe records the offset a Date header received at local time at shows.
 func (h *HubClock) observe(date string, at time.Time) {
 	if date == "" {
 		return

@@ -19,8 +19,7 @@ import (
 
 // Plane is how a pass reads one project's control plane.
 type Plane struct {
-	// Cache is the owner's cache read in a mode that fails for kinds it does not already
-	// watch (see StrictCacheOption); nil when there is none, and every owner is read live.
+	// Cache is the owner's strict cache (StrictReader); nil: every owner is read live.
 	Cache client.Reader
 	// Scheme holds the typed kinds the cache may watch.
 	Scheme *runtime.Scheme
@@ -28,15 +27,13 @@ type Plane struct {
 	Live client.Reader
 	// Mapper maps an owner's group and kind to the resource a live read needs.
 	Mapper meta.RESTMapper
-	// SecretUID is the UID of the kubeconfig Secret the plane was built from, when
-	// known (the sweep): a pass over a project whose Secret has another UID now reads
-	// nothing of it. Empty: not checked (a replica's plane is the shard's engagement).
+	// SecretUID is the UID of the Secret the plane was built from (the sweep): a pass
+	// whose project's Secret has another UID reads nothing of it. Empty: not checked.
 	SecretUID types.UID
 }
 
-// readCached reads owner from the cache without ever starting an informer: each version
-// of the owner's kind the scheme knows is tried, and a kind the cache does not watch at
-// any of them is NotWatched, which sends the caller to a live read.
+// readCached reads owner from the cache without starting an informer: NotWatched when
+// the cache watches no version of the kind the scheme knows.
 func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
 	return p.cacheReader().read(ctx, owner)
 }
@@ -46,17 +43,12 @@ func (p Plane) cacheReader() *ownerCacheReader {
 	return &ownerCacheReader{plane: p, kinds: map[schema.GroupKind][]client.Object{}}
 }
 
-// ownerCacheReader reads owners from the plane's cache for one pass, one owner at a time.
-// It keeps, per owner kind, one object of each version the scheme knows and reads
-// every owner of that kind into it: a pass reads tens of thousands of owners, and a
-// new typed object for each (hundreds of bytes, all garbage at once) was most of what
-// a steady pass allocated. An object is zeroed before each read, so a read sees
-// exactly what a new one would; observations keep nothing of it but copies (UID,
-// deletion time) and the cache's own finalizers slice.
+// ownerCacheReader reads owners from the plane's cache for one pass, reusing one
+// object per kind and version, zeroed before each read, to spare an allocation per
+// owner; observations keep only copies and the cache's finalizers slice.
 type ownerCacheReader struct {
 	plane Plane
-	// kinds holds, per owner kind, the objects to read it into, in the scheme's order
-	// of versions (nil: no version of the kind is a typed object the scheme knows).
+	// kinds holds, per owner kind, one object per version in the scheme's order.
 	kinds map[schema.GroupKind][]client.Object
 }
 
@@ -68,8 +60,7 @@ func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observa
 	key := client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}
 	for _, cobj := range c.objectsOf(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
 		reflect.ValueOf(cobj).Elem().SetZero()
-		// Only read, and at once: a deep copy of every owner on every pass would cost
-		// more than the rest of a steady pass.
+		// Read at once and never changed: no deep copy.
 		err := c.plane.Cache.Get(ctx, key, cobj, client.UnsafeDisableDeepCopy)
 		switch {
 		case err == nil:
@@ -85,9 +76,7 @@ func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observa
 	return Observation{State: NotWatched}
 }
 
-// objectsOf returns the objects owners of gk are read into, building them on first
-// use: one per version of gk's group, in the scheme's order, that the scheme knows as
-// a client.Object (a pointer, as Scheme.New makes every object).
+// objectsOf returns the objects owners of gk are read into, built on first use.
 func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
 	if objs, ok := c.kinds[gk]; ok {
 		return objs
@@ -112,8 +101,8 @@ func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
 	return objs
 }
 
-// readLive reads owner's metadata from the plane's API server. It returns the
-// observation and the number of requests made (0 when the kind has no mapping).
+// readLive reads owner's metadata from the plane's API server, and counts the requests
+// made (0 when the kind has no mapping).
 func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, int, error) {
 	mapping, err := p.Mapper.RESTMapping(schema.GroupKind{Group: owner.Group, Kind: owner.Kind})
 	if meta.IsNoMatchError(err) {
@@ -141,7 +130,7 @@ func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, i
 }
 
 // readNamespace reads the upstream namespace live and compares its UID with the hub
-// namespace's suffix. One request.
+// namespace's suffix.
 func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string) (NamespaceState, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -158,7 +147,7 @@ func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string)
 	return NamespaceUnknown, fmt.Errorf("reading upstream namespace %s: %w", upstream, err)
 }
 
-// readPlaneIdentity returns the UID of the plane's "default" Namespace. One request.
+// readPlaneIdentity returns the UID of the plane's "default" Namespace.
 func (p Plane) readPlaneIdentity(ctx context.Context) (types.UID, error) {
 	ns := &metav1.PartialObjectMetadata{}
 	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))

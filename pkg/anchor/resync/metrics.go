@@ -21,8 +21,8 @@ const (
 
 var haltReasons = []string{HaltCeiling, HaltPlaneChanged}
 
-// resyncMetrics are the resync's metrics. No label carries a project, except the
-// held-since and last-success gauges, which exist only for projects this replica holds.
+// resyncMetrics are the resync's metrics. Only the held-since and last-success gauges
+// carry a project, and only for projects this replica holds.
 type resyncMetrics struct {
 	passes      *prometheus.CounterVec
 	seen        prometheus.Counter

@@ -10,12 +10,10 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// DefaultFinalizers are the finalizers by owner kind that mean an owner terminating
-// with one is being finalized (docs/design.md, Wire formats): pkg/gateway's own, the
-// previous manager's on its backend EndpointSlices (pkg/gateway finalizes those too),
-// and its replicator's on the kinds it mirrored to the hub. The replicator's finalizer
-// on a kind other than HTTPProxy is removed by nobody after a cut-over: an owner stuck
-// on it is reported (finalizer-stuck) after StuckAfter, never collected.
+// DefaultFinalizers are, by owner kind, the finalizers that mean a terminating owner is
+// being finalized (docs/design.md, Finalizers): pkg/gateway's, and the previous
+// replicator's on the kinds it mirrored. Nobody removes the latter after a cut-over
+// (but on HTTPProxy): such an owner is reported finalizer-stuck, never collected.
 var DefaultFinalizers = func() map[schema.GroupKind]string {
 	m := map[schema.GroupKind]string{
 		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
@@ -33,14 +31,10 @@ var DefaultFinalizers = func() map[schema.GroupKind]string {
 // replicator, on every upstream object it mirrored to the hub.
 const PreviousReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-resource-replicator"
 
-// PreviousReplicatedKinds are the kinds the previous manager's resource replicator
-// mirrored to the hub by default, each copy hanging on an anchor of the upstream object
-// (its internal/config/config.go, the replicator's default resources), less Secrets,
-// which the resync never reads, and ConfigMaps, which it mirrored only when labelled
-// networking.datumapis.com/gateway-sync: a get on every tenant ConfigMap is more than
-// those few anchors are worth (an operator who has them adds ConfigMap to the owner
-// kinds with its grant; until then they are reported kind-not-configured). HTTPProxy is
-// already one of pkg/gateway's kinds.
+// PreviousReplicatedKinds are the kinds the previous manager's replicator mirrored to
+// the hub by default, less HTTPProxy (pkg/gateway's), Secrets (never read) and
+// ConfigMaps (mirrored only when labelled; left kind-not-configured unless an operator
+// adds them with their grant).
 var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "gateway.envoyproxy.io", Kind: "Backend"},
 	{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"},
@@ -53,12 +47,9 @@ var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "Connector"},
 }
 
-// DefaultLiveOwnerKinds are the owner kinds the resync reads live on a project's
-// plane by default: every kind that is anchored on the hub, by the live path or by the
-// previous manager (DefaultFinalizers), so that no stranded anchor of the field is kept
-// for want of a kind. The plane's ClusterRole (config/rbac/project-role.yaml) grants
-// get on exactly these. A kind a plane does not serve reads as unknown (its 404 names
-// no object), reported, never collected.
+// DefaultLiveOwnerKinds are the owner kinds read live by default: every kind anchored
+// on the hub, by the live path or the previous manager. The plane's ClusterRole
+// (config/rbac/project-role.yaml) grants get on exactly these.
 var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "HTTPProxy"},
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
@@ -66,93 +57,63 @@ var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"},
 }, PreviousReplicatedKinds...)
 
-// secretKind is never read live nor listed: reading it would need read access to a
-// tenant's (or the hub's) credentials, which the manager must not hold.
+// secretKind is never read live nor listed: the manager holds no one's credentials.
 var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 
-// Options are the resync's knobs. Zero values take the defaults stated on each
-// field; Validate rejects combinations that would make the safety rules meaningless.
-// The resync is on by default.
+// Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
+// the defaults stated on each field; Validate rejects unsafe combinations.
 type Options struct {
 	// Disabled turns the resync off entirely. Default false.
 	Disabled bool
-	// DryRun decides and reports everything and deletes nothing (and enqueues nothing;
-	// a replica still records a project's plane identity, the sweep does not).
+	// DryRun decides and reports, deletes and enqueues nothing; a replica still records
+	// plane identities.
 	DryRun bool
 	// Period between two passes over one project. Default 10m.
 	Period time.Duration
-	// InitialJitter bounds the random delay of a project's first pass after this
-	// replica comes to hold it, so a replica that gains many projects does not pass over all at once.
-	// Default 30s.
+	// InitialJitter bounds the random delay of a project's first pass. Default 30s.
 	InitialJitter time.Duration
-	// ConfirmAfter is how long after a first proof of absence the same proof must hold
-	// again. A pass that records a proof schedules the next pass for then. Default 30s.
+	// ConfirmAfter: a proof must hold again this long after it was first seen. Default 30s.
 	ConfirmAfter time.Duration
 	// MinAge: anchors younger than this are never collected. Default 5m.
 	MinAge time.Duration
-	// StuckAfter: an owner terminating with our finalizer for longer is reported
-	// unknown (finalizer-stuck) instead of kept silently. Default 1h.
+	// StuckAfter: an owner finalizing longer is reported finalizer-stuck. Default 1h.
 	StuckAfter time.Duration
-	// MaxDeletionsPerPass caps the anchors one pass over one project collects; the
-	// rest wait for the next pass. Default 50.
+	// MaxDeletionsPerPass caps one pass's deletions in one project. Default 50.
 	MaxDeletionsPerPass int
-	// HaltAbove is the hard ceiling: a pass in which more anchors of one project qualify
-	// for collection deletes none and raises a Warning Event and a metric. Default 500.
+	// HaltAbove: a pass with more collectable anchors deletes none. Default 500.
 	HaltAbove int
-	// DeletionQPS and DeletionBurst rate-limit deletions across all projects of a
-	// replica. Default 10 and 20.
+	// DeletionQPS and DeletionBurst rate-limit a replica's deletions. Default 10, 20.
 	DeletionQPS   float32
 	DeletionBurst int
-	// LiveQPS and LiveBurst rate-limit live reads of one project's plane. Default 50
-	// and 100.
+	// LiveQPS and LiveBurst rate-limit live reads of one plane. Default 50, 100.
 	LiveQPS   float32
 	LiveBurst int
-	// DependentsQPS and DependentsBurst rate-limit the hub lists that read anchors'
-	// dependents (each kind of DependentKindsOf, per namespace with candidates), across all
-	// projects of a replica. Default 50 and 100.
+	// DependentsQPS and DependentsBurst rate-limit the dependents lists. Default 50, 100.
 	DependentsQPS   float32
 	DependentsBurst int
 	// LiveTimeout bounds each live read of a plane. Default 5s.
 	LiveTimeout time.Duration
 	// Workers bounds the passes that run at once on a replica. Default 4.
 	Workers int
-	// RememberedProjects bounds the projects whose last pass reports a replica keeps
-	// (Reports, LastReport, Passes); the least recently passed is forgotten first. It
-	// should exceed the projects one replica holds. Default 4096.
+	// RememberedProjects bounds the projects whose reports a replica keeps (least
+	// recently passed forgotten first); keep it above the projects held. Default 4096.
 	RememberedProjects int
-	// ReportHistory is how many reports per project a replica keeps for Reports, in
-	// full. Zero (the default): only the latest, with lines only for the anchors it did
-	// not keep (the kept ones are counted, PassReport.KeptUnlisted), dropped when the
-	// replica loses the project, so that what a replica remembers follows its work. A
-	// positive depth is an audit trail (tests): those reports outlive the project's
-	// loss, within RememberedProjects.
+	// ReportHistory > 0 keeps that many full reports per project, past its loss (tests);
+	// zero (default) only the latest, slimmed, dropped with the project.
 	ReportHistory int
-	// ClaimPasses bounds how many passes a dependent claimed by a live owner (one that
-	// would write that kind and name) keeps a stale anchor: the pass after that reports
-	// the claim expired (claim-expired), and the next one collects the anchor with the
-	// dependent. Default 3.
+	// ClaimPasses: see Timing.ClaimPasses. Default 3.
 	ClaimPasses int
 	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
 	Finalizers map[schema.GroupKind]string
-	// Writes are the hub objects the live path writes, by owner kind: only an owner
-	// that would write a dependent's kind and name can claim it. Default
-	// DefaultHubWrites.
+	// Writes are what the live path writes, by owner kind. Default DefaultHubWrites.
 	Writes map[schema.GroupKind][]HubWrite
-	// LiveOwnerKinds are the owner kinds read live on a plane to prove them absent; an
-	// anchor of another kind is unknown (kind-not-configured), with a detail naming the
-	// permission it would need. Default DefaultLiveOwnerKinds. Never Secrets.
+	// LiveOwnerKinds are the owner kinds read live. Default DefaultLiveOwnerKinds.
 	LiveOwnerKinds []schema.GroupKind
-	// ClaimsNamespace is the hub namespace of the hostname claims (pkg/gateway,
-	// hostname_claims.go): a pass releases this project's claims whose Gateway a live
-	// read proves absent (claims.go). Empty: claims are left to the Gateways'
-	// finalizers.
+	// ClaimsNamespace holds the hostname claims (claims.go). Empty: none released.
 	ClaimsNamespace string
-	// ExtraDependentKinds are hub kinds the dependents scan lists besides anchors and
-	// what the live path writes (DependentKindsOf): legacy dependents an operator knows
-	// of. Default none. Never Secrets.
+	// ExtraDependentKinds are legacy kinds the dependents scan lists too. Never Secrets.
 	ExtraDependentKinds []schema.GroupKind
-	// Clock drives periods, ages and confirmation. Default the real clock. Rate limits
-	// and timeouts always run on the real clock.
+	// Clock drives periods, ages and confirmation (not rate limits, timeouts). Default real.
 	Clock clock.WithTicker
 }
 
@@ -224,8 +185,7 @@ func (o Options) Validate() error {
 	return validKinds("extra dependent kinds", o.ExtraDependentKinds)
 }
 
-// validKinds refuses a kind without a name, a wildcard and Secrets: each kind listed
-// becomes a grant in the manager's RBAC, and none of these may.
+// validKinds refuses a nameless kind, a wildcard and Secrets: each is an RBAC grant.
 func validKinds(what string, kinds []schema.GroupKind) error {
 	for _, gk := range kinds {
 		switch {

@@ -17,9 +17,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// batchListMin is how many owners of one kind in one upstream namespace a pass must
-// need to read live before it lists them instead of reading each: one owner is cheaper
-// to GET than a list of its namespace.
+// batchListMin is how many owners of one kind and upstream namespace a pass must need
+// before it lists them instead of a GET each.
 const batchListMin = 2
 
 // ownerListPage bounds each page of a batched owner list.
@@ -31,18 +30,15 @@ type ownerBatch struct {
 	Namespace string
 }
 
-// ownerList is the outcome of one batched list: the owners found, by name, when the
-// list read every page (complete); otherwise the pass reads each owner with a GET.
+// ownerList is one batched list's owners by name; not complete: read each with a GET.
 type ownerList struct {
 	complete bool
 	byName   map[string]Observation
 }
 
 // batchedOwner returns what a batched list of owner's kind and namespace says of it,
-// listing once per pass when enough suspects share them. ok is false when the owner is
-// to be read with a GET (too few to batch, or the list could not be done). A name
-// missing from a complete list is Absent: the list is a quorum read of the server, as
-// strong as a GET's 404 for that name, and the proof still waits for ConfirmAfter.
+// listed once per pass; ok is false when a GET must read it. A name missing from a
+// complete list is Absent (docs/design.md, What a pass does).
 func (p *pass) batchedOwner(ctx context.Context, owner anchor.Owner) (Observation, bool, error) {
 	b := ownerBatch{GK: schema.GroupKind{Group: owner.Group, Kind: owner.Kind}, Namespace: owner.Namespace}
 	l, listed := p.ownerLists[b]
@@ -65,8 +61,7 @@ func (p *pass) batchedOwner(ctx context.Context, owner anchor.Owner) (Observatio
 	return Observation{State: Absent}, true, nil
 }
 
-// suspectsOf counts the anchors of the pass that still wait for a live read of an
-// owner of b.
+// suspectsOf counts the anchors still waiting for a live read of an owner of b.
 func (p *pass) suspectsOf(b ownerBatch) int {
 	n := 0
 	for _, it := range p.items {
@@ -80,19 +75,16 @@ func (p *pass) suspectsOf(b ownerBatch) int {
 	return n
 }
 
-// listOwners lists the metadata of every object of b's kind in b's namespace, live and
-// by pages, each page rate-limited and in its own step. Only an abort is returned as an
-// error: a failed list leaves the owners to GETs. A kind the plane does not let the
-// manager list (403) is not listed again in this pass: its owners are read with GETs,
-// which the plane's role grants.
+// listOwners lists b's objects live, by pages, each rate-limited in its own step. Only
+// an abort is an error: a failed list leaves the owners to GETs, and a kind refused
+// (403) is not listed again in the pass.
 func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) {
 	if p.unreachable || p.unlistable[b.GK] {
 		return ownerList{}, nil
 	}
 	mapping, err := p.plane.Mapper.RESTMapping(b.GK)
 	if err != nil || namespaced(mapping) != (b.Namespace != "") {
-		// Not mapped, or the owner's namespace does not fit the kind's scope: a list
-		// would not read what a GET reads; the GETs tell.
+		// Unmapped, or a scope that does not fit: the GETs tell.
 		return ownerList{}, nil
 	}
 	out := ownerList{byName: map[string]Observation{}}
@@ -136,8 +128,8 @@ func namespaced(mapping *meta.RESTMapping) bool {
 	return mapping.Scope != nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
 }
 
-// listOwnerPage lists one page of owners. No resourceVersion is set: the API server
-// answers from its storage (a quorum read), never from its watch cache.
+// listOwnerPage lists one page of owners. No resourceVersion: a quorum read, never the
+// watch cache.
 func listOwnerPage(ctx context.Context, live client.Reader, mapping *meta.RESTMapping, namespace, cont string) (*metav1.PartialObjectMetadataList, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	gvk := mapping.GroupVersionKind
@@ -153,9 +145,8 @@ func listOwnerPage(ctx context.Context, live client.Reader, mapping *meta.RESTMa
 	return list, nil
 }
 
-// ownerReadable reports whether the pass may read owners of gk live at all (configured
-// and not refused in this pass), so that a batched list never reads a kind a GET would
-// not.
+// ownerReadable reports whether a GET would read owners of gk (configured, not refused
+// in this pass), so a batched list reads no more.
 func (p *pass) ownerReadable(gk schema.GroupKind) bool {
 	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
 		return false

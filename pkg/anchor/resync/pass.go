@@ -21,9 +21,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Admission admits one step of work for a project: the shard's Enter. The returned
-// context ends when the replica's validity does or the project is lost; release must
-// be called when the step ends.
+// Admission admits one step of work for a project: the shard's Enter. The context ends
+// with the replica's validity or the project; release must be called when the step ends.
 type Admission interface {
 	Enter(ctx context.Context, project string) (context.Context, func(), error)
 }
@@ -45,13 +44,10 @@ type Examination struct {
 // ExaminationRecorder receives Examinations (tests, audits).
 type ExaminationRecorder interface{ RecordExamination(Examination) }
 
-// projectMemory is what a project's loop keeps between passes: proofs of absence
-// waiting for confirmation, and the project's live-read rate limiter. It is lost when
-// the project is (a new holder starts confirming again, which only delays).
+// projectMemory is what a project's loop keeps between passes; lost with the project.
 type projectMemory struct {
 	proofs map[types.UID]Proof
-	// claims counts, per anchor, the passes in a row that found a claimed dependent
-	// hanging on it (Options.ClaimPasses bounds them).
+	// claims counts, per anchor, the passes in a row that found a claimed dependent.
 	claims map[types.UID]int
 	// retiredAt is when a pass first found the project retired (zero: not retired).
 	retiredAt time.Time
@@ -64,8 +60,7 @@ func newProjectMemory(o Options) *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(o.LiveQPS, o.LiveBurst)}
 }
 
-// passDeps is what every pass of one runner shares: the replica's Resync, the sweep
-// and the tests each build it once, and newPass adds what belongs to one pass.
+// passDeps is what every pass of one runner (a Resync, a sweep, a test) shares.
 type passDeps struct {
 	holder         string
 	admission      Admission
@@ -80,14 +75,12 @@ type passDeps struct {
 	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
-	// recordIdentity allows recording the plane identity when none is on record. A
-	// replica records it even in dry-run (it deletes nothing, and a record made early
-	// is what exposes a later repointing); the sweep in dry-run writes nothing.
+	// recordIdentity allows writing the plane identity record: a replica always, a sweep
+	// unless dry-run.
 	recordIdentity bool
 }
 
-// newPass builds one pass over project, reading plane and keeping what outlives the
-// pass in mem.
+// newPass builds one pass over project, reading plane; mem outlives the pass.
 func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
 	if log.GetSink() == nil {
 		log = logr.Discard()
@@ -98,11 +91,8 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
 }
 
-// admittedEvents records an Event only while the project is admitted: a pass whose
-// holder's validity ended after a write committed (the residual window of every write)
-// reports nothing more about a project another replica may hold by then, which reports
-// for itself (issue 19, finding 10). The admission is entered for the recording alone;
-// the recorder's broadcaster sends the Event later, as it does every Event.
+// admittedEvents records an Event only while the project is admitted (docs/design.md,
+// Open work, item 2); the broadcaster sends it later.
 type admittedEvents struct {
 	admission Admission
 	project   string
@@ -118,8 +108,7 @@ func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, rea
 	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
-// pass is one resync pass over one project: a short list of phases, each step of which
-// runs inside the project's admission.
+// pass is one resync pass over one project; each step runs inside its admission.
 type pass struct {
 	passDeps
 	project string
@@ -134,22 +123,18 @@ type pass struct {
 	others      map[ownerKey]otherOwner
 	failures    int
 	unreachable bool
-	// forbidden holds the owner kinds the plane refused to let the manager read in this
-	// pass, with the missing permission: they are not read again in this pass.
+	// forbidden holds the owner kinds refused with a 403 in this pass, with the detail.
 	forbidden map[schema.GroupKind]string
-	// ownerLists holds the batched lists of owners made in this pass (owners.go), and
-	// unlistable the owner kinds the plane refused to list.
+	// ownerLists holds this pass's batched owner lists; unlistable, the kinds refused.
 	ownerLists map[ownerBatch]ownerList
 	unlistable map[schema.GroupKind]bool
-	// switchReadAt is when the runtime switch was last read in this pass (zero: not yet).
+	// switchReadAt is when the runtime switch was last read (zero: not yet).
 	switchReadAt time.Time
-	// retired: the project has no Secret and a tombstone (named tombstone) retires it.
-	retired   bool
-	tombstone string
-	// planeCheck is the plane identity check of this pass.
+	// retired: no Secret, and the tombstone named tombstone retires the project.
+	retired    bool
+	tombstone  string
 	planeCheck planeCheck
-	// enqueued holds the owners enqueued in this pass.
-	enqueued map[anchor.Owner]bool
+	enqueued   map[anchor.Owner]bool
 	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
 	kinds    []DependentKind
 	kindsErr error
@@ -164,23 +149,20 @@ type item struct {
 	action  Action
 	deps    []string
 	detail  string
-	// seq is the item's place in the order the anchor cache listed the anchors.
+	// seq is the item's place in the anchor cache's listing.
 	seq int
 }
 
-// errAborted marks an end of the pass that is not a failure: the project was lost or
-// not admitted.
+// errAborted ends a pass without failure: the project was lost or not admitted.
 var errAborted = errors.New("pass aborted")
 
-// unreachableAfter is how many consecutive failed reads of the plane make a pass treat
-// it as unreachable and stop reading it: each would only wait for its timeout.
+// unreachableAfter failed reads of the plane in a row make a pass stop reading it.
 const unreachableAfter = 3
 
 func (p *pass) now() time.Time { return p.opts.Clock.Now() }
 
-// run runs the pass and returns its report, complete up to where the pass ended. An
-// error wrapping errAborted means the project was lost or not admitted; any other
-// error, that a step failed. Either way nothing more was done.
+// run runs the pass and returns its report, complete up to where the pass ended. The
+// error wraps errAborted when the project was lost or not admitted.
 func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
@@ -231,8 +213,7 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 }
 
 // examine reads the Secret, checks the plane identity and decides every anchor from the
-// owner's cache: live anchors end here, with no API call. A project with no Secret is
-// examined only when a tombstone retires it.
+// owner's cache. A project with no Secret goes on only if a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
 	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
 		sec, calls, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
@@ -250,8 +231,7 @@ func (p *pass) examine(ctx context.Context) error {
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
 		if p.plane.SecretUID != "" && p.plane.SecretUID != sec.UID {
-			// The plane was built from another Secret (one replaced since): its reads
-			// prove nothing about the plane the project's Secret names now.
+			// Built from a Secret replaced since: its reads prove nothing.
 			p.rep.Plane = PlaneUnverified
 			p.rep.PlaneDetail = fmt.Sprintf("the plane was built from Secret uid %s, the project's Secret is now uid %s", p.plane.SecretUID, sec.UID)
 			p.unreachable = true
@@ -276,8 +256,7 @@ func (p *pass) examine(ctx context.Context) error {
 		now := p.now()
 		hubNow, _ := p.hubClock.At(now)
 		owners := p.plane.cacheReader()
-		// One allocation for every item of the pass, not one per anchor: items never
-		// outgrow it, so the pointers into it stay valid.
+		// One allocation for all items; never outgrown, so pointers into it stay valid.
 		items := make([]item, 0, len(objs))
 		p.items = make([]*item, 0, len(objs))
 		for i := range objs {
@@ -291,8 +270,7 @@ func (p *pass) examine(ctx context.Context) error {
 				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
 				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
 			}
-			// IsAnchor, without decoding twice: looksLikeAnchor checked the name and
-			// namespace, Decode the labels; an anchor has no ownerReferences.
+			// IsAnchor without decoding twice: looksLikeAnchor checked name and namespace.
 			if owner, err := anchor.Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
 				it.facts.Malformed = true
 			} else {
@@ -314,9 +292,8 @@ func (p *pass) examine(ctx context.Context) error {
 	})
 }
 
-// compareItems orders items by namespace, then name, then the order the cache listed
-// them in: a total order, so that an unstable sort (far quicker over a hundred
-// thousand anchors) orders them as a stable sort by namespace and name would.
+// compareItems orders items by namespace, name, then listing order: a total order, so
+// an unstable sort gives a stable sort's result.
 func compareItems(a, b *item) int {
 	if c := strings.Compare(a.obj.Namespace, b.obj.Namespace); c != 0 {
 		return c
@@ -327,16 +304,15 @@ func compareItems(a, b *item) int {
 	return cmp.Compare(a.seq, b.seq)
 }
 
-// looksLikeAnchor reports whether a cached ConfigMap has an anchor's name and place, so
-// that failing IsAnchor makes it a malformed anchor rather than something else.
+// looksLikeAnchor reports whether obj has an anchor's name and place: such an object
+// that fails IsAnchor is a malformed anchor.
 func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 	_, ok := anchor.UIDOfName(obj.Name)
 	return ok && anchor.IsMappedNamespaceName(obj.Namespace)
 }
 
-// checkPlane reads the plane identity and compares it with the record. A changed
-// identity halts the project's deletions and raises the alert; an operator's
-// acknowledgement of the new plane is logged and evented.
+// checkPlane reads the plane identity, compares it with the record and halts the
+// project on a change.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
@@ -367,8 +343,7 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 	}
 }
 
-// haltPlane halts the project's deletions for a changed plane: the report, the log and
-// a Warning Event on the project's Secret.
+// haltPlane halts the project for a changed plane: report, log, Warning Event.
 func (p *pass) haltPlane(detail string) {
 	p.rep.Plane, p.rep.Halt = PlaneChanged, HaltPlaneChanged
 	p.log.Info("Halting anchor deletion: the project's plane changed", "detail", detail)
@@ -376,9 +351,8 @@ func (p *pass) haltPlane(detail string) {
 }
 
 // examineRetired handles a project that matches no Secret: without a tombstone the pass
-// ends (such a project belongs to no shard); with one, its anchors are judged as the
-// anchors of a retired project (docs/design.md, Projects with no Secret). Confirmed on two
-// passes, the project's plane identity record is dropped.
+// aborts; with one, the project is retired (docs/design.md, Projects with no Secret) and,
+// once that is confirmed, its plane identity record is dropped.
 func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Reader) error {
 	name, calls, err := tombstoneOf(ctx, r, p.leaseNamespace, p.project)
 	p.rep.APICalls += calls

@@ -34,7 +34,7 @@ func planeWithIdentity(id types.UID) Plane {
 	return Plane{Live: live, Mapper: hub.RESTMapper()}
 }
 
-// Finding 1: the plane identity record belongs to the project, not to its Secret. A
+// The plane identity record belongs to the project, not to its Secret. A
 // Secret deleted and created again pointing at another plane halts the project's
 // deletions until an operator acknowledges the new plane on the record.
 func TestPassPlaneIdentityOutlivesSecret(t *testing.T) {
@@ -84,7 +84,7 @@ func TestPassPlaneIdentityOutlivesSecret(t *testing.T) {
 	g.Expect(f.line(rep, orphan).Action).To(Equal(ActionDeleted))
 }
 
-// Finding 1: a Secret created again for the same plane is verified against the record,
+// A Secret created again for the same plane is verified against the record,
 // and deletion resumes.
 func TestPassSecretRecreatedForSamePlane(t *testing.T) {
 	f := newPassFixture(t)
@@ -101,7 +101,7 @@ func TestPassSecretRecreatedForSamePlane(t *testing.T) {
 	g.Expect(f.exists(live)).To(BeTrue())
 }
 
-// Finding 1: a pass in which nearly every mapped namespace reads as gone or recreated
+// A pass in which nearly every mapped namespace reads as gone or recreated
 // is a changed plane.
 func TestPassMassNamespaceLossHalts(t *testing.T) {
 	f := newPassFixture(t)
@@ -122,7 +122,7 @@ func TestPassMassNamespaceLossHalts(t *testing.T) {
 	g.Expect(f.drainEvents()).To(ContainElement(HavePrefix("Warning PlaneIdentityChanged")))
 }
 
-// Finding 2: the index of dependents forgets each anchor as it goes, so an object
+// The index of dependents forgets each anchor as it goes, so an object
 // hanging on two stale anchors is judged when the second one is.
 func TestPassForgetsDeletedAnchors(t *testing.T) {
 	f := newPassFixture(t)
@@ -166,7 +166,7 @@ func (r *rereadingPlane) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return err
 }
 
-// Finding 2: an owner recreated between the proof and the delete is seen by a fresh
+// An owner recreated between the proof and the delete is seen by a fresh
 // read just before the delete, and its dependent is not cascaded.
 func TestPassReReadsOwnerJustBeforeDelete(t *testing.T) {
 	f := newPassFixture(t)
@@ -186,7 +186,7 @@ func TestPassReReadsOwnerJustBeforeDelete(t *testing.T) {
 	g.Expect(rp.reads).To(BeNumerically(">=", 2), "read again just before the delete")
 }
 
-// Finding 2: another anchor with the same five labels in the same hub namespace is the
+// Another anchor with the same five labels in the same hub namespace is the
 // anchor of the owner recreated: the dependent is claimed.
 func TestPassSiblingAnchorClaims(t *testing.T) {
 	f := newPassFixture(t)
@@ -204,7 +204,7 @@ func TestPassSiblingAnchorClaims(t *testing.T) {
 	g.Expect(f.exists(sibling)).To(BeTrue())
 }
 
-// Finding 4: a dependent hanging on a proven orphan alone goes with it when it is
+// A dependent hanging on a proven orphan alone goes with it when it is
 // unlabelled or labelled for the anchor's own owner; one labelled for an owner in
 // another project keeps the anchor and is reported.
 func TestPassCollectsUnlabelledDependents(t *testing.T) {
@@ -250,7 +250,7 @@ func uidWithPrefix(prefix string) types.UID {
 	return types.UID(prefix + string(uuid.NewUUID())[8:])
 }
 
-// Finding 5: a 403 on one kind makes that kind unknown for the pass, never the plane
+// A 403 on one kind makes that kind unknown for the pass, never the plane
 // unreachable: legacy anchors of a forbidden kind, sorted first, do not delay any other
 // orphan of the project.
 func TestPassForbiddenKindIsUnknownForThatKindOnly(t *testing.T) {
@@ -294,7 +294,7 @@ func TestPassUnconfiguredKindIsUnknownAndNeverRead(t *testing.T) {
 	g.Expect(reads).To(BeZero(), "a kind not configured is never read")
 }
 
-// Finding 6: an anchor already terminating is skipped and reported, and neither counted
+// An anchor already terminating is skipped and reported, and neither counted
 // as a deletion nor against the cap.
 func TestPassSkipsTerminatingAnchors(t *testing.T) {
 	f := newPassFixture(t)
@@ -319,7 +319,7 @@ func TestPassSkipsTerminatingAnchors(t *testing.T) {
 	g.Expect(rep.CountAction(ActionDeleted)).To(Equal(1))
 }
 
-// Finding 6: candidates that cannot be collected do not count toward the ceiling, so a
+// Candidates that cannot be collected do not count toward the ceiling, so a
 // ceiling never halts a project forever on anchors that are kept anyway.
 func TestPassCeilingCountsOnlyCollectable(t *testing.T) {
 	f := newPassFixture(t)
@@ -355,7 +355,7 @@ func TestPassCeilingCountsOnlyCollectable(t *testing.T) {
 	}
 }
 
-// Finding 7: a project retired on purpose (a tombstone, no Secret) has its anchors
+// A project retired on purpose (a tombstone, no Secret) has its anchors
 // collected once the absence is confirmed on two passes; its plane record goes too.
 // Without a tombstone, a project with no Secret is only reported.
 func TestPassRetiredProject(t *testing.T) {
@@ -380,7 +380,7 @@ func TestPassRetiredProject(t *testing.T) {
 	g.Expect(out.String()).To(ContainSubstring("retired (tombstone"))
 }
 
-// Finding 3: a claim that no reconcile resolves within ClaimPasses passes is reported
+// A claim that no reconcile resolves within ClaimPasses passes is reported
 // (claim-expired), and the next pass collects the stale anchor with the dependent.
 func TestPassClaimExpires(t *testing.T) {
 	f := newPassFixture(t)
@@ -404,7 +404,7 @@ func TestPassClaimExpires(t *testing.T) {
 	g.Expect(f.drainEvents()).To(ContainElement(HavePrefix("Warning AnchorClaimExpired")))
 }
 
-// Finding 3: an owner of a kind no reconciler re-attaches (nothing in Writes) never
+// An owner of a kind no reconciler re-attaches (nothing in Writes) never
 // claims, and is never enqueued.
 func TestPassNoClaimWithoutReattachingReconciler(t *testing.T) {
 	f := newPassFixture(t)

@@ -248,7 +248,7 @@ func TestPassCollectsOnlyConfirmedOrphans(t *testing.T) {
 	t.Logf("second pass: %d API calls for %d anchors", second.APICalls, len(second.Anchors))
 }
 
-// TestPassEventsEndWithAdmission (issue 19, finding 10): an Event the pass records once
+// TestPassEventsEndWithAdmission: an Event the pass records once
 // the project's admission has ended (the holder's validity lapsed after the anchor's
 // delete committed, the residual window every write has) is dropped: another replica
 // may hold the project by then, and it reports for itself.

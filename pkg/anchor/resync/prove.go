@@ -17,10 +17,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// prove makes the live reads suspects need: the upstream namespace (once per pass and
-// namespace), then the owner. Each read is rate-limited and runs in its own step. A
-// pass in which nearly every mapped namespace read is gone or recreated is a changed
-// plane.
+// prove makes the live reads suspects need, each rate-limited in its own step, then
+// checks for a mass loss of namespaces.
 func (p *pass) prove(ctx context.Context) error {
 	for _, it := range p.items {
 		for it.verdict.Need == NeedNamespace || it.verdict.Need == NeedLive {
@@ -40,16 +38,16 @@ func (p *pass) prove(ctx context.Context) error {
 	return p.checkNamespaceLoss(ctx)
 }
 
-// Mass namespace loss: a pass that read at least namespaceLossMin mapped namespaces
-// and found at least namespaceLossPercent of them gone or recreated upstream treats the
-// plane as changed (a wrong or partly restored plane reads that way).
+// A pass that reads at least namespaceLossMin mapped namespaces and finds at least
+// namespaceLossPercent of them gone or recreated treats the plane as changed
+// (docs/design.md, Plane identity).
 const (
 	namespaceLossMin     = 3
 	namespaceLossPercent = 90
 )
 
-// namespaceLoss counts the mapped namespaces a pass read with a definite answer and
-// those among them gone or recreated upstream, and says whether that is a mass loss.
+// namespaceLoss counts the namespaces read with a definite answer and those gone or
+// recreated among them, and says whether that is a mass loss.
 func namespaceLoss(states map[string]NamespaceState) (read, lost int, mass bool) {
 	for _, st := range states {
 		switch st {
@@ -63,9 +61,8 @@ func namespaceLoss(states map[string]NamespaceState) (read, lost int, mass bool)
 	return read, lost, read >= namespaceLossMin && lost*100 >= read*namespaceLossPercent
 }
 
-// checkNamespaceLoss halts the pass as a changed plane on a mass loss of namespaces,
-// unless an operator acknowledged the recorded plane; it clears that acknowledgement
-// once a pass finds no mass loss.
+// checkNamespaceLoss halts the pass as a changed plane on a mass loss, unless the
+// recorded plane is acknowledged; without a mass loss it clears that acknowledgement.
 func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	if p.rep.Plane != PlaneVerified {
 		return nil
@@ -99,8 +96,8 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	return nil
 }
 
-// namespaceState returns the state of upstream namespace ns relative to hubNS, reading
-// it once per pass. Only an abort is returned as an error.
+// namespaceState returns the state of upstream namespace ns relative to hubNS, read once
+// per pass. Only an abort is returned as an error.
 func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceState, error) {
 	key := ns + "/" + hubNS
 	if st, ok := p.namespaces[key]; ok {
@@ -128,8 +125,8 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	return st, nil
 }
 
-// proveOwner reads owner live for a proof: from a batched list of its kind and
-// namespace when the pass has enough suspects there (owners.go), else with a GET.
+// proveOwner reads owner live: from a batched list (owners.go) when enough suspects
+// share its kind and namespace, else with a GET.
 func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if !p.unreachable && p.ownerReadable(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
 		obs, ok, err := p.batchedOwner(ctx, owner)
@@ -140,19 +137,16 @@ func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation,
 	return p.readOwner(ctx, owner)
 }
 
-// readOwner reads owner live, rate-limited, in its own step. Only an abort is
-// returned as an error; read failures are in the observation and the detail. A kind
-// the plane refused to let the manager read (403) is not read again in this pass.
+// readOwner reads owner live with a GET, rate-limited, in its own step. Only an abort
+// is an error; failures are in the observation and the detail. A kind refused with a
+// 403, or not configured, is not read.
 func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if p.unreachable {
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
 	}
 	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
 	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
-		// Never read: the plane's role grants get on the configured kinds only, and a
-		// read bound to be refused tells nothing the configuration does not. Whether
-		// the plane serves the kind at all is still told apart (discovery needs no
-		// grant): a kind not served needs no permission, only an operator's look.
+		// Discovery needs no grant: a kind not served is told apart.
 		if _, err := p.plane.Mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
 			return Observation{State: NotServed}, err.Error(), nil
 		}
@@ -192,9 +186,8 @@ func (p *pass) live(ctx context.Context) error {
 	return nil
 }
 
-// noteRead counts consecutive reads of the plane that failed in a way that is the
-// plane's (unreachable: transport, timeouts, 5xx, 401). A success resets the count; a
-// failure that belongs to what was read (403, 404, 429, ...) leaves it as it is.
+// noteRead counts the failed reads in a row that are the plane's (unreachable); a
+// success resets the count, other failures leave it.
 func (p *pass) noteRead(err error) {
 	if err == nil {
 		p.failures = 0
@@ -210,8 +203,8 @@ func (p *pass) noteRead(err error) {
 	}
 }
 
-// remember records the proofs held now, keeping the time each was first seen, and
-// forgets proofs no longer held and anchors no longer seen.
+// remember records the proofs held now with the time each was first seen, and forgets
+// proofs no longer held and anchors no longer seen.
 func (p *pass) remember(context.Context) error {
 	now := p.now()
 	seen := make(map[types.UID]bool, len(p.items))

@@ -20,28 +20,16 @@ import (
 type Action string
 
 const (
-	// ActionNone: nothing (every decision but Collect, except awaiting-reattach).
-	ActionNone Action = ""
-	// ActionDeleted: the anchor was deleted (its dependents follow through the hub's
-	// garbage collector).
-	ActionDeleted Action = "deleted"
-	// ActionDryRun: would have been deleted; dry-run.
-	ActionDryRun Action = "dry-run"
-	// ActionSwitchedOff: would have been deleted; the runtime switch is off.
-	ActionSwitchedOff Action = "switched-off"
-	// ActionExcluded: would have been deleted; the project's Secret excludes it.
-	ActionExcluded Action = "excluded"
-	// ActionDeferred: over this pass's cap or out of time; a later pass deletes it.
-	ActionDeferred Action = "deferred"
-	// ActionHalted: deletions of the project halted this pass (ceiling).
-	ActionHalted Action = "halted"
-	// ActionFailed: the delete call failed (a conflict means the anchor changed).
-	ActionFailed Action = "failed"
-	// ActionOwnerEnqueued: a live owner claiming a dependent was asked to re-attach it.
-	ActionOwnerEnqueued Action = "owner-enqueued"
-	// ActionAlreadyTerminating: the anchor is already being deleted (a finalizer holds
-	// it): skipped, and counted neither as a deletion nor against the cap or ceiling.
-	ActionAlreadyTerminating Action = "already-terminating"
+	ActionNone               Action = ""                    // nothing beyond deciding
+	ActionDeleted            Action = "deleted"             // deleted; the garbage collector takes its dependents
+	ActionDryRun             Action = "dry-run"             // would have been deleted; dry-run
+	ActionSwitchedOff        Action = "switched-off"        // would have been deleted; the runtime switch is off
+	ActionExcluded           Action = "excluded"            // would have been deleted; the Secret excludes the project
+	ActionDeferred           Action = "deferred"            // over this pass's cap; a later pass deletes it
+	ActionHalted             Action = "halted"              // deletions halted this pass (ceiling)
+	ActionFailed             Action = "failed"              // the delete failed (a conflict: the anchor changed)
+	ActionOwnerEnqueued      Action = "owner-enqueued"      // a claiming live owner was asked to re-attach
+	ActionAlreadyTerminating Action = "already-terminating" // already being deleted; skipped
 )
 
 var collectActions = []Action{ActionDeleted, ActionDryRun, ActionSwitchedOff, ActionExcluded, ActionDeferred, ActionHalted, ActionFailed, ActionAlreadyTerminating}
@@ -80,19 +68,15 @@ type PassReport struct {
 	// Aborted is set when the pass ended early (project lost, not admitted).
 	Aborted string
 	Anchors []AnchorReport
-	// KeptUnlisted counts the kept anchors whose lines a replica's remembered report
-	// left out (Options.ReportHistory); Count(Keep) includes them.
+	// KeptUnlisted counts kept anchors without a line (slim); Count(Keep) includes them.
 	KeptUnlisted int
 	// APICalls counts the requests the pass made, hub and project.
 	APICalls int
-	// PendingConfirmation is the earliest time a proof recorded in this pass can be
-	// confirmed (zero if none).
+	// PendingConfirmation is when a proof of this pass can first be confirmed (or zero).
 	PendingConfirmation time.Time
-	// Retired: the project has no kubeconfig Secret and a tombstone retires it; its
-	// anchors are judged as a retired project's.
+	// Retired: no kubeconfig Secret, and a tombstone retires the project.
 	Retired bool
-	// ClaimsReleased names the hostname claims the pass released (or, in dry-run or
-	// switched off, would have): their Gateway was proven absent (claims.go).
+	// ClaimsReleased names the hostname claims released (dry-run or off: to release).
 	ClaimsReleased []string
 }
 
@@ -132,7 +116,7 @@ func (r PassReport) Find(name string) (AnchorReport, bool) {
 }
 
 // WriteTable prints reports as the operator's table: one block per project, then the
-// anchors whose project matches no Secret (reported, never touched).
+// unowned anchors.
 func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error {
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Project < reports[j].Project })
 	for _, r := range reports {
@@ -185,8 +169,7 @@ func WriteProjectTable(w io.Writer, r PassReport) error {
 	return err
 }
 
-// WriteUnownedTable prints the anchors whose project matches no Secret (reported, never
-// touched); nothing when there are none.
+// WriteUnownedTable prints the unowned anchors' block; nothing when there are none.
 func WriteUnownedTable(w io.Writer, unowned []AnchorReport) error {
 	var b strings.Builder
 	if len(unowned) > 0 {
@@ -285,44 +268,8 @@ func (p *pass) reportOf(it *item) AnchorReport {
 	}
 }
 
-// The sweep's JSON Lines (`manager sweep -o json`): one JSON object per line, each with
-// a "kind". Keys are always present unless said otherwise; durations are in seconds.
-//
-// A project line, kind "project", is one project's PassReport:
-//
-//	kind             "project"
-//	project          the project's name
-//	plane            "verified", "changed" or "unverified"
-//	planeDetail      what explains plane ("" when nothing does)
-//	dryRun, excluded, switchedOff, retired
-//	                 why Collect decisions were not acted on; retired: the project has
-//	                 a tombstone and no kubeconfig Secret
-//	aborted          "" or why the pass ended early or was not run
-//	halt             "" or why deletions halted ("ceiling", "plane-changed")
-//	counts           {keep, suspect, collect, deleted, unknown}: anchors per decision;
-//	                 deleted counts the collect decisions whose anchor was deleted
-//	apiCalls         requests the pass made, hub and project
-//	durationSeconds  how long the pass took (a number with a fraction)
-//	anchors          the anchor objects below ([] when none)
-//
-// An anchor object:
-//
-//	namespace, name, uid   the anchor on the hub
-//	owner            {group, kind, namespace, name} of the upstream owner; group is
-//	                 left out for the core group; owner is null for a malformed anchor
-//	decision         "keep", "suspect", "collect" or "unknown"
-//	reason           the reason of the decision (docs/design.md lists them)
-//	action           "none", or what the pass did beyond deciding ("deleted",
-//	                 "dry-run", "switched-off", ...: the Action constants)
-//	ageSeconds       the anchor's age, in whole seconds
-//	dependents       the names of its dependents; null when they were not read
-//	detail           what an operator needs to act ("" when nothing)
-//
-// An unowned-anchor line, kind "unowned-anchor", is an anchor whose project matches no
-// kubeconfig Secret (reported, never touched): "kind", "project" (as the anchor's
-// labels name it; "" when they name none), then the keys of an anchor object.
-
-// projectJSON is a project line.
+// projectJSON is a project line of the sweep's JSON Lines (`manager sweep -o json`),
+// one PassReport: every key present, "" or [] when empty.
 type projectJSON struct {
 	Kind            string       `json:"kind"`
 	Project         string       `json:"project"`
@@ -340,7 +287,8 @@ type projectJSON struct {
 	Anchors         []anchorJSON `json:"anchors"`
 }
 
-// countsJSON counts a project's anchors per decision.
+// countsJSON counts a project's anchors per decision; Deleted, the collected ones
+// deleted.
 type countsJSON struct {
 	Keep    int `json:"keep"`
 	Suspect int `json:"suspect"`
@@ -349,7 +297,8 @@ type countsJSON struct {
 	Unknown int `json:"unknown"`
 }
 
-// anchorJSON is an anchor object.
+// anchorJSON is one anchor of a line. Owner is null for a malformed anchor, Action
+// "none" for ActionNone, Dependents null when not read, AgeSeconds whole seconds.
 type anchorJSON struct {
 	Namespace  string     `json:"namespace"`
 	Name       string     `json:"name"`
@@ -363,7 +312,7 @@ type anchorJSON struct {
 	Detail     string     `json:"detail"`
 }
 
-// ownerJSON is an anchor's upstream owner.
+// ownerJSON is an anchor's upstream owner; Group is left out for the core group.
 type ownerJSON struct {
 	Group     string `json:"group,omitempty"`
 	Kind      string `json:"kind"`
@@ -371,7 +320,7 @@ type ownerJSON struct {
 	Name      string `json:"name"`
 }
 
-// unownedJSON is an unowned-anchor line.
+// unownedJSON is an unowned-anchor line; Project is the one the anchor's labels name.
 type unownedJSON struct {
 	Kind    string `json:"kind"`
 	Project string `json:"project"`
@@ -418,15 +367,12 @@ func projectOfLabels(labels map[string]string) string {
 	return p
 }
 
-// WriteProjectJSON prints one project's report as one JSON object on one line (JSON
-// Lines), for `manager sweep -o json`; the shape is described above projectJSON.
+// WriteProjectJSON prints one project's report as one JSON line (projectJSON).
 func WriteProjectJSON(w io.Writer, r PassReport) error {
 	return json.NewEncoder(w).Encode(projectJSONOf(r))
 }
 
-// WriteUnownedJSON prints each anchor whose project matches no Secret as one JSON
-// object on its own line (kind "unowned-anchor"; the shape is described above
-// projectJSON).
+// WriteUnownedJSON prints each unowned anchor as one JSON line (unownedJSON).
 func WriteUnownedJSON(w io.Writer, unowned []AnchorReport) error {
 	enc := json.NewEncoder(w)
 	for _, a := range unowned {

@@ -29,28 +29,23 @@ type Config struct {
 	// hub writes go through the validity-guarded writer.
 	Admission Admission
 	Hub       HubAccess
-	// RetiredAdmission and RetiredHub are the shard's coordinator admission and hub
-	// clients (CoordinatorAccess): with both set, the coordinator collects the anchors
-	// of projects retired by a tombstone (retired.go). Nil: those anchors are only
-	// reported, and `manager sweep` collects them.
+	// RetiredAdmission and RetiredHub (CoordinatorAccess) let the coordinator collect
+	// retired projects (retired.go). Nil: only reported.
 	RetiredAdmission Admission
 	RetiredHub       HubAccess
 	// Holder returns this replica's current incarnation, for records and reports.
 	Holder func() string
-	// Enqueue asks the live path to reconcile an owner (pkg/gateway's Setup.Enqueue), so
-	// it re-attaches a dependent that still hangs on a stale anchor. Nil: none.
+	// Enqueue asks the live path to reconcile an owner (Setup.Enqueue). Nil: none.
 	Enqueue func(anchor.Owner) error
-	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace holds the plane
-	// identity records and carries the deletion switch.
+	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
+	// records, tombstones and the deletion switch.
 	ProviderNamespace string
 	LeaseNamespace    string
 	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
 	SecretLabel string
-	// SecretProjectAnnotation, on a Secret, names its project when the Secret's name
-	// cannot (the shard's AnnotationProject).
+	// SecretProjectAnnotation names a Secret's project (the shard's AnnotationProject).
 	SecretProjectAnnotation string
-	// Anchors is the hub anchor cache; Dependents lists the hub's objects;
-	// HubReader (uncached) serves the report of anchors no Secret claims.
+	// Anchors is the hub anchor cache; HubReader, uncached, serves the unowned report.
 	Anchors    *AnchorCache
 	Dependents DependentLister
 	HubReader  client.Reader
@@ -58,23 +53,21 @@ type Config struct {
 	Events events.EventRecorder
 	// Recorder receives an Examination per anchor per pass. Nil: none.
 	Recorder ExaminationRecorder
-	// HubClock, wrapped around the hub connection, gives the hub's time, on which an
-	// anchor's minimum age is judged. Nil: the local clock stands in for it.
+	// HubClock gives the hub's time, for minimum ages. Nil: the local clock.
 	HubClock *HubClock
 	Registry prometheus.Registerer
 	Logger   logr.Logger
 }
 
-// Resync collects orphaned anchors of the projects this replica holds (docs/design.md,
-// Anchor resync). It is a multicluster Runnable: the shard engages it with each project
-// this replica holds, and each engagement runs one loop until the project is lost. Passes
-// run in at most Options.Workers at once.
+// Resync collects orphaned anchors of the projects this replica holds. It is a
+// multicluster Runnable: each engagement runs one loop until the project is lost; at most
+// Options.Workers passes run at once.
 type Resync struct {
 	cfg  Config
 	opts Options
 	m    *resyncMetrics
 	log  logr.Logger
-	// passDeps is shared by every pass of this replica; the holder is set per pass.
+	// passDeps is shared by every pass; the holder is set per pass.
 	passDeps passDeps
 	workers  chan struct{}
 	started  chan struct{}
@@ -85,8 +78,7 @@ type Resync struct {
 	history *passHistory
 	halted  map[string]string
 
-	// retired is what passes over retired projects keep between passes, by project.
-	// Only Start's goroutine touches it.
+	// retired is the memory of passes over retired projects; Start's goroutine only.
 	retired map[string]*projectMemory
 }
 
@@ -153,8 +145,7 @@ func New(cfg Config) (*Resync, error) {
 }
 
 // AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to
-// mgr, which starts it with its other caches. A replica builds one and shares it
-// between the resync and the gateway finalizers (their ambiguity check).
+// mgr. A replica shares it between the resync and the gateway finalizers.
 func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
 	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
@@ -167,9 +158,9 @@ func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, e
 	return anchors, nil
 }
 
-// Setup builds the Resync, and the hub anchor cache unless cfg.Anchors already holds
-// one, and adds them to mgr. hub writes and reads for projects go through cfg.Hub; the
-// cache, the dependents lister and the events use the hub manager's own connection.
+// Setup builds the Resync, and the anchor cache unless cfg.Anchors holds one, and adds
+// them to mgr. Project work goes through cfg.Hub; the cache, the dependents lister and
+// the events use the hub manager's own connection.
 func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
 	local := mgr.GetLocalManager()
 	if cfg.Anchors == nil {
@@ -201,9 +192,8 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 	return r, nil
 }
 
-// Start runs until ctx ends: it lets engaged loops run, and every period reports
-// anchors whose project matches no Secret and, on the coordinator, passes over the
-// projects among them that a tombstone retires (retired.go).
+// Start runs until ctx ends: it lets engaged loops run and, every period, reports
+// unowned anchors and, on the coordinator, passes over retired projects.
 func (r *Resync) Start(ctx context.Context) error {
 	close(r.started)
 	defer func() {
@@ -232,8 +222,8 @@ func (r *Resync) Start(ctx context.Context) error {
 	}
 }
 
-// Engage implements multicluster.Aware: it starts the project's loop, or restarts it
-// for a new engagement (a new cluster), and lets it run until ctx ends.
+// Engage implements multicluster.Aware: it starts the project's loop, restarted for a
+// new cluster, until ctx ends.
 func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if r.opts.Disabled {
 		return nil
@@ -247,7 +237,7 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		}
 		l.cancel()
 	} else {
-		// Taken on now: a re-engagement (a new cluster) keeps the original time.
+		// A re-engagement keeps the original time.
 		r.m.heldSince.WithLabelValues(project).Set(float64(r.opts.Clock.Now().Unix()))
 	}
 	lctx, cancel := context.WithCancel(ctx)
@@ -272,8 +262,7 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 	return nil
 }
 
-// runProject is one project's loop: the first pass after a jittered delay, then one
-// every period, sooner when a proof waits for confirmation.
+// runProject is one project's loop: a first pass after a jittered delay, then nextDelay.
 func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Cluster) {
 	select {
 	case <-r.started:
@@ -318,10 +307,8 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 	}
 }
 
-// liveReader returns an uncached reader of the project's plane for the resync's live
-// reads. It shares the cluster's connections but not its client-side rate limiter
-// (client-go's default of 5 requests per second, shared with the reconcilers): the
-// resync's own limiter (LiveQPS) paces these reads.
+// liveReader returns an uncached reader of the project's plane. It shares the
+// cluster's connections, not its client-side rate limiter: LiveQPS paces these reads.
 func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	cfg := rest.CopyConfig(cl.GetConfig())
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
@@ -340,8 +327,8 @@ func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log lo
 	return newPass(d, project, plane, mem, log)
 }
 
-// nextDelay is the period, shortened to the earliest pending confirmation, or a short
-// retry after a pass that could not run (the shard may still be opening the project).
+// nextDelay is the period, shortened to the earliest pending confirmation, or 5 s after
+// a pass that could not run.
 func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
 	if err != nil {
 		return min(r.opts.Period, 5*time.Second)
@@ -364,8 +351,7 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	r.m.passes.WithLabelValues(result).Inc()
 	r.m.duration.Observe(rep.Duration.Seconds())
 	r.m.apiCalls.Observe(float64(rep.APICalls))
-	// What was done is counted even when the pass ended early; decisions only when it
-	// ran to its end (an early end leaves them half made).
+	// Actions taken count even in an aborted pass; decisions only in a complete one.
 	for _, a := range rep.Anchors {
 		if a.Decision == Collect && a.Action != ActionNone && (result != passAborted || a.Action == ActionDeleted || a.Action == ActionFailed) {
 			r.m.actions.WithLabelValues(string(a.Action)).Inc()
@@ -409,7 +395,6 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	case rep.Halt != "" || rep.CountAction(ActionDeleted) > 0:
 		log.Info("Resync pass finished", append(kv, "halt", rep.Halt)...)
 	default:
-		// Routine: every period, for every held project.
 		log.V(4).Info("Resync pass finished", kv...)
 	}
 }
@@ -424,11 +409,8 @@ func (r *Resync) updateHaltedLocked() {
 	}
 }
 
-// reportUnowned counts the cached anchors whose project matches no kubeconfig Secret,
-// and returns the projects among them that a tombstone retires (sorted), with ok false
-// when what it read was incomplete. No shard holds such a project: only the anchors of
-// retired projects are collected, by the coordinator; the rest are only reported, and an
-// operator collects them (docs/recovery.md).
+// reportUnowned counts the cached unowned anchors and returns their projects that a
+// tombstone retires, sorted; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
 	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
 	all, _, err := s.list(ctx, r.cfg.HubReader)
@@ -497,9 +479,8 @@ func (r *Resync) Passes(project string) int {
 	return r.history.of(project).completed
 }
 
-// Reports returns the last reports of passes over project on this replica, oldest
-// first (aborted passes included), while it holds the project: by default only the
-// latest, without the lines of kept anchors (Options.ReportHistory).
+// Reports returns the last reports of passes over project, oldest first, aborted ones
+// included: by default only the latest, without kept anchors (Options.ReportHistory).
 func (r *Resync) Reports(project string) []PassReport {
 	r.mu.Lock()
 	defer r.mu.Unlock()

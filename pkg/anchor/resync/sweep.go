@@ -26,52 +26,35 @@ import (
 type SweepOptions struct {
 	// Hub is the hub's REST config.
 	Hub *rest.Config
-	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
-	// records and the deletion switch. LeaseNamespace defaults to ProviderNamespace.
+	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default
+	// ProviderNamespace) the plane identity records, tombstones and the switch.
 	ProviderNamespace string
 	LeaseNamespace    string
 	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
 	SecretLabel string
 	// SecretProjectAnnotation, on a Secret, names its project.
 	SecretProjectAnnotation string
-	// Resync holds the decision and throttle knobs (DryRun included). Its Clock must be
-	// real: the sweep waits for the confirmation delay.
+	// Resync holds the knobs, DryRun included; its Clock must be real.
 	Resync Options
 	// Scheme for the clients. Default client-go's.
 	Scheme *runtime.Scheme
 	Logger logr.Logger
-	// Projects, when not empty, limits the sweep to these projects (named as their
-	// kubeconfig Secrets name them); anchors of other projects are neither passed over
-	// nor reported.
+	// Projects, when not empty, limits the sweep (passes and reports) to these projects.
 	Projects []string
-	// OnReport, when set, receives each project's report as soon as it is final (after
-	// its confirmation round when it needs one), so a caller can stream rows. It is
-	// called once per project, from the goroutine that called Sweep, one call at a
-	// time. Sweep still returns every report.
+	// OnReport, when set, gets each project's final report, from Sweep's goroutine.
 	OnReport func(PassReport)
 }
 
-// Sweep runs one resync pass, without sharding, over every project that has a
-// kubeconfig Secret (or only over opts.Projects), and reports the anchors of projects
-// that have none (never touched).
-// Proofs of absence seen in a first round are confirmed by a second round after the
-// confirmation delay, so a sweep takes about Resync.ConfirmAfter. Owners are read live
-// (a one-shot sweep has no caches). It is meant for an operator, against a hub where the
-// replicas are stopped or set to dry-run, or with --dry-run.
+// Sweep runs one pass, without sharding and with every owner read live, over every
+// project with a kubeconfig Secret or a tombstone (or over opts.Projects), a second
+// round ConfirmAfter later over those with a proof to confirm, and reports the unowned
+// anchors. For an operator, while the replicas are stopped or in dry-run.
 //
-// A project whose Secret cannot give a client of its plane (no kubeconfig key, a
-// kubeconfig that does not parse) is a row of its own: plane unverified, the Secret and
-// the reason in PlaneDetail and Aborted, its anchors listed as Unknown
-// (ReasonUnreadableKubeconfig) and untouched. It is not an error: the other projects
-// are swept. So is a project named twice, and a project of opts.Projects that matches
-// no Secret, no tombstone and no anchor.
-//
-// Each report is final when it is handed to opts.OnReport (from the calling goroutine,
-// one call at a time, once per project): the rows that need no pass first, then each
-// project after its first round unless a proof waits for confirmation, the others
-// after the confirmation round. The returned error joins the passes' failures; when ctx
-// ends during the confirmation delay, the waiting projects are reported as aborted and
-// ctx's error is returned with every report.
+// A project named twice, one whose Secret gives no client (its anchors Unknown,
+// ReasonUnreadableKubeconfig), and one of opts.Projects that matches nothing are rows
+// of their own, not errors. The error joins the passes' failures; when ctx ends during
+// the confirmation delay, the waiting projects are reported aborted and ctx's error is
+// returned with every report.
 func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport, error) {
 	ro := opts.Resync.WithDefaults()
 	if err := ro.Validate(); err != nil {
@@ -169,17 +152,14 @@ func selectProjects(names []string) projectSelection {
 // covers reports whether the sweep covers project.
 func (s projectSelection) covers(project string) bool { return s == nil || s[project] }
 
-// sweepPlan is what a sweep works on: a plane per project to pass over, and the rows
-// that are final before any pass (projects named twice, unreadable Secrets, named
-// projects that match nothing), sorted by project.
+// sweepPlan is a plane per project to pass over, and the rows final before any pass.
 type sweepPlan struct {
 	selected projectSelection
 	planes   map[string]Plane
 	settled  []PassReport
 }
 
-// planSweep reads the Secrets and tombstones and decides, for each covered project,
-// whether it gets a pass or a row of its own.
+// planSweep decides, from Secrets and tombstones, which projects get a pass or a row.
 func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (sweepPlan, error) {
 	plan := sweepPlan{selected: selectProjects(opts.Projects)}
 	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, plan.selected)
@@ -187,8 +167,7 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		return plan, err
 	}
 	plan.planes = found.planes
-	// Projects with no Secret that a tombstone retires are passed over too, with no
-	// plane: their anchors are collected once the retirement is confirmed.
+	// Retired projects are passed over with no plane.
 	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
 	if err != nil {
 		return plan, err
@@ -278,9 +257,8 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 	return rep, err
 }
 
-// passAll runs the first round over every plane, delivering each report that waits
-// for no confirmation, then, after the latest confirmation time, the confirmation
-// round over the others.
+// passAll runs the first round, delivering each report with nothing to confirm, then,
+// after the latest confirmation time, the confirmation round over the others.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	names := make([]string, 0, len(planes))
 	for p := range planes {
@@ -333,8 +311,7 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 }
 
 // foundPlanes is what the kubeconfig Secrets give: a plane per project, the projects
-// named by two or more Secrets (with the Secrets' names), and the projects whose
-// Secret gives no client.
+// named by several Secrets (their names), and those whose Secret gives no client.
 type foundPlanes struct {
 	planes     map[string]Plane
 	duplicates map[string][]string
@@ -354,11 +331,7 @@ func (f foundPlanes) has(project string) bool {
 	return plane || bad || f.duplicates[project] != nil
 }
 
-// sweepPlanes builds a live-only Plane per covered project from the kubeconfig
-// Secrets, each carrying the UID of the Secret it was built from. A project named by
-// two or more Secrets gets no plane: it is returned in duplicates with the Secrets'
-// names, to be skipped and reported (as the shard refuses to engage it). A Secret that
-// gives no client is returned in unreadable, with the reason; it ends nothing.
+// sweepPlanes builds a live-only Plane per covered project with one kubeconfig Secret.
 func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, selected projectSelection) (foundPlanes, error) {
 	found := foundPlanes{planes: map[string]Plane{}, duplicates: map[string][]string{}, unreadable: map[string]unreadableSecret{}}
 	list := &corev1.SecretList{}
@@ -415,8 +388,7 @@ func planeOfSecret(s *corev1.Secret, scheme *runtime.Scheme) (Plane, error) {
 	return Plane{Live: live, Mapper: mapper, SecretUID: s.UID}, nil
 }
 
-// unownedReports lists the anchors of covered projects that have no Secret and no
-// pass report (a project with a tombstone, or named by two Secrets, has one).
+// unownedReports lists the anchors of covered projects with no pass report.
 func unownedReports(anchors *listedAnchors, reports map[string]PassReport, selected projectSelection, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for project, items := range anchors.byProject {
@@ -428,8 +400,7 @@ func unownedReports(anchors *listedAnchors, reports map[string]PassReport, selec
 	return out
 }
 
-// untouchedAnchors turns the anchors among items into report lines with verdict v and
-// detail, for anchors no pass looks at.
+// untouchedAnchors makes report lines, verdict v, for the anchors among items.
 func untouchedAnchors(items []metav1.PartialObjectMetadata, v Verdict, detail string, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for i := range items {

@@ -38,7 +38,7 @@ func hubKubeconfig(t *testing.T) []byte {
 	return data
 }
 
-// Finding 8: a project named by two Secrets is skipped and reported, never served by
+// A project named by two Secrets is skipped and reported, never served by
 // whichever Secret happens to be listed last; every plane carries the Secret it was
 // built from.
 func TestSweepPlanesSkipsProjectsNamedTwice(t *testing.T) {
@@ -76,7 +76,7 @@ func TestSweepPlanesSkipsProjectsNamedTwice(t *testing.T) {
 	_ = single
 }
 
-// Finding 8: a pass uses exactly the Secret that built its plane: a plane built from
+// A pass uses exactly the Secret that built its plane: a plane built from
 // another Secret (one replaced since) proves nothing and records nothing.
 func TestPassUsesTheSecretOfItsPlane(t *testing.T) {
 	f := newPassFixture(t)
@@ -190,7 +190,7 @@ func unownedNames(unowned []AnchorReport) []string {
 	return out
 }
 
-// Issue 18: one Secret whose kubeconfig cannot be read is that project's row (plane
+// One Secret whose kubeconfig cannot be read is that project's row (plane
 // unverified, its anchors listed and untouched), not the end of the whole sweep.
 func TestSweepReportsAnUnreadableKubeconfigAndGoesOn(t *testing.T) {
 	f := newSweepFixture(t)

@@ -7,26 +7,19 @@ import (
 )
 
 // HubWrite is one kind of hub object the live path writes for an owner, and how it
-// names it (docs/design.md, Wire formats: a downstream object keeps the upstream object's
-// name; Certificates are named <gateway>-<listener>).
+// names it (docs/design.md, Downstream objects).
 type HubWrite struct {
 	// Group and Kind of the hub object.
 	Group, Kind string
-	// PerListener: named <owner>-<listener>, one per listener, instead of the owner's
-	// own name.
+	// PerListener: named <owner>-<listener>, one per listener.
 	PerListener bool
-	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>, one per backend
-	// of the owner. The name carries the owner's UID, so a live owner of the same name
-	// (another UID) never writes the name a stale anchor's dependent has: such a
-	// dependent is never claimed, and goes with the stale anchor.
+	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>: an owner of the
+	// same name, another UID, never writes it, so it is never claimed.
 	PerBackendRef bool
 }
 
-// DefaultHubWrites is what pkg/gateway writes on the hub, by upstream owner kind: a
-// downstream Gateway and one cert-manager Certificate per HTTPS listener for a Gateway,
-// a downstream HTTPRoute and, per backend, a Service, an EndpointSlice and (https) a
-// BackendTLSPolicy for an HTTPRoute. An HTTPProxy writes nothing on the hub
-// itself. Only these owners can re-attach a dependent, so only these can claim one.
+// DefaultHubWrites is what pkg/gateway writes on the hub, by upstream owner kind (an
+// HTTPProxy writes nothing there itself). Only these owners can claim a dependent.
 var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}: {
 		{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
@@ -40,10 +33,9 @@ var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 	},
 }
 
-// wouldWrite reports whether a live owner of kind ownerKind named ownerName would write
-// a hub object of kind gk named name, by writes. The listener names of an owner are
-// not read: any name <owner>-<something> counts for a per-listener kind, which can only
-// keep an anchor longer, and a claim that no reconcile resolves expires (ClaimPasses).
+// wouldWrite reports whether, by writes, a live owner of ownerKind named ownerName would
+// write a hub object of kind gk named name. Listener names are not read: any
+// <owner>-<suffix> counts.
 func wouldWrite(writes map[schema.GroupKind][]HubWrite, ownerKind schema.GroupKind, ownerName string, gk schema.GroupKind, name string) bool {
 	for _, w := range writes[ownerKind] {
 		if w.Group != gk.Group || w.Kind != gk.Kind {
