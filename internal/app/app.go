@@ -51,8 +51,7 @@ import (
 
 // Options configures one replica. Zero values take the documented defaults.
 type Options struct {
-	// Hub is the REST config of the hub cluster, where project Secrets, Leases and
-	// downstream objects live.
+	// Hub is the REST config of the hub cluster. Required.
 	Hub *rest.Config
 	// ProviderNamespace holds the projects' kubeconfig Secrets. Default "anchorage-system".
 	ProviderNamespace string
@@ -203,8 +202,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace: opts.ProviderNamespace,
-		// Applied last, DiscoveryOnlyClusterOption overrides the caller's options.
+		Namespace:      opts.ProviderNamespace,
 		ClusterOptions: append(append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...), DiscoveryOnlyClusterOption()),
 		RESTOptions:    opts.ProjectRESTOptions,
 	})
@@ -252,7 +250,6 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := check.SetupWithManager(local, opts.ProviderNamespace, kubeconfig.DefaultKubeconfigSecretLabel); err != nil {
 		return nil, fmt.Errorf("setting up the kubeconfig check: %w", err)
 	}
-	// One hub anchor cache, shared by the finalizers and the resync.
 	anchors, err := resync.AddAnchorCache(ctx, mgr)
 	if err != nil {
 		return nil, err
@@ -270,7 +267,6 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		}
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
-			// Retired projects are passed over under coordinator admission.
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,

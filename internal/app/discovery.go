@@ -63,12 +63,10 @@ func (discoveryOnlyCache) GetInformerForKind(context.Context, schema.GroupVersio
 
 func (discoveryOnlyCache) RemoveInformer(context.Context, client.Object) error { return nil }
 
-// Start returns at once, so no goroutine per discovered project waits in it.
 func (discoveryOnlyCache) Start(context.Context) error { return nil }
 
 func (discoveryOnlyCache) WaitForCacheSync(context.Context) bool { return true }
 
-// IndexField accepts and drops the index.
 func (discoveryOnlyCache) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
 	return nil
 }

@@ -47,6 +47,8 @@ type serverResources interface {
 	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
 }
 
+// kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
+// go to fallback.
 type kindMapper struct {
 	discovery serverResources
 	fallback  func() (meta.RESTMapper, error)
@@ -136,7 +138,6 @@ func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
 	return "", &meta.NoKindMatchError{GroupKind: gk}
 }
 
-// KindFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -145,7 +146,6 @@ func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.Group
 	return f.KindFor(resource)
 }
 
-// KindsFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -154,7 +154,6 @@ func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.Gr
 	return f.KindsFor(resource)
 }
 
-// ResourceFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -163,7 +162,6 @@ func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.Grou
 	return f.ResourceFor(input)
 }
 
-// ResourcesFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -172,7 +170,6 @@ func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.G
 	return f.ResourcesFor(input)
 }
 
-// ResourceSingularizer implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourceSingularizer(resource string) (string, error) {
 	f, err := m.fallback()
 	if err != nil {
