@@ -112,7 +112,6 @@ func (g gatewayFlag) check(value string) error {
 	return nil
 }
 
-// gatewayFlagNamed returns the entry of gatewayFlags called name.
 func gatewayFlagNamed(name string) gatewayFlag {
 	for _, g := range gatewayFlags {
 		if g.name == name {

@@ -88,7 +88,6 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	}
 }
 
-// options returns the zap options the flags chose.
 func (l *logFlags) options() ctrlzap.Options {
 	o := l.zap
 	if l.level.given {
@@ -135,7 +134,6 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	return zap.New(zapcore.NewCore(enc, sink, level), opts...)
 }
 
-// levelIf returns a when cond holds, else b.
 func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
 	if cond {
 		return a

@@ -142,11 +142,9 @@ type sweepFlags struct {
 	projects                   []string
 	output                     string
 	resync                     resyncFlags
-	// cutOverCheck runs the cut-over check instead of a pass, with the replicas'
-	// settings in cutOver.
-	cutOverCheck bool
-	cutOver      cutover.Options
-	fs           *pflag.FlagSet
+	cutOverCheck               bool
+	cutOver                    cutover.Options // the replicas' settings the check compares with
+	fs                         *pflag.FlagSet
 }
 
 // cutOverFlag is a flag only --cut-over-check reads: a replica's gateway flag of the same
