@@ -14,8 +14,7 @@ import (
 	"anchorage/pkg/shard"
 )
 
-// durationValue is a duration flag whose error says what a duration looks like: Go's
-// own ("missing unit in duration") does not tell an operator who wrote 15 to write 15s.
+// durationValue is a duration flag whose error shows what a duration looks like.
 type durationValue time.Duration
 
 func (d *durationValue) Set(s string) error {
@@ -79,7 +78,7 @@ type replicaFlags struct {
 
 func (f *replicaFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.identity, "identity", os.Getenv("POD_NAME"), "this replica's name, normally the pod name (the Deployment passes it through the downward API)")
-	// The default is read from the environment: show where from, not this shell's value.
+	// Show where the default comes from, not this shell's value.
 	fs.Lookup("identity").DefValue = "$POD_NAME"
 	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "address serving /metrics; 0 turns it off")
 	fs.BoolVar(&f.metricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers whose token the hub authorizes for get on /metrics; false serves plain HTTP to anyone, for local runs only")
@@ -96,12 +95,34 @@ func (f *replicaFlags) register(fs *pflag.FlagSet) {
 	f.resync.register(fs, true)
 }
 
-// gatewayFlags name the gateway.Config fields the flags set, in the order Validate
-// checks them; each knows how to put its value into a Config.
-var gatewayFlags = []struct {
+// gatewayFlag is a string flag that sets one gateway.Config field.
+type gatewayFlag struct {
 	name, def, usage string
 	field            func(*gateway.Config) *string
-}{
+}
+
+// check validates value as the flag's field of an otherwise default Config, so the
+// error names the flag.
+func (g gatewayFlag) check(value string) error {
+	var one gateway.Config
+	*g.field(&one) = value
+	if err := one.Validate(); err != nil {
+		return fmt.Errorf("--%s: %w", g.name, err)
+	}
+	return nil
+}
+
+func gatewayFlagNamed(name string) gatewayFlag {
+	for _, g := range gatewayFlags {
+		if g.name == name {
+			return g
+		}
+	}
+	return gatewayFlag{name: name}
+}
+
+// gatewayFlags are the gateway.Config string flags, in the order Validate checks them.
+var gatewayFlags = []gatewayFlag{
 	{"gateway-class", gateway.DefaultGatewayClassName, "class of the upstream Gateways this manager programs; Gateways of other classes are never touched",
 		func(c *gateway.Config) *string { return &c.GatewayClassName }},
 	{"downstream-gateway-class", gateway.DefaultDownstreamGatewayClassName, "class written into the downstream Gateways on the hub",
@@ -130,22 +151,18 @@ func (f *replicaFlags) registerGateway(fs *pflag.FlagSet) {
 	fs.IntVar(&f.gateway.ProxiesPerProject, "proxies-per-project", gateway.DefaultProxiesPerProject, "proxies one project programs, the oldest first; the younger ones are Accepted=False with reason ProxyLimitReached until an older one goes")
 }
 
-// checkGateway validates the gateway configuration one flag at a time (the others at
-// their defaults, which are valid), so the error names the flag that is wrong.
+// checkGateway validates the gateway configuration, naming the flag that is wrong.
 func (f *replicaFlags) checkGateway() error {
 	for _, g := range gatewayFlags {
-		var one gateway.Config
-		*g.field(&one) = *g.field(&f.gateway)
-		if err := one.Validate(); err != nil {
-			return fmt.Errorf("--%s: %w", g.name, err)
+		if err := g.check(*g.field(&f.gateway)); err != nil {
+			return err
 		}
 	}
-	// The flag starts at the default, so a 0 was written on purpose: refuse it rather
+	// A 0 was written on purpose (the flags start at the defaults): refuse it rather
 	// than let the Config's zero value turn it back into the default.
-	if f.gateway.Workers < 1 {
-		return fmt.Errorf("--gateway-workers must be at least 1, got %d", f.gateway.Workers)
-	}
 	switch {
+	case f.gateway.Workers < 1:
+		return fmt.Errorf("--gateway-workers must be at least 1, got %d", f.gateway.Workers)
 	case f.gateway.ProjectWorkers < 1:
 		return fmt.Errorf("--project-workers must be at least 1, got %d", f.gateway.ProjectWorkers)
 	case f.gateway.ProjectHubWritesPerSecond <= 0:
@@ -163,8 +180,8 @@ func (f *replicaFlags) timings() shard.Timings {
 	return shard.Timings{LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod, ClaimDeadline: f.claimDeadline}
 }
 
-// timingFlags name the member Lease timings in errors as the flags that set them; the
-// timings no flag sets are named by what they derive from.
+// timingFlags name the member Lease timings in errors: by their flags, or by what they
+// derive from.
 var timingFlags = shard.TimingNames{
 	LeaseDuration: "--lease-duration", RenewDeadline: "--renew-deadline", RetryPeriod: "--retry-period",
 	CallTimeout:   "the call timeout (derived from --lease-duration and --renew-deadline)",
@@ -172,9 +189,8 @@ var timingFlags = shard.TimingNames{
 	DrainDeadline: "the drain deadline (derived from --lease-duration)", ShutdownDeadline: "the shutdown deadline (derived from --lease-duration)",
 }
 
-// checkTimings checks the member Lease timings as the shard will, naming the flags. A
-// zero or negative Lease timing is refused before the shard's defaults would replace it
-// (the flags start at the defaults, so a 0 was written on purpose).
+// checkTimings checks the member Lease timings as the shard will, naming the flags; a
+// zero is refused before the shard's defaults would replace it.
 func (f *replicaFlags) checkTimings() error {
 	for _, d := range []struct {
 		flag  string

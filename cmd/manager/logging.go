@@ -17,8 +17,8 @@ import (
 	ctrlzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
-// logFlags are the logging flags, common to every command: controller-runtime's zap
-// flags, with --zap-log-level taking the same values as the short alias --log-level.
+// logFlags are the logging flags of every command: controller-runtime's zap flags, with
+// --zap-log-level and its alias --log-level sharing one levelValue.
 type logFlags struct {
 	zap   ctrlzap.Options
 	level levelValue
@@ -33,8 +33,7 @@ var levelNames = map[string]zapcore.Level{
 	"panic": zapcore.PanicLevel,
 }
 
-// levelValue is the value of --log-level and --zap-log-level. Both flags share one, so
-// when both are given the later one on the command line wins.
+// levelValue is the value of --log-level and --zap-log-level; the later one given wins.
 type levelValue struct {
 	text  string
 	level zapcore.Level
@@ -89,7 +88,6 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 	}
 }
 
-// options returns the zap options the flags chose.
 func (l *logFlags) options() ctrlzap.Options {
 	o := l.zap
 	if l.level.given {
@@ -98,9 +96,9 @@ func (l *logFlags) options() ctrlzap.Options {
 	return o
 }
 
-// newZapLogger builds the zap logger the options describe, writing to w. Without flags it
-// is today's production logger: JSON lines, level info, epoch timestamps, the caller, a
-// stack trace from error up, and no sampling (every line is kept).
+// newZapLogger builds the zap logger the options describe, writing to w. Without flags:
+// JSON lines, level info, epoch timestamps, the caller, stack traces from error up, and
+// no sampling.
 func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	dev := o.Development
 	level, stack := o.Level, o.StacktraceLevel
@@ -136,7 +134,6 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	return zap.New(zapcore.NewCore(enc, sink, level), opts...)
 }
 
-// levelIf returns a when cond holds, else b.
 func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
 	if cond {
 		return a
@@ -145,8 +142,7 @@ func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
 }
 
 // setupLogging builds the logger the flags describe on w, naming the replica, and makes it
-// controller-runtime's and klog's, so client-go's lines (leader election, throttling)
-// come out in the same JSON stream.
+// controller-runtime's and klog's, so client-go's lines come out in the same stream.
 func setupLogging(l *logFlags, w io.Writer, replica string) logr.Logger {
 	log := zapr.NewLogger(newZapLogger(l.options(), w)).WithValues("replica", replica)
 	ctrl.SetLogger(log)

@@ -1,6 +1,10 @@
-// Command manager runs one anchorage replica and, as `manager sweep --once`, one anchor
-// resync pass for an operator. It only parses flags and wires; the replica is assembled
-// by internal/app, the sweep by pkg/anchor/resync.
+// Command manager runs one anchorage replica and, as `manager sweep`, one anchor resync
+// pass or the cut-over check for an operator. It only parses flags and wires: the replica
+// is assembled by internal/app, the sweep by pkg/anchor/resync (flags: docs/operations.md).
+//
+// Files: main.go (start here) runs a command line and the replica; root.go builds the
+// commands; flags.go holds the common and replica flags and their checks; sweep.go the
+// resync flags and the sweep; logging.go the logging flags and logger.
 package main
 
 import (
@@ -22,8 +26,8 @@ func main() {
 }
 
 // execute runs one command line and returns the exit code. Help and output go to out; a
-// failure is one line on errOut, `<command path>: <error>`, and exit code 1, or an
-// exitError's code (3: `sweep --cut-over-check` found a blocked row).
+// failure is one line on errOut, `<command path>: <error>`, and exit code 1 or an
+// exitError's code.
 func execute(ctx context.Context, args []string, out, errOut io.Writer, r runners) int {
 	root := newRootCommand(r)
 	root.SetArgs(args)
@@ -44,8 +48,7 @@ func execute(ctx context.Context, args []string, out, errOut io.Writer, r runner
 	return 0
 }
 
-// exitError ends the process with its own exit code rather than 1, after the usual one
-// line on stderr.
+// exitError ends the process with its own exit code rather than 1.
 type exitError struct {
 	code int
 	err  error

@@ -11,8 +11,7 @@ import (
 	"anchorage/internal/version"
 )
 
-// runners are what the commands do once their command line is parsed and checked; tests
-// swap them to parse without a hub.
+// runners are what the commands do once their command line is parsed and checked.
 type runners struct {
 	replica func(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error
 	sweep   func(cmd *cobra.Command, common *commonFlags, c sweepConfig) error
@@ -20,9 +19,8 @@ type runners struct {
 
 var defaultRunners = runners{replica: runReplica, sweep: runSweep}
 
-// newRootCommand builds `manager` and its subcommands. The root runs a replica, as
-// `manager run` does; the flags common to the replica and the sweep are persistent on
-// the root, so they are accepted before or after the subcommand.
+// newRootCommand builds `manager`, which runs a replica as `manager run` does, and its
+// subcommands; the common flags are persistent, accepted before or after a subcommand.
 func newRootCommand(r runners) *cobra.Command {
 	var common commonFlags
 	root := &cobra.Command{
@@ -42,7 +40,7 @@ func newRootCommand(r runners) *cobra.Command {
 		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
 	})
 	common.register(root.PersistentFlags())
-	// Ours, so that cobra does not take -v (a verbosity elsewhere) for it.
+	// Ours, so that cobra does not take -v for it.
 	root.Flags().Bool("version", false, "print the version and exit")
 
 	replicaCmd, runCmd := replicaCommands(root, &common, r)
@@ -51,8 +49,8 @@ func newRootCommand(r runners) *cobra.Command {
 	return root
 }
 
-// replicaCommands gives root the replica's flags and returns its run function and the
-// explicit `manager run`, which shares both.
+// replicaCommands gives root the replica's flags and returns its run function and
+// `manager run`, which shares both.
 func replicaCommands(root *cobra.Command, common *commonFlags, r runners) (func(*cobra.Command, []string) error, *cobra.Command) {
 	var f replicaFlags
 	fs := pflag.NewFlagSet("replica", pflag.ContinueOnError)

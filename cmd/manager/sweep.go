@@ -23,16 +23,11 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/cutover"
 	"anchorage/pkg/anchor/resync"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
-// resyncFlags are the anchor resync's knobs, shared by the replica and the sweep.
-//
-// The resync's other options (the live reads' and dependents' rates, bursts and
-// timeout, the deletion burst, the stuck-owner age, the claim passes) are not flags:
-// their defaults (resync.Options.WithDefaults) are what an operator wants, and tests
-// set them through the options.
+// resyncFlags are the anchor resync's knobs, shared by the replica and the sweep; the
+// resync's other options keep their defaults (resync.Options.WithDefaults).
 type resyncFlags struct {
 	enabled, dryRun                      bool
 	period, jitter, confirmAfter, minAge time.Duration
@@ -40,16 +35,14 @@ type resyncFlags struct {
 	deletionQPS                          float64
 	// ownerKinds and extraDependentKinds: nil takes the resync's defaults.
 	ownerKinds, extraDependentKinds kindsValue
-	// prefix is what the flags' names start with ("resync-" on a replica, "" in sweep).
+	// prefix starts the flags' names: "resync-" on a replica, "" in sweep.
 	prefix string
 }
 
 // kindsValue is a group/Kind list flag, validated as the resync option it fills.
 type kindsValue struct {
-	kinds []schema.GroupKind
-	// def is what String shows while the flag is not given.
-	def string
-	// option puts a list where resync.Options.Validate checks it.
+	kinds  []schema.GroupKind
+	def    string // shown while the flag is not given
 	option func([]schema.GroupKind) resync.Options
 }
 
@@ -109,11 +102,8 @@ func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 	fs.Var(&r.extraDependentKinds, prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
 }
 
-// refuseZeroLimits refuses a deletion cap, ceiling, rate or burst of 0. In the options a
-// zero takes the default (50, 500, 10/s): an operator who writes 0 to mean "delete
-// nothing" would get the default's deletions. The flags already start at the defaults,
-// so a 0 here was written on purpose; the error names the flag and the ways that do
-// delete nothing.
+// refuseZeroLimits refuses a deletion cap, ceiling or rate of 0, which the options would
+// turn into the default, naming the ways that do delete nothing.
 func (r resyncFlags) refuseZeroLimits() error {
 	for _, l := range []struct {
 		name string
@@ -152,26 +142,24 @@ type sweepFlags struct {
 	projects                   []string
 	output                     string
 	resync                     resyncFlags
-	// cutOverCheck runs the read-only cut-over check instead of a resync pass, with
-	// what the replicas will run with in cutOver.
-	cutOverCheck bool
-	cutOver      cutover.Options
-	fs           *pflag.FlagSet
+	cutOverCheck               bool
+	cutOver                    cutover.Options // the replicas' settings the check compares with
+	fs                         *pflag.FlagSet
 }
 
-// cutOverFlags are the flags only --cut-over-check reads: the replicas' flags of the
-// same names (gatewayFlags), whose values the check compares what it finds with.
-func (s *sweepFlags) cutOverFlags() []struct {
-	name, usage string
-	value       *string
-} {
-	return []struct {
-		name, usage string
-		value       *string
-	}{
-		{"gateway-class", "with --cut-over-check: the replicas' --gateway-class, the class the proxies' upstream Gateways get", &s.cutOver.GatewayClass},
-		{"downstream-gateway-class", "with --cut-over-check: the replicas' --downstream-gateway-class, the class the downstream Gateways on the hub get", &s.cutOver.DownstreamGatewayClass},
-		{"issuer-name", "with --cut-over-check: the replicas' --issuer-name, the issuer the downstream Certificates name", &s.cutOver.IssuerName},
+// cutOverFlag is a flag only --cut-over-check reads: a replica's gateway flag of the same
+// name, with its own usage, setting a field of the check's options.
+type cutOverFlag struct {
+	gatewayFlag
+	usage string
+	value *string
+}
+
+func (s *sweepFlags) cutOverFlags() []cutOverFlag {
+	return []cutOverFlag{
+		{gatewayFlagNamed("gateway-class"), "with --cut-over-check: the replicas' --gateway-class, the class the proxies' upstream Gateways get", &s.cutOver.GatewayClass},
+		{gatewayFlagNamed("downstream-gateway-class"), "with --cut-over-check: the replicas' --downstream-gateway-class, the class the downstream Gateways on the hub get", &s.cutOver.DownstreamGatewayClass},
+		{gatewayFlagNamed("issuer-name"), "with --cut-over-check: the replicas' --issuer-name, the issuer the downstream Certificates name", &s.cutOver.IssuerName},
 	}
 }
 
@@ -184,13 +172,7 @@ func (s *sweepFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&s.output, "output", "o", outputTable, "output format: table, or json (JSON Lines: one line per project, then one per anchor without a project Secret; with --cut-over-check one line per row)")
 	fs.BoolVar(&s.cutOverCheck, "cut-over-check", false, "instead of a resync pass, read the hub and every project's plane (or --project's), change nothing, and print one row per finding about the cut-over from the previous manager: blocked, changed, adopted or left (docs/operations.md, Cut-over from the previous manager). Implies --once; refused with --delete; the resync flags are not read. Exit code 3 when a row is blocked")
 	for _, f := range s.cutOverFlags() {
-		def := ""
-		for _, g := range gatewayFlags {
-			if g.name == f.name {
-				def = g.def
-			}
-		}
-		fs.StringVar(f.value, f.name, def, f.usage)
+		fs.StringVar(f.value, f.name, f.def, f.usage)
 	}
 	s.resync.register(fs, false)
 }
@@ -224,21 +206,16 @@ func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
 	if s.deleteAnchors && s.resync.dryRun {
 		return c, errors.New("--delete and --dry-run contradict each other: the sweep is a dry run unless --delete is given")
 	}
-	if s.output != outputTable && s.output != outputJSON {
-		return c, fmt.Errorf("--output %q: want table or json", s.output)
-	}
-	if slices.Contains(s.projects, "") {
-		return c, errors.New("--project: an empty project name")
+	if err := s.checkOutputAndProjects(); err != nil {
+		return c, err
 	}
 	if err := s.resync.refuseZeroLimits(); err != nil {
 		return c, err
 	}
 	c.opts = s.resync.options()
-	// An operator looking at a backlog deletes nothing by accident.
 	c.opts.DryRun = !s.deleteAnchors
 	c.opts.Disabled = false
-	// The sweep's confirmation waits on the real clock; only the confirmation delay
-	// must be shorter than a period it never runs.
+	// The sweep runs no period; Validate wants one longer than the confirmation delay.
 	c.opts.Period = max(c.opts.Period, 2*c.opts.ConfirmAfter)
 	if err := c.opts.Validate(); err != nil {
 		return c, fmt.Errorf("resync: %w", err)
@@ -246,29 +223,29 @@ func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
 	return c, nil
 }
 
-// cutOverConfig checks a --cut-over-check command line. --once is implied; --delete is
-// refused, the check being read-only; the resync flags are not read.
+// checkOutputAndProjects checks --output and --project, for a pass and the check alike.
+func (s *sweepFlags) checkOutputAndProjects() error {
+	if s.output != outputTable && s.output != outputJSON {
+		return fmt.Errorf("--output %q: want table or json", s.output)
+	}
+	if slices.Contains(s.projects, "") {
+		return errors.New("--project: an empty project name")
+	}
+	return nil
+}
+
+// cutOverConfig checks a --cut-over-check command line: --once is implied, --delete
+// refused, the resync flags not read, and each gateway value checked as the replicas do.
 func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
 	if s.deleteAnchors {
 		return c, errors.New("--cut-over-check and --delete exclude each other: the check reads and deletes nothing; run the deleting sweep on its own")
 	}
-	if s.output != outputTable && s.output != outputJSON {
-		return c, fmt.Errorf("--output %q: want table or json", s.output)
+	if err := s.checkOutputAndProjects(); err != nil {
+		return c, err
 	}
-	if slices.Contains(s.projects, "") {
-		return c, errors.New("--project: an empty project name")
-	}
-	// Each value is checked as the replicas check the flag of the same name.
 	for _, f := range s.cutOverFlags() {
-		for _, g := range gatewayFlags {
-			if g.name != f.name {
-				continue
-			}
-			var one gateway.Config
-			*g.field(&one) = *f.value
-			if err := one.Validate(); err != nil {
-				return c, fmt.Errorf("--%s: %w", f.name, err)
-			}
+		if err := f.check(*f.value); err != nil {
+			return c, err
 		}
 	}
 	opts := s.cutOver
@@ -280,9 +257,8 @@ func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
 // exitCutOverBlocked is the exit code of a cut-over check that found a blocked row.
 const exitCutOverBlocked = 3
 
-// runCutOverCheck is `manager sweep --cut-over-check`: it builds a client of every
-// project's plane from the kubeconfig Secrets (as the sweep does), runs the check, and
-// prints its rows. Some row blocked is an exitError with exitCutOverBlocked.
+// runCutOverCheck is `manager sweep --cut-over-check`: it runs the check over the hub and
+// every project's plane and prints its rows.
 func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 	ctx := cmd.Context()
 	cfg, err := common.hubConfig()
@@ -312,7 +288,7 @@ func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) err
 }
 
 // writeCutOver prints the rows, sorted, and returns an exitError (exitCutOverBlocked)
-// when some are blocked, whose message is the one summary line on stderr.
+// when some are blocked.
 func writeCutOver(out io.Writer, rows []cutover.Row, format string) error {
 	cutover.Sort(rows)
 	if err := cutover.Write(out, rows, format); err != nil {
@@ -324,9 +300,8 @@ func writeCutOver(out io.Writer, rows []cutover.Row, format string) error {
 	return nil
 }
 
-// runSweep is `manager sweep --once`: one resync pass over every project (or those
-// --project names), without sharding, printing a row per project on out as it is final
-// and the anchors without a project Secret at the end.
+// runSweep is `manager sweep`: one resync pass over every project (or those --project
+// names) without sharding, or the cut-over check.
 func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 	if c.cutOver != nil {
 		return runCutOverCheck(cmd, common, c)
@@ -363,8 +338,7 @@ func (c sweepConfig) leaseNamespaceOrDefault() string {
 }
 
 // refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may
-// be valid: running replicas resync the same anchors, and two deleters at once break the
-// per-pass cap and ceiling each one keeps.
+// be valid: two deleters at once break the per-pass cap and ceiling each one keeps.
 func refuseWhileReplicasRun(ctx context.Context, hub *rest.Config, namespace string) error {
 	cs, err := kubernetes.NewForConfig(hub)
 	if err != nil {
@@ -381,9 +355,8 @@ func refuseWhileReplicasRun(ctx context.Context, hub *rest.Config, namespace str
 	return nil
 }
 
-// sweepPrinter writes the sweep's rows: each project's as soon as the sweep reports it
-// final, the projects the sweep returns without having reported them at the end (sorted),
-// then the anchors without a project Secret.
+// sweepPrinter writes each project's row as soon as the sweep reports it final, the rest
+// at the end (sorted), then the anchors without a project Secret.
 type sweepPrinter struct {
 	mu      sync.Mutex
 	w       io.Writer
@@ -405,7 +378,7 @@ func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinte
 }
 
 // report writes one project's row unless it was written already or is not asked for.
-// It is resync.SweepOptions.OnReport, and may be called from several goroutines.
+// It is resync.SweepOptions.OnReport: safe for concurrent use.
 func (p *sweepPrinter) report(r resync.PassReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,6 +1,15 @@
-// Package app assembles one anchorage replica: the multicluster manager, the project
-// provider and the controllers. cmd/manager parses flags into Options and calls Run; the
-// integration harness builds several replicas in one process the same way.
+// Package app assembles one anchorage replica (docs/design.md, One replica, wired): the
+// multicluster manager, with the shard as its provider and coordinator, the gateway
+// controllers and the anchor resync. cmd/manager parses flags into Options and calls New
+// and Start; the integration harness builds several replicas in one process the same way.
+//
+// Files: app.go (start here) holds Options, New and Start; discovery.go the kubeconfig
+// provider's discovery-only clusters; mapper.go the held projects' REST mapper, which
+// keeps only the kinds it is asked for; buildinfo.go the build info gauge; rbac.go and
+// cutover_rbac.go RBAC markers that no controller's code carries.
+//
+// Words: a held project is one the shard has assigned to this replica (only those get a
+// cluster with informers); a discovery-only cluster carries a REST config and nothing else.
 package app
 
 import (
@@ -42,8 +51,7 @@ import (
 
 // Options configures one replica. Zero values take the documented defaults.
 type Options struct {
-	// Hub is the REST config of the hub cluster, where project Secrets, Leases and
-	// downstream objects live.
+	// Hub is the REST config of the hub cluster. Required.
 	Hub *rest.Config
 	// ProviderNamespace holds the projects' kubeconfig Secrets. Default "anchorage-system".
 	ProviderNamespace string
@@ -53,16 +61,12 @@ type Options struct {
 	Identity string
 	// MetricsAddr serves /metrics; "0" turns it off. Default ":8443".
 	MetricsAddr string
-	// InsecureMetrics serves /metrics in plain HTTP to anyone who can reach the port,
-	// for local runs only (--metrics-secure=false). By default it is served over HTTPS,
-	// and every scrape must carry a bearer token the hub authenticates (TokenReview)
-	// and authorizes for get on /metrics (SubjectAccessReview): series carry project
-	// names, which one tenant must not learn of another.
+	// InsecureMetrics serves /metrics in plain HTTP to anyone, for local runs only;
+	// otherwise HTTPS with every scrape authorized by the hub (docs/operations.md, Metrics).
 	InsecureMetrics bool
 	// HealthAddr serves /healthz and /readyz; "0" turns it off. Default ":8081".
 	HealthAddr string
-	// Registry receives anchorage's own metrics. Default controller-runtime's global
-	// registry; tests running several replicas in one process give each its own.
+	// Registry receives anchorage's own metrics. Default controller-runtime's global registry.
 	Registry prometheus.Registerer
 	// Logger is the replica's logger. Default ctrl.Log.
 	Logger logr.Logger
@@ -71,11 +75,9 @@ type Options struct {
 	// ProjectCallTimeout is the deadline of each project plane request but watches
 	// (shard.BoundPlaneCalls). Default shard.DefaultPlaneCallTimeout.
 	ProjectCallTimeout time.Duration
-	// ClusterOptions are applied to every project cluster the shard builds for a held
-	// project (the kubeconfig provider's clusters are discovery-only).
+	// ClusterOptions are applied to every cluster the shard builds for a held project.
 	ClusterOptions []cluster.Option
-	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig
-	// (tests wrap the transport to cut a replica off).
+	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig.
 	ProjectRESTOptions []func(*rest.Config) error
 	// Timings of the sharding protocol; zero fields take client-go's defaults.
 	Timings shard.Timings
@@ -86,13 +88,12 @@ type Options struct {
 	// Recorder, when set, receives a record of every admitted unit of project work.
 	Recorder shard.Recorder
 	// Exit ends the process when a planned hand-over's drain passes its deadline.
-	// Default os.Exit(1); in-process test replicas stop abruptly instead.
+	// Default os.Exit(1).
 	Exit func()
-	// Gateway configures the gateway data path (gateway classes, controller name,
-	// certificate issuer). Zero values take pkg/gateway's defaults.
+	// Gateway configures the gateway data path. Zero values take pkg/gateway's defaults.
 	Gateway gateway.Config
 	// Resync configures the anchor resync, on unless Resync.Disabled. Zero values take
-	// pkg/anchor's defaults.
+	// the resync's defaults; a nil Clock takes Clock.
 	Resync resync.Options
 	// ResyncRecorder, when set, receives every anchor examination of the resync.
 	ResyncRecorder resync.ExaminationRecorder
@@ -130,7 +131,6 @@ func (o *Options) defaults() error {
 		o.ProjectCallTimeout = shard.DefaultPlaneCallTimeout
 	}
 	if o.Resync.Clock == nil {
-		// The resync runs on the replica's clock unless given its own (tests step it).
 		o.Resync.Clock = o.Clock
 	}
 	return nil
@@ -151,12 +151,11 @@ func Scheme() *runtime.Scheme {
 type Replica struct {
 	Options Options
 	Manager mcmanager.Manager
-	// Provider is the inner kubeconfig provider: it only discovers projects. Project
-	// clusters with informers exist only in Shard, for the projects this replica holds.
+	// Provider is the inner kubeconfig provider: it only discovers projects.
 	Provider *kubeconfig.Provider
 	// Shard gates every project: GetCluster, admission and hub writes.
 	Shard *shard.Shard
-	// Gateway is the gateway data path; its Enqueue hook reconciles an upstream owner.
+	// Gateway is the gateway data path.
 	Gateway *gateway.Setup
 	// Resync collects orphaned anchors of the held projects; nil when disabled.
 	Resync *resync.Resync
@@ -185,63 +184,44 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	opts.Hub = rest.CopyConfig(opts.Hub)
 	if opts.Hub.QPS == 0 {
-		// The hub serves every project's downstream objects: client-go's default of 5
-		// requests a second throttles a replica holding many projects.
+		// client-go's default of 5 a second throttles a replica serving many projects.
 		opts.Hub.QPS, opts.Hub.Burst = 50, 100
 	}
-	// Every request names the replica, so the API servers' audit logs attribute writes
-	// to a replica even where replicas share a project's kubeconfig user.
 	userAgent := UserAgent(opts.Identity)
 	if opts.Hub.UserAgent == "" {
 		opts.Hub.UserAgent = userAgent
 	}
-	// A kubeconfig that would run a program, read a file or go through a proxy is
-	// refused before any client is built for it (shard.RefuseUnsafeRESTConfig).
-	// A plane's redirect is never followed (shard.RefuseRedirects); a plane that hangs
-	// or answers hugely fails its own calls (shard.BoundPlaneCalls).
+	// The shard's guards come before the caller's options (docs/design.md, Threat model).
 	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects,
 		shard.BoundPlaneCalls(opts.ProjectCallTimeout, shard.PlaneAnswerCeiling), func(c *rest.Config) error {
 			c.UserAgent = userAgent
 			if c.QPS == 0 {
-				// All of a project's work goes through this client, and the live guard reads
-				// the owners again before every create: client-go's default of 5 requests a
-				// second makes a project with dozens of new proxies wait minutes.
 				c.QPS, c.Burst = 50, 100
 			}
 			return nil
 		}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
 	provider := kubeconfig.New(kubeconfig.Options{
-		Namespace: opts.ProviderNamespace,
-		// Discovery only: the shard builds a held project's cluster from the config.
+		Namespace:      opts.ProviderNamespace,
 		ClusterOptions: append(append([]cluster.Option{func(o *cluster.Options) { o.Scheme = scheme }}, opts.ClusterOptions...), DiscoveryOnlyClusterOption()),
 		RESTOptions:    opts.ProjectRESTOptions,
 	})
-	// Every hub response's Date header tells the hub's clock, on which the resync judges
-	// an anchor's minimum age (finding 12 of issue 19: the local clock may be skewed).
-	// The offset is measured on the replica's clock, which the resync runs on too (see
-	// defaults). A resync given a clock of its own (tests step one to age anchors) reads
-	// the hub's time as that clock plus the offset, so stepping it ages anchors.
+	// The hub's clock, read from its responses, judges an anchor's minimum age
+	// (docs/design.md, Delete).
 	hubClock := resync.NewHubClock(opts.Clock)
 	opts.Hub = rest.CopyConfig(opts.Hub)
 	opts.Hub.Wrap(hubClock.Wrap)
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
-		// The resync reads owners from project caches without starting informers.
-		// Each keeps only the REST mappings of the kinds it resolves (KindMapperOption).
 		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the shard: %w", err)
 	}
-	// The shard is both the manager's provider (a gate over project clusters) and its
-	// coordinator (engaging controllers only with held projects); the kubeconfig provider
-	// beneath it only discovers.
-	// The manager's hub client is the one the reconcilers create downstream objects and
-	// anchors with: each create is sent once, after its live guard (SendCreatesOnce).
-	// The shard's own Lease clients keep client-go's retries.
+	// The reconcilers' hub client sends each create once, after its live guard; the
+	// shard's Lease clients keep client-go's retries (docs/design.md, Residual windows).
 	mgrHub := rest.CopyConfig(opts.Hub)
 	mgrHub.Wrap(gateway.SendCreatesOnce)
 	mgr, err := mcmanager.New(mgrHub, sh, manager.Options{
@@ -249,15 +229,11 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Logger:                 opts.Logger,
 		Metrics:                MetricsServerOptions(opts.MetricsAddr, opts.InsecureMetrics),
 		HealthProbeBindAddress: opts.HealthAddr,
-		// Controller-runtime's leader election stays off: with it on, the kubeconfig
-		// provider's Secret watcher would run only on one replica (docs/design.md, Sharding).
-		LeaderElection: false,
-		// A graceful stop hands every project over before releasing the member Lease.
+		// Off: with it on, the kubeconfig provider's Secret watch would run on one replica.
+		LeaderElection:          false,
 		GracefulShutdownTimeout: ptr.To(opts.Timings.WithDefaults().ShutdownDeadline + 10*time.Second),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
-		// The hub cache holds only downstream Gateways and HTTPRoutes, for the watches
-		// that map them back to their owners.
-		Cache: cache.Options{ByObject: HubCacheByObject(opts.ProviderNamespace)},
+		Cache:                   cache.Options{ByObject: HubCacheByObject(opts.ProviderNamespace)},
 	}, mcmanager.WithCoordinator(sh))
 	if err != nil {
 		return nil, fmt.Errorf("building the multicluster manager: %w", err)
@@ -274,7 +250,6 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := check.SetupWithManager(local, opts.ProviderNamespace, kubeconfig.DefaultKubeconfigSecretLabel); err != nil {
 		return nil, fmt.Errorf("setting up the kubeconfig check: %w", err)
 	}
-	// One hub anchor cache, shared by the finalizers' ambiguity check and the resync.
 	anchors, err := resync.AddAnchorCache(ctx, mgr)
 	if err != nil {
 		return nil, err
@@ -288,13 +263,10 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	var rs *resync.Resync
 	if !opts.Resync.Disabled {
 		if opts.Resync.ClaimsNamespace == "" {
-			// The resync releases the hostname claims of Gateways gone without their
-			// finalizer (resync, claims.go).
 			opts.Resync.ClaimsNamespace = opts.Gateway.WithDefaults().HostnameClaimsNamespace
 		}
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
-			// Retired projects (a tombstone, no Secret) are collected by the coordinator.
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
@@ -314,9 +286,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: rs}, nil
 }
 
-// MetricsServerOptions serves /metrics on addr: over HTTPS (a self-signed certificate
-// unless one is mounted in the metrics server's certificate directory), authenticated
-// and authorized against the hub, unless insecure.
+// MetricsServerOptions serves /metrics on addr, over HTTPS and authorized against the hub
+// unless insecure.
 func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 	if insecure {
 		return metricsserver.Options{BindAddress: addr}
@@ -325,8 +296,7 @@ func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 		BindAddress:    addr,
 		SecureServing:  true,
 		FilterProvider: filters.WithAuthenticationAndAuthorization,
-		// HTTP/1.1 only: HTTP/2's stream resets let an unauthenticated client make the
-		// server work before any token is checked (CVE-2023-44487, CVE-2023-39325).
+		// HTTP/1.1 only: HTTP/2 rapid reset (CVE-2023-44487, CVE-2023-39325).
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 	}
 }
@@ -334,10 +304,9 @@ func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 // UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".
 func UserAgent(identity string) string { return "anchorage/" + identity }
 
-// Start runs the replica until ctx ends, then stops in this order: the shard learns the
-// process is stopping (Shard.Stopping) and hands every project over (Shard.HandOver)
-// while the controllers still serve, and only then are the controllers and the rest of
-// the manager stopped. The manager runs on its own context for that reason.
+// Start runs the replica until ctx ends, then hands every project over while the
+// controllers still serve, and only then stops the manager, which runs on its own context
+// for that reason (docs/design.md, Graceful shutdown).
 func (r *Replica) Start(ctx context.Context) error {
 	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -355,8 +324,7 @@ func (r *Replica) Start(ctx context.Context) error {
 	return r.Manager.Start(run)
 }
 
-// checkHub fails fast, with a message an operator can act on, when the hub cannot be
-// reached: a replica that starts anyway would only report unready forever.
+// checkHub fails, naming the hub, when it does not answer within timeout.
 func checkHub(ctx context.Context, cfg *rest.Config, timeout time.Duration) error {
 	c := rest.CopyConfig(cfg)
 	c.Timeout = timeout
@@ -377,8 +345,8 @@ func checkHub(ctx context.Context, cfg *rest.Config, timeout time.Duration) erro
 	}
 }
 
-// HubCacheByObject scopes the hub cache: Secrets only in the provider namespace (so a
-// namespaced Role suffices), downstream Gateways and HTTPRoutes only.
+// HubCacheByObject scopes the hub cache: pkg/gateway's downstream objects, and Secrets
+// only in the provider namespace (so a namespaced Role suffices).
 func HubCacheByObject(providerNamespace string) map[client.Object]cache.ByObject {
 	byObject := gateway.HubCacheByObject()
 	byObject[&corev1.Secret{}] = cache.ByObject{Namespaces: map[string]cache.Config{providerNamespace: {}}}

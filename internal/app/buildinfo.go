@@ -9,11 +9,11 @@ import (
 	"anchorage/internal/version"
 )
 
-// BuildInfoMetric is the name of the gauge that is 1 and labelled with the build's
-// identity: dashboards and alerts join on it to tell which release a replica runs.
+// BuildInfoMetric is the gauge that is 1, labelled with the build's version, commit
+// and Go version.
 const BuildInfoMetric = "anchorage_build_info"
 
-// newBuildInfo returns anchorage_build_info{version,commit,go_version} = 1 for info.
+// newBuildInfo returns the BuildInfoMetric gauge for info.
 func newBuildInfo(info version.Info) prometheus.Collector {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        BuildInfoMetric,
@@ -24,8 +24,8 @@ func newBuildInfo(info version.Info) prometheus.Collector {
 	return g
 }
 
-// registerBuildInfo registers the build info gauge with reg; one already there (a
-// second replica in one process sharing the registry) is the same build and is kept.
+// registerBuildInfo registers the build info gauge with reg; one already registered is
+// the same build and is kept.
 func registerBuildInfo(reg prometheus.Registerer) error {
 	err := reg.Register(newBuildInfo(version.Get()))
 	var already prometheus.AlreadyRegisteredError

@@ -13,18 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// The kubeconfig provider builds and starts a cluster for every project Secret it sees,
-// held here or not; the shard takes only its REST config (Shard.Engage) and builds the
-// cluster it works with when, and only if, this replica holds the project. The
-// provider's clusters are therefore discovery-only: no HTTP client of their own, no
-// REST mapper, no cache. A replica sees every project of the fleet, so what one of
-// these costs is paid per project, not per held project.
-
 // errDiscoveryOnly is what a discovery-only cluster answers to any use but its config.
 var errDiscoveryOnly = errors.New("a discovery-only project cluster serves no reads: use the shard's cluster of a held project")
 
-// discoveryOnlyHTTPClient refuses every request; it stands in for the HTTP client the
-// cluster would otherwise build (and keep) per project.
+// discoveryOnlyHTTPClient refuses every request.
 var discoveryOnlyHTTPClient = &http.Client{Transport: refusingTransport{}}
 
 type refusingTransport struct{}
@@ -33,10 +25,10 @@ func (refusingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 	return nil, errDiscoveryOnly
 }
 
-// DiscoveryOnlyClusterOption makes the clusters the kubeconfig provider builds carry
-// only their REST config: a refusing HTTP client and an empty REST mapper shared by all
-// of them, and a cache that holds nothing and starts no informer. Applied last, it
-// overrides whatever cache, mapper or HTTP client earlier options set.
+// DiscoveryOnlyClusterOption makes the kubeconfig provider's clusters carry only their
+// REST config (the shard builds a held project's cluster from it, Shard.Engage): a
+// refusing HTTP client, an empty REST mapper and a cache that starts no informer, all
+// shared. Applied last, it overrides what earlier options set.
 func DiscoveryOnlyClusterOption() cluster.Option {
 	return func(o *cluster.Options) {
 		o.HTTPClient = discoveryOnlyHTTPClient
@@ -71,13 +63,10 @@ func (discoveryOnlyCache) GetInformerForKind(context.Context, schema.GroupVersio
 
 func (discoveryOnlyCache) RemoveInformer(context.Context, client.Object) error { return nil }
 
-// Start returns at once: there is nothing to run, and no goroutine per discovered
-// project waits in it (the provider starts every cluster in a goroutine of its own).
 func (discoveryOnlyCache) Start(context.Context) error { return nil }
 
 func (discoveryOnlyCache) WaitForCacheSync(context.Context) bool { return true }
 
-// IndexField accepts and drops the index: nothing is ever cached here to index.
 func (discoveryOnlyCache) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
 	return nil
 }

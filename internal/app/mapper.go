@@ -16,13 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// A held project's REST mapper. Controller-runtime's dynamic mapper keeps, per project,
-// the discovery of every group the plane serves (its aggregated discovery fetches them
-// all at the first lookup): about 200 KB a project, most of an idle project's cost. A
-// replica resolves a handful of kinds in a project; kindMapper keeps only those.
-
 // KindMapperOption gives a project cluster a kindMapper instead of controller-runtime's
-// dynamic REST mapper.
+// dynamic REST mapper, which keeps the discovery of every group the plane serves
+// (docs/design.md, Gateway path: an idle project costs three watches).
 func KindMapperOption() cluster.Option {
 	return func(o *cluster.Options) {
 		o.MapperProvider = NewKindMapper
@@ -30,10 +26,9 @@ func KindMapperOption() cluster.Option {
 }
 
 // NewKindMapper returns a REST mapper that asks the server, one group version at a
-// time, about the kinds it is asked to map, and keeps only their mappings. A kind the
-// server does not serve is looked up again at the next request (a CRD installed later
-// is found). The methods other than RESTMapping and RESTMappings, which nothing in a
-// replica calls on a project, go to a dynamic mapper built on first use.
+// time, about the kinds it maps, and keeps only those. A kind not served is asked again
+// next time (a CRD installed later is found). Methods other than RESTMapping(s), unused
+// on a project, go to a dynamic mapper built on first use.
 func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
@@ -52,6 +47,8 @@ type serverResources interface {
 	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
 }
 
+// kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
+// go to fallback.
 type kindMapper struct {
 	discovery serverResources
 	fallback  func() (meta.RESTMapper, error)
@@ -141,7 +138,6 @@ func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
 	return "", &meta.NoKindMatchError{GroupKind: gk}
 }
 
-// KindFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -150,7 +146,6 @@ func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.Group
 	return f.KindFor(resource)
 }
 
-// KindsFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -159,7 +154,6 @@ func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.Gr
 	return f.KindsFor(resource)
 }
 
-// ResourceFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -168,7 +162,6 @@ func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.Grou
 	return f.ResourceFor(input)
 }
 
-// ResourcesFor implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
 	f, err := m.fallback()
 	if err != nil {
@@ -177,7 +170,6 @@ func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.G
 	return f.ResourcesFor(input)
 }
 
-// ResourceSingularizer implements meta.RESTMapper through the fallback mapper.
 func (m *kindMapper) ResourceSingularizer(resource string) (string, error) {
 	f, err := m.fallback()
 	if err != nil {

@@ -1,9 +1,7 @@
 package app
 
-// The metrics endpoint authenticates and authorizes every scrape against the hub
-// (controller-runtime's filters.WithAuthenticationAndAuthorization): a TokenReview for
-// the bearer token, a SubjectAccessReview for get on the /metrics URL. The scraper's
-// own grant is config/rbac/metrics_reader_role.yaml.
+// The metrics endpoint checks every scrape against the hub: a TokenReview of its token
+// and a SubjectAccessReview of get /metrics (MetricsServerOptions).
 //
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
