@@ -68,8 +68,6 @@ type PassReport struct {
 	// Aborted is set when the pass ended early (project lost, not admitted).
 	Aborted string
 	Anchors []AnchorReport
-	// KeptUnlisted counts kept anchors without a line (slim); Count(Keep) includes them.
-	KeptUnlisted int
 	// APICalls counts the requests the pass made, hub and project.
 	APICalls int
 	// PendingConfirmation is when a proof of this pass can first be confirmed (or zero).
@@ -83,9 +81,6 @@ type PassReport struct {
 // Count returns how many anchors got decision d.
 func (r PassReport) Count(d Decision) int {
 	n := 0
-	if d == Keep {
-		n = r.KeptUnlisted
-	}
 	for _, a := range r.Anchors {
 		if a.Decision == d {
 			n++
