@@ -430,7 +430,7 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 		if !looksLikeAnchor(a) {
 			continue
 		}
-		p := projectIndexValue(a)[0]
+		p := projectOfLabels(a.Labels)
 		if !known[p] {
 			count++
 			projects[p]++
