@@ -95,8 +95,8 @@ type Options struct {
 	// Resync configures the anchor resync, on unless Resync.Disabled. Zero values take
 	// the resync's defaults; a nil Clock takes Clock.
 	Resync resync.Options
-	// ResyncRecorder, when set, receives every anchor examination of the resync.
-	ResyncRecorder resync.ExaminationRecorder
+	// ResyncObserver, when set, sees every anchor examination and pass of the resync.
+	ResyncObserver resync.Observer
 }
 
 func (o *Options) defaults() error {
@@ -270,7 +270,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
 			SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
-			Recorder: opts.ResyncRecorder, HubClock: hubClock, Registry: opts.Registry, Logger: opts.Logger,
+			Observer: opts.ResyncObserver, HubClock: hubClock, Registry: opts.Registry, Logger: opts.Logger,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("setting up the anchor resync: %w", err)

@@ -62,6 +62,8 @@ type Manager struct {
 	Registry *prometheus.Registry
 	// HubProxy is the manager's way to the hub when started with HubFaults.
 	HubProxy *FaultProxy
+	// ResyncLog is the resync's observer (app.Options.ResyncObserver).
+	ResyncLog *PassLog
 
 	killed   atomic.Bool
 	fault    atomic.Pointer[Fault]
@@ -90,7 +92,7 @@ func (e *Env) ClaimsNamespace() string { return "claims-" + e.ProviderNamespace 
 // StartManager starts a replica against e's hub as its own API user, with its own
 // metrics registry, ports off and controller-name validation skipped.
 func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions) (*Manager, error) {
-	m := &Manager{Name: name, User: "anchorage-" + name, Registry: prometheus.NewRegistry(), done: make(chan error, 1)}
+	m := &Manager{Name: name, User: "anchorage-" + name, Registry: prometheus.NewRegistry(), ResyncLog: NewPassLog(), done: make(chan error, 1)}
 	var groups []string
 	if opts.Admin {
 		groups = []string{"system:masters"}
@@ -128,7 +130,8 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		Exit: m.Kill,
 		// The harness's hubs run no edge controller unless a test starts an Edge and
 		// turns this off.
-		Gateway: gateway.Config{AssumeWrittenIsProgrammed: true},
+		Gateway:        gateway.Config{AssumeWrittenIsProgrammed: true},
+		ResyncObserver: m.ResyncLog,
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)

@@ -3,30 +3,16 @@ package anchor
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// Delete deletes owner's anchor, wherever it is on the hub, through DeleteAsChecked:
-// only when exactly one ConfigMap of its name is in an ns-<uuid> namespace
-// (else ErrAmbiguous) and decodes to owner exactly (else ErrForeign, ErrMalformed).
-// Nothing to delete is not an error. hub must be uncached; its field-selected list
-// scans every ConfigMap of the hub, so Delete is for tools (finalizers: DeleteIndexed).
-func Delete(ctx context.Context, hub client.Client, owner Owner) error {
-	if err := owner.Validate(); err != nil {
-		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
-	}
-	return deleteAnchor(ctx, hub, owner.UID, isOwner(owner))
-}
-
-// isOwner is the match of Delete and DeleteIndexed: the anchor decodes to owner exactly.
+// isOwner is the match of DeleteIndexed: the anchor decodes to owner exactly.
 func isOwner(owner Owner) func(Owner) error {
 	return func(got Owner) error {
 		if got != owner {
@@ -34,38 +20,6 @@ func isOwner(owner Owner) func(Owner) error {
 		}
 		return nil
 	}
-}
-
-// DeleteNamed is Delete for callers that know only the upstream UID: the anchor must
-// decode, but its labels are compared with nothing.
-func DeleteNamed(ctx context.Context, hub client.Client, uid types.UID) error {
-	if !isUUID(string(uid)) {
-		return fmt.Errorf("deleting anchor %s: UID %q is not a canonical UUID: %w", Name(uid), uid, ErrMalformed)
-	}
-	return deleteAnchor(ctx, hub, uid, func(Owner) error { return nil })
-}
-
-// deleteAnchor deletes the single anchor named after uid, if any, after match accepts
-// its decoded owner.
-func deleteAnchor(ctx context.Context, hub client.Client, uid types.UID, match func(Owner) error) error {
-	name := Name(uid)
-	found, err := findAnchorsNamed(ctx, hub, name)
-	if err != nil {
-		return err
-	}
-	switch len(found) {
-	case 0:
-		return nil
-	case 1:
-	default:
-		namespaces := make([]string, 0, len(found))
-		for _, cm := range found {
-			namespaces = append(namespaces, cm.Namespace)
-		}
-		return fmt.Errorf("deleting anchor %s: found in namespaces %s, deleting none: %w", name, strings.Join(namespaces, ", "), ErrAmbiguous)
-	}
-
-	return deleteIfOwners(ctx, hub, &found[0], match)
 }
 
 // deleteIfOwners deletes cm, as just read from the hub, through DeleteAsChecked when it
@@ -115,22 +69,4 @@ func DeleteAsChecked(ctx context.Context, hub client.Writer, cm metav1.Object) (
 	default:
 		return false, err
 	}
-}
-
-// findAnchorsNamed lists the metadata of ConfigMaps named name in ns-<uuid> namespaces.
-func findAnchorsNamed(ctx context.Context, hub client.Client, name string) ([]metav1.PartialObjectMetadata, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
-	if err := hub.List(ctx, list, client.MatchingFields{"metadata.name": name}); err != nil {
-		return nil, fmt.Errorf("listing ConfigMaps named %s in all namespaces: %w", name, err)
-	}
-	var found []metav1.PartialObjectMetadata
-	for _, item := range list.Items {
-		// In case a client ignores the field selector.
-		if item.Name != name || !IsMappedNamespaceName(item.Namespace) {
-			continue
-		}
-		found = append(found, item)
-	}
-	return found, nil
 }

@@ -8,7 +8,7 @@
 //
 //   - identity.go: Owner, the labels, names, Decode and IsAnchor
 //   - attach.go: EnsureMappedNamespace, Attach, anchor ownerReferences
-//   - delete.go: Delete and DeleteNamed (for tools), DeleteAsChecked
+//   - delete.go: DeleteAsChecked, and the checks before it
 //   - indexed.go: DeleteIndexed, the finalizers' two-call delete
 //   - absence.go: NotFoundProvesAbsence
 //
@@ -22,6 +22,5 @@
 //     callers keep what they cannot decode.
 //
 // Attach and EnsureMappedNamespace take any client (a cached one converges slower);
-// Delete, DeleteNamed and DeleteIndexed need an uncached one: they must see the hub as it
-// is now.
+// DeleteIndexed needs an uncached one: it must see the hub as it is now.
 package anchor

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
 // These tests give DeleteIndexed an index the test controls (so it can show the hub as
@@ -336,4 +337,23 @@ func TestDeleteIndexedIsConditionalOnTheRead(t *testing.T) {
 	stored, err := getConfigMap(t, ns, original.Name)
 	g.Expect(err).NotTo(HaveOccurred(), "the replacement must survive")
 	g.Expect(stored.UID).To(Equal(replacement))
+}
+
+// replacingBeforeDelete wraps c so that its Delete first deletes original and creates a
+// new anchor of the same name and owner (its UID stored in *replacement), then sends
+// the delete it was asked for: a replacement racing between a check and its delete.
+func replacingBeforeDelete(c client.WithWatch, original *corev1.ConfigMap, owner Owner, replacement *types.UID) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Delete: func(ctx context.Context, inner client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			if err := inner.Delete(ctx, original.DeepCopy()); err != nil {
+				return err
+			}
+			fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: original.Namespace, Name: original.Name, Labels: owner.Labels()}}
+			if err := inner.Create(ctx, fresh); err != nil {
+				return err
+			}
+			*replacement = fresh.UID
+			return inner.Delete(ctx, obj, opts...)
+		},
+	})
 }

@@ -63,7 +63,7 @@ func TestLeastPrivilegeHubAuditShowsNoSecretReadOutsideProvider(t *testing.T) {
 		g.Expect(auditedHub.Client.List(ctx, list, client.HasLabels{"meta.datumapis.com/upstream-cluster-name"})).To(Succeed())
 		return len(list.Items)
 	}, gwProgrammedWithin, gwPoll).Should(BeNumerically(">=", 1), "the downstream Gateway")
-	g.Eventually(func() int { return m.Replica.Resync.Passes(gt.project) }, time.Minute, gwPoll).Should(BeNumerically(">=", 2), "resync passes")
+	g.Eventually(func() int { return m.ResyncLog.Passes(gt.project) }, time.Minute, gwPoll).Should(BeNumerically(">=", 2), "resync passes")
 	g.Expect(planeB.Client.Delete(ctx, p)).To(Succeed())
 	g.Eventually(func() bool {
 		err := planeB.Client.Get(ctx, client.ObjectKeyFromObject(p), &v1alpha.HTTPProxy{})

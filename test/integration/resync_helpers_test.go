@@ -3,7 +3,6 @@ package integration
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -55,15 +54,15 @@ func newResyncTest(t *testing.T, plane *harness.ControlPlane) *resyncTest {
 }
 
 // startResync starts a replica with fast protocol timings, this test's gateway class
-// and the resync on its default settings except the fake clock and a full report
-// history (and what adjust sets).
+// and the resync on its default settings except the fake clock (and what adjust sets).
+// The tests read every pass since they began, every anchor's line included, in the
+// manager's ResyncLog.
 func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harness.Manager {
 	rt.t.Helper()
 	return rt.env.StartManagerT(rt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
 		o.Gateway = gateway.Config{GatewayClassName: rt.class, AssumeWrittenIsProgrammed: true}
-		// The tests read every pass since they began, every anchor's line included.
-		o.Resync = resync.Options{Clock: rt.clock, ReportHistory: 16}
+		o.Resync = resync.Options{Clock: rt.clock}
 		if adjust != nil {
 			adjust(o)
 		}
@@ -74,12 +73,12 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 // returns the last report.
 func (rt *resyncTest) passes(m *harness.Manager, project string, n int) resync.PassReport {
 	rt.t.Helper()
-	start := m.Replica.Resync.Passes(project)
+	start := m.ResyncLog.Passes(project)
 	rt.g.Eventually(func() int {
 		rt.clock.Step(resyncStep)
-		return m.Replica.Resync.Passes(project)
+		return m.ResyncLog.Passes(project)
 	}, resyncPassesWithin, resyncPoll).Should(BeNumerically(">=", start+n), "%d passes of %s by %s", n, project, m.Name)
-	rep, ok := m.Replica.Resync.LastReport(project)
+	rep, ok := m.ResyncLog.LastReport(project)
 	rt.g.Expect(ok).To(BeTrue())
 	return rep
 }
@@ -90,7 +89,7 @@ func (rt *resyncTest) passesUntil(m *harness.Manager, project string, within tim
 	var last resync.PassReport
 	rt.g.Eventually(func(g Gomega) {
 		rt.clock.Step(resyncStep)
-		rep, ok := m.Replica.Resync.LastReport(project)
+		rep, ok := m.ResyncLog.LastReport(project)
 		g.Expect(ok).To(BeTrue(), "a finished pass")
 		last = rep
 		cond(g, rep)
@@ -204,24 +203,6 @@ func annotate(ctx context.Context, g Gomega, obj client.Object, key, value strin
 		obj.SetAnnotations(a)
 		return hub.Client.Update(ctx, obj)
 	}, 10*time.Second, resyncPoll).Should(Succeed())
-}
-
-// examinations collects the resync's Examinations of several replicas.
-type examinations struct {
-	mu   sync.Mutex
-	list []resync.Examination
-}
-
-func (e *examinations) RecordExamination(x resync.Examination) {
-	e.mu.Lock()
-	e.list = append(e.list, x)
-	e.mu.Unlock()
-}
-
-func (e *examinations) snapshot() []resync.Examination {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]resync.Examination(nil), e.list...)
 }
 
 // decisionsOf maps anchor names to "decision/reason" in a report.

@@ -219,7 +219,7 @@ func TestResyncSecretRecreatedForAnotherPlaneHalts(t *testing.T) {
 	halted, err = m.Gauge("anchorage_resync_projects_halted", "reason", resync.HaltPlaneChanged)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(halted).To(BeZero())
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		for _, a := range r.Anchors {
 			if a.Action == resync.ActionDeleted {
 				g.Expect(r.Plane).To(Equal(resync.PlaneVerified))
@@ -281,7 +281,7 @@ func TestResyncSecretRecreatedForSamePlaneResumes(t *testing.T) {
 		g.Expect(exists(ctx, g, obj)).To(BeTrue(), "%T %s of a live proxy", obj, obj.GetName())
 	}
 	deleted := 0
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		if r.Aborted != "" || r.Start.Before(mark) {
 			continue
 		}
@@ -377,7 +377,7 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 		}
 	}
 
-	before := m.Replica.Resync.Passes(rt.project)
+	before := m.ResyncLog.Passes(rt.project)
 	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, rep resync.PassReport) {
 		var left []string
 		for _, s := range stranded {
@@ -388,7 +388,7 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 		}
 		g.Expect(left).To(BeEmpty(), "stranded anchors left")
 	})
-	passes := m.Replica.Resync.Passes(rt.project) - before
+	passes := m.ResyncLog.Passes(rt.project) - before
 	t.Logf("40 stranded anchors collected in %d passes", passes)
 	g.Expect(passes).To(BeNumerically("<=", 6), "a proof, its confirmation, and a margin for a validity lapse")
 	g.Eventually(func(g Gomega) {
@@ -413,7 +413,7 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 	for _, obj := range live {
 		g.Expect(exists(ctx, g, obj)).To(BeTrue(), "live %T %s survives", obj, obj.GetName())
 	}
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		g.Expect(r.Halt).To(BeEmpty())
 	}
 }
@@ -488,7 +488,7 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	m := rt.startResync("forbidden", func(o *app.Options) {
 		o.Resync.LiveOwnerKinds = append(slices.Clone(resync.DefaultLiveOwnerKinds), schema.GroupKind{Kind: "ConfigMap"})
 	})
-	before := m.Replica.Resync.Passes(rt.project)
+	before := m.ResyncLog.Passes(rt.project)
 	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, rep resync.PassReport) {
 		var left []string
 		for _, o := range orphans {
@@ -499,7 +499,7 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 		}
 		g.Expect(left).To(BeEmpty(), "orphans left")
 	})
-	passes := m.Replica.Resync.Passes(rt.project) - before
+	passes := m.ResyncLog.Passes(rt.project) - before
 	t.Logf("6 orphans collected in %d passes beside 4 forbidden anchors", passes)
 	// One pass records the proofs, the next confirms and collects; a margin for a
 	// validity lapse on a loaded machine.
@@ -519,7 +519,7 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	}
 	g.Expect(exists(ctx, g, alive.anchor)).To(BeTrue())
 	g.Expect(exists(ctx, g, alive.downstream)).To(BeTrue())
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		if r.Aborted != "" {
 			continue
 		}

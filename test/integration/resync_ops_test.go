@@ -77,7 +77,7 @@ func TestResyncThrottleDryRunSwitchAndExclusion(t *testing.T) {
 	g.Expect(rep.SwitchedOff).To(BeFalse())
 	g.Expect(rep.CountAction(resync.ActionExcluded)).To(Equal(5))
 	noneDeleted()
-	mark := len(m.Replica.Resync.Reports(rt.project))
+	mark := len(m.ResyncLog.Reports(rt.project))
 	annotate(ctx, g, secret, resync.AnnotationExclude, "")
 
 	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
@@ -87,7 +87,7 @@ func TestResyncThrottleDryRunSwitchAndExclusion(t *testing.T) {
 	})
 	withDeletions := 0
 	var first resync.PassReport
-	for _, r := range m.Replica.Resync.Reports(rt.project)[mark:] {
+	for _, r := range m.ResyncLog.Reports(rt.project)[mark:] {
 		n := r.CountAction(resync.ActionDeleted)
 		g.Expect(n).To(BeNumerically("<=", 5))
 		if n > 0 {
@@ -113,7 +113,6 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	clock := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	rec := &examinations{}
 	admitted := &shard.MemoryRecorder{}
 
 	type project struct {
@@ -151,15 +150,14 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	for i := range 3 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Resync = resync.Options{Clock: clock, ReportHistory: 16}
-			o.ResyncRecorder = rec
+			o.Resync = resync.Options{Clock: clock}
 			o.Recorder = admitted
 		}}))
 	}
 	passesOf := func(p string) int {
 		n := 0
 		for _, m := range ms {
-			n += m.Replica.Resync.Passes(p)
+			n += m.ResyncLog.Passes(p)
 		}
 		return n
 	}
@@ -197,7 +195,11 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	}
 
 	examinedBy := map[string]map[string]bool{} // anchor -> holders
-	for _, x := range rec.snapshot() {
+	var examined []resync.Examination
+	for _, m := range ms {
+		examined = append(examined, m.ResyncLog.Examinations()...)
+	}
+	for _, x := range examined {
 		if byProject[x.Project] == nil || x.At.Before(start) {
 			continue
 		}
@@ -224,7 +226,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	deletions := map[string]int{}
 	for _, m := range ms {
 		for _, p := range projects {
-			for _, r := range m.Replica.Resync.Reports(p.name) {
+			for _, r := range m.ResyncLog.Reports(p.name) {
 				for _, a := range r.Anchors {
 					if a.Action == resync.ActionDeleted {
 						deletions[a.Name]++

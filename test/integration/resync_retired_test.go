@@ -157,7 +157,7 @@ func TestResyncRetiredProjectDryRunDeletesNothing(t *testing.T) {
 	// Passes decide every anchor collectable, confirmed, and act on none.
 	g.Eventually(func(g Gomega) {
 		rt.clock.Step(resyncStep)
-		rep, ok := m.Replica.Resync.LastReport(rt.project)
+		rep, ok := m.ResyncLog.LastReport(rt.project)
 		g.Expect(ok).To(BeTrue(), "a finished pass over the retired project")
 		g.Expect(rep.Retired).To(BeTrue())
 		g.Expect(rep.DryRun).To(BeTrue())
@@ -168,7 +168,7 @@ func TestResyncRetiredProjectDryRunDeletesNothing(t *testing.T) {
 		g.Expect(exists(ctx, g, obj)).To(BeTrue(), "%T %s survives a dry-run replica", obj, obj.GetName())
 	}
 	g.Expect(hubDeletesBy(g, m.User, rt.hubNS())).To(BeEmpty(), "a dry-run replica deletes nothing")
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		g.Expect(r.CountAction(resync.ActionDeleted)).To(BeZero())
 	}
 }
@@ -192,7 +192,7 @@ func holderOf(g *WithT, replicas []*harness.Manager, project string) *harness.Ma
 // (the fake clock's time).
 func reportsSince(m *harness.Manager, project string, mark time.Time) []resync.PassReport {
 	var out []resync.PassReport
-	for _, r := range m.Replica.Resync.Reports(project) {
+	for _, r := range m.ResyncLog.Reports(project) {
 		if !r.Start.Before(mark) {
 			out = append(out, r)
 		}

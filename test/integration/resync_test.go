@@ -81,7 +81,7 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 	g.Expect(live).To(HaveLen(200))
 
 	start := time.Now()
-	before := m.Replica.Resync.Passes(rt.project)
+	before := m.ResyncLog.Passes(rt.project)
 	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, _ resync.PassReport) {
 		left := 0
 		for _, s := range stranded {
@@ -91,7 +91,7 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 		}
 		g.Expect(left).To(BeZero(), "stranded anchors left")
 	})
-	passes := m.Replica.Resync.Passes(rt.project) - before
+	passes := m.ResyncLog.Passes(rt.project) - before
 	t.Logf("145 stranded anchors collected in %d passes, %s", passes, time.Since(start).Round(time.Millisecond))
 	// Typically 4: one to record the proofs, then 50, 50 and 45 at the default cap (a
 	// validity lapse under load restarts the confirmation, hence the margin).
@@ -102,7 +102,7 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 	for _, obj := range live {
 		g.Expect(exists(ctx, g, obj)).To(BeTrue(), "live %T %s survives", obj, obj.GetName())
 	}
-	for _, rep := range m.Replica.Resync.Reports(rt.project) {
+	for _, rep := range m.ResyncLog.Reports(rt.project) {
 		g.Expect(rep.Halt).To(BeEmpty())
 		g.Expect(rep.CountAction(resync.ActionDeleted)).To(BeNumerically("<=", 50), "the default cap")
 		t.Logf("pass at %s: kept %d, suspect %d, collect %d (deleted %d), unknown %d, %d API calls, %s",
@@ -314,7 +314,7 @@ func TestResyncRecreatedNamespace(t *testing.T) {
 		g.Expect(decisionsOf(rep)).To(HaveKeyWithValue(f.anchor.Name, "keep/in-cache"))
 	}
 	collected := 0
-	for _, r := range m.Replica.Resync.Reports(rt.project) {
+	for _, r := range m.ResyncLog.Reports(rt.project) {
 		g.Expect(r.Halt).To(BeEmpty())
 		for _, a := range r.Anchors {
 			if a.Action == resync.ActionDeleted {

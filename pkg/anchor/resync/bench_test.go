@@ -296,10 +296,7 @@ func benchSetup(b *testing.B) *benchHub {
 // owner's cache. It makes no API call per anchor; the few per pass are the Secret, the
 // plane identity and its record. Besides the time of a pass (ms/steady-pass), it
 // reports the anchor cache's heap per 1,000 anchors (MB/1000-anchors, measured on the
-// real informer's store), and the heap of what a replica remembers of the project's
-// passes per 1,000 anchors: now (report-MB/1000-anchors: the latest report, slim) and
-// as it was (full-reports-MB/1000-anchors: 16 full reports, estimated as 16 times the
-// heap one full report holds).
+// real informer's store). A replica keeps no pass report.
 func BenchmarkResyncSteadyPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
@@ -321,48 +318,10 @@ func BenchmarkResyncSteadyPass(b *testing.B) {
 	}
 	b.StopTimer()
 	elapsed := b.Elapsed()
-	full, slim := reportHeap(ctx, b, newPass)
-	per1000 := func(bytes float64) float64 { return bytes / float64(h.cached) * 1000 / 1e6 }
 	b.ReportMetric(float64(elapsed.Milliseconds())/float64(b.N), "ms/steady-pass")
 	b.ReportMetric(float64(calls)/float64(b.N), "calls/pass")
 	b.ReportMetric(float64(anchors)/float64(b.N), "anchors/pass")
 	b.ReportMetric(h.bytesPer1000/1e6, "MB/1000-anchors")
-	b.ReportMetric(per1000(slim), "report-MB/1000-anchors")
-	b.ReportMetric(per1000(16*full), "full-reports-MB/1000-anchors")
-}
-
-// reportHeap returns the heap one full pass report holds, and the heap a default
-// history holds after two passes (the latest report, slim).
-func reportHeap(ctx context.Context, b *testing.B, newPass func() *pass) (full, slim float64) {
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
-	before := heap()
-	rep, err := newPass().run(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	full = float64(heap()) - float64(before)
-	runtime.KeepAlive(rep)
-	rep = PassReport{}
-	hist, err := newPassHistory(16, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	before = heap()
-	for range 2 {
-		rep, err := newPass().run(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		hist.add(rep, true)
-	}
-	slim = float64(heap()) - float64(before)
-	runtime.KeepAlive(hist)
-	return full, slim
 }
 
 // BenchmarkResyncPass measures the collection of benchOrphans orphans among the

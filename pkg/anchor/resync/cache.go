@@ -80,7 +80,7 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
-	obj := anchorMetadata()
+	obj := coreMeta("ConfigMap")
 	// Registered before Start, the one informer starts with the cache.
 	inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
@@ -138,8 +138,7 @@ const noBucket = "none"
 // probe List through the cache first makes it fail as the cache's reads do (not
 // started, not synced before ctx ends).
 func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.PartialObjectMetadata, error) {
-	probe := &metav1.PartialObjectMetadataList{}
-	probe.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	probe := coreMetaList("ConfigMapList")
 	if err := a.cache.List(ctx, probe, client.MatchingFields{indexName: noBucket}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing cached anchors: %w", err)
 	}
@@ -216,24 +215,23 @@ const (
 	nameBuckets      = 1024
 )
 
-// anchorIndexers are the anchor cache's indexes: by project (projectIndexValue) and by
+// anchorIndexers are the anchor cache's indexes: by project (projectOfLabels) and by
 // name bucket (nameBucket).
 func anchorIndexers() toolscache.Indexers {
 	return toolscache.Indexers{
-		fieldIndexPrefix + indexProject: func(obj any) ([]string, error) {
-			c, ok := obj.(*cachedAnchor)
-			if !ok {
-				return nil, fmt.Errorf("indexing anchors: %T is not a cached anchor", obj)
-			}
-			return []string{allNamespacesKey + projectOfLabels(c.labels)}, nil
-		},
-		fieldIndexPrefix + indexName: func(obj any) ([]string, error) {
-			c, ok := obj.(*cachedAnchor)
-			if !ok {
-				return nil, fmt.Errorf("indexing anchors: %T is not a cached anchor", obj)
-			}
-			return []string{allNamespacesKey + nameBucket(c.name)}, nil
-		},
+		fieldIndexPrefix + indexProject: indexBy(func(c *cachedAnchor) string { return projectOfLabels(c.labels) }),
+		fieldIndexPrefix + indexName:    indexBy(func(c *cachedAnchor) string { return nameBucket(c.name) }),
+	}
+}
+
+// indexBy indexes a cached anchor under its all-namespaces key and value(c).
+func indexBy(value func(*cachedAnchor) string) toolscache.IndexFunc {
+	return func(obj any) ([]string, error) {
+		c, ok := obj.(*cachedAnchor)
+		if !ok {
+			return nil, fmt.Errorf("indexing anchors: %T is not a cached anchor", obj)
+		}
+		return []string{allNamespacesKey + value(c)}, nil
 	}
 }
 
@@ -244,20 +242,13 @@ func nameBucket(name string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%nameBuckets), 16)
 }
 
-func anchorMetadata() *metav1.PartialObjectMetadata {
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	return obj
+// coreMeta and coreMetaList are empty metadata-only objects of a core kind.
+func coreMeta(kind string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
 }
 
-// projectIndexValue indexes an item under the project its LabelClusterName decodes to,
-// or under "" when it does not decode.
-func projectIndexValue(o client.Object) []string {
-	p, err := anchor.ProjectFromClusterName(o.GetLabels()[anchor.LabelClusterName])
-	if err != nil {
-		return []string{""}
-	}
-	return []string{p}
+func coreMetaList(kind string) *metav1.PartialObjectMetadataList {
+	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
 }
 
 // listedAnchors is an AnchorSource over one list of the hub, for the one-shot sweep.
@@ -273,15 +264,14 @@ func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, e
 	calls := 0
 	cont := ""
 	for {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		list := coreMetaList("ConfigMapList")
 		calls++
 		err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont))
 		if err != nil {
 			return nil, calls, fmt.Errorf("listing anchors on the hub: %w", err)
 		}
 		for _, item := range list.Items {
-			p := projectIndexValue(&item)[0]
+			p := projectOfLabels(item.Labels)
 			out.byProject[p] = append(out.byProject[p], item)
 			out.byName[item.Name] = append(out.byName[item.Name], item)
 		}

@@ -91,7 +91,7 @@ func TestAnchorCacheStoreMemory(t *testing.T) {
 		return o, nil
 	}
 	before := storeHeap(t, n, stripManaged, toolscache.Indexers{
-		fieldIndexPrefix + indexProject: fieldIndexBothWays(func(o *metav1.PartialObjectMetadata) string { return projectIndexValue(o)[0] }),
+		fieldIndexPrefix + indexProject: fieldIndexBothWays(func(o *metav1.PartialObjectMetadata) string { return projectOfLabels(o.Labels) }),
 		fieldIndexPrefix + indexName:    fieldIndexBothWays(func(o *metav1.PartialObjectMetadata) string { return o.Name }),
 	})
 	now := storeHeap(t, n, slimAnchor, anchorIndexers())

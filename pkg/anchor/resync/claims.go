@@ -27,8 +27,7 @@ func (p *pass) releaseClaims(ctx context.Context) error {
 	}
 	var claims []metav1.PartialObjectMetadata
 	if err := p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		list := coreMetaList("ConfigMapList")
 		err := r.List(ctx, list, client.InNamespace(p.opts.ClaimsNamespace), client.HasLabels{anchor.LabelClusterName})
 		p.rep.APICalls++
 		if err != nil {

@@ -285,10 +285,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 
 // claimExpired reports a claim no reconcile resolved within ClaimPasses passes.
 func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
-	var names []string
-	for _, c := range claimers {
-		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
-	}
+	names := claimerNames(claimers)
 	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
 	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
 	if p.events != nil {
@@ -317,9 +314,8 @@ func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (
 // enqueueClaimers asks the live owners claiming an anchor's dependents to re-attach
 // them. Nothing is enqueued in dry-run.
 func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
-	var names []string
+	names := claimerNames(claimers)
 	for _, c := range claimers {
-		names = append(names, fmt.Sprintf("%s %s/%s", c.Kind, c.Namespace, c.Name))
 		if p.enqueue == nil || p.opts.DryRun {
 			continue
 		}
@@ -336,6 +332,14 @@ func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
 	}
 	it.detail = "claimed by live " + strings.Join(names, ", ")
 	p.log.V(1).Info("Keeping stale anchor until its dependents are re-attached", "anchor", klog.KObj(it.obj), "claimedBy", names)
+}
+
+func claimerNames(claimers []anchor.Owner) []string {
+	var names []string
+	for _, c := range claimers {
+		names = append(names, ownerRef(c))
+	}
+	return names
 }
 
 // checkUnique makes a candidate ambiguous when another anchor on the hub has its name.

@@ -335,22 +335,26 @@ func (j dependentJudge) judgeOwn() dependentKind {
 	return dependentUnreadable
 }
 
+// writer returns the owner of this project that would write dep, not being deleted and
+// hanging on the anchor alone, as its labels name it; ok is false when there is none.
+func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
+	if dep.DeletionTimestamp != nil {
+		return ownerKey{}, false
+	}
+	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+		return ownerKey{}, false
+	}
+	key, ok, _, foreign := labelledOwner(dep.Labels, j.owner.Project)
+	return key, ok && !foreign && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name)
+}
+
 // needsOwn reports whether a dependent hanging on the anchor alone is labelled for the
 // anchor's own owner, which would write it: the owner is then read again.
 func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
-	for _, dep := range deps {
-		if dep.DeletionTimestamp != nil {
-			continue
-		}
-		if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
-			continue
-		}
-		key, ok, _, _ := labelledOwner(dep.Labels, j.owner.Project)
-		if ok && key == keyOf(j.owner) && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(deps, func(dep *metav1.PartialObjectMetadata) bool {
+		key, ok := j.writer(dep)
+		return ok && key == keyOf(j.owner)
+	})
 }
 
 // otherOwnersToRead returns the owners, other than the anchor's own, whose live state
@@ -358,20 +362,9 @@ func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
-		if dep.DeletionTimestamp != nil {
-			continue
+		if key, ok := j.writer(dep); ok && key != keyOf(j.owner) && !slices.Contains(out, key) {
+			out = append(out, key)
 		}
-		if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
-			continue
-		}
-		key, ok, _, foreign := labelledOwner(dep.Labels, j.owner.Project)
-		if !ok || foreign || key == keyOf(j.owner) || slices.Contains(out, key) {
-			continue
-		}
-		if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
-			continue
-		}
-		out = append(out, key)
 	}
 	return out
 }

@@ -20,7 +20,7 @@
 //   - cache.go, cached_anchor.go: the metadata-only hub anchor cache, StrictCacheOption
 //   - hubclock.go: the hub's time, from the Date headers of its responses
 //   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
-//   - report.go, history.go: pass reports, their table and JSON, what a replica keeps
+//   - report.go: pass reports, their table and JSON
 //   - sweep.go: Sweep, one pass over every project without sharding
 //
 // Glossary:

@@ -68,7 +68,7 @@ func (s secrets) projectOf(sec metav1.Object) string {
 func (s secrets) find(ctx context.Context, hub client.Reader, project string) (*metav1.PartialObjectMetadata, int, error) {
 	calls := 0
 	if len(validation.IsDNS1123Subdomain(project)) == 0 {
-		sec := secretMetadata()
+		sec := coreMeta("Secret")
 		calls++
 		err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: project}, sec)
 		switch {
@@ -106,7 +106,7 @@ func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, know
 	if known == "" || known == project {
 		return s.find(ctx, hub, project)
 	}
-	sec := secretMetadata()
+	sec := coreMeta("Secret")
 	err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: known}, sec)
 	switch {
 	case err == nil && sec.Labels[s.label] == "true" && s.projectOf(sec) == project:
@@ -120,18 +120,11 @@ func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, know
 
 // list returns the metadata of every kubeconfig Secret.
 func (s secrets) list(ctx context.Context, hub client.Reader) ([]metav1.PartialObjectMetadata, int, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+	list := coreMetaList("SecretList")
 	if err := hub.List(ctx, list, client.InNamespace(s.namespace), client.MatchingLabels{s.label: "true"}); err != nil {
 		return nil, 1, fmt.Errorf("listing kubeconfig Secrets in %s: %w", s.namespace, err)
 	}
 	return list.Items, 1, nil
-}
-
-func secretMetadata() *metav1.PartialObjectMetadata {
-	sec := &metav1.PartialObjectMetadata{}
-	sec.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return sec
 }
 
 // excluded reports whether a Secret excludes its project from deletions.
@@ -141,8 +134,7 @@ func excluded(sec metav1.Object) bool {
 
 // deletionSwitch reads the runtime switch; one that cannot be read counts as off.
 func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace string) (on bool, err error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	ns := coreMeta("Namespace")
 	if err := hub.Get(ctx, client.ObjectKey{Name: leaseNamespace}, ns); err != nil {
 		return false, fmt.Errorf("reading the deletion switch on namespace %s: %w", leaseNamespace, err)
 	}

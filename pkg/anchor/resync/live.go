@@ -132,8 +132,7 @@ func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, i
 // readNamespace reads the upstream namespace live and compares its UID with the hub
 // namespace's suffix.
 func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string) (NamespaceState, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	ns := coreMeta("Namespace")
 	err := p.Live.Get(ctx, client.ObjectKey{Name: upstream}, ns)
 	switch {
 	case err == nil:
@@ -149,8 +148,7 @@ func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string)
 
 // readPlaneIdentity returns the UID of the plane's "default" Namespace.
 func (p Plane) readPlaneIdentity(ctx context.Context) (types.UID, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	ns := coreMeta("Namespace")
 	if err := p.Live.Get(ctx, client.ObjectKey{Name: metav1.NamespaceDefault}, ns); err != nil {
 		return "", fmt.Errorf("reading the plane's default namespace: %w", err)
 	}

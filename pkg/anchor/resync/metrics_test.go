@@ -36,11 +36,7 @@ func TestHeldSinceMarksAProjectFromItsEngagementUntilItIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Never started: the loops wait for Start, so no pass runs.
-	history, err := newPassHistory(16, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &Resync{opts: Options{Clock: clk}, m: m, started: make(chan struct{}), loops: map[string]*projectLoop{}, halted: map[string]string{}, history: history}
+	r := &Resync{opts: Options{Clock: clk}, m: m, started: make(chan struct{}), loops: map[string]*projectLoop{}, halted: map[string]string{}}
 	ctx, lose := context.WithCancel(context.Background())
 	defer lose()
 

@@ -95,12 +95,6 @@ type Options struct {
 	LiveTimeout time.Duration
 	// Workers bounds the passes that run at once on a replica. Default 4.
 	Workers int
-	// RememberedProjects bounds the projects whose reports a replica keeps (least
-	// recently passed forgotten first); keep it above the projects held. Default 4096.
-	RememberedProjects int
-	// ReportHistory > 0 keeps that many full reports per project, past its loss (tests);
-	// zero (default) only the latest, slimmed, dropped with the project.
-	ReportHistory int
 	// ClaimPasses: see Timing.ClaimPasses. Default 3.
 	ClaimPasses int
 	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
@@ -146,7 +140,6 @@ func (o Options) WithDefaults() Options {
 	setInt(&o.LiveBurst, 100)
 	setInt(&o.Workers, 4)
 	setInt(&o.DependentsBurst, 100)
-	setInt(&o.RememberedProjects, 4096)
 	setInt(&o.ClaimPasses, 3)
 	setQPS(&o.DependentsQPS, 50)
 	setQPS(&o.DeletionQPS, 10)
@@ -172,7 +165,7 @@ func (o Options) Validate() error {
 	switch {
 	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.RememberedProjects < 0, o.ReportHistory < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)

@@ -41,8 +41,14 @@ type Examination struct {
 	At              time.Time
 }
 
-// ExaminationRecorder receives Examinations (tests, audits).
-type ExaminationRecorder interface{ RecordExamination(Examination) }
+// Observer watches a Resync's passes (tests, audits). Its calls must not block nor
+// call the Resync.
+type Observer interface {
+	// Examined: an anchor looked at by a pass, under admission.
+	Examined(Examination)
+	// PassDone: a pass not aborted ended; completed says it ran without error.
+	PassDone(rep PassReport, completed bool)
+}
 
 // projectMemory is what a project's loop keeps between passes; lost with the project.
 type projectMemory struct {
@@ -71,7 +77,7 @@ type passDeps struct {
 	leaseNamespace string
 	events         events.EventRecorder
 	enqueue        func(anchor.Owner) error
-	recorder       ExaminationRecorder
+	observer       Observer
 	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
@@ -283,8 +289,8 @@ func (p *pass) examine(ctx context.Context) error {
 			}
 			it.verdict = Decide(it.facts)
 			p.items = append(p.items, it)
-			if p.recorder != nil {
-				p.recorder.RecordExamination(Examination{Holder: p.holder, Project: p.project, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, At: time.Now()})
+			if p.observer != nil {
+				p.observer.Examined(Examination{Holder: p.holder, Project: p.project, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, At: time.Now()})
 			}
 		}
 		slices.SortFunc(p.items, compareItems)

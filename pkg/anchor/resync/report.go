@@ -68,8 +68,6 @@ type PassReport struct {
 	// Aborted is set when the pass ended early (project lost, not admitted).
 	Aborted string
 	Anchors []AnchorReport
-	// KeptUnlisted counts kept anchors without a line (slim); Count(Keep) includes them.
-	KeptUnlisted int
 	// APICalls counts the requests the pass made, hub and project.
 	APICalls int
 	// PendingConfirmation is when a proof of this pass can first be confirmed (or zero).
@@ -83,9 +81,6 @@ type PassReport struct {
 // Count returns how many anchors got decision d.
 func (r PassReport) Count(d Decision) int {
 	n := 0
-	if d == Keep {
-		n = r.KeptUnlisted
-	}
 	for _, a := range r.Anchors {
 		if a.Decision == d {
 			n++
@@ -130,41 +125,32 @@ func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error
 // WriteProjectTable prints one project's block of the operator's table.
 func WriteProjectTable(w io.Writer, r PassReport) error {
 	var b strings.Builder
-	{
-		fmt.Fprintf(&b, "PROJECT %s\n", r.Project)
-		fmt.Fprintf(&b, "  plane %s", r.Plane)
-		if r.PlaneDetail != "" {
-			fmt.Fprintf(&b, " (%s)", r.PlaneDetail)
-		}
-		fmt.Fprintf(&b, "; %d anchors; %d API calls; %s\n", len(r.Anchors), r.APICalls, r.Duration.Round(time.Millisecond))
-		var notes []string
-		if r.Aborted != "" {
-			notes = append(notes, "aborted: "+r.Aborted)
-		}
-		if r.Halt != "" {
-			notes = append(notes, "HALTED: "+r.Halt)
-		}
-		if r.DryRun {
-			notes = append(notes, "dry-run")
-		}
-		if r.SwitchedOff {
-			notes = append(notes, "deletion switched off")
-		}
-		if r.Excluded {
-			notes = append(notes, "project excluded")
-		}
-		if r.Retired {
-			notes = append(notes, "retired (tombstone; no kubeconfig Secret)")
-		}
-		if len(notes) > 0 {
-			fmt.Fprintf(&b, "  %s\n", strings.Join(notes, "; "))
-		}
-		collected := r.CountAction(ActionDeleted)
-		fmt.Fprintf(&b, "  kept %d, suspect %d, collect %d (deleted %d, would delete %d), unknown %d\n",
-			r.Count(Keep), r.Count(Suspect), r.Count(Collect), collected, r.Count(Collect)-collected, r.Count(Unknown))
-		writeAnchorRows(&b, r.Anchors)
-		b.WriteString("\n")
+	fmt.Fprintf(&b, "PROJECT %s\n", r.Project)
+	fmt.Fprintf(&b, "  plane %s", r.Plane)
+	if r.PlaneDetail != "" {
+		fmt.Fprintf(&b, " (%s)", r.PlaneDetail)
 	}
+	fmt.Fprintf(&b, "; %d anchors; %d API calls; %s\n", len(r.Anchors), r.APICalls, r.Duration.Round(time.Millisecond))
+	var notes []string
+	for _, n := range []struct {
+		on   bool
+		text string
+	}{
+		{r.Aborted != "", "aborted: " + r.Aborted}, {r.Halt != "", "HALTED: " + r.Halt}, {r.DryRun, "dry-run"},
+		{r.SwitchedOff, "deletion switched off"}, {r.Excluded, "project excluded"}, {r.Retired, "retired (tombstone; no kubeconfig Secret)"},
+	} {
+		if n.on {
+			notes = append(notes, n.text)
+		}
+	}
+	if len(notes) > 0 {
+		fmt.Fprintf(&b, "  %s\n", strings.Join(notes, "; "))
+	}
+	collected := r.CountAction(ActionDeleted)
+	fmt.Fprintf(&b, "  kept %d, suspect %d, collect %d (deleted %d, would delete %d), unknown %d\n",
+		r.Count(Keep), r.Count(Suspect), r.Count(Collect), collected, r.Count(Collect)-collected, r.Count(Unknown))
+	writeAnchorRows(&b, r.Anchors)
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -194,26 +180,27 @@ func writeAnchorRows(b *strings.Builder, rows []AnchorReport) {
 	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  DECISION\tREASON\tACTION\tAGE\tNAMESPACE\tANCHOR\tOWNER\tDEPENDENTS\tDETAIL")
 	for _, a := range sorted {
-		owner := "-"
+		owner, deps := "", ""
 		if a.Owner.Kind != "" {
-			owner = fmt.Sprintf("%s %s/%s", a.Owner.Kind, a.Owner.Namespace, a.Owner.Name)
+			owner = ownerRef(a.Owner)
 		}
-		action := string(a.Action)
-		if action == "" {
-			action = "-"
-		}
-		deps := "-"
 		if a.Dependents != nil {
 			deps = fmt.Sprint(len(a.Dependents))
 		}
-		detail := a.Detail
-		if detail == "" {
-			detail = "-"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Decision, a.Reason, action, duration.HumanDuration(a.Age), a.Namespace, a.Name, owner, deps, detail)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.Decision, a.Reason, orDash(string(a.Action)), duration.HumanDuration(a.Age), a.Namespace, a.Name, orDash(owner), orDash(deps), orDash(a.Detail))
 	}
 	_ = tw.Flush()
 }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// ownerRef names an owner in tables, logs and details: "Kind namespace/name".
+func ownerRef(o anchor.Owner) string { return fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name) }
 
 // collectionNote is an Event's note about a collected anchor: enough to recreate it by
 // re-reconciling the owner.
@@ -240,20 +227,20 @@ func truncate(s string, n int) string {
 
 // warn raises a Warning Event on the project's Secret.
 func (p *pass) warn(reason, format string, args ...any) {
-	if p.events == nil || p.secret == nil {
-		return
-	}
-	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
-	p.events.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Halt", format, args...)
+	p.secretEvent(corev1.EventTypeWarning, reason, "Halt", format, args...)
 }
 
 // notice raises a Normal Event on the project's Secret.
 func (p *pass) notice(reason, action, format string, args ...any) {
+	p.secretEvent(corev1.EventTypeNormal, reason, action, format, args...)
+}
+
+func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any) {
 	if p.events == nil || p.secret == nil {
 		return
 	}
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
-	p.events.Eventf(ref, nil, corev1.EventTypeNormal, reason, action, format, args...)
+	p.events.Eventf(ref, nil, eventtype, reason, action, format, args...)
 }
 
 // reportOf turns an item into its report line.

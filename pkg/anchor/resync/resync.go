@@ -51,8 +51,8 @@ type Config struct {
 	HubReader  client.Reader
 	// Events records collections and halts on the hub. Nil: none.
 	Events events.EventRecorder
-	// Recorder receives an Examination per anchor per pass. Nil: none.
-	Recorder ExaminationRecorder
+	// Observer sees every examination and pass. Nil: none.
+	Observer Observer
 	// HubClock gives the hub's time, for minimum ages. Nil: the local clock.
 	HubClock *HubClock
 	Registry prometheus.Registerer
@@ -73,10 +73,9 @@ type Resync struct {
 	started  chan struct{}
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
-	loops   map[string]*projectLoop
-	history *passHistory
-	halted  map[string]string
+	mu     sync.Mutex
+	loops  map[string]*projectLoop
+	halted map[string]string
 
 	// retired is the memory of passes over retired projects; Start's goroutine only.
 	retired map[string]*projectMemory
@@ -125,21 +124,17 @@ func New(cfg Config) (*Resync, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
 	}
-	history, err := newPassHistory(opts.RememberedProjects, opts.ReportHistory)
-	if err != nil {
-		return nil, fmt.Errorf("pass history: %w", err)
-	}
 	return &Resync{
 		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
 		passDeps: passDeps{
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
-			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, recorder: cfg.Recorder, hubClock: cfg.HubClock,
+			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, observer: cfg.Observer, hubClock: cfg.HubClock,
 			opts: opts, deletes: newDeletionLimiter(opts), recordIdentity: true,
 		},
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),
-		loops:   map[string]*projectLoop{}, history: history, halted: map[string]string{},
+		loops:   map[string]*projectLoop{}, halted: map[string]string{},
 		retired: map[string]*projectMemory{},
 	}, nil
 }
@@ -252,7 +247,6 @@ func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		if r.loops[project] == l {
 			delete(r.loops, project)
 			delete(r.halted, project)
-			r.history.forget(project)
 			r.m.lastSuccess.DeleteLabelValues(project)
 			r.m.heldSince.DeleteLabelValues(project)
 			r.updateHaltedLocked()
@@ -339,7 +333,7 @@ func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
 	return r.opts.Period
 }
 
-// record updates metrics, logs and the report history after a pass.
+// record updates metrics and logs after a pass, and tells the observer.
 func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	result := passSuccess
 	switch {
@@ -374,7 +368,6 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 		r.m.deletionOff.Set(0)
 	}
 	r.mu.Lock()
-	r.history.add(rep, result == passSuccess)
 	if result == passSuccess {
 		r.m.lastSuccess.WithLabelValues(rep.Project).Set(float64(r.opts.Clock.Now().Unix()))
 	}
@@ -384,6 +377,9 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 		delete(r.halted, rep.Project)
 	}
 	r.updateHaltedLocked()
+	if r.cfg.Observer != nil {
+		r.cfg.Observer.PassDone(rep, result == passSuccess)
+	}
 	r.mu.Unlock()
 
 	kv := []any{"kept", rep.Count(Keep), "suspect", rep.Count(Suspect), "collect", rep.Count(Collect),
@@ -434,7 +430,7 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 		if !looksLikeAnchor(a) {
 			continue
 		}
-		p := projectIndexValue(a)[0]
+		p := projectOfLabels(a.Labels)
 		if !known[p] {
 			count++
 			projects[p]++
@@ -470,32 +466,4 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 	r.log.Info("Anchors of projects without a kubeconfig Secret: reported, never deleted unless a tombstone retires the project; those of retired projects are "+how,
 		"anchors", count, "projects", names, "retired", retired)
 	return retired, true
-}
-
-// Passes returns how many passes over project ran to their end on this replica.
-func (r *Resync) Passes(project string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.history.of(project).completed
-}
-
-// Reports returns the last reports of passes over project, oldest first, aborted ones
-// included: by default only the latest, without kept anchors (Options.ReportHistory).
-func (r *Resync) Reports(project string) []PassReport {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.history.of(project).reports
-}
-
-// LastReport returns the report of the last pass over project that ran to its end.
-func (r *Resync) LastReport(project string) (PassReport, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := r.history.of(project).reports
-	for i := len(h) - 1; i >= 0; i-- {
-		if h[i].Aborted == "" {
-			return h[i], true
-		}
-	}
-	return PassReport{}, false
 }

@@ -105,7 +105,6 @@ func (r *Resync) forgetRetired(keep map[string]bool) {
 			continue // held again: its loop's now
 		}
 		delete(r.halted, p)
-		r.history.forget(p)
 		r.m.lastSuccess.DeleteLabelValues(p)
 	}
 	r.updateHaltedLocked()

@@ -40,22 +40,23 @@ func (c *switchableCoordinator) CoordinatorHub(context.Context) (client.Client, 
 }
 
 // retiredResync builds a Resync over the fixture's hub whose retired passes run under
-// coord.
-func (f *passFixture) retiredResync(coord *switchableCoordinator) *Resync {
+// coord, and the log of its passes.
+func (f *passFixture) retiredResync(coord *switchableCoordinator) (*Resync, *passLog) {
 	f.t.Helper()
 	access := CoordinatorAccess{Shard: coord}
+	log := &passLog{}
 	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	r, err := New(Config{
 		Options: f.opts, Admission: openAdmission{}, Hub: staticHub{c: hub}, RetiredAdmission: access, RetiredHub: access,
 		Anchors: &AnchorCache{}, Dependents: deps, HubReader: hub, ProviderNamespace: f.provider, LeaseNamespace: f.provider,
-		Holder: func() string { return "test" }, Logger: testr.New(f.t),
+		Holder: func() string { return "test" }, Logger: testr.New(f.t), Observer: log,
 	})
 	f.g.Expect(err).NotTo(HaveOccurred())
 	anchors, _, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	r.passDeps.anchors, r.passDeps.deletes = anchors, flowcontrol.NewFakeAlwaysRateLimiter()
-	return r
+	return r, log
 }
 
 // TestCollectRetiredOnlyOnTheCoordinator: a retired project (tombstone, no Secret) is
@@ -73,19 +74,19 @@ func TestCollectRetiredOnlyOnTheCoordinator(t *testing.T) {
 		Data:       map[string]string{TombstoneKeyProject: f.project},
 	})).To(Succeed())
 	coord := &switchableCoordinator{hub: hub}
-	r := f.retiredResync(coord)
+	r, log := f.retiredResync(coord)
 	retired := []string{f.project}
 
 	// Not the coordinator: nothing at all.
 	g.Expect(r.collectRetired(f.ctx, retired)).To(Equal(f.opts.Period))
-	g.Expect(r.Reports(f.project)).To(BeEmpty())
+	g.Expect(log.Reports(f.project)).To(BeEmpty())
 
 	// The coordinator: the first pass finds the project retired and schedules the
 	// confirmation.
 	coord.leading = true
 	delay := r.collectRetired(f.ctx, retired)
 	g.Expect(delay).To(BeNumerically("<", f.opts.Period), "the next run comes at the confirmation")
-	rep, ok := r.LastReport(f.project)
+	rep, ok := log.LastReport(f.project)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(rep.Retired).To(BeTrue())
 	g.Expect(f.line(rep, a).Verdict.Reason).To(Equal(ReasonAwaitingConfirmation))
@@ -97,14 +98,14 @@ func TestCollectRetiredOnlyOnTheCoordinator(t *testing.T) {
 	coord.leading = true
 	f.clock.Step(f.opts.ConfirmAfter + time.Second)
 	r.collectRetired(f.ctx, retired)
-	rep, _ = r.LastReport(f.project)
+	rep, _ = log.LastReport(f.project)
 	g.Expect(f.line(rep, a).Verdict.Reason).To(Equal(ReasonAwaitingConfirmation), "confirmed again after coming back")
 	g.Expect(f.exists(a)).To(BeTrue())
 
 	// Confirmed on a second pass: collected.
 	f.clock.Step(f.opts.ConfirmAfter + time.Second)
 	r.collectRetired(f.ctx, retired)
-	rep, _ = r.LastReport(f.project)
+	rep, _ = log.LastReport(f.project)
 	l := f.line(rep, a)
 	g.Expect(l.Verdict.Reason).To(Equal(ReasonProjectRetired))
 	g.Expect(l.Action).To(Equal(ActionDeleted))
