@@ -23,7 +23,6 @@ import (
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
-	"anchorage/pkg/shard"
 )
 
 // TestResyncThrottleDryRunSwitchAndExclusion: dry-run decides what a real pass decides
@@ -114,7 +113,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	e := newEnv(t)
 	clock := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
 	rec := &examinations{}
-	admitted := &shard.MemoryRecorder{}
+	admitted := &harness.MemoryRecorder{}
 
 	type project struct {
 		name    string

@@ -455,7 +455,7 @@ func TestShardMembershipOutlastsSlowLeaseWrites(t *testing.T) {
 	victim, oldHolder, held, moves := watchVictimMoves(ctx, g, e, ms, projects)
 	g.Expect(held).NotTo(BeEmpty())
 
-	delay := harness.FastTimings.CallTimeoutOrDefault() * 7 / 5
+	delay := harness.FastTimings.WithDefaults().CallTimeout * 7 / 5
 	victim.HubProxy.SetRules(harness.FaultRule{Verbs: []string{"update"}, Resources: []string{"leases"}, Names: []string{shard.MemberLeaseName(victim.Name)}, Rate: 1, Delay: delay})
 	time.Sleep(4 * harness.FastTimings.LeaseDuration)
 	applied, _ := victim.HubProxy.Applied()
