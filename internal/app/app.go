@@ -8,7 +8,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -85,6 +84,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Recorder, when set, receives a record of every admitted unit of project work.
 	Recorder shard.Recorder
+	// Observer, when set, is told of the replica's incarnations and of Start stopping
+	// the controllers.
+	Observer Observer
 	// Exit ends the process when a planned hand-over's drain passes its deadline.
 	// Default os.Exit(1); in-process test replicas stop abruptly instead.
 	Exit func()
@@ -160,16 +162,12 @@ type Replica struct {
 	Gateway *gateway.Setup
 	// Resync collects orphaned anchors of the held projects; nil when disabled.
 	Resync *resync.Resync
-
-	stoppedServing atomic.Pointer[time.Time]
 }
 
-// StoppedServing is when Start stopped the controllers (zero while they run).
-func (r *Replica) StoppedServing() time.Time {
-	if t := r.stoppedServing.Load(); t != nil {
-		return *t
-	}
-	return time.Time{}
+// Observer is told of what tests check about a replica's life.
+type Observer interface {
+	shard.Observer
+	ControllersStopping() // called as Start stops the controllers
 }
 
 // New checks the hub is reachable and assembles a replica.
@@ -231,7 +229,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		// The resync reads owners from project caches without starting informers.
 		// Each keeps only the REST mappings of the kinds it resolves (KindMapperOption).
 		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
-		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
+		Recorder: opts.Recorder, Observer: opts.Observer, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the shard: %w", err)
@@ -346,8 +344,9 @@ func (r *Replica) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			r.Shard.Stopping()
 			r.Shard.HandOver()
-			now := time.Now()
-			r.stoppedServing.Store(&now)
+			if r.Options.Observer != nil {
+				r.Options.Observer.ControllersStopping()
+			}
 			cancel()
 		case <-run.Done():
 		}

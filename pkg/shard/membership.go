@@ -21,15 +21,16 @@ import (
 // membership keeps this replica's member Lease and knows, at any instant, which
 // incarnation is current and until when it is valid.
 type membership struct {
-	pod     string
-	weight  float64
-	t       Timings
-	clock   clock.Clock
-	leases  coordclient.LeaseInterface
-	log     logr.Logger
-	m       *metrics
-	onLapse func(holder string) // called, outside any lock, after holder's validity ended
-	onJoin  func(holder string) // called after holder became valid
+	pod      string
+	weight   float64
+	t        Timings
+	clock    clock.Clock
+	leases   coordclient.LeaseInterface
+	log      logr.Logger
+	m        *metrics
+	onLapse  func(holder string) // called, outside any lock, after holder's validity ended
+	onJoin   func(holder string) // called after holder became valid
+	observer Observer            // Options.Observer; nil: none
 
 	draining atomic.Bool
 	kick     chan struct{}
@@ -39,7 +40,7 @@ type membership struct {
 	validUntil time.Time
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
-	history    []Incarnation
+	joined     time.Time             // when the current incarnation's join was sent
 	// sent holds the send times of the current incarnation's recent renews (each the
 	// renewTime it wrote), so a renew that committed unseen can be recognised.
 	sent []time.Time
@@ -62,7 +63,19 @@ type Incarnation struct {
 	Ended      bool
 }
 
-// setValid records validity for holder, in the current state and the history.
+// Observer is told of this replica's incarnations, for tests that check no write went
+// out past validity: at the join, at every extension of validity and at the lapse. It
+// is called with the membership lock held, so it must return at once.
+type Observer interface{ Incarnation(Incarnation) }
+
+// tellLocked tells the observer of the current incarnation. m.mu is held.
+func (m *membership) tellLocked(ended bool) {
+	if m.observer != nil {
+		m.observer.Incarnation(Incarnation{Holder: m.holder, Joined: m.joined, ValidUntil: m.validUntil, Ended: ended})
+	}
+}
+
+// setValid records validity for holder.
 func (m *membership) setValid(holder string, sent time.Time, wrote *coordinationv1.Lease) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -70,19 +83,11 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 		return
 	}
 	if m.holder == "" {
-		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
-		m.sent = nil
+		m.joined, m.sent = sent, nil
 	}
 	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
 	m.noteWriteLocked(sent, wrote)
-	m.history[len(m.history)-1].ValidUntil = m.validUntil
-}
-
-// incarnations returns the history of this process's incarnations.
-func (m *membership) incarnations() []Incarnation {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return append([]Incarnation(nil), m.history...)
+	m.tellLocked(false)
 }
 
 // current returns the incarnation and the end of its validity ("" when not joined).
@@ -116,10 +121,8 @@ func (m *membership) run(ctx context.Context) {
 		m.onJoin(holder)
 		m.renewUntilLapse(ctx, holder)
 		m.mu.Lock()
+		m.tellLocked(true)
 		m.holder, m.validUntil, m.sent = "", time.Time{}, nil
-		if n := len(m.history); n > 0 {
-			m.history[n-1].Ended = true
-		}
 		m.mu.Unlock()
 		m.m.valid.Set(0)
 		m.onLapse(holder)

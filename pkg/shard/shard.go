@@ -40,6 +40,7 @@ type Options struct {
 	Registry        prometheus.Registerer
 	// Recorder, when set, receives one Record per admitted unit of work.
 	Recorder Recorder
+	Observer Observer // when set, told of this replica's incarnations
 	Logger   logr.Logger
 	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
 	Exit func()
@@ -161,7 +162,7 @@ func New(opts Options) (*Shard, error) {
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
 		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
-		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
+		log: s.log, m: s.m, observer: opts.Observer, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
 	}
 	s.observer.watched = s.member.watched
 	s.observer.log = s.log.WithName("lease-observer")
@@ -191,10 +192,6 @@ func (s *Shard) Holder() string {
 	h, _ := s.member.current()
 	return h
 }
-
-// Incarnations returns this process's incarnations and the validity each reached, for
-// tests and benchmarks that check no write happened past validity.
-func (s *Shard) Incarnations() []Incarnation { return s.member.incarnations() }
 
 // Ready is a healthz checker that passes while this replica's validity has not ended.
 func (s *Shard) Ready(_ *http.Request) error {

@@ -177,7 +177,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	}
 	// Issue 19, finding 6: the controllers served until the last hand-over was written,
 	// not only until the stop began.
-	g.Expect(victim.Replica.StoppedServing()).To(BeTemporally(">=", lastHandOver), "the controllers stopped before the last hand-over was written")
+	g.Expect(victim.StoppedServing()).To(BeTemporally(">=", lastHandOver), "the controllers stopped before the last hand-over was written")
 	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
