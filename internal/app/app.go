@@ -333,7 +333,7 @@ func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 func UserAgent(identity string) string { return "anchorage/" + identity }
 
 // Start runs the replica until ctx ends, then stops in this order: the shard learns the
-// process is stopping (Shard.Stopping) and hands every project over (Shard.HandOver)
+// process is stopping (Shard.Stopping) and hands every project over (Shard.Shutdown)
 // while the controllers still serve, and only then are the controllers and the rest of
 // the manager stopped. The manager runs on its own context for that reason.
 func (r *Replica) Start(ctx context.Context) error {
@@ -343,7 +343,7 @@ func (r *Replica) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.Shard.Stopping()
-			r.Shard.HandOver()
+			r.Shard.Shutdown()
 			if r.Options.Observer != nil {
 				r.Options.Observer.ControllersStopping()
 			}

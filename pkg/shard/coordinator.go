@@ -198,7 +198,7 @@ func (s *Shard) passInput() (PassInput, bool) {
 func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
 	h, until := s.member.current()
 	if holder == "" || h != holder || !s.clock.Now().Before(until) {
-		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return nil, nil, ErrValidityEnded
 	}
 	cctx, cancel := s.member.callCtx(ctx, until)

@@ -185,14 +185,14 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	h := s.holdings[project]
 	s.mu.Unlock()
 	if h == nil {
-		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
+		s.m.rejections.WithLabelValues(rejectNotHeld).Inc()
 		return nil, nil, fmt.Errorf("project %q is not held by this replica: %w", project, multicluster.ErrClusterNotFound)
 	}
 	holder, until := s.member.current()
 	h.mu.Lock()
 	if reject, err := s.refusalLocked(project, h, holder, until, stale); err != nil {
 		h.mu.Unlock()
-		s.m.gateRejections.WithLabelValues(reject).Inc()
+		s.m.rejections.WithLabelValues(reject).Inc()
 		return nil, nil, err
 	}
 	h.inflight++

@@ -303,7 +303,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 		m.setValid(holder, sent, wrote)
 		return renewDone, call
 	case apierrors.IsConflict(err):
-		return m.resolveConflict(ctx, holder, until), call
+		return m.renewConflictOutcome(ctx, holder, until), call
 	case apierrors.IsNotFound(err):
 		// Deleted: the coordinator may already count this incarnation gone; lapse now.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
@@ -314,9 +314,9 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// resolveConflict reads the Lease after a renew conflicted, in a call of its own, and
-// judges who wrote it (judgeConflict).
-func (m *membership) resolveConflict(ctx context.Context, holder string, until time.Time) renewOutcome {
+// renewConflictOutcome reads the Lease after a renew conflicted, in a call of its own,
+// judges who wrote it (judgeConflict), and returns what that makes of the incarnation.
+func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})

@@ -194,7 +194,7 @@ const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Add(writeMargin).Before(until) {
-		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return ErrValidityEnded
 	}
 	return nil

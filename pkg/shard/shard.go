@@ -82,7 +82,7 @@ type Shard struct {
 	// project is not discovered here, by project.
 	undiscovered map[string]time.Time
 	discoveries  uint64    // Engage calls so far (discovered.gen)
-	handOverOnce sync.Once // runs the shutdown hand-over once (HandOver)
+	shutdownOnce sync.Once // runs Shutdown once
 	// viewStale: the holdings loop last found the Lease view stale while it held open
 	// projects (noteViewFreshness); only that loop touches it.
 	viewStale  bool
@@ -201,14 +201,8 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
-// HandOver hands every held project over to the other replicas and returns once each is
-// claimed by its new holder, nothing is left to hand to, or ShutdownDeadline passed.
-// Call Stopping first, and call it before stopping the controllers; later calls return
-// at once (docs/design.md, Graceful shutdown).
-func (s *Shard) HandOver() { s.handOverOnce.Do(s.shutdown) }
-
 // Runnable runs the protocol: Lease observer, membership, holdings and the election.
-// When ctx ends it hands every project over (HandOver), then releases the member Lease
+// When ctx ends it hands every project over (Shutdown), then releases the member Lease
 // and, last, the coordinator Lease.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
@@ -225,7 +219,7 @@ func (s *Shard) Runnable() manager.Runnable {
 		run(&memberDone, memberCtx, s.member.run)
 		run(&electionDone, electionCtx, s.runElection)
 		<-ctx.Done()
-		s.HandOver() // at once when the process already did it (internal/app Replica.Start)
+		s.Shutdown() // at once when the process already did it (internal/app Replica.Start)
 		stopMember()
 		memberDone.Wait()
 		stopElection()
