@@ -100,10 +100,5 @@ func (s *Shard) CoordinatorHub(context.Context) (client.Client, client.Reader, e
 	if _, _, err := s.coordinatorRefusal(); err != nil {
 		return nil, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hubWriter == nil {
-		return nil, nil, errors.New("hub clients not set")
-	}
-	return s.hubWriter, s.hubReader, nil
+	return s.hubClients()
 }
