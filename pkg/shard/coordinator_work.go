@@ -78,14 +78,7 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 		return nil, nil, err
 	}
 	wctx, cancel, stop := s.admittedContext(ctx, until, term.ctx)
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			stop()
-			cancel()
-		})
-	}
-	return wctx, release, nil
+	return wctx, sync.OnceFunc(func() { stop(); cancel() }), nil
 }
 
 // Coordinating reports whether EnterCoordinator would admit work now.

@@ -34,11 +34,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	h.close()
 
 	result := s.writeNextHolder(lease, h.holder, next)
-	s.mu.Lock()
-	if s.holdings[h.project] == h {
-		delete(s.holdings, h.project)
-	}
-	s.mu.Unlock()
+	s.dropHolding(h)
 	s.m.handovers.WithLabelValues(result).Inc()
 	if result == "success" {
 		took := s.clock.Since(start)
@@ -55,12 +51,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 // returns "success", "lost" or "invalid".
 func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string) string {
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
-	l := lease.DeepCopy()
-	l.Spec.HolderIdentity = ptr.To(next)
-	l.Spec.AcquireTime = &metav1.MicroTime{Time: s.clock.Now()}
-	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
-	delete(l.Annotations, AnnotationClaim)
-	delete(l.Annotations, AnnotationNextHolder)
+	l := reassigned(lease, next, s.clock.Now())
 	for {
 		ctx, cancel, err := s.protocolCall(context.Background(), holder)
 		if err != nil {
@@ -79,6 +70,18 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 		// Unknown outcome: retry with the same precondition only, so it commits at most once.
 		<-s.clock.After(s.t.RetryPeriod)
 	}
+}
+
+// reassigned returns a copy of lease that names holder as of now: one more transition,
+// no claim and no next holder.
+func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
+	l := lease.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(holder)
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	delete(l.Annotations, AnnotationClaim)
+	delete(l.Annotations, AnnotationNextHolder)
+	return l
 }
 
 // writeNextHolderAgainLocked sends again, conditional on lease as observed now, the write
@@ -227,7 +230,7 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	if !h.startHandingOver() {
 		return // already handing over, or closed
 	}
-	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
+	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptr.Deref(lease.Spec.LeaseTransitions, 0)}
 	go s.handOver(h, lease.DeepCopy())
 }
 
@@ -259,10 +262,7 @@ func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string
 	}
 	defer cancel()
 	l := ob.Lease.DeepCopy()
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationNextHolder] = next
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationNextHolder, next)
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
 	s.m.leaseWrite("project", true, err)
 	if err != nil {

@@ -150,18 +150,9 @@ func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout
 
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := base.DeepCopy()
-	l.Name, l.Namespace = MemberLeaseName(m.pod), ""
-	if base.Namespace != "" {
-		l.Namespace = base.Namespace
-	}
-	if l.Labels == nil {
-		l.Labels = map[string]string{}
-	}
-	l.Labels[LabelRole] = roleMember
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationWeight] = strconv.FormatFloat(m.weight, 'g', -1, 64)
+	l.Name = MemberLeaseName(m.pod)
+	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, roleMember)
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationWeight, strconv.FormatFloat(m.weight, 'g', -1, 64))
 	delete(l.Annotations, AnnotationExpiredBy)
 	if m.draining.Load() {
 		l.Annotations[AnnotationDraining] = "true"
