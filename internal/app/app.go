@@ -17,7 +17,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -87,6 +86,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// Recorder, when set, receives a record of every admitted unit of project work.
 	Recorder shard.Recorder
+	// Observer, when set, is told of the replica's incarnations and of Start stopping
+	// the controllers.
+	Observer Observer
 	// Exit ends the process when a planned hand-over's drain passes its deadline.
 	// Default os.Exit(1).
 	Exit func()
@@ -159,16 +161,12 @@ type Replica struct {
 	Gateway *gateway.Setup
 	// Resync collects orphaned anchors of the held projects; nil when disabled.
 	Resync *resync.Resync
-
-	stoppedServing atomic.Pointer[time.Time]
 }
 
-// StoppedServing is when Start stopped the controllers (zero while they run).
-func (r *Replica) StoppedServing() time.Time {
-	if t := r.stoppedServing.Load(); t != nil {
-		return *t
-	}
-	return time.Time{}
+// Observer is told of what tests check about a replica's life.
+type Observer interface {
+	shard.Observer
+	ControllersStopping() // called as Start stops the controllers
 }
 
 // New checks the hub is reachable and assembles a replica.
@@ -215,7 +213,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
 		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
-		Recorder: opts.Recorder, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
+		Recorder: opts.Recorder, Observer: opts.Observer, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("building the shard: %w", err)
@@ -304,9 +302,9 @@ func MetricsServerOptions(addr string, insecure bool) metricsserver.Options {
 // UserAgent is the user agent of every request a replica sends: "anchorage/<identity>".
 func UserAgent(identity string) string { return "anchorage/" + identity }
 
-// Start runs the replica until ctx ends, then hands every project over while the
-// controllers still serve, and only then stops the manager, which runs on its own context
-// for that reason (docs/design.md, Graceful shutdown).
+// Start runs the replica until ctx ends, then hands every project over (Shard.Shutdown)
+// while the controllers still serve, and only then stops the manager, which runs on its
+// own context for that reason (docs/design.md, Graceful shutdown).
 func (r *Replica) Start(ctx context.Context) error {
 	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
@@ -314,9 +312,10 @@ func (r *Replica) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			r.Shard.Stopping()
-			r.Shard.HandOver()
-			now := time.Now()
-			r.stoppedServing.Store(&now)
+			r.Shard.Shutdown()
+			if r.Options.Observer != nil {
+				r.Options.Observer.ControllersStopping()
+			}
 			cancel()
 		case <-run.Done():
 		}

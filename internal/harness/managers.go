@@ -28,6 +28,7 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
 )
 
 // ErrKilled is what every API call of an abruptly stopped manager returns.
@@ -66,6 +67,9 @@ type Manager struct {
 	ResyncLog *PassLog
 
 	killed   atomic.Bool
+	life     sync.Mutex          // guards what the replica tells of its life (app.Observer)
+	incs     []shard.Incarnation // the shard's incarnations, in order
+	stopped  time.Time           // when Start stopped the controllers
 	fault    atomic.Pointer[Fault]
 	cancel   context.CancelFunc
 	done     chan error
@@ -127,7 +131,8 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 		Logger:             log.WithValues("replica", name),
 		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.transport(ProjectTraffic)); return nil }},
 		// A drain past its deadline "exits the process": here, an abrupt stop.
-		Exit: m.Kill,
+		Exit:     m.Kill,
+		Observer: m,
 		// The harness's hubs run no edge controller unless a test starts an Edge and
 		// turns this off.
 		Gateway:        gateway.Config{AssumeWrittenIsProgrammed: true},

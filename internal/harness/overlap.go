@@ -2,10 +2,31 @@ package harness
 
 import (
 	"sort"
+	"sync"
 	"time"
 
 	"anchorage/pkg/shard"
 )
+
+// MemoryRecorder keeps shard.Records in memory (a replica's Options.Recorder).
+type MemoryRecorder struct {
+	mu      sync.Mutex
+	records []shard.Record
+}
+
+// Record implements shard.Recorder.
+func (r *MemoryRecorder) Record(rec shard.Record) {
+	r.mu.Lock()
+	r.records = append(r.records, rec)
+	r.mu.Unlock()
+}
+
+// Records returns a copy of what was recorded.
+func (r *MemoryRecorder) Records() []shard.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]shard.Record(nil), r.records...)
+}
 
 // Overlap is admitted work on one project by two different holders whose intervals
 // intersect: what the shard's validity gate exists to prevent.

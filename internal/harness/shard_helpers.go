@@ -92,6 +92,39 @@ func (e *Env) ClaimedHolders(ctx context.Context) (map[string]string, error) {
 	return out, nil
 }
 
+// Incarnation implements app.Observer: it keeps m's incarnations.
+func (m *Manager) Incarnation(inc shard.Incarnation) {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if n := len(m.incs); n > 0 && m.incs[n-1].Holder == inc.Holder {
+		m.incs[n-1] = inc
+		return
+	}
+	m.incs = append(m.incs, inc)
+}
+
+// Incarnations returns m's incarnations and the validity each reached, for checks that
+// no write happened past validity.
+func (m *Manager) Incarnations() []shard.Incarnation {
+	m.life.Lock()
+	defer m.life.Unlock()
+	return append([]shard.Incarnation(nil), m.incs...)
+}
+
+// ControllersStopping implements app.Observer.
+func (m *Manager) ControllersStopping() {
+	m.life.Lock()
+	defer m.life.Unlock()
+	m.stopped = time.Now()
+}
+
+// StoppedServing is when Start stopped the controllers (zero while they run).
+func (m *Manager) StoppedServing() time.Time {
+	m.life.Lock()
+	defer m.life.Unlock()
+	return m.stopped
+}
+
 // Held lists the projects m's shard admits work for right now, sorted. It probes with
 // Shard.Admits, so probing leaves no work record for the overlap checks to read.
 func (m *Manager) Held(projects []string) []string {

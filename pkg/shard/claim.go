@@ -30,11 +30,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "engagement", h.engagement)
 	fail := func(err error) {
 		log.Info("Claim failed; releasing the engagement", "error", err.Error())
-		s.mu.Lock()
-		if s.holdings[h.project] == h {
-			delete(s.holdings, h.project)
-		}
-		s.mu.Unlock()
+		s.dropHolding(h)
 		h.close()
 	}
 	claimStart := s.clock.Now()
@@ -110,10 +106,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	}
 	l := lease.DeepCopy()
 	l.ResourceVersion = h.rv
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationClaim] = ClaimValue(h.holder, h.engagement)
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationClaim, ClaimValue(h.holder, h.engagement))
 	wctx, wcancel, err := s.protocolCall(claimCtx, h.holder)
 	if err != nil {
 		fail(err)

@@ -198,7 +198,7 @@ func (s *Shard) passInput() (PassInput, bool) {
 func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
 	h, until := s.member.current()
 	if holder == "" || h != holder || !s.clock.Now().Before(until) {
-		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return nil, nil, ErrValidityEnded
 	}
 	cctx, cancel := s.member.callCtx(ctx, until)
@@ -263,10 +263,7 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 	}
 	l := cur.DeepCopy()
 	l.Spec.HolderIdentity = nil
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationExpiredBy] = coordinator
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationExpiredBy, coordinator)
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
 	s.m.leaseWrite("member", true, err)
 	if err != nil {
@@ -299,13 +296,7 @@ func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Obse
 		}
 		wrote, err = leases.Create(cctx, l, metav1.CreateOptions{})
 	} else {
-		l := ob.Lease.DeepCopy()
-		l.Spec.HolderIdentity = ptr.To(holder)
-		l.Spec.AcquireTime = &now
-		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
-		delete(l.Annotations, AnnotationClaim)
-		delete(l.Annotations, AnnotationNextHolder)
-		wrote, err = leases.Update(cctx, l, metav1.UpdateOptions{})
+		wrote, err = leases.Update(cctx, reassigned(ob.Lease, holder, now.Time), metav1.UpdateOptions{})
 	}
 	s.m.leaseWrite("project", true, err)
 	if err != nil {

@@ -1,7 +1,8 @@
 package shard
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -58,7 +59,7 @@ func PlanPass(in PassInput) PassPlan {
 	holding := map[string]bool{}
 	live, draining := map[string]bool{}, map[string]bool{}
 	var eligible []Member
-	for _, name := range sortedKeys(in.Members) {
+	for _, name := range slices.Sorted(maps.Keys(in.Members)) {
 		m := in.Members[name]
 		st, _ := ToMemberState(m, in.Now, in.Timings.LeaseDuration)
 		switch st {
@@ -92,7 +93,7 @@ func PlanPass(in PassInput) PassPlan {
 			inFlight++
 		}
 	}
-	for _, project := range sortedKeys(in.Projects) {
+	for _, project := range slices.Sorted(maps.Keys(in.Projects)) {
 		ob, exists := in.Leases[ProjectLeaseName(project)]
 		st, _ := ToProjectState(ob, holding, in.Now, in.Timings.ClaimDeadline)
 		candidates := in.Failures.without(project, eligible, in.Now)
@@ -134,7 +135,7 @@ func PlanPass(in PassInput) PassPlan {
 		}
 	}
 	// Leases of projects no longer discovered: deleted once no member holds on to them.
-	for _, name := range sortedKeys(in.Leases) {
+	for _, name := range slices.Sorted(maps.Keys(in.Leases)) {
 		ob := in.Leases[name]
 		project := ob.Lease.Annotations[AnnotationProject]
 		if in.Projects[project] && ProjectLeaseName(project) == name {
@@ -166,15 +167,6 @@ func rankedOtherThan(ranked []Member, holder string) string {
 		}
 	}
 	return ""
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // claimFailures remembers, per project and member, the overdue claims and until when

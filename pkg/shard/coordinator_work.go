@@ -78,14 +78,7 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 		return nil, nil, err
 	}
 	wctx, cancel, stop := s.admittedContext(ctx, until, term.ctx)
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			stop()
-			cancel()
-		})
-	}
-	return wctx, release, nil
+	return wctx, sync.OnceFunc(func() { stop(); cancel() }), nil
 }
 
 // Coordinating reports whether EnterCoordinator would admit work now.
@@ -100,10 +93,5 @@ func (s *Shard) CoordinatorHub(context.Context) (client.Client, client.Reader, e
 	if _, _, err := s.coordinatorRefusal(); err != nil {
 		return nil, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hubWriter == nil {
-		return nil, nil, errors.New("hub clients not set")
-	}
-	return s.hubWriter, s.hubReader, nil
+	return s.hubClients()
 }

@@ -34,11 +34,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	h.close()
 
 	result := s.writeNextHolder(lease, h.holder, next)
-	s.mu.Lock()
-	if s.holdings[h.project] == h {
-		delete(s.holdings, h.project)
-	}
-	s.mu.Unlock()
+	s.dropHolding(h)
 	s.m.handovers.WithLabelValues(result).Inc()
 	if result == "success" {
 		took := s.clock.Since(start)
@@ -55,12 +51,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 // returns "success", "lost" or "invalid".
 func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string) string {
 	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
-	l := lease.DeepCopy()
-	l.Spec.HolderIdentity = ptr.To(next)
-	l.Spec.AcquireTime = &metav1.MicroTime{Time: s.clock.Now()}
-	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
-	delete(l.Annotations, AnnotationClaim)
-	delete(l.Annotations, AnnotationNextHolder)
+	l := reassigned(lease, next, s.clock.Now())
 	for {
 		ctx, cancel, err := s.protocolCall(context.Background(), holder)
 		if err != nil {
@@ -74,11 +65,23 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 			s.observer.record(wrote)
 			return "success"
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
-			return s.resolveConflict(lease.Name, holder, next)
+			return s.nextHolderConflictResult(lease.Name, holder, next)
 		}
 		// Unknown outcome: retry with the same precondition only, so it commits at most once.
 		<-s.clock.After(s.t.RetryPeriod)
 	}
+}
+
+// reassigned returns a copy of lease that names holder as of now: one more transition,
+// no claim and no next holder.
+func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
+	l := lease.DeepCopy()
+	l.Spec.HolderIdentity = ptr.To(holder)
+	l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+	l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	delete(l.Annotations, AnnotationClaim)
+	delete(l.Annotations, AnnotationNextHolder)
+	return l
 }
 
 // writeNextHolderAgainLocked sends again, conditional on lease as observed now, the write
@@ -106,10 +109,10 @@ func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1
 	}()
 }
 
-// resolveConflict re-reads the Lease after a definite conflict: "success" when an
-// earlier attempt committed; otherwise "lost", releasing the Lease if it still names
-// holder (a project being handed over is never reopened).
-func (s *Shard) resolveConflict(name, holder, next string) string {
+// nextHolderConflictResult re-reads the Lease after the next holder's write definitely
+// conflicted: "success" when an earlier attempt committed; otherwise "lost", releasing
+// the Lease if it still names holder (a project being handed over is never reopened).
+func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
 	defer cancel()
 	cur, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Get(ctx, name, metav1.GetOptions{})
@@ -138,27 +141,32 @@ func (s *Shard) recordHandOver(project string, start time.Time) {
 	s.handOverStarts[project] = start
 }
 
-// shutdown marks the member Lease draining, so the coordinator asks for each held
-// project, and waits up to ShutdownDeadline until all are handed over and claimed.
-func (s *Shard) shutdown() {
-	holder := s.Holder()
-	s.draining.Store(true)
-	s.member.draining.Store(true)
-	s.member.renewSoon()
-	s.log.Info("Shutting down: handing projects over", "holder", holder, "deadline", s.t.ShutdownDeadline)
-	deadline := s.clock.Now().Add(s.t.ShutdownDeadline)
-	for s.clock.Now().Before(deadline) {
-		if holder == "" || !s.member.valid(holder) || (s.holdsNothing(holder) && s.handedOverAreClaimed(holder)) {
-			s.log.Info("All projects handed over and claimed by their new holders", "holder", holder)
-			return
+// Shutdown hands every held project over to the other replicas and returns once each is
+// claimed by its new holder, nothing is left to hand to, or ShutdownDeadline passed.
+// Call Stopping first, and call it before stopping the controllers; later calls return
+// at once (docs/design.md, Graceful shutdown). It marks the member Lease draining, so the
+// coordinator asks for each held project.
+func (s *Shard) Shutdown() {
+	s.shutdownOnce.Do(func() {
+		holder := s.Holder()
+		s.draining.Store(true)
+		s.member.draining.Store(true)
+		s.member.renewSoon()
+		s.log.Info("Shutting down: handing projects over", "holder", holder, "deadline", s.t.ShutdownDeadline)
+		deadline := s.clock.Now().Add(s.t.ShutdownDeadline)
+		for s.clock.Now().Before(deadline) {
+			if holder == "" || !s.member.valid(holder) || (s.holdsNothing(holder) && s.handedOverAreClaimed(holder)) {
+				s.log.Info("All projects handed over and claimed by their new holders", "holder", holder)
+				return
+			}
+			if !s.othersEligible(holder) {
+				s.log.Info("No other live replica to hand projects to; releasing them with the member Lease", "holder", holder)
+				return
+			}
+			<-s.clock.After(s.t.RetryPeriod / 4)
 		}
-		if !s.othersEligible(holder) {
-			s.log.Info("No other live replica to hand projects to; releasing them with the member Lease", "holder", holder)
-			return
-		}
-		<-s.clock.After(s.t.RetryPeriod / 4)
-	}
-	s.log.Info("Shutdown deadline passed with projects still held; they go through failure hand-over", "holder", holder)
+		s.log.Info("Shutdown deadline passed with projects still held; they go through failure hand-over", "holder", holder)
+	})
 }
 
 // holdsNothing reports whether no holding and no observed project Lease names holder.
@@ -222,7 +230,7 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	if !h.startHandingOver() {
 		return // already handing over, or closed
 	}
-	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptrDeref(lease.Spec.LeaseTransitions)}
+	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptr.Deref(lease.Spec.LeaseTransitions, 0)}
 	go s.handOver(h, lease.DeepCopy())
 }
 
@@ -254,10 +262,7 @@ func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string
 	}
 	defer cancel()
 	l := ob.Lease.DeepCopy()
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationNextHolder] = next
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationNextHolder, next)
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
 	s.m.leaseWrite("project", true, err)
 	if err != nil {

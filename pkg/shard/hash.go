@@ -42,24 +42,6 @@ func Rank(project string, members []Member) []Member {
 	return out
 }
 
-// NextAfter returns the member ranked after holder for project, wrapping around, or
-// ok=false when there is no other member.
-func NextAfter(project, holder string, members []Member) (Member, bool) {
-	ranked := Rank(project, members)
-	for i, m := range ranked {
-		if m.Holder == holder {
-			if len(ranked) == 1 {
-				return Member{}, false
-			}
-			return ranked[(i+1)%len(ranked)], true
-		}
-	}
-	if len(ranked) == 0 {
-		return Member{}, false
-	}
-	return ranked[0], true
-}
-
 // rendezvousScore is -w/ln(u) for u uniform in (0,1) from a hash of (pod, project):
 // the highest score wins, and a member of weight w wins a w-proportional share.
 func rendezvousScore(project string, m Member) float64 {

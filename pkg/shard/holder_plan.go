@@ -1,11 +1,14 @@
 package shard
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // HoldingView is what the planner reads of one holding.
@@ -90,7 +93,7 @@ type HolderPlan struct {
 func PlanHolderSync(in HolderInput) HolderPlan {
 	plan := HolderPlan{Undiscovered: map[string]time.Time{}}
 	held := map[string]HoldingView{}
-	for _, project := range sortedKeys(in.Holdings) {
+	for _, project := range slices.Sorted(maps.Keys(in.Holdings)) {
 		v := in.Holdings[project]
 		if reason := closeReason(in, project, v); reason != "" {
 			c := HoldingClose{Project: project, Reason: reason}
@@ -108,7 +111,7 @@ func PlanHolderSync(in HolderInput) HolderPlan {
 		}
 		return plan
 	}
-	for _, name := range sortedKeys(in.Leases) {
+	for _, name := range slices.Sorted(maps.Keys(in.Leases)) {
 		ob := in.Leases[name]
 		project := ob.Lease.Annotations[AnnotationProject]
 		if project == "" || ProjectLeaseName(project) != name {
@@ -197,7 +200,7 @@ type handOff struct {
 // handing over the assignment lease shows: the same Lease (UID), at no more transitions
 // than when the hand-over began.
 func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
-	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptrDeref(lease.Spec.LeaseTransitions) <= ho.transitions
+	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptr.Deref(lease.Spec.LeaseTransitions, 0) <= ho.transitions
 }
 
 // forgottenHandOffs returns the projects whose hand-over holder no longer needs to
@@ -217,11 +220,4 @@ func forgottenHandOffs(handedOff map[string]handOff, leases map[string]Observed,
 	}
 	sort.Strings(out)
 	return out
-}
-
-func ptrDeref(p *int32) int32 {
-	if p == nil {
-		return 0
-	}
-	return *p
 }

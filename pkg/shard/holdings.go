@@ -185,14 +185,14 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	h := s.holdings[project]
 	s.mu.Unlock()
 	if h == nil {
-		s.m.gateRejections.WithLabelValues(rejectNotHeld).Inc()
+		s.m.rejections.WithLabelValues(rejectNotHeld).Inc()
 		return nil, nil, fmt.Errorf("project %q is not held by this replica: %w", project, multicluster.ErrClusterNotFound)
 	}
 	holder, until := s.member.current()
 	h.mu.Lock()
 	if reject, err := s.refusalLocked(project, h, holder, until, stale); err != nil {
 		h.mu.Unlock()
-		s.m.gateRejections.WithLabelValues(reject).Inc()
+		s.m.rejections.WithLabelValues(reject).Inc()
 		return nil, nil, err
 	}
 	h.inflight++
@@ -200,20 +200,17 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 
 	start := s.clock.Now()
 	wctx, cancel, stop := s.admittedContext(ctx, earliest(until, viewUntil), h.ctx)
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			stop()
-			cancel()
-			h.mu.Lock()
-			h.inflight--
-			h.signalIdleLocked()
-			h.mu.Unlock()
-			if s.opts.Recorder != nil {
-				s.opts.Recorder.Record(Record{Holder: h.holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until, Claim: h.engagement})
-			}
-		})
-	}
+	release := sync.OnceFunc(func() {
+		stop()
+		cancel()
+		h.mu.Lock()
+		h.inflight--
+		h.signalIdleLocked()
+		h.mu.Unlock()
+		if s.opts.Recorder != nil {
+			s.opts.Recorder.Record(Record{Holder: h.holder, Project: project, Start: start, End: s.clock.Now(), ValidUntil: until, Claim: h.engagement})
+		}
+	})
 	return wctx, release, nil
 }
 
@@ -267,6 +264,15 @@ func (s *Shard) Admits(project string) bool {
 	defer h.mu.Unlock()
 	_, err := s.refusalLocked(project, h, holder, until, stale)
 	return err == nil
+}
+
+// dropHolding forgets h unless a later holding of its project replaced it.
+func (s *Shard) dropHolding(h *holding) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holdings[h.project] == h {
+		delete(s.holdings, h.project)
+	}
 }
 
 // voidAll closes every holding of holder at once: when its validity ended and on

@@ -21,15 +21,16 @@ import (
 // membership keeps this replica's member Lease and knows, at any instant, which
 // incarnation is current and until when it is valid.
 type membership struct {
-	pod     string
-	weight  float64
-	t       Timings
-	clock   clock.Clock
-	leases  coordclient.LeaseInterface
-	log     logr.Logger
-	m       *metrics
-	onLapse func(holder string) // called, outside any lock, after holder's validity ended
-	onJoin  func(holder string) // called after holder became valid
+	pod      string
+	weight   float64
+	t        Timings
+	clock    clock.Clock
+	leases   coordclient.LeaseInterface
+	log      logr.Logger
+	m        *metrics
+	onLapse  func(holder string) // called, outside any lock, after holder's validity ended
+	onJoin   func(holder string) // called after holder became valid
+	observer Observer            // Options.Observer; nil: none
 
 	draining atomic.Bool
 	kick     chan struct{}
@@ -39,7 +40,7 @@ type membership struct {
 	validUntil time.Time
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
-	history    []Incarnation
+	joined     time.Time             // when the current incarnation's join was sent
 	// sent holds the send times of the current incarnation's recent renews (each the
 	// renewTime it wrote), so a renew that committed unseen can be recognised.
 	sent []time.Time
@@ -62,7 +63,19 @@ type Incarnation struct {
 	Ended      bool
 }
 
-// setValid records validity for holder, in the current state and the history.
+// Observer is told of this replica's incarnations, for tests that check no write went
+// out past validity: at the join, at every extension of validity and at the lapse. It
+// is called with the membership lock held, so it must return at once.
+type Observer interface{ Incarnation(Incarnation) }
+
+// tellLocked tells the observer of the current incarnation. m.mu is held.
+func (m *membership) tellLocked(ended bool) {
+	if m.observer != nil {
+		m.observer.Incarnation(Incarnation{Holder: m.holder, Joined: m.joined, ValidUntil: m.validUntil, Ended: ended})
+	}
+}
+
+// setValid records validity for holder.
 func (m *membership) setValid(holder string, sent time.Time, wrote *coordinationv1.Lease) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -70,19 +83,11 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 		return
 	}
 	if m.holder == "" {
-		m.history = append(m.history, Incarnation{Holder: holder, Joined: sent})
-		m.sent = nil
+		m.joined, m.sent = sent, nil
 	}
 	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
 	m.noteWriteLocked(sent, wrote)
-	m.history[len(m.history)-1].ValidUntil = m.validUntil
-}
-
-// incarnations returns the history of this process's incarnations.
-func (m *membership) incarnations() []Incarnation {
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return append([]Incarnation(nil), m.history...)
+	m.tellLocked(false)
 }
 
 // current returns the incarnation and the end of its validity ("" when not joined).
@@ -116,10 +121,8 @@ func (m *membership) run(ctx context.Context) {
 		m.onJoin(holder)
 		m.renewUntilLapse(ctx, holder)
 		m.mu.Lock()
+		m.tellLocked(true)
 		m.holder, m.validUntil, m.sent = "", time.Time{}, nil
-		if n := len(m.history); n > 0 {
-			m.history[n-1].Ended = true
-		}
 		m.mu.Unlock()
 		m.m.valid.Set(0)
 		m.onLapse(holder)
@@ -147,18 +150,9 @@ func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout
 
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := base.DeepCopy()
-	l.Name, l.Namespace = MemberLeaseName(m.pod), ""
-	if base.Namespace != "" {
-		l.Namespace = base.Namespace
-	}
-	if l.Labels == nil {
-		l.Labels = map[string]string{}
-	}
-	l.Labels[LabelRole] = roleMember
-	if l.Annotations == nil {
-		l.Annotations = map[string]string{}
-	}
-	l.Annotations[AnnotationWeight] = strconv.FormatFloat(m.weight, 'g', -1, 64)
+	l.Name = MemberLeaseName(m.pod)
+	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, roleMember)
+	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationWeight, strconv.FormatFloat(m.weight, 'g', -1, 64))
 	delete(l.Annotations, AnnotationExpiredBy)
 	if m.draining.Load() {
 		l.Annotations[AnnotationDraining] = "true"
@@ -300,7 +294,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 		m.setValid(holder, sent, wrote)
 		return renewDone, call
 	case apierrors.IsConflict(err):
-		return m.resolveConflict(ctx, holder, until), call
+		return m.renewConflictOutcome(ctx, holder, until), call
 	case apierrors.IsNotFound(err):
 		// Deleted: the coordinator may already count this incarnation gone; lapse now.
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
@@ -311,9 +305,9 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// resolveConflict reads the Lease after a renew conflicted, in a call of its own, and
-// judges who wrote it (judgeConflict).
-func (m *membership) resolveConflict(ctx context.Context, holder string, until time.Time) renewOutcome {
+// renewConflictOutcome reads the Lease after a renew conflicted, in a call of its own,
+// judges who wrote it (judgeConflict), and returns what that makes of the incarnation.
+func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})

@@ -11,7 +11,7 @@ import (
 type metrics struct {
 	held, unowned, unclaimed, noCoordinator, unengageable, valid prometheus.Gauge
 	coordinator                                                  prometheus.Gauge
-	gateRejections                                               *prometheus.CounterVec
+	rejections                                                   *prometheus.CounterVec
 	leaseWrites                                                  *prometheus.CounterVec
 	assignments                                                  *prometheus.CounterVec
 	handOversInProgress, oldestHandOver                          prometheus.Gauge
@@ -19,7 +19,7 @@ type metrics struct {
 	handoverSeconds                                              prometheus.Histogram
 }
 
-// Gate rejection reasons.
+// Rejection reasons (admission and the validity gate).
 const (
 	rejectNotHeld      = "not_held"
 	rejectClaimPending = "claim_pending"
@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		unengageable:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_secrets_unengageable", Help: "Project Secrets that cannot be engaged (two Secrets naming one project)."}),
 		valid:         prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_member_valid", Help: "1 while this replica's member validity has not ended."}),
 		coordinator:   prometheus.NewGauge(prometheus.GaugeOpts{Name: "anchorage_shard_coordinator", Help: "1 while this replica leads as coordinator, 0 otherwise."}),
-		gateRejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_gate_rejections_total",
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_gate_rejections_total",
 			Help: "Reconciles and resync steps refused by the ownership gate."}, []string{"reason"}),
 		leaseWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_lease_writes_total",
 			Help: "Lease writes sent, by Lease kind and result."}, []string{"kind", "result"}),
@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.rebalanceMoves = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anchorage_shard_rebalance_moves_total", Help: "Planned hand-overs requested by the coordinator, by reason."}, []string{"reason"})
 	m.handoverSeconds = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "anchorage_shard_handover_duration_seconds", Help: "From closing admission to the next holder written.",
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30}})
-	reg.MustRegister(m.held, m.unowned, m.unclaimed, m.noCoordinator, m.unengageable, m.valid, m.coordinator, m.gateRejections, m.leaseWrites, m.assignments,
+	reg.MustRegister(m.held, m.unowned, m.unclaimed, m.noCoordinator, m.unengageable, m.valid, m.coordinator, m.rejections, m.leaseWrites, m.assignments,
 		m.handOversInProgress, m.oldestHandOver, m.handovers, m.rebalanceMoves, m.handoverSeconds)
 	for _, r := range []string{"success", "lost", "invalid", "drain_timeout"} {
 		m.handovers.WithLabelValues(r)
@@ -58,7 +58,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.rebalanceMoves.WithLabelValues(r)
 	}
 	for _, r := range []string{rejectNotHeld, rejectClaimPending, rejectInvalid, rejectViewStale} {
-		m.gateRejections.WithLabelValues(r)
+		m.rejections.WithLabelValues(r)
 	}
 	for _, k := range []string{"member", "project"} {
 		for _, r := range []string{"success", "conflict", "error"} {

@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"time"
@@ -319,15 +320,7 @@ func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l, true) }
 func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synced bool) {
 	o.mu.RLock()
 	defer o.mu.RUnlock()
-	members = make(map[string]Observed, len(o.members))
-	for k, v := range o.members {
-		members[k] = v
-	}
-	projects = make(map[string]Observed, len(o.projects))
-	for k, v := range o.projects {
-		projects[k] = v
-	}
-	return members, projects, o.synced
+	return maps.Clone(o.members), maps.Clone(o.projects), o.synced
 }
 
 // vanishedKept is how long a vanished member is remembered: far longer than any Lease

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -174,10 +175,15 @@ func (s *Shard) Hub(ctx context.Context, project string) (client.Client, client.
 	if _, err := s.Get(ctx, multicluster.ClusterName(project)); err != nil {
 		return nil, nil, err
 	}
+	return s.hubClients()
+}
+
+// hubClients returns the hub clients SetHubClients gave.
+func (s *Shard) hubClients() (client.Client, client.Reader, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.hubWriter == nil {
-		return nil, nil, fmt.Errorf("hub clients not set")
+		return nil, nil, errors.New("hub clients not set")
 	}
 	return s.hubWriter, s.hubReader, nil
 }
@@ -194,10 +200,18 @@ const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Add(writeMargin).Before(until) {
-		s.m.gateRejections.WithLabelValues(rejectInvalid).Inc()
+		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return ErrValidityEnded
 	}
 	return nil
+}
+
+// guarded sends write only when check passes.
+func guarded(check func() error, write func() error) error {
+	if err := check(); err != nil {
+		return err
+	}
+	return write()
 }
 
 // guardedClient refuses writes when check fails; reads pass through.
@@ -207,45 +221,27 @@ type guardedClient struct {
 }
 
 func (g guardedClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.Create(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.Client.Create(ctx, obj, opts...) })
 }
 
 func (g guardedClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.Update(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.Client.Update(ctx, obj, opts...) })
 }
 
 func (g guardedClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.Patch(ctx, obj, patch, opts...)
+	return guarded(g.check, func() error { return g.Client.Patch(ctx, obj, patch, opts...) })
 }
 
 func (g guardedClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.Delete(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.Client.Delete(ctx, obj, opts...) })
 }
 
 func (g guardedClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.DeleteAllOf(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.Client.DeleteAllOf(ctx, obj, opts...) })
 }
 
 func (g guardedClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.Client.Apply(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.Client.Apply(ctx, obj, opts...) })
 }
 
 func (g guardedClient) Status() client.SubResourceWriter { return g.SubResource("status") }
@@ -260,29 +256,17 @@ type guardedSubResource struct {
 }
 
 func (g guardedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.SubResourceClient.Create(ctx, obj, sub, opts...)
+	return guarded(g.check, func() error { return g.SubResourceClient.Create(ctx, obj, sub, opts...) })
 }
 
 func (g guardedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.SubResourceClient.Update(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.SubResourceClient.Update(ctx, obj, opts...) })
 }
 
 func (g guardedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.SubResourceClient.Patch(ctx, obj, patch, opts...)
+	return guarded(g.check, func() error { return g.SubResourceClient.Patch(ctx, obj, patch, opts...) })
 }
 
 func (g guardedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := g.check(); err != nil {
-		return err
-	}
-	return g.SubResourceClient.Apply(ctx, obj, opts...)
+	return guarded(g.check, func() error { return g.SubResourceClient.Apply(ctx, obj, opts...) })
 }

@@ -20,26 +20,6 @@ type Record struct {
 // Recorder receives Records.
 type Recorder interface{ Record(Record) }
 
-// MemoryRecorder keeps Records in memory.
-type MemoryRecorder struct {
-	mu      sync.Mutex
-	records []Record
-}
-
-// Record implements Recorder.
-func (r *MemoryRecorder) Record(rec Record) {
-	r.mu.Lock()
-	r.records = append(r.records, rec)
-	r.mu.Unlock()
-}
-
-// Records returns a copy of what was recorded.
-func (r *MemoryRecorder) Records() []Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Record(nil), r.records...)
-}
-
 // RecordLine is the JSON form of a Record in a record file, one object per line.
 type RecordLine struct {
 	Replica    string    `json:"replica"`

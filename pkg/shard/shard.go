@@ -40,6 +40,7 @@ type Options struct {
 	Registry        prometheus.Registerer
 	// Recorder, when set, receives one Record per admitted unit of work.
 	Recorder Recorder
+	Observer Observer // when set, told of this replica's incarnations
 	Logger   logr.Logger
 	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
 	Exit func()
@@ -81,7 +82,7 @@ type Shard struct {
 	// project is not discovered here, by project.
 	undiscovered map[string]time.Time
 	discoveries  uint64    // Engage calls so far (discovered.gen)
-	handOverOnce sync.Once // runs the shutdown hand-over once (HandOver)
+	shutdownOnce sync.Once // runs Shutdown once
 	// viewStale: the holdings loop last found the Lease view stale while it held open
 	// projects (noteViewFreshness); only that loop touches it.
 	viewStale  bool
@@ -161,7 +162,7 @@ func New(opts Options) (*Shard, error) {
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
 		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
-		log: s.log, m: s.m, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
+		log: s.log, m: s.m, observer: opts.Observer, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
 	}
 	s.observer.watched = s.member.watched
 	s.observer.log = s.log.WithName("lease-observer")
@@ -192,10 +193,6 @@ func (s *Shard) Holder() string {
 	return h
 }
 
-// Incarnations returns this process's incarnations and the validity each reached, for
-// tests and benchmarks that check no write happened past validity.
-func (s *Shard) Incarnations() []Incarnation { return s.member.incarnations() }
-
 // Ready is a healthz checker that passes while this replica's validity has not ended.
 func (s *Shard) Ready(_ *http.Request) error {
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Before(until) {
@@ -204,14 +201,8 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
-// HandOver hands every held project over to the other replicas and returns once each is
-// claimed by its new holder, nothing is left to hand to, or ShutdownDeadline passed.
-// Call Stopping first, and call it before stopping the controllers; later calls return
-// at once (docs/design.md, Graceful shutdown).
-func (s *Shard) HandOver() { s.handOverOnce.Do(s.shutdown) }
-
 // Runnable runs the protocol: Lease observer, membership, holdings and the election.
-// When ctx ends it hands every project over (HandOver), then releases the member Lease
+// When ctx ends it hands every project over (Shutdown), then releases the member Lease
 // and, last, the coordinator Lease.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
@@ -228,7 +219,7 @@ func (s *Shard) Runnable() manager.Runnable {
 		run(&memberDone, memberCtx, s.member.run)
 		run(&electionDone, electionCtx, s.runElection)
 		<-ctx.Done()
-		s.HandOver() // at once when the process already did it (internal/app Replica.Start)
+		s.Shutdown() // at once when the process already did it (internal/app Replica.Start)
 		stopMember()
 		memberDone.Wait()
 		stopElection()

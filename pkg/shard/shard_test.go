@@ -83,6 +83,24 @@ func TestRankHonoursWeights(t *testing.T) {
 	}
 }
 
+// NextAfter returns the member ranked after holder for project, wrapping around, or
+// ok=false when there is no other member.
+func NextAfter(project, holder string, members []Member) (Member, bool) {
+	ranked := Rank(project, members)
+	for i, m := range ranked {
+		if m.Holder == holder {
+			if len(ranked) == 1 {
+				return Member{}, false
+			}
+			return ranked[(i+1)%len(ranked)], true
+		}
+	}
+	if len(ranked) == 0 {
+		return Member{}, false
+	}
+	return ranked[0], true
+}
+
 func TestNextAfter(t *testing.T) {
 	members := []Member{{Holder: "a/1", Pod: "a"}, {Holder: "b/1", Pod: "b"}, {Holder: "c/1", Pod: "c"}}
 	ranked := Rank("proj", members)

@@ -96,6 +96,3 @@ func (t Timings) ValidateNaming(n TimingNames) error {
 	}
 	return nil
 }
-
-// CallTimeoutOrDefault is the call timeout these timings resolve to.
-func (t Timings) CallTimeoutOrDefault() time.Duration { return t.WithDefaults().CallTimeout }

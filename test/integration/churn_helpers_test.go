@@ -28,7 +28,7 @@ type churn struct {
 	g        *WithT
 	e        *harness.Env
 	class    string
-	rec      *shard.MemoryRecorder
+	rec      *harness.MemoryRecorder
 	projects []churnProject
 	// deleted maps the UIDs of deleted proxies' upstream Gateways and HTTPRoutes (the
 	// names of their anchors) to what they were.
@@ -44,7 +44,7 @@ type churnProject struct {
 func newChurn(t *testing.T, prefix string) *churn {
 	t.Helper()
 	needEnvtest(t)
-	c := &churn{t: t, g: NewWithT(t), e: newEnv(t), class: "anchorage-" + rand.String(6), rec: &shard.MemoryRecorder{}, deleted: map[types.UID]string{}}
+	c := &churn{t: t, g: NewWithT(t), e: newEnv(t), class: "anchorage-" + rand.String(6), rec: &harness.MemoryRecorder{}, deleted: map[types.UID]string{}}
 	for i, plane := range []*harness.ControlPlane{planeA, planeB, planeC} {
 		p := churnProject{name: fmt.Sprintf("%s-%s-%d", prefix, rand.String(4), i), plane: plane, ns: prefix + "-" + rand.String(6)}
 		_, err := c.e.AddProject(context.Background(), p.name, plane)

@@ -23,7 +23,6 @@ import (
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
-	"anchorage/pkg/shard"
 )
 
 // TestResyncThrottleDryRunSwitchAndExclusion: dry-run decides what a real pass decides
@@ -113,7 +112,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	clock := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	admitted := &shard.MemoryRecorder{}
+	admitted := &harness.MemoryRecorder{}
 
 	type project struct {
 		name    string

@@ -50,7 +50,7 @@ func delayMemberResponses(m *harness.Manager, d time.Duration) harness.Fault {
 func writesOutsideValidity(g Gomega, e *harness.Env, m *harness.Manager) (outside []harness.AuditEvent, checked int) {
 	events, err := e.Hub.AuditEvents()
 	g.Expect(err).NotTo(HaveOccurred())
-	incs := m.Replica.Shard.Incarnations()
+	incs := m.Incarnations()
 	for _, ev := range events {
 		if ev.User.Username != m.User || ev.ObjectRef.Name == shard.MemberLeaseName(m.Name) || ev.ObjectRef.Name == shard.CoordinatorLeaseName {
 			continue
@@ -304,7 +304,7 @@ func TestShardMemberLeaseDeletedByHandMovesNothingWhileItsHolderIsValid(t *testi
 	// answers it with a conflict, since Leases are created on update, and the read after
 	// it with NotFound): the next incarnation joined before the old validity ran out.
 	var next shard.Incarnation
-	for _, inc := range victim.Replica.Shard.Incarnations() {
+	for _, inc := range victim.Incarnations() {
 		if inc.Joined.After(old.Joined) && (next.Holder == "" || inc.Joined.Before(next.Joined)) {
 			next = inc
 		}

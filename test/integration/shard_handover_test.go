@@ -102,7 +102,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	e := newEnv(t)
 	projects := projectNames("gs", 30)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
-	rec := &shard.MemoryRecorder{}
+	rec := &harness.MemoryRecorder{}
 	var ms []*harness.Manager
 	for i := range 3 {
 		m := e.StartManagerT(t, fmt.Sprintf("gs%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
@@ -177,7 +177,7 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 	}
 	// Issue 19, finding 6: the controllers served until the last hand-over was written,
 	// not only until the stop began.
-	g.Expect(victim.Replica.StoppedServing()).To(BeTemporally(">=", lastHandOver), "the controllers stopped before the last hand-over was written")
+	g.Expect(victim.StoppedServing()).To(BeTemporally(">=", lastHandOver), "the controllers stopped before the last hand-over was written")
 	g.Expect(harness.Overlaps(rec.Records())).To(BeEmpty())
 }
 
@@ -282,7 +282,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 	e := newEnv(t)
 	projects := projectNames("to", 12)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
-	rec := &shard.MemoryRecorder{}
+	rec := &harness.MemoryRecorder{}
 	adjust := func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }
 	m0 := e.StartManagerT(t, "to0", harness.ManagerOptions{Adjust: adjust})
 	waitAllServed(g, e, []*harness.Manager{m0}, projects)
@@ -307,7 +307,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 		// the strings as they are).
 		if bytes.Contains(body, []byte("to1/")) && !bytes.Contains(body, []byte("#")) && !delayed[r.URL.Path] {
 			delayed[r.URL.Path] = true
-			return 3 * harness.FastTimings.CallTimeoutOrDefault(), nil
+			return 3 * harness.FastTimings.WithDefaults().CallTimeout, nil
 		}
 		return 0, nil
 	})

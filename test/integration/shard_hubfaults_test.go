@@ -100,7 +100,7 @@ func watchVictimMoves(ctx context.Context, g Gomega, e *harness.Env, ms []*harne
 // of victim's incarnation holder, and returns that incarnation.
 func expectMovedAfterValidity(g Gomega, victim *harness.Manager, holder string, moved map[string]time.Time) shard.Incarnation {
 	var old shard.Incarnation
-	for _, inc := range victim.Replica.Shard.Incarnations() {
+	for _, inc := range victim.Incarnations() {
 		if inc.Holder == holder {
 			old = inc
 		}
@@ -311,7 +311,7 @@ func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	fed := stopFeed()
 
 	var old shard.Incarnation
-	for _, inc := range victim.Replica.Shard.Incarnations() {
+	for _, inc := range victim.Incarnations() {
 		if inc.Holder == oldHolder {
 			old = inc
 		}
@@ -455,16 +455,16 @@ func TestShardMembershipOutlastsSlowLeaseWrites(t *testing.T) {
 	victim, oldHolder, held, moves := watchVictimMoves(ctx, g, e, ms, projects)
 	g.Expect(held).NotTo(BeEmpty())
 
-	delay := harness.FastTimings.CallTimeoutOrDefault() * 7 / 5
+	delay := harness.FastTimings.WithDefaults().CallTimeout * 7 / 5
 	victim.HubProxy.SetRules(harness.FaultRule{Verbs: []string{"update"}, Resources: []string{"leases"}, Names: []string{shard.MemberLeaseName(victim.Name)}, Rate: 1, Delay: delay})
 	time.Sleep(4 * harness.FastTimings.LeaseDuration)
 	applied, _ := victim.HubProxy.Applied()
 	victim.HubProxy.Clear()
 	moved := moves.Stop()
 
-	t.Logf("member Lease writes answered %s late; faults applied: %v; incarnations: %+v", delay, applied, victim.Replica.Shard.Incarnations())
+	t.Logf("member Lease writes answered %s late; faults applied: %v; incarnations: %+v", delay, applied, victim.Incarnations())
 	g.Expect(applied["delay"]).To(BeNumerically(">=", 5), "the victim's renews were slowed")
-	g.Expect(victim.Replica.Shard.Incarnations()).To(HaveLen(1), "the victim never lapsed")
+	g.Expect(victim.Incarnations()).To(HaveLen(1), "the victim never lapsed")
 	g.Expect(victim.Replica.Shard.Holder()).To(Equal(oldHolder))
 	g.Expect(moved).To(BeEmpty(), "no project left the slow but renewing member")
 }

@@ -44,7 +44,7 @@ func TestShardRebalanceMovesOnlyWhatTheHashMoves(t *testing.T) {
 	e := newEnv(t)
 	projects := projectNames("rb", 30)
 	g.Expect(e.AddLightweightProjects(ctx, planeA, projects...)).To(Succeed())
-	rec := &shard.MemoryRecorder{}
+	rec := &harness.MemoryRecorder{}
 	managers := map[string]*harness.Manager{}
 	start := func(name string) {
 		m := e.StartManagerT(t, name, harness.ManagerOptions{Adjust: func(o *app.Options) { harness.WithTimings(harness.FastTimings)(o); o.Recorder = rec }})
