@@ -46,9 +46,10 @@ test: k8s-binaries edge-translate tools lint
 unit:
 	go test $(TEST_FLAGS) -short ./...
 
-## lint: go vet and gofmt.
+## lint: go vet, gofmt, and every patch of bench/mutants still applies (hack/mutant.sh).
 lint:
 	go vet ./...
+	@for p in bench/mutants/*.patch; do git apply --check "$$p" || { echo "$$p no longer applies: update it with the code it changes"; exit 1; }; done
 	@out="$$(gofmt -l $(GO_FILES))"; if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 ## tools: kubectl and promtool from Debian's packages, when missing (hack/install-tools.sh).
