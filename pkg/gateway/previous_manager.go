@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,7 @@ func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gate
 	var listeners []gatewayv1.Listener
 	var hosts []gatewayv1.Hostname
 	for _, l := range existing.Spec.Listeners {
-		if l.Hostname == nil || *l.Hostname == "" || !isCanonicalListener(l.Name) {
+		if l.Hostname == nil || *l.Hostname == "" || !slices.Contains(PreviousCanonicalListeners, l.Name) {
 			continue
 		}
 		kept := gatewayv1.Listener{Name: l.Name, Hostname: ptr.To(*l.Hostname), Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
@@ -93,15 +94,6 @@ func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gate
 		}
 	}
 	return listeners, hosts
-}
-
-func isCanonicalListener(name gatewayv1.SectionName) bool {
-	for _, n := range PreviousCanonicalListeners {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // isSliceRef reports whether ref names an EndpointSlice.
