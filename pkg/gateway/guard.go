@@ -154,15 +154,6 @@ func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool
 	return true, nil
 }
 
-// upstreamGuard guards obj with finalizer, then the HTTPProxy controlling it, if any.
-func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Metrics) ownersGuard {
-	owners := []guarded{{kind: kind, obj: obj, finalizer: finalizer}}
-	if proxy := controllingProxy(obj); proxy != nil {
-		owners = append(owners, guarded{kind: kindHTTPProxy, obj: proxy, finalizer: v1alpha.HTTPProxyFinalizer})
-	}
-	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: m}
-}
-
 // controllingProxy returns the HTTPProxy obj's controller reference names, or nil.
 func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
 	ref := metav1.GetControllerOf(obj)

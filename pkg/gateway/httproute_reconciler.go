@@ -65,12 +65,12 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 	return admitAndRun(ctx, r.Admission, req, reconcileSteps[routeScope]{
 		load: r.load,
 		phases: []phase[routeScope]{
-			r.finalize,        // terminating: delete the downstream route and the anchor
-			r.skipHandsOff,    // controlled by a proxy with a backend this manager cannot program: leave it
-			r.findOurParents,  // attached to none of our Gateways: leave it
-			r.ensureFinalizer, // ours: make sure it carries our finalizer
-			r.guard,           // the live route, and the proxy controlling it, must still be the ones this reconcile is about
-			r.program,         // mapped namespace, anchor, downstream HTTPRoute, status
+			r.finalize,                   // terminating: delete the downstream route and the anchor
+			skipHandsOff[*routeScope],    // controlled by a proxy with a backend this manager cannot program: leave it
+			r.findOurParents,             // attached to none of our Gateways: leave it
+			ensureFinalizer[*routeScope], // ours: make sure it carries our finalizer
+			guardLive[*routeScope],       // the live route, and the proxy controlling it, must still be the ones this reconcile is about
+			r.program,                    // mapped namespace, anchor, downstream HTTPRoute, status
 		},
 		finish: func(_ context.Context, s *routeScope, _ error) (reconcile.Result, error) { return s.requeued(), nil },
 	})
@@ -78,28 +78,23 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
 	route := &gatewayv1.HTTPRoute{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, route, kindHTTPRoute)
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, route, gatewayv1.SchemeGroupVersion.WithKind(kindHTTPRoute), HTTPRouteFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors, u.written = r.Anchors, r.Written
+	u.anchors, u.written, u.metrics = r.Anchors, r.Written, r.Metrics
 	return &routeScope{upstream: *u, route: route}, nil
 }
 
 // finalize deletes the downstream route and backend objects that hang on this route's
 // anchor, then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
-	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, func(ctx context.Context, w hubWriter) error {
+	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)}); err != nil {
 			return err
 		}
 		return r.deleteBackendObjects(ctx, s, w, nil)
 	})
-}
-
-// skipHandsOff ends the reconcile for a route whose proxy is handsOff.
-func (r *HTTPRouteReconciler) skipHandsOff(ctx context.Context, s *routeScope) (bool, error) {
-	return skipIfHandsOff(ctx, &s.upstream, s.route)
 }
 
 // findOurParents records the route's parents that are our Gateways, and ends the
@@ -114,14 +109,6 @@ func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope)
 		return true, nil
 	}
 	s.parents = parents
-	return false, nil
-}
-
-// ensureFinalizer puts our finalizer on the route before anything is written for it.
-func (r *HTTPRouteReconciler) ensureFinalizer(ctx context.Context, s *routeScope) (bool, error) {
-	if err := addFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer); err != nil {
-		return true, client.IgnoreNotFound(err)
-	}
 	return false, nil
 }
 
@@ -148,25 +135,10 @@ func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]
 	return out, nil
 }
 
-// guard is the live guard; see GatewayReconciler.guard.
-func (r *HTTPRouteReconciler) guard(ctx context.Context, s *routeScope) (bool, error) {
-	live, err := r.guardOf(s).checkLive(ctx)
-	if err != nil {
-		return endOnRefusal(s.log, err, &s.requeueAfter)
-	}
-	adoptLiveStatus(s.route, live)
-	return false, nil
-}
-
-// guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
-func (r *HTTPRouteReconciler) guardOf(s *routeScope) ownersGuard {
-	return upstreamGuard(&s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, r.Metrics)
-}
-
 // program writes the hub side and reports per parent what the edge made of it; a hub
 // refusal is also an Event and an error, retried with backoff.
 func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
-	down, resolved, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	down, resolved, err := r.writeHub(ctx, s, s.guardedHub())
 	if isGuardRefusal(err) {
 		return endOnRefusal(s.log, err, &s.requeueAfter)
 	}
@@ -280,7 +252,7 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 		return nil, resolved, err
 	}
 	pointBackendsAtHub(down, s.route.UID, hubNS)
-	w := s.hubWriter(hub, hubNS, r.Metrics)
+	w := s.hubWriter(hub, hubNS)
 	wanted := map[string]bool{}
 	for _, b := range backends {
 		for _, o := range b.objects() {

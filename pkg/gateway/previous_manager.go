@@ -144,18 +144,6 @@ func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID ty
 	return err == nil && p == route.Project
 }
 
-// skipIfHandsOff is the skipHandsOff phase of the Gateway and HTTPRoute reconcilers.
-func skipIfHandsOff(ctx context.Context, u *upstream, obj client.Object) (bool, error) {
-	off, err := handsOff(ctx, u.cluster.GetClient(), obj)
-	if err != nil {
-		return true, err
-	}
-	if off {
-		u.log.V(4).Info("Leaving what is programmed for a proxy with a backend this manager cannot program")
-	}
-	return off, nil
-}
-
 // EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices
 // (<proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer): it deletes a terminating
 // slice's anchor and removes the finalizer. It writes no slice.
@@ -186,18 +174,17 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req mcreconcile
 
 func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Request) (*sliceScope, error) {
 	slice := &discoveryv1.EndpointSlice{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, kindEndpointSlice)
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), HTTPRouteFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors = r.Anchors
-	u.owner = anchor.OwnerOf(u.project, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), slice)
+	u.anchors, u.metrics = r.Anchors, r.Metrics
 	return &sliceScope{upstream: *u, slice: slice}, nil
 }
 
 // finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
-	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.slice, kindEndpointSlice, HTTPRouteFinalizer, func(context.Context, hubWriter) error { return nil })
+	return s.finalize(ctx, func(context.Context, hubWriter) error { return nil })
 }
 
 // carriesFinalizer selects the objects that carry finalizer.
