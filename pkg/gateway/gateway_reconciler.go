@@ -50,9 +50,8 @@ type GatewayReconciler struct {
 // gatewayScope is what one reconcile of one Gateway works on.
 type gatewayScope struct {
 	upstream
-	gw *gatewayv1.Gateway
-	// refused are the listener hostnames not programmed, and why.
-	refused map[gatewayv1.Hostname]string
+	gw      *gatewayv1.Gateway
+	refused refusedHostnames // the listener hostnames not programmed
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -168,12 +167,12 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	res, err := claims.claim(ctx, who, s.gw, held)
+	refused, err := claims.claim(ctx, who, s.gw, held)
 	if err != nil {
 		return nil, err
 	}
-	s.refused = res.refused
-	programmable := res.programmable(s.gw)
+	s.refused = refused
+	programmable := refused.programmable(s.gw)
 	w := s.hubWriter(hub, hubNS)
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
