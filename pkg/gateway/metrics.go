@@ -96,8 +96,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		for _, result := range []string{resultOK, resultError} {
 			m.anchorDeletes.WithLabelValues(kind, result)
 		}
-	}
-	for _, kind := range []string{kindGateway, kindHTTPRoute, kindHTTPProxy} {
 		for _, reason := range allGuardVerdicts {
 			m.guardRefusals.WithLabelValues(kind, string(reason))
 		}
