@@ -97,24 +97,9 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 	})
 }
 
-// findOurParents records the route's parents that are our Gateways, and ends the
-// reconcile when there are none (the Gateway watch brings the route back).
+// findOurParents records the route's parent references to Gateways of our class, and
+// ends the reconcile when there are none (the Gateway watch brings the route back).
 func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope) (bool, error) {
-	parents, err := r.ourParents(ctx, s)
-	if err != nil {
-		return true, err
-	}
-	if len(parents) == 0 {
-		s.log.V(4).Info("Skipping HTTPRoute attached to none of this manager's Gateways")
-		return true, nil
-	}
-	s.parents = parents
-	return false, nil
-}
-
-// ourParents returns the route's parent references to Gateways of our class.
-func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]gatewayv1.ParentReference, error) {
-	var out []gatewayv1.ParentReference
 	for _, p := range s.route.Spec.ParentRefs {
 		if !isGatewayParent(p) {
 			continue
@@ -126,13 +111,17 @@ func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading parent Gateway %s: %w", key, err)
+			return true, fmt.Errorf("reading parent Gateway %s: %w", key, err)
 		}
 		if string(gw.Spec.GatewayClassName) == r.Config.GatewayClassName {
-			out = append(out, p)
+			s.parents = append(s.parents, p)
 		}
 	}
-	return out, nil
+	if len(s.parents) == 0 {
+		s.log.V(4).Info("Skipping HTTPRoute attached to none of this manager's Gateways")
+		return true, nil
+	}
+	return false, nil
 }
 
 // program writes the hub side and reports per parent what the edge made of it; a hub
