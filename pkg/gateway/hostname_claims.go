@@ -263,8 +263,6 @@ func hostnameSetKey(project string, gw *gatewayv1.Gateway) string {
 	return project + "/" + gw.Namespace + "/" + gw.Name + "/" + string(gw.UID)
 }
 
-func newHostnameSets() *hostnameSets { return &hostnameSets{last: map[string]string{}} }
-
 // forget drops what was remembered for gw, finalized.
 func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {
 	if h == nil {
