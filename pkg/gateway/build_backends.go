@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -177,9 +178,7 @@ func copyEndpointSlice(dst, src client.Object) error {
 	if d.Labels == nil {
 		d.Labels = map[string]string{}
 	}
-	for k, v := range s.Labels {
-		d.Labels[k] = v
-	}
+	maps.Copy(d.Labels, s.Labels)
 	return nil
 }
 
