@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -270,9 +271,7 @@ func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope
 			b, err := r.resolveBackend(ctx, s, ref.BackendObjectReference, BackendObjectName(s.route.UID, i, j), hubNS)
 			var unresolved *unresolvedError
 			if errors.As(err, &unresolved) {
-				if reason == "" {
-					reason = unresolved.reason
-				}
+				reason = cmp.Or(reason, unresolved.reason)
 				problems = append(problems, fmt.Sprintf("rule %d backendRef %d (%s): %s", i, j, ref.Name, unresolved.msg))
 				continue
 			}
