@@ -228,12 +228,10 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 
 // listenersRefused reports whether gw's status has a listener refused for its hostname.
 func listenersRefused(gw *gatewayv1.Gateway) bool {
-	for _, l := range gw.Status.Listeners {
-		if c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed)); c != nil && c.Reason == ReasonHostnamesInUse {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(gw.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
+		c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
+		return c != nil && c.Reason == ReasonHostnamesInUse
+	})
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
