@@ -38,7 +38,11 @@ type verdict struct {
 }
 
 func (v verdict) condition(typ string, generation int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
+	status := metav1.ConditionFalse
+	if v.ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
 }
 
 // gatewayEdgeVerdict judges an upstream Gateway's Programmed from its hub copy down:
@@ -183,11 +187,4 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 		return true, v1alpha.ReasonProgrammed, "The edge serves the Gateway and HTTPRoute"
 	}
 	return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for HTTPRoute %s (generation %d) to be accepted", route.Name, route.Generation)
-}
-
-func conditionStatus(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }
