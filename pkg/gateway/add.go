@@ -106,7 +106,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		}
 	}
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
-	// Fair share: hub writes and proxies by project here, workers in controllerOptions.
+	// Fair share: hub writes and proxies by project here, workers in newController.
 	opts.Clusters = fairClusters{Clusters: opts.Clusters, limits: newHubWriteLimits(opts.ProjectHubWritesPerSecond, clock.RealClock{}, metrics.hubWriteWaits)}
 	slots := newProxySlots(opts.ProxiesPerProject, clock.RealClock{}, s.proxies.add)
 	// The HTTPProxy gauge counts a project only while it is engaged here.
@@ -121,9 +121,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 
 	// Watches past the three WatchedKinds wait for the project's gate (deferred_watch.go).
 	gates := newProjectGates()
-	proxyCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
-		Named("httpproxy").
-		WithOptions(controllerOptions(mgr, "httpproxy", opts.Config, metrics)).
+	proxyCtrl, err := finalizersFirst(newController(mgr, "httpproxy", opts.Config, metrics).
 		For(&v1alpha.HTTPProxy{}, mcbuilder.WithPredicates(ownChanges(v1alpha.HTTPProxyFinalizer))), &v1alpha.HTTPProxy{}, v1alpha.HTTPProxyFinalizer).
 		WatchesRawSource(s.proxies.source()).
 		Build(opening{gates: gates, TypedReconciler: &HTTPProxyReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Slots: slots}})
@@ -138,20 +136,16 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("watching the objects HTTPProxies own: %w", err)
 	}
 
-	err = finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
-		Named("gateway").
-		WithOptions(controllerOptions(mgr, "gateway", opts.Config, metrics)).
+	err = finalizersFirst(newController(mgr, "gateway", opts.Config, metrics).
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: newHostnameSets()}})
+		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: &hostnameSets{last: map[string]string{}}}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
 
-	routeCtrl, err := finalizersFirst(mcbuilder.ControllerManagedBy(mgr).
-		Named("httproute").
-		WithOptions(controllerOptions(mgr, "httproute", opts.Config, metrics)).
+	routeCtrl, err := finalizersFirst(newController(mgr, "httproute", opts.Config, metrics).
 		For(&gatewayv1.HTTPRoute{}, mcbuilder.WithPredicates(ownChanges(HTTPRouteFinalizer))), &gatewayv1.HTTPRoute{}, HTTPRouteFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.HTTPRoute{}, kindHTTPRoute)).
 		WatchesRawSource(hubSource(hubCache, &corev1.Service{}, kindHTTPRoute)).
@@ -168,9 +162,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
 	// The previous manager's backend EndpointSlices, reconciled only to be finalized.
-	err = mcbuilder.ControllerManagedBy(mgr).
-		Named("endpointslice").
-		WithOptions(controllerOptions(mgr, "endpointslice", opts.Config, metrics)).
+	err = newController(mgr, "endpointslice", opts.Config, metrics).
 		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(carriesFinalizer(HTTPRouteFinalizer))).
 		Complete(&EndpointSliceReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
@@ -273,11 +265,12 @@ func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, 
 	}
 }
 
-// controllerOptions are a controller's options: the manager's SkipNameValidation
-// (which the multicluster builder does not copy), the workers, and the fair queue.
-func controllerOptions(mgr mcmanager.Manager, name string, c Config, m *Metrics) mccontroller.Options {
+// newController starts the builder of controller name with the manager's
+// SkipNameValidation (which the multicluster builder does not copy), the workers, and
+// the fair queue.
+func newController(mgr mcmanager.Manager, name string, c Config, m *Metrics) *mcbuilder.Builder {
 	depth := m.queueDepth.WithLabelValues(name)
-	return mccontroller.Options{
+	return mcbuilder.ControllerManagedBy(mgr).Named(name).WithOptions(mccontroller.Options{
 		SkipNameValidation:      mgr.GetControllerOptions().SkipNameValidation,
 		MaxConcurrentReconciles: c.Workers,
 		NewQueue: func(_ string, limiter workqueue.TypedRateLimiter[mcreconcile.Request]) workqueue.TypedRateLimitingInterface[mcreconcile.Request] {
@@ -285,7 +278,7 @@ func controllerOptions(mgr mcmanager.Manager, name string, c Config, m *Metrics)
 			q.depth = func(n int) { depth.Set(float64(n)) }
 			return q
 		},
-	}
+	})
 }
 
 // WatchedKinds are the project kinds watched from the moment a project is engaged; the

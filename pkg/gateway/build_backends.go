@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -84,10 +86,7 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 	if sp == nil {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s has no port %d", svc.Name, port)}
 	}
-	portName := sp.Name
-	if portName == "" {
-		portName = fmt.Sprintf("port-%d", sp.Port)
-	}
+	portName := cmp.Or(sp.Name, fmt.Sprintf("port-%d", sp.Port))
 	meta := metav1.ObjectMeta{Name: name, Namespace: hubNS}
 	b := hubBackend{
 		Service: &corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{
@@ -147,9 +146,7 @@ func hubBackendRef(ref gatewayv1.HTTPBackendRef, name, hubNS string) gatewayv1.H
 func copyHubServiceSpec(dst, src client.Object) error {
 	d, s := dst.(*corev1.Service), src.(*corev1.Service)
 	d.Spec.Type = s.Spec.Type
-	if d.Spec.ClusterIP == "" {
-		d.Spec.ClusterIP = s.Spec.ClusterIP
-	}
+	d.Spec.ClusterIP = cmp.Or(d.Spec.ClusterIP, s.Spec.ClusterIP)
 	var ports []corev1.ServicePort
 	for _, want := range s.Spec.Ports {
 		p := want
@@ -177,9 +174,7 @@ func copyEndpointSlice(dst, src client.Object) error {
 	if d.Labels == nil {
 		d.Labels = map[string]string{}
 	}
-	for k, v := range s.Labels {
-		d.Labels[k] = v
-	}
+	maps.Copy(d.Labels, s.Labels)
 	return nil
 }
 

@@ -77,20 +77,16 @@ func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuer IssuerRe
 
 // newCertificate returns a cert-manager Certificate for dnsName writing the Secret name.
 func newCertificate(name, namespace, dnsName string, issuer IssuerRef) *unstructured.Unstructured {
-	c := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{
-			"dnsNames":   []any{dnsName},
-			"secretName": name,
-			"issuerRef": map[string]any{
-				"name":  issuer.Name,
-				"kind":  issuer.Kind,
-				"group": issuer.Group,
-			},
+	c := certificateRef(name, namespace)
+	c.Object["spec"] = map[string]any{
+		"dnsNames":   []any{dnsName},
+		"secretName": name,
+		"issuerRef": map[string]any{
+			"name":  issuer.Name,
+			"kind":  issuer.Kind,
+			"group": issuer.Group,
 		},
-	}}
-	c.SetGroupVersionKind(CertificateGVK)
-	c.SetName(name)
-	c.SetNamespace(namespace)
+	}
 	return c
 }
 

@@ -303,12 +303,7 @@ func backendRewrite(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilte
 }
 
 func hasFilter(filters []gatewayv1.HTTPRouteFilter, typ gatewayv1.HTTPRouteFilterType) bool {
-	for _, f := range filters {
-		if f.Type == typ {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(filters, func(f gatewayv1.HTTPRouteFilter) bool { return f.Type == typ })
 }
 
 func deepCopyFilters(in []gatewayv1.HTTPRouteFilter) []gatewayv1.HTTPRouteFilter {

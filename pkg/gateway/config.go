@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -92,34 +93,21 @@ type Config struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
-	def := func(v *string, d string) {
-		if *v == "" {
-			*v = d
-		}
-	}
-	def(&c.GatewayClassName, DefaultGatewayClassName)
-	def(&c.DownstreamGatewayClassName, DefaultDownstreamGatewayClassName)
-	def(&c.ControllerName, DefaultControllerName)
-	def(&c.CertificateIssuer.Name, DefaultIssuerName)
-	def(&c.CertificateIssuer.Kind, DefaultIssuerKind)
-	def(&c.CertificateIssuer.Group, DefaultIssuerGroup)
-	def(&c.EventSource, DefaultEventSource)
-	def(&c.HostnameClaimsNamespace, DefaultHostnameClaimsNamespace)
+	c.GatewayClassName = cmp.Or(c.GatewayClassName, DefaultGatewayClassName)
+	c.DownstreamGatewayClassName = cmp.Or(c.DownstreamGatewayClassName, DefaultDownstreamGatewayClassName)
+	c.ControllerName = cmp.Or(c.ControllerName, DefaultControllerName)
+	c.CertificateIssuer.Name = cmp.Or(c.CertificateIssuer.Name, DefaultIssuerName)
+	c.CertificateIssuer.Kind = cmp.Or(c.CertificateIssuer.Kind, DefaultIssuerKind)
+	c.CertificateIssuer.Group = cmp.Or(c.CertificateIssuer.Group, DefaultIssuerGroup)
+	c.EventSource = cmp.Or(c.EventSource, DefaultEventSource)
+	c.HostnameClaimsNamespace = cmp.Or(c.HostnameClaimsNamespace, DefaultHostnameClaimsNamespace)
 	if c.BackendReservedDomains == nil {
 		c.BackendReservedDomains = slices.Clone(DefaultBackendReservedDomains)
 	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.ProjectWorkers == 0 {
-		c.ProjectWorkers = DefaultProjectWorkers
-	}
-	if c.ProjectHubWritesPerSecond == 0 {
-		c.ProjectHubWritesPerSecond = DefaultProjectHubWritesPerSecond
-	}
-	if c.ProxiesPerProject == 0 {
-		c.ProxiesPerProject = DefaultProxiesPerProject
-	}
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.ProjectWorkers = cmp.Or(c.ProjectWorkers, DefaultProjectWorkers)
+	c.ProjectHubWritesPerSecond = cmp.Or(c.ProjectHubWritesPerSecond, DefaultProjectHubWritesPerSecond)
+	c.ProxiesPerProject = cmp.Or(c.ProxiesPerProject, DefaultProxiesPerProject)
 	return c
 }
 
@@ -131,13 +119,11 @@ func (c Config) Validate() error {
 		{"downstream gateway class", c.DownstreamGatewayClassName},
 		{"certificate issuer name", c.CertificateIssuer.Name},
 		{"hostname claims namespace", c.HostnameClaimsNamespace},
+		{"certificate issuer group", c.CertificateIssuer.Group},
 	} {
 		if errs := validation.IsDNS1123Subdomain(f.value); len(errs) > 0 {
 			return fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(errs, "; "))
 		}
-	}
-	if errs := validation.IsDNS1123Subdomain(c.CertificateIssuer.Group); len(errs) > 0 {
-		return fmt.Errorf("certificate issuer group %q: %s", c.CertificateIssuer.Group, strings.Join(errs, "; "))
 	}
 	if c.Workers < 1 {
 		return fmt.Errorf("workers %d: want at least 1", c.Workers)

@@ -55,21 +55,23 @@ func (p *projectGates) disengaged(project multicluster.ClusterName, g *gate) {
 	}
 }
 
+// gateOf returns project's gate, nil when the project is not engaged.
+func (p *projectGates) gateOf(project multicluster.ClusterName) *gate {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.gates[project]
+}
+
 // open opens project's gate, if the project is engaged, and starts its deferred watches.
 func (p *projectGates) open(project multicluster.ClusterName) {
-	p.mu.Lock()
-	g := p.gates[project]
-	p.mu.Unlock()
-	if g != nil {
+	if g := p.gateOf(project); g != nil {
 		g.openNow()
 	}
 }
 
 // isOpen reports whether project's deferred watches have been started.
 func (p *projectGates) isOpen(project multicluster.ClusterName) bool {
-	p.mu.Lock()
-	g := p.gates[project]
-	p.mu.Unlock()
+	g := p.gateOf(project)
 	if g == nil {
 		return false
 	}

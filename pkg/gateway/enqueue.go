@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,24 +56,16 @@ func (e *enqueuer) add(req mcreconcile.Request) {
 // reconcile owner, by name (the UID is ignored), under the usual admission. The resync
 // uses it to have a live owner re-attach an object hanging on a stale anchor.
 func (s *Setup) Enqueue(owner anchor.Owner) error {
-	e, err := s.enqueuerFor(owner.Group, owner.Kind)
-	if err != nil {
-		return fmt.Errorf("enqueuing %s: %w", owner, err)
+	e, ok := map[schema.GroupKind]*enqueuer{
+		{Group: gatewayv1.GroupName, Kind: kindGateway}:          s.gateways,
+		{Group: gatewayv1.GroupName, Kind: kindHTTPRoute}:        s.routes,
+		{Group: v1alpha.GroupVersion.Group, Kind: kindHTTPProxy}: s.proxies,
+	}[schema.GroupKind{Group: owner.Group, Kind: owner.Kind}]
+	if !ok { // the inner error is wrapped, as it was
+		return fmt.Errorf("enqueuing %s: %w", owner, fmt.Errorf("no reconciler for kind %s in group %q", owner.Kind, owner.Group))
 	}
 	e.add(requestFor(owner))
 	return nil
-}
-
-func (s *Setup) enqueuerFor(group, kind string) (*enqueuer, error) {
-	switch {
-	case group == gatewayv1.GroupName && kind == kindGateway:
-		return s.gateways, nil
-	case group == gatewayv1.GroupName && kind == kindHTTPRoute:
-		return s.routes, nil
-	case group == v1alpha.GroupVersion.Group && kind == kindHTTPProxy:
-		return s.proxies, nil
-	}
-	return nil, fmt.Errorf("no reconciler for kind %s in group %q", kind, group)
 }
 
 func requestFor(owner anchor.Owner) mcreconcile.Request {

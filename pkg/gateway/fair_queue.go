@@ -177,10 +177,9 @@ func (q *fairQueue) ShutDown() {
 
 // ShutDownWithDrain shuts down and waits until every request handed out is Done.
 func (q *fairQueue) ShutDownWithDrain() {
+	q.ShutDown()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.shuttingDown = true
-	q.cond.Broadcast()
 	for len(q.working) > 0 {
 		q.cond.Wait()
 	}

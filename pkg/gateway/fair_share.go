@@ -85,124 +85,77 @@ func (f fairClusters) Hub(ctx context.Context, project string) (client.Client, c
 	return limitedWrites{Client: w, wait: func(ctx context.Context) error { return f.limits.wait(ctx, project) }}, r, nil
 }
 
+// waitFunc waits for the project's share of hub writes.
+type waitFunc func(context.Context) error
+
+// then runs write once wait lets it, or returns wait's error.
+func (wait waitFunc) then(ctx context.Context, write func() error) error {
+	if err := wait(ctx); err != nil {
+		return err
+	}
+	return write()
+}
+
 // limitedWrites waits before every write it sends, status and subresource writes too.
 type limitedWrites struct {
 	client.Client
-	wait func(context.Context) error
+	wait waitFunc
 }
 
 func (c limitedWrites) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.Create(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.Create(ctx, obj, opts...) })
 }
 
 func (c limitedWrites) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.Update(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.Update(ctx, obj, opts...) })
 }
 
 func (c limitedWrites) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.Patch(ctx, obj, patch, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.Patch(ctx, obj, patch, opts...) })
 }
 
 func (c limitedWrites) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.Apply(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.Apply(ctx, obj, opts...) })
 }
 
 func (c limitedWrites) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.Delete(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.Delete(ctx, obj, opts...) })
 }
 
 func (c limitedWrites) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.Client.DeleteAllOf(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.Client.DeleteAllOf(ctx, obj, opts...) })
 }
 
 func (c limitedWrites) Status() client.SubResourceWriter {
 	return limitedSubResource{SubResourceWriter: c.Client.Status(), wait: c.wait}
 }
 
+// SubResource reads through the subresource client and writes through limitedSubResource.
 func (c limitedWrites) SubResource(name string) client.SubResourceClient {
-	return limitedSubResourceClient{SubResourceClient: c.Client.SubResource(name), wait: c.wait}
+	sub := c.Client.SubResource(name)
+	return struct {
+		client.SubResourceReader
+		limitedSubResource
+	}{sub, limitedSubResource{SubResourceWriter: sub, wait: c.wait}}
 }
 
 type limitedSubResource struct {
 	client.SubResourceWriter
-	wait func(context.Context) error
+	wait waitFunc
 }
 
 func (c limitedSubResource) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceWriter.Create(ctx, obj, sub, opts...)
+	return c.wait.then(ctx, func() error { return c.SubResourceWriter.Create(ctx, obj, sub, opts...) })
 }
 
 func (c limitedSubResource) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceWriter.Update(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.SubResourceWriter.Update(ctx, obj, opts...) })
 }
 
 func (c limitedSubResource) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-}
-
-type limitedSubResourceClient struct {
-	client.SubResourceClient
-	wait func(context.Context) error
-}
-
-func (c limitedSubResourceClient) Create(ctx context.Context, obj, sub client.Object, opts ...client.SubResourceCreateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceClient.Create(ctx, obj, sub, opts...)
-}
-
-func (c limitedSubResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceClient.Update(ctx, obj, opts...)
-}
-
-func (c limitedSubResourceClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceClient.Patch(ctx, obj, patch, opts...)
+	return c.wait.then(ctx, func() error { return c.SubResourceWriter.Patch(ctx, obj, patch, opts...) })
 }
 
 func (c limitedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceWriter.Apply(ctx, obj, opts...)
-}
-
-func (c limitedSubResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	if err := c.wait(ctx); err != nil {
-		return err
-	}
-	return c.SubResourceClient.Apply(ctx, obj, opts...)
+	return c.wait.then(ctx, func() error { return c.SubResourceWriter.Apply(ctx, obj, opts...) })
 }

@@ -50,9 +50,8 @@ type GatewayReconciler struct {
 // gatewayScope is what one reconcile of one Gateway works on.
 type gatewayScope struct {
 	upstream
-	gw *gatewayv1.Gateway
-	// refused are the listener hostnames not programmed, and why.
-	refused map[gatewayv1.Hostname]string
+	gw      *gatewayv1.Gateway
+	refused refusedHostnames // the listener hostnames not programmed
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -60,12 +59,12 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 	return admitAndRun(ctx, r.Admission, req, reconcileSteps[gatewayScope]{
 		load: r.load,
 		phases: []phase[gatewayScope]{
-			r.finalize,        // terminating: delete the downstream objects and the anchor
-			r.skipOtherClass,  // not our class: leave it
-			r.skipHandsOff,    // controlled by a proxy with a backend this manager cannot program: leave it
-			r.ensureFinalizer, // ours: make sure it carries our finalizer
-			r.guard,           // the live Gateway, and the proxy controlling it, must still be the ones this reconcile is about
-			r.program,         // mapped namespace, anchor, downstream Gateway, Certificates, status
+			r.finalize,                     // terminating: delete the downstream objects and the anchor
+			r.skipOtherClass,               // not our class: leave it
+			skipHandsOff[*gatewayScope],    // controlled by a proxy with a backend this manager cannot program: leave it
+			ensureFinalizer[*gatewayScope], // ours: make sure it carries our finalizer
+			guardLive[*gatewayScope],       // the live Gateway, and the proxy controlling it, must still be the ones this reconcile is about
+			r.program,                      // mapped namespace, anchor, downstream Gateway, Certificates, status
 		},
 		finish: func(_ context.Context, s *gatewayScope, _ error) (reconcile.Result, error) { return s.requeued(), nil },
 	})
@@ -75,11 +74,11 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 // scope means there is nothing to do.
 func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (*gatewayScope, error) {
 	gw := &gatewayv1.Gateway{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, gw, kindGateway)
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, gw, gatewayv1.SchemeGroupVersion.WithKind(kindGateway), GatewayFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors, u.written = r.Anchors, r.Written
+	u.anchors, u.written, u.metrics = r.Anchors, r.Written, r.Metrics
 	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 
@@ -94,7 +93,7 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 			return true, err
 		}
 	}
-	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.gw, kindGateway, GatewayFinalizer, func(ctx context.Context, w hubWriter) error {
+	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
 			return err
 		}
@@ -127,39 +126,10 @@ func (r *GatewayReconciler) skipOtherClass(_ context.Context, s *gatewayScope) (
 	return false, nil
 }
 
-// skipHandsOff ends the reconcile for a Gateway whose proxy is handsOff.
-func (r *GatewayReconciler) skipHandsOff(ctx context.Context, s *gatewayScope) (bool, error) {
-	return skipIfHandsOff(ctx, &s.upstream, s.gw)
-}
-
-// ensureFinalizer puts our finalizer on the Gateway before anything is written for it.
-func (r *GatewayReconciler) ensureFinalizer(ctx context.Context, s *gatewayScope) (bool, error) {
-	if err := addFinalizer(ctx, s.cluster.GetClient(), s.gw, GatewayFinalizer); err != nil {
-		return true, client.IgnoreNotFound(err)
-	}
-	return false, nil
-}
-
-// guard is the live guard phase (guard.go): the Gateway, and the HTTPProxy controlling
-// it, must pass; the status is then built on the live read.
-func (r *GatewayReconciler) guard(ctx context.Context, s *gatewayScope) (bool, error) {
-	live, err := r.guardOf(s).checkLive(ctx)
-	if err != nil {
-		return endOnRefusal(s.log, err, &s.requeueAfter)
-	}
-	adoptLiveStatus(s.gw, live)
-	return false, nil
-}
-
-// guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
-func (r *GatewayReconciler) guardOf(s *gatewayScope) ownersGuard {
-	return upstreamGuard(&s.upstream, s.gw, kindGateway, GatewayFinalizer, r.Metrics)
-}
-
 // program writes the hub side and reports in the Gateway's status what the edge made
 // of it; a hub refusal is also an Event and an error, retried with backoff.
 func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool, error) {
-	down, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	down, err := r.writeHub(ctx, s, s.guardedHub())
 	if isGuardRefusal(err) {
 		return endOnRefusal(s.log, err, &s.requeueAfter)
 	}
@@ -197,13 +167,13 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	res, err := claims.claim(ctx, who, s.gw, held)
+	refused, err := claims.claim(ctx, who, s.gw, held)
 	if err != nil {
 		return nil, err
 	}
-	s.refused = res.refused
-	programmable := res.programmable(s.gw)
-	w := s.hubWriter(hub, hubNS, r.Metrics)
+	s.refused = refused
+	programmable := refused.programmable(s.gw)
+	w := s.hubWriter(hub, hubNS)
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
 		return nil, err

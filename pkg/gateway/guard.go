@@ -108,14 +108,8 @@ func (r *guardRefusal) Error() string {
 	return fmt.Sprintf("live guard: %s %s is %s", r.kind, r.key, r.verdict)
 }
 
-// check reads every owner live, in order: a counted *guardRefusal for the first that
-// fails, nil when all pass, or the read error.
-func (g ownersGuard) check(ctx context.Context) error {
-	_, err := g.checkLive(ctx)
-	return err
-}
-
-// checkLive is check that also returns, when every owner passes, the first one as read.
+// checkLive reads every owner live, in order: a counted *guardRefusal for the first
+// that fails, the read error, or, when every owner passes, the first one as read.
 func (g ownersGuard) checkLive(ctx context.Context) (client.Object, error) {
 	var first client.Object
 	for i, o := range g.owners {
@@ -154,15 +148,6 @@ func endOnRefusal(log logr.Logger, err error, requeueAfter *time.Duration) (bool
 	return true, nil
 }
 
-// upstreamGuard guards obj with finalizer, then the HTTPProxy controlling it, if any.
-func upstreamGuard(u *upstream, obj client.Object, kind, finalizer string, m *Metrics) ownersGuard {
-	owners := []guarded{{kind: kind, obj: obj, finalizer: finalizer}}
-	if proxy := controllingProxy(obj); proxy != nil {
-		owners = append(owners, guarded{kind: kindHTTPProxy, obj: proxy, finalizer: v1alpha.HTTPProxyFinalizer})
-	}
-	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: m}
-}
-
 // controllingProxy returns the HTTPProxy obj's controller reference names, or nil.
 func controllingProxy(obj client.Object) *v1alpha.HTTPProxy {
 	ref := metav1.GetControllerOf(obj)
@@ -184,7 +169,7 @@ type createsGuarded struct {
 }
 
 func (c createsGuarded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	if err := c.guard.check(ctx); err != nil {
+	if _, err := c.guard.checkLive(ctx); err != nil {
 		return fmt.Errorf("creating %T %s: %w", obj, client.ObjectKeyFromObject(obj), err)
 	}
 	return c.Client.Create(ctx, obj, opts...)

@@ -65,22 +65,19 @@ func claimable(host gatewayv1.Hostname) bool {
 	return host != "" && !strings.HasPrefix(string(host), "*")
 }
 
-// claimResult is what claiming a Gateway's hostnames found.
-type claimResult struct {
-	// refused maps each listener hostname not programmed to why.
-	refused map[gatewayv1.Hostname]string
-}
+// refusedHostnames maps each listener hostname not programmed to why.
+type refusedHostnames map[gatewayv1.Hostname]string
 
 // programmable returns gw with only its held and hostname-less listeners.
-func (r claimResult) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
-	if len(r.refused) == 0 {
+func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
+	if len(r) == 0 {
 		return gw
 	}
 	out := gw.DeepCopy()
 	out.Spec.Listeners = nil
 	for _, l := range gw.Spec.Listeners {
 		if l.Hostname != nil {
-			if _, no := r.refused[*l.Hostname]; no {
+			if _, no := r[*l.Hostname]; no {
 				continue
 			}
 		}
@@ -114,8 +111,8 @@ func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev
 
 // claim claims every listener hostname of gw for c that it does not hold yet; one
 // another claimant holds, or a wildcard, is refused. Nothing of another's is written.
-func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (claimResult, error) {
-	res := claimResult{refused: map[gatewayv1.Hostname]string{}}
+func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (refusedHostnames, error) {
+	refused := refusedHostnames{}
 	seen := map[gatewayv1.Hostname]bool{} // an HTTP and an HTTPS listener share a hostname
 	for _, l := range gw.Spec.Listeners {
 		if l.Hostname == nil || seen[*l.Hostname] {
@@ -124,7 +121,7 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 		host := *l.Hostname
 		seen[host] = true
 		if !claimable(host) {
-			res.refused[host] = fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)
+			refused[host] = fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)
 			continue
 		}
 		if held[string(host)] != nil {
@@ -132,13 +129,13 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 		}
 		ok, err := h.create(ctx, c, string(host))
 		if err != nil {
-			return res, err
+			return refused, err
 		}
 		if !ok {
-			res.refused[host] = fmt.Sprintf("hostname %s is already programmed for another Gateway", host)
+			refused[host] = fmt.Sprintf("hostname %s is already programmed for another Gateway", host)
 		}
 	}
-	return res, nil
+	return refused, nil
 }
 
 // create writes c's claim on host, creating the namespace on first use; false means
@@ -231,12 +228,10 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 
 // listenersRefused reports whether gw's status has a listener refused for its hostname.
 func listenersRefused(gw *gatewayv1.Gateway) bool {
-	for _, l := range gw.Status.Listeners {
-		if c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed)); c != nil && c.Reason == ReasonHostnamesInUse {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(gw.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
+		c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
+		return c != nil && c.Reason == ReasonHostnamesInUse
+	})
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
@@ -265,8 +260,6 @@ func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.
 func hostnameSetKey(project string, gw *gatewayv1.Gateway) string {
 	return project + "/" + gw.Namespace + "/" + gw.Name + "/" + string(gw.UID)
 }
-
-func newHostnameSets() *hostnameSets { return &hostnameSets{last: map[string]string{}} }
 
 // forget drops what was remembered for gw, finalized.
 func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {

@@ -391,32 +391,21 @@ func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, e
 	return true, nil
 }
 
-// writeStatusAndRequeue is the finish step: it patches the status the phases decided
-// and requeues when a phase asked.
+// writeStatusAndRequeue is the finish step: it patches the status the phases decided,
+// if it changed, and requeues when a phase asked.
 func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *proxyScope, _ error) (reconcile.Result, error) {
-	err := r.writeStatus(ctx, s)
+	var err error
+	if !s.refused && s.proxy.DeletionTimestamp == nil && !equality.Semantic.DeepEqual(s.before.Status, s.proxy.Status) {
+		err = patchStatus(ctx, s.cluster.GetClient(), s.before, s.proxy)
+	}
 	if err == nil && !s.refused {
 		r.Metrics.proxyObserved(s.project, s.proxy)
 	}
 	return reconcile.Result{RequeueAfter: s.requeueAfter}, err
 }
 
-// writeStatus patches the status the phases decided, if it changed.
-func (r *HTTPProxyReconciler) writeStatus(ctx context.Context, s *proxyScope) error {
-	if s.refused || s.proxy.DeletionTimestamp != nil || equality.Semantic.DeepEqual(s.before.Status, s.proxy.Status) {
-		return nil
-	}
-	return patchStatus(ctx, s.cluster.GetClient(), s.before, s.proxy)
-}
-
 func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {
-	meta.SetStatusCondition(&s.proxy.Status.Conditions, metav1.Condition{
-		Type:               typ,
-		Status:             conditionStatus(ok),
-		Reason:             reason,
-		Message:            boundedMessage(message),
-		ObservedGeneration: s.proxy.Generation,
-	})
+	meta.SetStatusCondition(&s.proxy.Status.Conditions, verdict{ok, reason, message}.condition(typ, s.proxy.Generation))
 }
 
 // errNotControlled marks an upstream object that exists and is not the proxy's.

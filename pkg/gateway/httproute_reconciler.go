@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,12 +66,12 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 	return admitAndRun(ctx, r.Admission, req, reconcileSteps[routeScope]{
 		load: r.load,
 		phases: []phase[routeScope]{
-			r.finalize,        // terminating: delete the downstream route and the anchor
-			r.skipHandsOff,    // controlled by a proxy with a backend this manager cannot program: leave it
-			r.findOurParents,  // attached to none of our Gateways: leave it
-			r.ensureFinalizer, // ours: make sure it carries our finalizer
-			r.guard,           // the live route, and the proxy controlling it, must still be the ones this reconcile is about
-			r.program,         // mapped namespace, anchor, downstream HTTPRoute, status
+			r.finalize,                   // terminating: delete the downstream route and the anchor
+			skipHandsOff[*routeScope],    // controlled by a proxy with a backend this manager cannot program: leave it
+			r.findOurParents,             // attached to none of our Gateways: leave it
+			ensureFinalizer[*routeScope], // ours: make sure it carries our finalizer
+			guardLive[*routeScope],       // the live route, and the proxy controlling it, must still be the ones this reconcile is about
+			r.program,                    // mapped namespace, anchor, downstream HTTPRoute, status
 		},
 		finish: func(_ context.Context, s *routeScope, _ error) (reconcile.Result, error) { return s.requeued(), nil },
 	})
@@ -78,18 +79,18 @@ func (r *HTTPRouteReconciler) Reconcile(ctx context.Context, req mcreconcile.Req
 
 func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request) (*routeScope, error) {
 	route := &gatewayv1.HTTPRoute{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, route, kindHTTPRoute)
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, route, gatewayv1.SchemeGroupVersion.WithKind(kindHTTPRoute), HTTPRouteFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors, u.written = r.Anchors, r.Written
+	u.anchors, u.written, u.metrics = r.Anchors, r.Written, r.Metrics
 	return &routeScope{upstream: *u, route: route}, nil
 }
 
 // finalize deletes the downstream route and backend objects that hang on this route's
 // anchor, then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
-	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, func(ctx context.Context, w hubWriter) error {
+	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)}); err != nil {
 			return err
 		}
@@ -97,37 +98,9 @@ func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool
 	})
 }
 
-// skipHandsOff ends the reconcile for a route whose proxy is handsOff.
-func (r *HTTPRouteReconciler) skipHandsOff(ctx context.Context, s *routeScope) (bool, error) {
-	return skipIfHandsOff(ctx, &s.upstream, s.route)
-}
-
-// findOurParents records the route's parents that are our Gateways, and ends the
-// reconcile when there are none (the Gateway watch brings the route back).
+// findOurParents records the route's parent references to Gateways of our class, and
+// ends the reconcile when there are none (the Gateway watch brings the route back).
 func (r *HTTPRouteReconciler) findOurParents(ctx context.Context, s *routeScope) (bool, error) {
-	parents, err := r.ourParents(ctx, s)
-	if err != nil {
-		return true, err
-	}
-	if len(parents) == 0 {
-		s.log.V(4).Info("Skipping HTTPRoute attached to none of this manager's Gateways")
-		return true, nil
-	}
-	s.parents = parents
-	return false, nil
-}
-
-// ensureFinalizer puts our finalizer on the route before anything is written for it.
-func (r *HTTPRouteReconciler) ensureFinalizer(ctx context.Context, s *routeScope) (bool, error) {
-	if err := addFinalizer(ctx, s.cluster.GetClient(), s.route, HTTPRouteFinalizer); err != nil {
-		return true, client.IgnoreNotFound(err)
-	}
-	return false, nil
-}
-
-// ourParents returns the route's parent references to Gateways of our class.
-func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]gatewayv1.ParentReference, error) {
-	var out []gatewayv1.ParentReference
 	for _, p := range s.route.Spec.ParentRefs {
 		if !isGatewayParent(p) {
 			continue
@@ -139,34 +112,23 @@ func (r *HTTPRouteReconciler) ourParents(ctx context.Context, s *routeScope) ([]
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading parent Gateway %s: %w", key, err)
+			return true, fmt.Errorf("reading parent Gateway %s: %w", key, err)
 		}
 		if string(gw.Spec.GatewayClassName) == r.Config.GatewayClassName {
-			out = append(out, p)
+			s.parents = append(s.parents, p)
 		}
 	}
-	return out, nil
-}
-
-// guard is the live guard; see GatewayReconciler.guard.
-func (r *HTTPRouteReconciler) guard(ctx context.Context, s *routeScope) (bool, error) {
-	live, err := r.guardOf(s).checkLive(ctx)
-	if err != nil {
-		return endOnRefusal(s.log, err, &s.requeueAfter)
+	if len(s.parents) == 0 {
+		s.log.V(4).Info("Skipping HTTPRoute attached to none of this manager's Gateways")
+		return true, nil
 	}
-	adoptLiveStatus(s.route, live)
 	return false, nil
-}
-
-// guardOf is the live guard of s: its object, then the HTTPProxy controlling it.
-func (r *HTTPRouteReconciler) guardOf(s *routeScope) ownersGuard {
-	return upstreamGuard(&s.upstream, s.route, kindHTTPRoute, HTTPRouteFinalizer, r.Metrics)
 }
 
 // program writes the hub side and reports per parent what the edge made of it; a hub
 // refusal is also an Event and an error, retried with backoff.
 func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool, error) {
-	down, resolved, err := r.writeHub(ctx, s, s.guardedHub(r.guardOf(s)))
+	down, resolved, err := r.writeHub(ctx, s, s.guardedHub())
 	if isGuardRefusal(err) {
 		return endOnRefusal(s.log, err, &s.requeueAfter)
 	}
@@ -280,7 +242,7 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 		return nil, resolved, err
 	}
 	pointBackendsAtHub(down, s.route.UID, hubNS)
-	w := s.hubWriter(hub, hubNS, r.Metrics)
+	w := s.hubWriter(hub, hubNS)
 	wanted := map[string]bool{}
 	for _, b := range backends {
 		for _, o := range b.objects() {
@@ -309,9 +271,7 @@ func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope
 			b, err := r.resolveBackend(ctx, s, ref.BackendObjectReference, BackendObjectName(s.route.UID, i, j), hubNS)
 			var unresolved *unresolvedError
 			if errors.As(err, &unresolved) {
-				if reason == "" {
-					reason = unresolved.reason
-				}
+				reason = cmp.Or(reason, unresolved.reason)
 				problems = append(problems, fmt.Sprintf("rule %d backendRef %d (%s): %s", i, j, ref.Name, unresolved.msg))
 				continue
 			}

@@ -167,16 +167,13 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 	}
 	uid, rv := existing.GetUID(), existing.GetResourceVersion()
 	log.Info("Deleting downstream object", "kind", kind, "object", klog.KObj(existing), "uid", uid)
-	err := w.hub.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-	if apierrors.IsNotFound(err) {
-		w.written.forget(w.owner.UID, kind, key)
-		return nil
-	}
-	if err != nil {
+	switch err := w.hub.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv}); {
+	case err == nil:
+		w.metrics.downstreamWrite(kind, resultDeleted)
+	case !apierrors.IsNotFound(err):
 		w.metrics.downstreamWrite(kind, resultError)
 		return fmt.Errorf("deleting %s %s on the hub: %w", kind, key, err)
 	}
-	w.metrics.downstreamWrite(kind, resultDeleted)
 	w.written.forget(w.owner.UID, kind, key)
 	return nil
 }

@@ -14,25 +14,16 @@ import (
 func adoptLiveStatus(obj, live client.Object) {
 	switch o := obj.(type) {
 	case *v1alpha.HTTPProxy:
-		l, ok := live.(*v1alpha.HTTPProxy)
-		if !ok || l == nil {
-			return
+		if l, ok := live.(*v1alpha.HTTPProxy); ok && l != nil {
+			o.Status, o.ResourceVersion = *l.Status.DeepCopy(), l.ResourceVersion
 		}
-		o.Status = *l.Status.DeepCopy()
 	case *gatewayv1.Gateway:
-		l, ok := live.(*gatewayv1.Gateway)
-		if !ok || l == nil {
-			return
+		if l, ok := live.(*gatewayv1.Gateway); ok && l != nil {
+			o.Status, o.ResourceVersion = *l.Status.DeepCopy(), l.ResourceVersion
 		}
-		o.Status = *l.Status.DeepCopy()
 	case *gatewayv1.HTTPRoute:
-		l, ok := live.(*gatewayv1.HTTPRoute)
-		if !ok || l == nil {
-			return
+		if l, ok := live.(*gatewayv1.HTTPRoute); ok && l != nil {
+			o.Status, o.ResourceVersion = *l.Status.DeepCopy(), l.ResourceVersion
 		}
-		o.Status = *l.Status.DeepCopy()
-	default:
-		return
 	}
-	obj.SetResourceVersion(live.GetResourceVersion())
 }

@@ -69,22 +69,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"project"}),
 	}
 	var err error
-	if m.queueDepth, err = register(reg, m.queueDepth); err != nil {
+	if m.queueDepth, err = register(reg, m.queueDepth, "gateway metrics"); err != nil {
 		return nil, err
 	}
-	if m.hubWriteWaits, err = register(reg, m.hubWriteWaits); err != nil {
+	if m.hubWriteWaits, err = register(reg, m.hubWriteWaits, "gateway metrics"); err != nil {
 		return nil, err
 	}
-	if m.downstreamWrites, err = register(reg, m.downstreamWrites); err != nil {
+	if m.downstreamWrites, err = register(reg, m.downstreamWrites, "gateway metrics"); err != nil {
 		return nil, err
 	}
-	if m.anchorDeletes, err = register(reg, m.anchorDeletes); err != nil {
+	if m.anchorDeletes, err = register(reg, m.anchorDeletes, "gateway metrics"); err != nil {
 		return nil, err
 	}
-	if m.guardRefusals, err = register(reg, m.guardRefusals); err != nil {
+	if m.guardRefusals, err = register(reg, m.guardRefusals, "gateway metrics"); err != nil {
 		return nil, err
 	}
-	if m.Proxies, err = registerProxyConditions(reg, NewProxyConditions()); err != nil {
+	if m.Proxies, err = register(reg, NewProxyConditions(), "the HTTPProxy condition gauge"); err != nil {
 		return nil, err
 	}
 	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate, kindService, kindEndpointSlice, kindBackendTLSPolicy} {
@@ -96,8 +96,6 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		for _, result := range []string{resultOK, resultError} {
 			m.anchorDeletes.WithLabelValues(kind, result)
 		}
-	}
-	for _, kind := range []string{kindGateway, kindHTTPRoute, kindHTTPProxy} {
 		for _, reason := range allGuardVerdicts {
 			m.guardRefusals.WithLabelValues(kind, string(reason))
 		}
@@ -105,9 +103,9 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// register registers c with reg, or returns the collector of the same description
-// already there (two replicas in one process).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+// register registers c, named what in an error, with reg, or returns the collector of
+// the same description already there (two replicas in one process).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, what string) (C, error) {
 	err := reg.Register(c)
 	if err == nil {
 		return c, nil
@@ -118,7 +116,7 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error)
 			return existing, nil
 		}
 	}
-	return c, fmt.Errorf("registering gateway metrics: %w", err)
+	return c, fmt.Errorf("registering %s: %w", what, err)
 }
 
 func (m *Metrics) downstreamWrite(kind, result string) {

@@ -52,8 +52,4 @@ func ownChanges(ours string) predicate.Predicate {
 // parentChangesForRoutes is the filter of the Gateway watch that brings its routes
 // back: a status-only update does not, since routes read only a parent's existence,
 // namespace and class (ourParents).
-func parentChangesForRoutes() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool { return ownChangeMatters(e.ObjectOld, e.ObjectNew, "") },
-	}
-}
+func parentChangesForRoutes() predicate.Predicate { return ownChanges("") }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,7 +81,7 @@ func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gate
 	var listeners []gatewayv1.Listener
 	var hosts []gatewayv1.Hostname
 	for _, l := range existing.Spec.Listeners {
-		if l.Hostname == nil || *l.Hostname == "" || !isCanonicalListener(l.Name) {
+		if l.Hostname == nil || *l.Hostname == "" || !slices.Contains(PreviousCanonicalListeners, l.Name) {
 			continue
 		}
 		kept := gatewayv1.Listener{Name: l.Name, Hostname: ptr.To(*l.Hostname), Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
@@ -93,15 +94,6 @@ func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gate
 		}
 	}
 	return listeners, hosts
-}
-
-func isCanonicalListener(name gatewayv1.SectionName) bool {
-	for _, n := range PreviousCanonicalListeners {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // isSliceRef reports whether ref names an EndpointSlice.
@@ -152,18 +144,6 @@ func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID ty
 	return err == nil && p == route.Project
 }
 
-// skipIfHandsOff is the skipHandsOff phase of the Gateway and HTTPRoute reconcilers.
-func skipIfHandsOff(ctx context.Context, u *upstream, obj client.Object) (bool, error) {
-	off, err := handsOff(ctx, u.cluster.GetClient(), obj)
-	if err != nil {
-		return true, err
-	}
-	if off {
-		u.log.V(4).Info("Leaving what is programmed for a proxy with a backend this manager cannot program")
-	}
-	return off, nil
-}
-
 // EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices
 // (<proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer): it deletes a terminating
 // slice's anchor and removes the finalizer. It writes no slice.
@@ -194,18 +174,17 @@ func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req mcreconcile
 
 func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Request) (*sliceScope, error) {
 	slice := &discoveryv1.EndpointSlice{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, kindEndpointSlice)
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), HTTPRouteFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
-	u.anchors = r.Anchors
-	u.owner = anchor.OwnerOf(u.project, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), slice)
+	u.anchors, u.metrics = r.Anchors, r.Metrics
 	return &sliceScope{upstream: *u, slice: slice}, nil
 }
 
 // finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
-	return r.Metrics.finalizeUpstream(ctx, &s.upstream, s.slice, kindEndpointSlice, HTTPRouteFinalizer, func(context.Context, hubWriter) error { return nil })
+	return s.finalize(ctx, func(context.Context, hubWriter) error { return nil })
 }
 
 // carriesFinalizer selects the objects that carry finalizer.

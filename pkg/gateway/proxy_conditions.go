@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,19 +123,4 @@ func (p *ProxyConditions) forget(project string, key types.NamespacedName) {
 	if e, ok := p.projects[project]; ok {
 		delete(e.proxies, key)
 	}
-}
-
-// registerProxyConditions registers p with reg, or returns the gauge already there.
-func registerProxyConditions(reg prometheus.Registerer, p *ProxyConditions) (*ProxyConditions, error) {
-	err := reg.Register(p)
-	if err == nil {
-		return p, nil
-	}
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(*ProxyConditions); ok {
-			return existing, nil
-		}
-	}
-	return nil, fmt.Errorf("registering the HTTPProxy condition gauge: %w", err)
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -114,13 +115,7 @@ func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
 		entries[i] = entry{items[i].CreationTimestamp.Time, client.ObjectKeyFromObject(&items[i])}
 	}
 	slices.SortFunc(entries, func(a, b entry) int {
-		if c := a.created.Compare(b.created); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.key.Namespace, b.key.Namespace); c != 0 {
-			return c
-		}
-		return strings.Compare(a.key.Name, b.key.Name)
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name))
 	})
 	r := &ranking{at: at, order: make([]types.NamespacedName, len(entries)), rank: make(map[types.NamespacedName]int, len(entries))}
 	for i, e := range entries {

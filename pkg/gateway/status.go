@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -37,7 +38,11 @@ type verdict struct {
 }
 
 func (v verdict) condition(typ string, generation int64) metav1.Condition {
-	return metav1.Condition{Type: typ, Status: conditionStatus(v.ok), Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
+	status := metav1.ConditionFalse
+	if v.ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: status, Reason: v.reason, Message: boundedMessage(v.message), ObservedGeneration: generation}
 }
 
 // gatewayEdgeVerdict judges an upstream Gateway's Programmed from its hub copy down:
@@ -157,11 +162,11 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 		return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for Gateway %s (generation %d) to be programmed", gw.Name, gw.Generation)
 	}
 	if c.Status != metav1.ConditionTrue {
-		return false, reasonOrPending(c.Reason), fmt.Sprintf("Gateway %s: %s", gw.Name, c.Message)
+		return false, cmp.Or(c.Reason, v1alpha.ReasonPending), fmt.Sprintf("Gateway %s: %s", gw.Name, c.Message)
 	}
 	for _, l := range gw.Status.Listeners {
 		if lc := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed)); lc != nil && lc.Status != metav1.ConditionTrue {
-			return false, reasonOrPending(lc.Reason), fmt.Sprintf("Gateway %s listener %s: %s", gw.Name, l.Name, lc.Message)
+			return false, cmp.Or(lc.Reason, v1alpha.ReasonPending), fmt.Sprintf("Gateway %s listener %s: %s", gw.Name, l.Name, lc.Message)
 		}
 	}
 	parent := gatewayv1.ParentReference{Name: gatewayv1.ObjectName(gw.Name)}
@@ -174,27 +179,12 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 			break
 		}
 		if a.Status != metav1.ConditionTrue {
-			return false, reasonOrPending(a.Reason), fmt.Sprintf("HTTPRoute %s: %s", route.Name, a.Message)
+			return false, cmp.Or(a.Reason, v1alpha.ReasonPending), fmt.Sprintf("HTTPRoute %s: %s", route.Name, a.Message)
 		}
 		if r := meta.FindStatusCondition(ps.Conditions, string(gatewayv1.RouteConditionResolvedRefs)); r != nil && r.Status != metav1.ConditionTrue {
-			return false, reasonOrPending(r.Reason), fmt.Sprintf("HTTPRoute %s: %s", route.Name, r.Message)
+			return false, cmp.Or(r.Reason, v1alpha.ReasonPending), fmt.Sprintf("HTTPRoute %s: %s", route.Name, r.Message)
 		}
 		return true, v1alpha.ReasonProgrammed, "The edge serves the Gateway and HTTPRoute"
 	}
 	return false, v1alpha.ReasonPending, fmt.Sprintf("Waiting for HTTPRoute %s (generation %d) to be accepted", route.Name, route.Generation)
-}
-
-// reasonOrPending returns reason, or Pending when it is empty.
-func reasonOrPending(reason string) string {
-	if reason == "" {
-		return v1alpha.ReasonPending
-	}
-	return reason
-}
-
-func conditionStatus(ok bool) metav1.ConditionStatus {
-	if ok {
-		return metav1.ConditionTrue
-	}
-	return metav1.ConditionFalse
 }

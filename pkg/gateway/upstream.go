@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"anchorage/api/v1alpha"
@@ -23,33 +23,50 @@ import (
 )
 
 // upstream is what a reconcile of one upstream Gateway, HTTPRoute or EndpointSlice
-// works on, besides the object itself.
+// works on, besides the object's typed pointer.
 type upstream struct {
-	project string
-	cluster cluster.Cluster
-	hub     client.Client // live
-	anchors anchor.NameIndex
-	written *WrittenObjects
-	owner   anchor.Owner
-	log     logr.Logger
-	events  events.EventRecorder
+	project   string
+	cluster   cluster.Cluster
+	hub       client.Client // live
+	anchors   anchor.NameIndex
+	written   *WrittenObjects
+	metrics   *Metrics
+	obj       client.Object // the object reconciled
+	finalizer string        // ours on obj
+	owner     anchor.Owner
+	log       logr.Logger
+	events    events.EventRecorder
 	// requeueAfter, when set, runs the reconcile again after it (requeued).
 	requeueAfter time.Duration
 }
+
+// upstreamScope is the scope of a reconcile of an upstream object, which embeds upstream.
+type upstreamScope interface{ base() *upstream }
+
+func (u *upstream) base() *upstream { return u }
 
 // requeued is the finish step of the Gateway and HTTPRoute reconcilers.
 func (u *upstream) requeued() reconcile.Result {
 	return reconcile.Result{RequeueAfter: u.requeueAfter}
 }
 
-// guardedHub is the hub client for programming: every create first passes g.
-func (u *upstream) guardedHub(g ownersGuard) client.Client {
-	return createsGuarded{Client: u.hub, guard: g}
+// guard is the live guard of the object: it, then the HTTPProxy controlling it, if any.
+func (u *upstream) guard() ownersGuard {
+	owners := []guarded{{kind: u.owner.Kind, obj: u.obj, finalizer: u.finalizer}}
+	if proxy := controllingProxy(u.obj); proxy != nil {
+		owners = append(owners, guarded{kind: kindHTTPProxy, obj: proxy, finalizer: v1alpha.HTTPProxyFinalizer})
+	}
+	return ownersGuard{reader: u.cluster.GetAPIReader(), owners: owners, metrics: u.metrics}
 }
 
-// loadUpstream reaches the project, reads obj (of kind, in the Gateway API group) from
+// guardedHub is the hub client for programming: every create first passes the guard.
+func (u *upstream) guardedHub() client.Client {
+	return createsGuarded{Client: u.hub, guard: u.guard()}
+}
+
+// loadUpstream reaches the project, reads obj (of gvk, ours carrying finalizer) from
 // its cache, and reaches the hub. A nil result means the object is gone.
-func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreconcile.Request, obj client.Object, kind string) (*upstream, error) {
+func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreconcile.Request, obj client.Object, gvk schema.GroupVersionKind, finalizer string) (*upstream, error) {
 	project := string(req.ClusterName)
 	cl, err := clusters.Project(ctx, project)
 	if err != nil {
@@ -63,26 +80,63 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 		return nil, err
 	}
 	return &upstream{
-		project: project,
-		cluster: cl,
-		hub:     hub,
-		owner:   anchor.OwnerOf(project, gatewayv1.SchemeGroupVersion.WithKind(kind), obj),
-		log:     logf.FromContext(ctx).WithValues("project", project, strings.ToLower(kind), klog.KObj(obj)),
-		events:  eventsWithin(ctx, cl.GetEventRecorder(cfg.EventSource)),
+		project:   project,
+		cluster:   cl,
+		hub:       hub,
+		obj:       obj,
+		finalizer: finalizer,
+		owner:     anchor.OwnerOf(project, gvk, obj),
+		log:       logf.FromContext(ctx).WithValues("project", project, strings.ToLower(gvk.Kind), klog.KObj(obj)),
+		events:    eventsWithin(ctx, cl.GetEventRecorder(cfg.EventSource)),
 	}, nil
 }
 
-// finalizeUpstream is the finalize phase of an upstream object: once obj is terminating
-// with finalizer, deleteDownstream clears its mapped namespace (if the upstream one is
-// still there), then releaseAnchor. A terminating obj ends the reconcile here.
-func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.Object, kind, finalizer string, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
+// skipHandsOff ends the reconcile for an object whose proxy is handsOff.
+func skipHandsOff[S upstreamScope](ctx context.Context, s S) (bool, error) {
+	u := s.base()
+	off, err := handsOff(ctx, u.cluster.GetClient(), u.obj)
+	if err != nil {
+		return true, err
+	}
+	if off {
+		u.log.V(4).Info("Leaving what is programmed for a proxy with a backend this manager cannot program")
+	}
+	return off, nil
+}
+
+// ensureFinalizer puts our finalizer on the object before anything is written for it.
+func ensureFinalizer[S upstreamScope](ctx context.Context, s S) (bool, error) {
+	u := s.base()
+	if err := addFinalizer(ctx, u.cluster.GetClient(), u.obj, u.finalizer); err != nil {
+		return true, client.IgnoreNotFound(err)
+	}
+	return false, nil
+}
+
+// guardLive is the live guard phase (guard.go): the object, and the HTTPProxy
+// controlling it, must pass; the status is then built on the live read.
+func guardLive[S upstreamScope](ctx context.Context, s S) (bool, error) {
+	u := s.base()
+	live, err := u.guard().checkLive(ctx)
+	if err != nil {
+		return endOnRefusal(u.log, err, &u.requeueAfter)
+	}
+	adoptLiveStatus(u.obj, live)
+	return false, nil
+}
+
+// finalize is the finalize phase of an upstream object: once it is terminating with
+// our finalizer, deleteDownstream clears its mapped namespace (if the upstream one is
+// still there), then releaseAnchor. A terminating object ends the reconcile here.
+func (u *upstream) finalize(ctx context.Context, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
+	obj := u.obj
 	if obj.GetDeletionTimestamp() == nil {
 		return false, nil
 	}
-	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+	if !controllerutil.ContainsFinalizer(obj, u.finalizer) {
 		return true, nil
 	}
-	u.log.V(2).Info("Finalizing "+kind, "uid", obj.GetUID())
+	u.log.V(2).Info("Finalizing "+u.owner.Kind, "uid", obj.GetUID())
 	hubNS, err := mappedNamespaceOf(ctx, u.cluster.GetAPIReader(), obj.GetNamespace())
 	if err != nil {
 		return true, err
@@ -92,30 +146,30 @@ func (m *Metrics) finalizeUpstream(ctx context.Context, u *upstream, obj client.
 			u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Not finalizing on the hub: %v", err)
 			return true, err
 		}
-		if err := deleteDownstream(ctx, u.hubWriter(u.hub, hubNS, m)); err != nil {
+		if err := deleteDownstream(ctx, u.hubWriter(u.hub, hubNS)); err != nil {
 			return true, err
 		}
 	}
-	return true, m.releaseAnchor(ctx, u, obj, finalizer, hubNS)
+	return true, u.releaseAnchor(ctx, hubNS)
 }
 
 // releaseAnchor deletes the owner's anchor in hubNS ("" when the upstream namespace is
-// gone: the anchor cache says where) with anchor.DeleteIndexed, then removes finalizer
-// from obj. Nothing comes between the two, so a retry costs one GET.
-func (m *Metrics) releaseAnchor(ctx context.Context, u *upstream, obj client.Object, finalizer, hubNS string) error {
+// gone: the anchor cache says where) with anchor.DeleteIndexed, then removes our
+// finalizer. Nothing comes between the two, so a retry costs one GET.
+func (u *upstream) releaseAnchor(ctx context.Context, hubNS string) error {
 	err := anchor.DeleteIndexed(ctx, u.hub, u.anchors, hubNS, u.owner)
-	m.anchorDelete(u.owner.Kind, err)
+	u.metrics.anchorDelete(u.owner.Kind, err)
 	if err != nil {
-		u.events.Eventf(obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", u.owner.Kind, err)
+		u.events.Eventf(u.obj, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Finalizing", "Deleting the anchor of the %s failed: %v", u.owner.Kind, err)
 		return fmt.Errorf("deleting the anchor of %s: %w", u.owner, err)
 	}
 	u.written.forgetOwner(u.owner.UID)
-	return removeFinalizer(ctx, u.cluster.GetClient(), obj, finalizer)
+	return removeFinalizer(ctx, u.cluster.GetClient(), u.obj, u.finalizer)
 }
 
 // hubWriter is the writer of the owner's downstream objects in hubNS through hub.
-func (u *upstream) hubWriter(hub client.Client, hubNS string, m *Metrics) hubWriter {
-	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: m, written: u.written}
+func (u *upstream) hubWriter(hub client.Client, hubNS string) hubWriter {
+	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: u.metrics, written: u.written}
 }
 
 // mappedNamespaceIsProjects returns an error wrapping anchor.ErrForeign when hubNS is
