@@ -20,7 +20,8 @@
 //   - cache.go, cached_anchor.go: the metadata-only hub anchor cache, StrictCacheOption
 //   - hubclock.go: the hub's time, from the Date headers of its responses
 //   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
-//   - report.go: pass reports, their table and JSON
+//   - report.go: pass reports
+//   - table.go: the operator's table of pass reports (the sweep's JSON is cmd/manager's)
 //   - sweep.go: Sweep, one pass over every project without sharding
 //
 // Glossary:
