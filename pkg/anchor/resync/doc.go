@@ -21,6 +21,7 @@
 //   - hubclock.go: the hub's time, from the Date headers of its responses
 //   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
 //   - report.go: pass reports
+//   - events.go: the Events a pass raises (on the Secret, on anchors), while admitted
 //   - table.go: the operator's table of pass reports (the sweep's JSON is cmd/manager's)
 //   - sweep.go: Sweep, one pass over every project without sharding
 //

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -95,23 +94,6 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}
 	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
-}
-
-// admittedEvents records an Event only while the project is admitted (docs/design.md,
-// Open work, item 2); the broadcaster sends it later.
-type admittedEvents struct {
-	admission Admission
-	project   string
-	next      events.EventRecorder
-}
-
-func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
-	_, release, err := a.admission.Enter(context.Background(), a.project)
-	if err != nil {
-		return
-	}
-	defer release()
-	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
 // pass is one resync pass over one project; each step runs inside its admission.
@@ -390,4 +372,16 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 		p.log.Info("Dropped the plane identity record of a retired project", "record", p.leaseNamespace+"/"+PlaneIdentityName(p.project), "tombstone", name)
 	}
 	return nil
+}
+
+// reportOf turns an item into its report line.
+func (p *pass) reportOf(it *item) AnchorReport {
+	age := p.now().Sub(it.obj.CreationTimestamp.Time)
+	if age < 0 {
+		age = 0
+	}
+	return AnchorReport{
+		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
+		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+	}
 }

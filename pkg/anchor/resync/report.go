@@ -2,11 +2,8 @@ package resync
 
 import (
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"anchorage/pkg/anchor"
@@ -108,59 +105,6 @@ func (r PassReport) Find(name string) (AnchorReport, bool) {
 
 // ownerRef names an owner in tables, logs and details: "Kind namespace/name".
 func ownerRef(o anchor.Owner) string { return fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name) }
-
-// collectionNote is an Event's note about a collected anchor: enough to recreate it by
-// re-reconciling the owner.
-func collectionNote(it *item) string {
-	labels := make([]string, 0, len(it.obj.Labels))
-	for k, v := range it.obj.Labels {
-		labels = append(labels, k+"="+v)
-	}
-	sort.Strings(labels)
-	deps := "none"
-	if len(it.deps) > 0 {
-		deps = strings.Join(it.deps, ", ")
-	}
-	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
-		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
-}
-
-// warn raises a Warning Event on the project's Secret.
-func (p *pass) warn(reason, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeWarning, reason, "Halt", format, args...)
-}
-
-// notice raises a Normal Event on the project's Secret.
-func (p *pass) notice(reason, action, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeNormal, reason, action, format, args...)
-}
-
-func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any) {
-	if p.events == nil || p.secret == nil {
-		return
-	}
-	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
-	p.events.Eventf(ref, nil, eventtype, reason, action, format, args...)
-}
-
-// reportOf turns an item into its report line.
-func (p *pass) reportOf(it *item) AnchorReport {
-	age := p.now().Sub(it.obj.CreationTimestamp.Time)
-	if age < 0 {
-		age = 0
-	}
-	return AnchorReport{
-		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
-		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
-	}
-}
 
 // projectOfLabels is the project an anchor's labels name, "" when they name none.
 func projectOfLabels(labels map[string]string) string {
