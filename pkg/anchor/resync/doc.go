@@ -13,11 +13,14 @@
 //   - dependents.go: listing and judging the hub objects that hang on an anchor
 //   - writes.go: what the live path writes on the hub, which decides claims
 //   - claims.go: releasing the hostname claims of Gateways proven absent
-//   - gates.go: operator switches, kubeconfig Secrets, plane identity records, tombstones
+//   - gates.go: operator switches, kubeconfig Secrets, tombstones
+//   - plane_identity.go: the plane identity record: read, written, acknowledged, compared
 //   - retired.go: passes over retired projects under the coordinator's admission
 //   - live.go: Plane, reads of a project's owner cache and API server
 //   - failures.go: which failed reads make a plane unreachable
-//   - cache.go, cached_anchor.go: the metadata-only hub anchor cache, StrictCacheOption
+//   - anchor_source.go: AnchorSource, and the sweep's one list of the hub's anchors
+//   - anchor_cache.go, cached_anchor.go: the metadata-only hub anchor cache
+//   - strict_cache.go: StrictCacheOption and StrictReader, a project cluster's cache
 //   - hubclock.go: the hub's time, from the Date headers of its responses
 //   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
 //   - report.go: pass reports

@@ -105,12 +105,3 @@ func (r PassReport) Find(name string) (AnchorReport, bool) {
 
 // ownerRef names an owner in tables, logs and details: "Kind namespace/name".
 func ownerRef(o anchor.Owner) string { return fmt.Sprintf("%s %s/%s", o.Kind, o.Namespace, o.Name) }
-
-// projectOfLabels is the project an anchor's labels name, "" when they name none.
-func projectOfLabels(labels map[string]string) string {
-	p, err := anchor.ProjectFromClusterName(labels[anchor.LabelClusterName])
-	if err != nil {
-		return ""
-	}
-	return p
-}
