@@ -104,11 +104,24 @@ type pass struct {
 	memory  *projectMemory
 	log     logr.Logger
 
-	rep         PassReport
-	items       []*item
-	secret      *metav1.PartialObjectMetadata
+	rep   PassReport
+	items []*item
+	examined
+	planeReads
+	collecting
+}
+
+// examined is what the examine phase learns of the project.
+type examined struct {
+	secret *metav1.PartialObjectMetadata
+	// retired: no Secret, and a tombstone retires the project.
+	retired    bool
+	planeCheck planeCheck
+}
+
+// planeReads is what this pass's live reads of the plane found (examine and prove).
+type planeReads struct {
 	namespaces  map[string]NamespaceState
-	others      map[ownerKey]otherOwner
 	failures    int
 	unreachable bool
 	// forbidden holds the owner kinds refused with a 403 in this pass, with the detail.
@@ -116,13 +129,14 @@ type pass struct {
 	// ownerLists holds this pass's batched owner lists; unlistable, the kinds refused.
 	ownerLists map[ownerBatch]ownerList
 	unlistable map[schema.GroupKind]bool
+}
+
+// collecting is what the collect phase reads and keeps, once per pass.
+type collecting struct {
+	others   map[ownerKey]otherOwner
+	enqueued map[anchor.Owner]bool
 	// switchReadAt is when the runtime switch was last read (zero: not yet).
 	switchReadAt time.Time
-	// retired: no Secret, and the tombstone named tombstone retires the project.
-	retired    bool
-	tombstone  string
-	planeCheck planeCheck
-	enqueued   map[anchor.Owner]bool
 	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
 	kinds    []DependentKind
 	kindsErr error
@@ -351,7 +365,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
 	}
-	p.retired, p.tombstone, p.rep.Retired = true, name, true
+	p.retired, p.rep.Retired = true, true
 	p.rep.Plane = PlaneUnverified
 	p.rep.PlaneDetail = fmt.Sprintf("retired (tombstone %s/%s), no kubeconfig Secret", p.leaseNamespace, name)
 	now := p.now()
