@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -353,60 +351,4 @@ func refuseWhileReplicasRun(ctx context.Context, hub *rest.Config, namespace str
 			strings.Join(pods, ", "), namespace)
 	}
 	return nil
-}
-
-// sweepPrinter writes each project's row as soon as the sweep reports it final, the rest
-// at the end (sorted), then the anchors without a project Secret.
-type sweepPrinter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	format  string
-	only    map[string]bool // nil: every project
-	printed map[string]bool
-	err     error
-}
-
-func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinter {
-	p := &sweepPrinter{w: w, format: format, printed: map[string]bool{}}
-	if len(projects) > 0 {
-		p.only = map[string]bool{}
-		for _, name := range projects {
-			p.only[name] = true
-		}
-	}
-	return p
-}
-
-// report writes one project's row unless it was written already or is not asked for.
-// It is resync.SweepOptions.OnReport: safe for concurrent use.
-func (p *sweepPrinter) report(r resync.PassReport) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.printed[r.Project] || (p.only != nil && !p.only[r.Project]) || p.err != nil {
-		return
-	}
-	p.printed[r.Project] = true
-	if p.format == outputJSON {
-		p.err = resync.WriteProjectJSON(p.w, r)
-	} else {
-		p.err = resync.WriteProjectTable(p.w, r)
-	}
-}
-
-// finish writes the reports not streamed yet, then the unowned anchors.
-func (p *sweepPrinter) finish(reports []resync.PassReport, unowned []resync.AnchorReport) error {
-	sorted := slices.Clone(reports)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Project < sorted[j].Project })
-	for _, r := range sorted {
-		p.report(r)
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.err != nil {
-		return p.err
-	}
-	if p.format == outputJSON {
-		return resync.WriteUnownedJSON(p.w, unowned)
-	}
-	return resync.WriteUnownedTable(p.w, unowned)
 }

@@ -35,7 +35,7 @@ import (
 	"anchorage/pkg/shard"
 )
 
-// Data keys of a plane identity record (pkg/anchor/resync, gates.go): the plane it
+// Data keys of a plane identity record (pkg/anchor/resync, plane_identity.go): the plane it
 // records and the Secret it was last verified with.
 const (
 	recordKeyPlane  = "default-namespace-uid"

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -288,11 +287,7 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 	names := claimerNames(claimers)
 	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
 	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
-	if p.events != nil {
-		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
-		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
-			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
-	}
+	p.claimExpiredEvent(it)
 }
 
 // readOtherOwner reads the owner a dependent's labels name, and its namespace's state
@@ -381,10 +376,7 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		if gone {
 			it.detail = "already gone"
 		}
-		if p.events != nil {
-			ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
-			p.events.Eventf(ref, nil, corev1.EventTypeNormal, "AnchorCollected", "Delete", "%s", truncate(collectionNote(it), 1000))
-		}
+		p.collectedEvent(key, uid, it)
 		return nil
 	})
 }

@@ -3,25 +3,37 @@
 // rules and their reasons are in docs/design.md, Anchor resync; the operator's controls
 // in docs/recovery.md. Anchor identity and the precondition delete are package anchor's.
 //
-// Open decide.go first: Decide is pure and holds every rule. The other files:
+// Open decide.go first: Decide is pure and holds every rule. A pass gathers facts
+// (examine, prove), decides each anchor, then acts (remember, collect, release claims):
 //
-//   - resync.go: Resync and Config, the per-project loop, the report of unowned anchors
-//   - pass.go: one pass over one project, its phases, and the examine phase
+//   - pass.go: one pass over one project, its phases, its state by phase, and examine
 //   - prove.go: the prove and remember phases (live reads, proofs kept for confirmation)
 //   - owners.go: batched live lists of owners, one per kind and upstream namespace
 //   - collect.go: the collect phase (ceiling, cap, dependents, switch, delete)
 //   - dependents.go: listing and judging the hub objects that hang on an anchor
 //   - writes.go: what the live path writes on the hub, which decides claims
 //   - claims.go: releasing the hostname claims of Gateways proven absent
-//   - gates.go: operator switches, kubeconfig Secrets, plane identity records, tombstones
-//   - retired.go: passes over retired projects under the coordinator's admission
+//
+// What a pass reads and writes besides anchors:
+//
+//   - gates.go: operator switches, kubeconfig Secrets, tombstones
+//   - plane_identity.go: the plane identity record: read, written, acknowledged, compared
 //   - live.go: Plane, reads of a project's owner cache and API server
 //   - failures.go: which failed reads make a plane unreachable
-//   - cache.go, cached_anchor.go: the metadata-only hub anchor cache, StrictCacheOption
+//   - anchor_source.go: AnchorSource, and the sweep's one list of the hub's anchors
+//   - anchor_cache.go, cached_anchor.go: the metadata-only hub anchor cache
+//   - strict_cache.go: StrictCacheOption and StrictReader, a project cluster's cache
 //   - hubclock.go: the hub's time, from the Date headers of its responses
-//   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
-//   - report.go: pass reports, their table and JSON
+//
+// What a pass tells, who runs passes, and their knobs:
+//
+//   - report.go: pass reports
+//   - events.go: the Events a pass raises (on the Secret, on anchors), while admitted
+//   - table.go: the operator's table of pass reports (the sweep's JSON is cmd/manager's)
+//   - resync.go: Resync and Config, the per-project loop, the report of unowned anchors
+//   - retired.go: passes over retired projects under the coordinator's admission
 //   - sweep.go: Sweep, one pass over every project without sharding
+//   - options.go, metrics.go, rbac.go: knobs, metrics, hub RBAC markers
 //
 // Glossary:
 //

@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
@@ -97,23 +96,6 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
 }
 
-// admittedEvents records an Event only while the project is admitted (docs/design.md,
-// Open work, item 2); the broadcaster sends it later.
-type admittedEvents struct {
-	admission Admission
-	project   string
-	next      events.EventRecorder
-}
-
-func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
-	_, release, err := a.admission.Enter(context.Background(), a.project)
-	if err != nil {
-		return
-	}
-	defer release()
-	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
-}
-
 // pass is one resync pass over one project; each step runs inside its admission.
 type pass struct {
 	passDeps
@@ -122,11 +104,24 @@ type pass struct {
 	memory  *projectMemory
 	log     logr.Logger
 
-	rep         PassReport
-	items       []*item
-	secret      *metav1.PartialObjectMetadata
+	rep   PassReport
+	items []*item
+	examined
+	planeReads
+	collecting
+}
+
+// examined is what the examine phase learns of the project.
+type examined struct {
+	secret *metav1.PartialObjectMetadata
+	// retired: no Secret, and a tombstone retires the project.
+	retired    bool
+	planeCheck planeCheck
+}
+
+// planeReads is what this pass's live reads of the plane found (examine and prove).
+type planeReads struct {
 	namespaces  map[string]NamespaceState
-	others      map[ownerKey]otherOwner
 	failures    int
 	unreachable bool
 	// forbidden holds the owner kinds refused with a 403 in this pass, with the detail.
@@ -134,13 +129,14 @@ type pass struct {
 	// ownerLists holds this pass's batched owner lists; unlistable, the kinds refused.
 	ownerLists map[ownerBatch]ownerList
 	unlistable map[schema.GroupKind]bool
+}
+
+// collecting is what the collect phase reads and keeps, once per pass.
+type collecting struct {
+	others   map[ownerKey]otherOwner
+	enqueued map[anchor.Owner]bool
 	// switchReadAt is when the runtime switch was last read (zero: not yet).
 	switchReadAt time.Time
-	// retired: no Secret, and the tombstone named tombstone retires the project.
-	retired    bool
-	tombstone  string
-	planeCheck planeCheck
-	enqueued   map[anchor.Owner]bool
 	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
 	kinds    []DependentKind
 	kindsErr error
@@ -369,7 +365,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
 	}
-	p.retired, p.tombstone, p.rep.Retired = true, name, true
+	p.retired, p.rep.Retired = true, true
 	p.rep.Plane = PlaneUnverified
 	p.rep.PlaneDetail = fmt.Sprintf("retired (tombstone %s/%s), no kubeconfig Secret", p.leaseNamespace, name)
 	now := p.now()
@@ -390,4 +386,16 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 		p.log.Info("Dropped the plane identity record of a retired project", "record", p.leaseNamespace+"/"+PlaneIdentityName(p.project), "tombstone", name)
 	}
 	return nil
+}
+
+// reportOf turns an item into its report line.
+func (p *pass) reportOf(it *item) AnchorReport {
+	age := p.now().Sub(it.obj.CreationTimestamp.Time)
+	if age < 0 {
+		age = 0
+	}
+	return AnchorReport{
+		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
+		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+	}
 }

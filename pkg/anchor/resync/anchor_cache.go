@@ -7,13 +7,11 @@ import (
 	"hash/fnv"
 	"net/http"
 	"strconv"
-	"strings"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -22,20 +20,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"anchorage/pkg/anchor"
 )
-
-// AnchorSource lists the anchors a pass examines: the metadata of ConfigMaps carrying
-// LabelClusterName, not all of them anchors (the pass checks).
-type AnchorSource interface {
-	// ProjectAnchors returns the items whose LabelClusterName decodes to project.
-	ProjectAnchors(ctx context.Context, project string) ([]metav1.PartialObjectMetadata, error)
-	// Named returns the items named name, in any namespace and of any project.
-	Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error)
-}
 
 // Index names of the anchor cache.
 const (
@@ -240,152 +227,6 @@ func nameBucket(name string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
 	return strconv.FormatUint(uint64(h.Sum32()%nameBuckets), 16)
-}
-
-// coreMeta and coreMetaList are empty metadata-only objects of a core kind.
-func coreMeta(kind string) *metav1.PartialObjectMetadata {
-	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-}
-
-func coreMetaList(kind string) *metav1.PartialObjectMetadataList {
-	return &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}}
-}
-
-// listedAnchors is an AnchorSource over one list of the hub, for the one-shot sweep.
-type listedAnchors struct {
-	byProject map[string][]metav1.PartialObjectMetadata
-	byName    map[string][]metav1.PartialObjectMetadata
-}
-
-// listAnchors lists, live and by pages, the metadata of every ConfigMap carrying
-// LabelClusterName.
-func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, error) {
-	out := &listedAnchors{byProject: map[string][]metav1.PartialObjectMetadata{}, byName: map[string][]metav1.PartialObjectMetadata{}}
-	calls := 0
-	cont := ""
-	for {
-		list := coreMetaList("ConfigMapList")
-		calls++
-		err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont))
-		if err != nil {
-			return nil, calls, fmt.Errorf("listing anchors on the hub: %w", err)
-		}
-		for _, item := range list.Items {
-			p := projectOfLabels(item.Labels)
-			out.byProject[p] = append(out.byProject[p], item)
-			out.byName[item.Name] = append(out.byName[item.Name], item)
-		}
-		if cont = list.Continue; cont == "" {
-			return out, calls, nil
-		}
-	}
-}
-
-func (l *listedAnchors) ProjectAnchors(_ context.Context, project string) ([]metav1.PartialObjectMetadata, error) {
-	return l.byProject[project], nil
-}
-
-func (l *listedAnchors) Named(_ context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
-	return l.byName[name], nil
-}
-
-// StrictCacheOption builds a project cluster's cache in ReaderFailOnMissingInformer
-// mode for the resync (StrictReader), wrapped so that every other reader still starts
-// a missing informer on first use.
-func StrictCacheOption() cluster.Option {
-	return func(o *cluster.Options) {
-		inner := o.NewCache
-		if inner == nil {
-			inner = cache.New
-		}
-		o.NewCache = func(cfg *rest.Config, co cache.Options) (cache.Cache, error) {
-			co.ReaderFailOnMissingInformer = true
-			c, err := inner(cfg, co)
-			if err != nil {
-				return nil, err
-			}
-			return &lazyCache{Cache: c, scheme: co.Scheme}, nil
-		}
-	}
-}
-
-// StrictReader returns the reader of c that fails with cache.ErrResourceNotCached for a
-// kind c does not already watch, if c was built with StrictCacheOption.
-func StrictReader(c cache.Cache) (client.Reader, bool) {
-	l, ok := c.(*lazyCache)
-	if !ok {
-		return nil, false
-	}
-	return l.Cache, true
-}
-
-// lazyCache is a strict cache that starts the informer of a kind not yet watched and
-// reads again, as a default cache does.
-type lazyCache struct {
-	cache.Cache
-	scheme *runtime.Scheme
-}
-
-func isNotCached(err error) bool {
-	var nc *cache.ErrResourceNotCached
-	return errors.As(err, &nc)
-}
-
-// Get implements client.Reader.
-func (l *lazyCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	err := l.Cache.Get(ctx, key, obj, opts...)
-	if !isNotCached(err) {
-		return err
-	}
-	if _, err := l.Cache.GetInformer(ctx, obj); err != nil {
-		return err
-	}
-	return l.Cache.Get(ctx, key, obj, opts...)
-}
-
-// List implements client.Reader.
-func (l *lazyCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	err := l.Cache.List(ctx, list, opts...)
-	if !isNotCached(err) {
-		return err
-	}
-	item, err := l.itemOf(list)
-	if err != nil {
-		return err
-	}
-	if _, err := l.Cache.GetInformer(ctx, item); err != nil {
-		return err
-	}
-	return l.Cache.List(ctx, list, opts...)
-}
-
-// itemOf returns an empty item of list's kind and flavour (typed, unstructured or
-// metadata): the cache keys informers by both.
-func (l *lazyCache) itemOf(list client.ObjectList) (client.Object, error) {
-	gvk, err := apiutil.GVKForObject(list, l.scheme)
-	if err != nil {
-		return nil, err
-	}
-	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	switch list.(type) {
-	case *unstructured.UnstructuredList:
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		return u, nil
-	case *metav1.PartialObjectMetadataList:
-		p := &metav1.PartialObjectMetadata{}
-		p.SetGroupVersionKind(gvk)
-		return p, nil
-	}
-	obj, err := l.scheme.New(gvk)
-	if err != nil {
-		return nil, err
-	}
-	cobj, ok := obj.(client.Object)
-	if !ok {
-		return nil, fmt.Errorf("%s is not a client.Object", gvk)
-	}
-	return cobj, nil
 }
 
 // StartSynced runs the cache outside a manager (a tool, a test) and waits until it has

@@ -1,0 +1,92 @@
+package resync
+
+// The Events a pass raises: on the project's Secret, and on the anchors it judges or
+// collects; every one only while the project is admitted.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// admittedEvents records an Event only while the project is admitted (docs/design.md,
+// Open work, item 2); the broadcaster sends it later.
+type admittedEvents struct {
+	admission Admission
+	project   string
+	next      events.EventRecorder
+}
+
+func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...interface{}) {
+	_, release, err := a.admission.Enter(context.Background(), a.project)
+	if err != nil {
+		return
+	}
+	defer release()
+	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
+}
+
+// warn raises a Warning Event on the project's Secret.
+func (p *pass) warn(reason, format string, args ...any) {
+	p.secretEvent(corev1.EventTypeWarning, reason, "Halt", format, args...)
+}
+
+// notice raises a Normal Event on the project's Secret.
+func (p *pass) notice(reason, action, format string, args ...any) {
+	p.secretEvent(corev1.EventTypeNormal, reason, action, format, args...)
+}
+
+func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any) {
+	if p.events == nil || p.secret == nil {
+		return
+	}
+	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "Secret", Namespace: p.secret.Namespace, Name: p.secret.Name, UID: p.secret.UID}
+	p.events.Eventf(ref, nil, eventtype, reason, action, format, args...)
+}
+
+// claimExpiredEvent raises the Warning Event of a claim that expired on the stale anchor.
+func (p *pass) claimExpiredEvent(it *item) {
+	if p.events != nil {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
+		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
+			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
+	}
+}
+
+// collectedEvent raises the Normal Event of a collected anchor (collectionNote).
+func (p *pass) collectedEvent(key client.ObjectKey, uid types.UID, it *item) {
+	if p.events != nil {
+		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
+		p.events.Eventf(ref, nil, corev1.EventTypeNormal, "AnchorCollected", "Delete", "%s", truncate(collectionNote(it), 1000))
+	}
+}
+
+// collectionNote is an Event's note about a collected anchor: enough to recreate it by
+// re-reconciling the owner.
+func collectionNote(it *item) string {
+	labels := make([]string, 0, len(it.obj.Labels))
+	for k, v := range it.obj.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	sort.Strings(labels)
+	deps := "none"
+	if len(it.deps) > 0 {
+		deps = strings.Join(it.deps, ", ")
+	}
+	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
+		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
