@@ -81,11 +81,11 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 }
 
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
-// when not nil), rate-limited on its own (qps, burst; Options' defaults when zero).
+// when not nil), rate-limited on its own (qps, burst; dependentsQPS and dependentsBurst
+// when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
-	d := Options{}.WithDefaults()
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = d.DependentsQPS, d.DependentsBurst, nil
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = dependentsQPS, dependentsBurst, nil
 	if qps > 0 {
 		cfg.QPS = qps
 	}

@@ -60,6 +60,17 @@ var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 // secretKind is never read live nor listed: the manager holds no one's credentials.
 var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 
+// The resync's bounds no operator turns: their defaults are what a fleet wants, and no
+// flag sets them (docs/design.md, Throttle, not halt).
+const (
+	deletionBurst = 20 // deletions a replica may make at once, beside DeletionQPS
+	// liveQPS and liveBurst pace the live reads of one plane.
+	liveQPS, liveBurst = 50, 100
+	// dependentsQPS and dependentsBurst pace the hub lists of anchors' dependents.
+	dependentsQPS, dependentsBurst = 50, 100
+	liveTimeout                    = 5 * time.Second // bounds each live read of a plane
+)
+
 // Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
 // the defaults stated on each field; Validate rejects unsafe combinations.
 type Options struct {
@@ -82,17 +93,8 @@ type Options struct {
 	MaxDeletionsPerPass int
 	// HaltAbove: a pass with more collectable anchors deletes none. Default 500.
 	HaltAbove int
-	// DeletionQPS and DeletionBurst rate-limit a replica's deletions. Default 10, 20.
-	DeletionQPS   float32
-	DeletionBurst int
-	// LiveQPS and LiveBurst rate-limit live reads of one plane. Default 50, 100.
-	LiveQPS   float32
-	LiveBurst int
-	// DependentsQPS and DependentsBurst rate-limit the dependents lists. Default 50, 100.
-	DependentsQPS   float32
-	DependentsBurst int
-	// LiveTimeout bounds each live read of a plane. Default 5s.
-	LiveTimeout time.Duration
+	// DeletionQPS rate-limits a replica's deletions (burst deletionBurst). Default 10.
+	DeletionQPS float32
 	// Workers bounds the passes that run at once on a replica. Default 4.
 	Workers int
 	// ClaimPasses: see Timing.ClaimPasses. Default 3.
@@ -123,27 +125,18 @@ func (o Options) WithDefaults() Options {
 			*v = d
 		}
 	}
-	setQPS := func(v *float32, d float32) {
-		if *v == 0 {
-			*v = d
-		}
-	}
 	setDur(&o.Period, 10*time.Minute)
 	setDur(&o.InitialJitter, 30*time.Second)
 	setDur(&o.ConfirmAfter, 30*time.Second)
 	setDur(&o.MinAge, 5*time.Minute)
 	setDur(&o.StuckAfter, time.Hour)
-	setDur(&o.LiveTimeout, 5*time.Second)
 	setInt(&o.MaxDeletionsPerPass, 50)
 	setInt(&o.HaltAbove, 500)
-	setInt(&o.DeletionBurst, 20)
-	setInt(&o.LiveBurst, 100)
 	setInt(&o.Workers, 4)
-	setInt(&o.DependentsBurst, 100)
 	setInt(&o.ClaimPasses, 3)
-	setQPS(&o.DependentsQPS, 50)
-	setQPS(&o.DeletionQPS, 10)
-	setQPS(&o.LiveQPS, 50)
+	if o.DeletionQPS == 0 {
+		o.DeletionQPS = 10
+	}
 	if o.Finalizers == nil {
 		o.Finalizers = DefaultFinalizers
 	}
@@ -163,9 +156,9 @@ func (o Options) WithDefaults() Options {
 func (o Options) Validate() error {
 	o = o.WithDefaults()
 	switch {
-	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0, o.LiveTimeout < 0:
+	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0:
 		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.DeletionBurst < 0, o.LiveBurst < 0, o.Workers < 0, o.ClaimPasses < 0, o.DeletionQPS < 0, o.LiveQPS < 0, o.DependentsQPS < 0, o.DependentsBurst < 0:
+	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.Workers < 0, o.ClaimPasses < 0, o.DeletionQPS < 0:
 		return errors.New("resync limits must not be negative")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)

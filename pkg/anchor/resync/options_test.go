@@ -47,7 +47,7 @@ func TestResyncOptionsValidate(t *testing.T) {
 		{"a cap above the ceiling could never be reached", resync.Options{MaxDeletionsPerPass: 600}, "ceiling (500) must not be below the per-pass cap (600)"},
 		{"confirmation must come before the next pass", resync.Options{Period: time.Minute, ConfirmAfter: time.Minute}, "confirmation delay"},
 		{"negative durations", resync.Options{MinAge: -time.Second}, "must not be negative"},
-		{"negative limits", resync.Options{LiveQPS: -1}, "must not be negative"},
+		{"negative limits", resync.Options{DeletionQPS: -1}, "must not be negative"},
 		{"Secrets are never an owner kind read live", resync.Options{LiveOwnerKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
 		{"Secrets are never listed as dependents", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
 		{"no wildcard kinds", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Group: "*", Kind: "*"}}}, "no wildcards"},

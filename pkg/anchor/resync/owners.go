@@ -96,7 +96,7 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 		var page *metav1.PartialObjectMetadataList
 		var listErr error
 		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
+			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 			defer cancel()
 			page, listErr = listOwnerPage(rctx, p.plane.Live, mapping, b.Namespace, cont)
 			p.rep.APICalls++

@@ -62,7 +62,7 @@ type projectMemory struct {
 }
 
 func newProjectMemory(o Options) *projectMemory {
-	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(o.LiveQPS, o.LiveBurst)}
+	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(liveQPS, liveBurst)}
 }
 
 // passDeps is what every pass of one runner (a Resync, a sweep, a test) shares.
@@ -317,7 +317,7 @@ func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 // project on a change.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
-	rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
+	rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	current, err := p.plane.readPlaneIdentity(rctx)
 	cancel()
 	p.rep.APICalls++

@@ -109,7 +109,7 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 			return st, err
 		}
 		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
+			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 			defer cancel()
 			var err error
 			st, err = p.plane.readNamespace(rctx, ns, hubNS)
@@ -161,7 +161,7 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 	var obs Observation
 	var detail string
 	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-		rctx, cancel := context.WithTimeout(ctx, p.opts.LiveTimeout)
+		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 		defer cancel()
 		o, calls, err := p.plane.readLive(rctx, owner)
 		p.rep.APICalls += calls

@@ -89,7 +89,7 @@ type projectLoop struct {
 
 // newDeletionLimiter returns the rate limiter of a replica's deletions.
 func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
-	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, o.DeletionBurst)
+	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, deletionBurst)
 }
 
 // New builds a Resync. Add it to the multicluster manager (mgr.Add), which also
@@ -166,7 +166,7 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 		cfg.Anchors = anchors
 	}
 	ro := cfg.Options.WithDefaults()
-	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), ro.DependentsQPS, ro.DependentsBurst)
+	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), dependentsQPS, dependentsBurst)
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +302,7 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 }
 
 // liveReader returns an uncached reader of the project's plane. It shares the
-// cluster's connections, not its client-side rate limiter: LiveQPS paces these reads.
+// cluster's connections, not its client-side rate limiter: liveQPS paces these reads.
 func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	cfg := rest.CopyConfig(cl.GetConfig())
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil

@@ -72,7 +72,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the hub client: %w", err)
 	}
-	deps, err := NewHubDependentLister(opts.Hub, nil, DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), ro.DependentsQPS, ro.DependentsBurst)
+	deps, err := NewHubDependentLister(opts.Hub, nil, DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), dependentsQPS, dependentsBurst)
 	if err != nil {
 		return nil, nil, err
 	}
