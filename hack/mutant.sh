@@ -20,7 +20,7 @@ scratch=$(mktemp -d "${TMPDIR:-/tmp}/anchorage-mutant-$name.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
 # The working tree as it is (tracked and untracked files, not ignored ones such as bin/).
 git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-  [ -e "$f" ] && printf '%s\0' "$f"
+  if [ -e "$f" ]; then printf '%s\0' "$f"; fi # a tracked file deleted in the tree is left out
 done | tar --null -T - -cf - | tar -xf - -C "$scratch"
 (cd "$scratch" && git apply --whitespace=nowarn "$patch") || { echo "mutant: bench/mutants/$name.patch does not apply to this tree" >&2; exit 1; }
 if [ "${1:-}" = "--" ]; then
