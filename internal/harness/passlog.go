@@ -6,8 +6,9 @@ import (
 	"anchorage/pkg/anchor/resync"
 )
 
-// PassLog is a resync.Observer that keeps every examination and every report of the
-// passes, not aborted, of one replica (Manager.ResyncLog).
+// PassLog is a resync.Observer that keeps every examination and every pass report of
+// one replica, aborted passes included (Manager.ResyncLog): an aborted pass may have
+// deleted anchors before it ended.
 type PassLog struct {
 	mu        sync.Mutex
 	reports   map[string][]resync.PassReport

@@ -45,7 +45,8 @@ type Examination struct {
 type Observer interface {
 	// Examined: an anchor looked at by a pass, under admission.
 	Examined(Examination)
-	// PassDone: a pass not aborted ended; completed says it ran without error.
+	// PassDone: a pass ended, aborted ones included (rep.Aborted says why); completed
+	// says it ran to its end without error.
 	PassDone(rep PassReport, completed bool)
 }
 

@@ -353,6 +353,11 @@ func (r *Resync) record(rep PassReport, err error, log logr.Logger) {
 	}
 	if result == passAborted {
 		log.V(1).Info("Resync pass did not run to its end", "reason", err.Error(), "deleted", rep.CountAction(ActionDeleted))
+		if r.cfg.Observer != nil {
+			r.mu.Lock()
+			r.cfg.Observer.PassDone(rep, false)
+			r.mu.Unlock()
+		}
 		return
 	}
 	r.m.seen.Add(float64(len(rep.Anchors)))
