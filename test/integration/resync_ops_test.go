@@ -87,7 +87,9 @@ func TestResyncThrottleDryRunSwitchAndExclusion(t *testing.T) {
 	withDeletions := 0
 	var first resync.PassReport
 	for _, r := range m.ResyncLog.Reports(rt.project)[mark:] {
-		n := r.CountAction(resync.ActionDeleted)
+		// The cap counts attempts: a delete that failed (a timeout on a loaded machine)
+		// may still have committed, and then no later pass sees that anchor again.
+		n := r.CountAction(resync.ActionDeleted) + r.CountAction(resync.ActionFailed)
 		g.Expect(n).To(BeNumerically("<=", 5))
 		if n > 0 {
 			if withDeletions == 0 {
