@@ -152,11 +152,7 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 // Gateway and Certificates, and releases the claims and deletes the Certificates of
 // listeners that are gone. It returns the downstream Gateway as the hub holds it.
 func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) (*gatewayv1.Gateway, error) {
-	upstreamNS := &corev1.Namespace{}
-	if err := s.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: s.gw.Namespace}, upstreamNS); err != nil {
-		return nil, fmt.Errorf("reading upstream namespace %s: %w", s.gw.Namespace, err)
-	}
-	hubNS, err := anchor.EnsureMappedNamespace(ctx, hub, s.project, upstreamNS)
+	hubNS, err := s.ensureMappedNamespace(ctx, hub)
 	if err != nil {
 		return nil, err
 	}

@@ -135,33 +135,31 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 	before := s.route.DeepCopy()
 	controller := r.Config.controllerName()
 	var notHeld *hostnamesNotHeldError
-	if errors.As(err, &notHeld) {
-		// Nothing written: on a hostname-less listener it would serve every hostname.
-		s.requeueAfter = claimRetryAfter
-		if notHeld.pending {
-			s.requeueAfter = finalizeRecheck
-		}
-		var parents []parentVerdict
-		for _, p := range s.parents {
-			parents = append(parents, parentVerdict{parent: p, refs: resolved, accepted: verdict{false, notHeld.reason(), notHeld.Error()}})
-		}
-		if !notHeld.pending && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted)) {
-			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", notHeld.Error())
-		}
-		setRouteParentStatus(s.route, parents, controller)
-		return true, patchStatus(ctx, s.cluster.GetClient(), before, s.route)
-	}
+	isNotHeld := errors.As(err, &notHeld)
 	var parents []parentVerdict
 	for _, p := range s.parents {
 		pv := parentVerdict{parent: p, refs: resolved}
-		if err != nil {
+		switch {
+		case isNotHeld:
+			pv.accepted = verdict{false, notHeld.reason(), notHeld.Error()}
+		case err != nil:
 			pv.accepted = verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}
-		} else {
+		default:
 			pv.accepted, pv.refs = routeEdgeVerdict(down, downstreamParent(down, p, s.route.Namespace), controller, resolved, r.Config.AssumeWrittenIsProgrammed)
 		}
 		parents = append(parents, pv)
 	}
 	switch {
+	case isNotHeld:
+		// Nothing written: on a hostname-less listener it would serve every hostname.
+		s.requeueAfter = claimRetryAfter
+		if notHeld.pending {
+			s.requeueAfter = finalizeRecheck
+		}
+		if !notHeld.pending && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted)) {
+			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", notHeld.Error())
+		}
+		err = nil // reported in the status, retried by the requeue
 	case err != nil:
 		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
 	case !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)):
@@ -206,11 +204,7 @@ func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, ro
 func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) (*gatewayv1.HTTPRoute, verdict, error) {
 	unknown := verdict{false, string(gatewayv1.RouteReasonBackendNotFound), "The backends were not resolved: the hub write failed first"}
 	reader := s.cluster.GetAPIReader()
-	upstreamNS := &corev1.Namespace{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: s.route.Namespace}, upstreamNS); err != nil {
-		return nil, unknown, fmt.Errorf("reading upstream namespace %s: %w", s.route.Namespace, err)
-	}
-	hubNS, err := anchor.EnsureMappedNamespace(ctx, hub, s.project, upstreamNS)
+	hubNS, err := s.ensureMappedNamespace(ctx, hub)
 	if err != nil {
 		return nil, unknown, err
 	}

@@ -167,6 +167,16 @@ func (u *upstream) releaseAnchor(ctx context.Context, hubNS string) error {
 	return removeFinalizer(ctx, u.cluster.GetClient(), u.obj, u.finalizer)
 }
 
+// ensureMappedNamespace ensures the hub namespace of the object's upstream namespace,
+// read live, and returns its name.
+func (u *upstream) ensureMappedNamespace(ctx context.Context, hub client.Client) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := u.cluster.GetAPIReader().Get(ctx, client.ObjectKey{Name: u.obj.GetNamespace()}, ns); err != nil {
+		return "", fmt.Errorf("reading upstream namespace %s: %w", u.obj.GetNamespace(), err)
+	}
+	return anchor.EnsureMappedNamespace(ctx, hub, u.project, ns)
+}
+
 // hubWriter is the writer of the owner's downstream objects in hubNS through hub.
 func (u *upstream) hubWriter(hub client.Client, hubNS string) hubWriter {
 	return hubWriter{hub: hub, owner: u.owner, ns: hubNS, metrics: u.metrics, written: u.written}
