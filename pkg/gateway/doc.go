@@ -13,7 +13,7 @@
 //   - clusters.go: Clusters and Admission (what the shard provides), liveClient.
 //   - phases.go: the reconcile runner admitAndRun, phases, admission refusals.
 //   - httpproxy_reconciler.go: proxy -> upstream Gateway, HTTPRoute and Services.
-//   - build_proxy.go, names.go: what a proxy produces, and the names it is given.
+//   - build_proxy.go: what a proxy produces, and the names it is given.
 //   - backend_policy.go: the backend hosts a tenant may not aim at.
 //   - gateway_reconciler.go: upstream Gateway -> downstream Gateway and Certificates.
 //   - hostname_claims.go: hostname claims; only held hostnames reach the hub.
@@ -23,19 +23,18 @@
 //   - upstream.go: the scope and finalizer shared by the Gateway and route reconcilers.
 //   - hub.go: hubWriter, which writes and deletes downstream objects on the hub.
 //   - project.go: finalizer and status patches on the project, mapped namespaces.
-//   - guard.go: the live guard; creates_once.go: one create per guard on the wire.
+//   - guard.go: the live guard, and one create per guard on the wire.
 //   - written.go: WrittenObjects, the hub objects this replica wrote, per owner.
-//   - status.go, live_status.go: the Programmed signal, judged on the live read.
-//   - own_changes.go: For-watch filters that drop a reconcile's own writes.
-//   - terminating_first.go: a finalizer's request goes first in the queue.
+//   - status.go: the Programmed signal, judged on the live read.
+//   - own_changes.go: For-watch filters that drop a reconcile's own writes; a
+//     finalizer's request goes first in the queue.
 //   - deferred_watch.go: watches a project starts only once it has proxies or Gateways.
-//   - fair_queue.go, fair_share.go, proxy_slots.go: per-project workers, hub writes and
-//     proxy cap.
+//   - fair_share.go: per-project workers, hub writes and proxy cap.
 //   - enqueue.go: Setup.Enqueue, and hub objects mapped back to their upstream owners.
 //   - previous_manager.go: what is inherited from the previous manager;
 //     EndpointSliceReconciler.
-//   - metrics.go, proxy_conditions.go: counters and the anchorage_httpproxies gauge.
-//   - events_within.go, bounded.go: Events bounded by admission, messages by size.
+//   - metrics.go: counters and the anchorage_httpproxies gauge.
+//   - events_within.go: Events bounded by admission, messages by size.
 //
 // # Glossary
 //

@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,8 +13,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
+
+	"anchorage/api/v1alpha"
 )
 
 // hubWriteLimits is one token bucket per project for its hub writes (docs/design.md,
@@ -158,4 +168,318 @@ func (c limitedSubResource) Patch(ctx context.Context, obj client.Object, patch 
 
 func (c limitedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
 	return c.wait.then(ctx, func() error { return c.SubResourceWriter.Apply(ctx, obj, opts...) })
+}
+
+// fairQueue is each gateway controller's work queue: one line per project, served round
+// robin over the projects with fewer than perProject being worked. It keeps client-go's
+// queue contract; of several delayed adds of one request the earliest wins.
+type fairQueue struct {
+	perProject int
+	limiter    workqueue.TypedRateLimiter[mcreconcile.Request]
+	clk        clock.WithDelayedExecution
+	depth      func(int) // told the number of queued requests after each change; may be nil
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	// lines are each project's queued requests; turns the projects with one, in order.
+	lines map[multicluster.ClusterName][]mcreconcile.Request
+	turns []multicluster.ClusterName
+	// queued are in a line; working handed out and not Done; again added while worked.
+	queued, working, again map[mcreconcile.Request]bool
+	inFlight               map[multicluster.ClusterName]int
+	// waiting is the time each delayed request is due.
+	waiting      map[mcreconcile.Request]time.Time
+	shuttingDown bool
+}
+
+func newFairQueue(perProject int, limiter workqueue.TypedRateLimiter[mcreconcile.Request], clk clock.WithDelayedExecution) *fairQueue {
+	q := &fairQueue{
+		perProject: max(perProject, 1), limiter: limiter, clk: clk,
+		lines:  map[multicluster.ClusterName][]mcreconcile.Request{},
+		queued: map[mcreconcile.Request]bool{}, working: map[mcreconcile.Request]bool{}, again: map[mcreconcile.Request]bool{},
+		inFlight: map[multicluster.ClusterName]int{}, waiting: map[mcreconcile.Request]time.Time{},
+	}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// Add queues req at the end of its project's line, unless it is queued already.
+func (q *fairQueue) Add(req mcreconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.addLocked(req)
+}
+
+func (q *fairQueue) addLocked(req mcreconcile.Request) {
+	switch {
+	case q.shuttingDown || q.queued[req]:
+		return
+	case q.working[req]:
+		q.again[req] = true
+		return
+	}
+	if len(q.lines[req.ClusterName]) == 0 {
+		q.turns = append(q.turns, req.ClusterName)
+	}
+	q.lines[req.ClusterName] = append(q.lines[req.ClusterName], req)
+	q.queued[req] = true
+	q.toldDepth()
+	q.cond.Signal()
+}
+
+// Get hands out the next request of the first project in turn below perProject, whose
+// turn moves to the end; it waits while none qualifies.
+func (q *fairQueue) Get() (mcreconcile.Request, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.shuttingDown {
+			return mcreconcile.Request{}, true
+		}
+		if req, ok := q.nextLocked(); ok {
+			return req, false
+		}
+		q.cond.Wait()
+	}
+}
+
+func (q *fairQueue) nextLocked() (mcreconcile.Request, bool) {
+	for i, project := range q.turns {
+		if q.inFlight[project] >= q.perProject {
+			continue
+		}
+		line := q.lines[project]
+		req := line[0]
+		q.turns = append(q.turns[:i:i], q.turns[i+1:]...)
+		if len(line) == 1 {
+			delete(q.lines, project)
+		} else {
+			q.lines[project] = line[1:]
+			q.turns = append(q.turns, project)
+		}
+		delete(q.queued, req)
+		q.working[req] = true
+		q.inFlight[project]++
+		q.toldDepth()
+		return req, true
+	}
+	return mcreconcile.Request{}, false
+}
+
+// Done ends the work on req, queueing it again if it was added meanwhile.
+func (q *fairQueue) Done(req mcreconcile.Request) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.working[req] {
+		return
+	}
+	delete(q.working, req)
+	if q.inFlight[req.ClusterName]--; q.inFlight[req.ClusterName] <= 0 {
+		delete(q.inFlight, req.ClusterName)
+	}
+	if q.again[req] {
+		delete(q.again, req)
+		q.addLocked(req)
+	}
+	// A project below its bound may unblock a worker that found none.
+	q.cond.Broadcast()
+}
+
+// AddAfter queues req once d has passed on the queue's clock.
+func (q *fairQueue) AddAfter(req mcreconcile.Request, d time.Duration) {
+	if d <= 0 {
+		q.Add(req)
+		return
+	}
+	q.mu.Lock()
+	due := q.clk.Now().Add(d)
+	if at, ok := q.waiting[req]; q.shuttingDown || (ok && !at.After(due)) {
+		q.mu.Unlock()
+		return
+	}
+	q.waiting[req] = due
+	q.mu.Unlock()
+	// Outside the lock: a fake clock runs the func within AfterFunc or Step.
+	q.clk.AfterFunc(d, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if at, ok := q.waiting[req]; !ok || !at.Equal(due) {
+			return // an earlier add replaced this one
+		}
+		delete(q.waiting, req)
+		q.addLocked(req)
+	})
+}
+
+// AddRateLimited queues req after the rate limiter's delay for it.
+func (q *fairQueue) AddRateLimited(req mcreconcile.Request) { q.AddAfter(req, q.limiter.When(req)) }
+
+// Forget clears req's failures in the rate limiter.
+func (q *fairQueue) Forget(req mcreconcile.Request) { q.limiter.Forget(req) }
+
+// NumRequeues is how often req has failed since it was last forgotten.
+func (q *fairQueue) NumRequeues(req mcreconcile.Request) int { return q.limiter.NumRequeues(req) }
+
+// Len is the number of queued requests, those being worked left out.
+func (q *fairQueue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queued)
+}
+
+// ShutDown stops handing out requests: every Get returns shutdown, adds are dropped.
+func (q *fairQueue) ShutDown() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.shuttingDown = true
+	q.cond.Broadcast()
+}
+
+// ShutDownWithDrain shuts down and waits until every request handed out is Done.
+func (q *fairQueue) ShutDownWithDrain() {
+	q.ShutDown()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.working) > 0 {
+		q.cond.Wait()
+	}
+}
+
+// ShuttingDown reports whether ShutDown was called.
+func (q *fairQueue) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shuttingDown
+}
+
+func (q *fairQueue) toldDepth() {
+	if q.depth != nil {
+		q.depth(len(q.queued))
+	}
+}
+
+// proxySlots caps the proxies a project programs: the first cap by creation time (then
+// namespace and name) hold a slot. The rank is read from the cache, never remembered,
+// so every replica agrees; a project's ranking is reused for rankFreshFor.
+type proxySlots struct {
+	cap     int
+	clk     clock.WithDelayedExecution
+	enqueue func(mcreconcile.Request)
+
+	mu       sync.Mutex
+	rankings *lru.Cache[string, *ranking]
+}
+
+// rankFreshFor is how long a project's ranking is reused.
+const rankFreshFor = time.Second
+
+// slotHandOverDelay is how long after a proxy is finalized the proxy taking its slot is
+// enqueued: past rankFreshFor and a cache's usual lag behind a delete.
+const slotHandOverDelay = 2 * time.Second
+
+// slotRecheck is how often a proxy past the cap looks again, in case of a missed hand-over.
+const slotRecheck = 10 * time.Minute
+
+type ranking struct {
+	at    time.Time
+	order []types.NamespacedName
+	rank  map[types.NamespacedName]int
+}
+
+func newProxySlots(limit int, clk clock.WithDelayedExecution, enqueue func(mcreconcile.Request)) *proxySlots {
+	rankings, err := lru.New[string, *ranking](maxLimitedProjects)
+	if err != nil {
+		panic(fmt.Sprintf("proxy slots: %v", err))
+	}
+	return &proxySlots{cap: limit, clk: clk, enqueue: enqueue, rankings: rankings}
+}
+
+// slotRefusal is the message of a proxy past the cap, or "" for one within it. rank
+// counts from 0; total is the project's proxies.
+func slotRefusal(rank, total, limit int) string {
+	if rank < limit {
+		return ""
+	}
+	return fmt.Sprintf("The project has %d proxies and programs at most %d, the oldest first; this proxy is number %d by creation time. It is programmed once %d older proxies are deleted, or the cap is raised",
+		total, limit, rank+1, rank+1-limit)
+}
+
+// refusal returns why proxy may not be programmed, or "" when it holds a slot.
+func (p *proxySlots) refusal(ctx context.Context, project string, reader client.Reader, proxy *v1alpha.HTTPProxy) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	key := client.ObjectKeyFromObject(proxy)
+	r, err := p.rankingOf(ctx, project, reader, key)
+	if err != nil {
+		return "", err
+	}
+	rank, ok := r.rank[key]
+	if !ok {
+		return "", nil // not in the cache at all: the reconcile ends at load next time
+	}
+	return slotRefusal(rank, len(r.order), p.cap), nil
+}
+
+func (p *proxySlots) rankingOf(ctx context.Context, project string, reader client.Reader, key types.NamespacedName) (*ranking, error) {
+	now := p.clk.Now()
+	p.mu.Lock()
+	r, ok := p.rankings.Get(project)
+	p.mu.Unlock()
+	if ok && now.Sub(r.at) < rankFreshFor {
+		if _, known := r.rank[key]; known {
+			return r, nil
+		}
+	}
+	list := &v1alpha.HTTPProxyList{}
+	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the project's proxies to rank them: %w", err)
+	}
+	r = rankProxies(list.Items, now)
+	p.mu.Lock()
+	p.rankings.Add(project, r)
+	p.mu.Unlock()
+	return r, nil
+}
+
+// rankProxies orders proxies oldest first; ties go by namespace and name.
+func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
+	type entry struct {
+		created time.Time
+		key     types.NamespacedName
+	}
+	entries := make([]entry, len(items))
+	for i := range items {
+		entries[i] = entry{items[i].CreationTimestamp.Time, client.ObjectKeyFromObject(&items[i])}
+	}
+	slices.SortFunc(entries, func(a, b entry) int {
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name))
+	})
+	r := &ranking{at: at, order: make([]types.NamespacedName, len(entries)), rank: make(map[types.NamespacedName]int, len(entries))}
+	for i, e := range entries {
+		r.order[i], r.rank[e.key] = e.key, i
+	}
+	return r
+}
+
+// released is told that a proxy of project is finalized: the first waiting, if any, is
+// enqueued.
+func (p *proxySlots) released(project string, gone types.NamespacedName) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	r, ok := p.rankings.Get(project)
+	p.mu.Unlock()
+	if !ok {
+		return
+	}
+	if rank, in := r.rank[gone]; in && rank < p.cap && p.cap < len(r.order) {
+		// The first waiting proxy takes the slot, once the cache has seen the gone one go.
+		next := mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: r.order[p.cap]}}
+		p.clk.AfterFunc(slotHandOverDelay, func() { p.enqueue(next) })
+	}
+	p.mu.Lock()
+	p.rankings.Remove(project) // the next reconcile ranks again without the gone proxy
+	p.mu.Unlock()
 }

@@ -1,13 +1,25 @@
 package gateway
 
 import (
+	"context"
 	"maps"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
+	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
+	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 // ownChangeMatters reports whether an update from old to new changed anything the
@@ -53,3 +65,48 @@ func ownChanges(ours string) predicate.Predicate {
 // back: a status-only update does not, since routes read only a parent's existence,
 // namespace and class (ourParents).
 func parentChangesForRoutes() predicate.Predicate { return ownChanges("") }
+
+// terminatingPriority is the queue priority of an object that started terminating
+// (docs/design.md, Finalizers): above the For watch's default (0) and the initial
+// list's (LowPriority). Its requeues keep it.
+const terminatingPriority = 100
+
+// startedTerminating reports whether an update is the one where obj started
+// terminating while carrying finalizer.
+func startedTerminating(old, new client.Object, finalizer string) bool {
+	return old != nil && new != nil &&
+		old.GetDeletionTimestamp() == nil && new.GetDeletionTimestamp() != nil &&
+		controllerutil.ContainsFinalizer(new, finalizer)
+}
+
+// enqueueTerminatingFirst is a handler, beside the For watch's, that adds an object
+// that started terminating with finalizer at terminatingPriority (the queue keeps the
+// higher of two priorities, so the order of the handlers does not matter).
+func enqueueTerminatingFirst(finalizer string) mchandler.TypedEventHandlerFunc[client.Object, mcreconcile.Request] {
+	return func(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+		return handler.TypedFuncs[client.Object, mcreconcile.Request]{
+			UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
+				if !startedTerminating(e.ObjectOld, e.ObjectNew, finalizer) {
+					return
+				}
+				req := mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}}
+				addFirst(q, req)
+			},
+		}
+	}
+}
+
+// addFirst adds req at terminatingPriority when q is a priority queue.
+func addFirst(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], req mcreconcile.Request) {
+	if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(terminatingPriority)}, req)
+		return
+	}
+	q.Add(req)
+}
+
+// finalizersFirst adds to a controller of obj's kind the watch that puts its
+// finalizer's requests first.
+func finalizersFirst(b *mcbuilder.Builder, obj client.Object, finalizer string) *mcbuilder.Builder {
+	return b.Watches(obj, enqueueTerminatingFirst(finalizer))
+}
