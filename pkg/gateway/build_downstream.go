@@ -15,10 +15,9 @@ import (
 // CertificateGVK is cert-manager's Certificate, written as an unstructured object.
 var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
 
-// downstreamGateway returns the hub copy of up in hubNS, of class: of each listener
-// only an allow-list (docs/design.md, Threat model): name, hostname, port, protocol,
-// TLS mode, certificate references into up's namespace (made local), and same-namespace
-// routes.
+// downstreamGateway returns the hub copy of up in hubNS, of class, with an allow-list of
+// each listener (docs/design.md, Threat model): name, hostname, port, protocol, TLS
+// mode, certificate references into up's namespace made local, same-namespace routes.
 func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Gateway {
 	spec := gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}
 	for _, l := range up.Spec.Listeners {

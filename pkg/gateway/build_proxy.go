@@ -88,10 +88,9 @@ func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
 	}
 }
 
-// buildGatewaySpec lays out the proxy's Gateway: one HTTP listener on port 80, and one
-// HTTPS listener per hostname on 443 terminating with the Secret <gateway>-<listener>.
-// A listener of existing that serves a hostname the same way keeps its name, so its
-// Certificate and Secret are adopted.
+// buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on 80 and an HTTPS
+// listener per hostname on 443 terminating with the Secret <gateway>-<listener>. A
+// listener of existing serving a hostname the same way keeps its name (and Secret).
 func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (gatewayv1.GatewaySpec, error) {
 	used := map[gatewayv1.SectionName]bool{}
 	httpName := gatewayv1.SectionName(HTTPListenerName)
@@ -283,10 +282,9 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 	return t, nil
 }
 
-// backendRewrite returns the rule's URLRewrite (docs/design.md, What the hub holds for
-// one proxy): Host set to the backend's host and the matched prefix replaced by the
-// endpoint's path. A URLRewrite of the proxy's own wins (nil), but not with an endpoint
-// path; a path needs exactly one PathPrefix match (Gateway API's replacePrefixMatch).
+// backendRewrite returns the rule's URLRewrite: Host set to the backend's, the matched
+// prefix replaced by the endpoint's path (one PathPrefix match needed). The proxy's own
+// URLRewrite wins (nil), but not with an endpoint path (docs/design.md).
 func backendRewrite(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilter, t backendTarget) (*gatewayv1.HTTPRouteFilter, error) {
 	if hasFilter(rule.Filters, gatewayv1.HTTPRouteFilterURLRewrite) || hasFilter(own, gatewayv1.HTTPRouteFilterURLRewrite) {
 		if t.Path != "" {

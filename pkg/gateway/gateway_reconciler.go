@@ -27,9 +27,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
 // GatewayReconciler mirrors upstream Gateways of our class to the hub: a downstream
-// Gateway with the listeners whose hostnames it holds, and one Certificate per HTTPS
-// listener, all on the Gateway's anchor. Its finalizer deletes them, the anchor and the
-// Gateway's hostname claims.
+// Gateway with the listeners whose hostnames it holds and a Certificate per HTTPS
+// listener, on the Gateway's anchor. Its finalizer deletes them, the anchor and claims.
 type GatewayReconciler struct {
 	Clusters  Clusters
 	Admission Admission
@@ -83,9 +82,8 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 }
 
 // finalize releases the Gateway's hostname claims, deletes the downstream Gateway and
-// the Certificates its listeners name or Written remembers (those hanging on this
-// Gateway's anchor), then the anchor, and removes the finalizer. It lists no
-// Certificates (docs/design.md, Gateway path).
+// the Certificates its listeners name or Written remembers (listing none), then the
+// anchor, and removes the finalizer.
 func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool, error) {
 	if s.gw.DeletionTimestamp != nil && controllerutil.ContainsFinalizer(s.gw, GatewayFinalizer) {
 		// By their labels: a listener removed earlier may have left one.

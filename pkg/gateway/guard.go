@@ -176,9 +176,8 @@ func (c createsGuarded) Create(ctx context.Context, obj client.Object, opts ...c
 	return c.Client.Create(ctx, obj, opts...)
 }
 
-// SendCreatesOnce wraps the transport of the reconcilers' hub client (rest.Config.Wrap)
-// so each create reaches the hub at most once per live guard: it strips Retry-After
-// from a create's 429 or 5xx, which client-go would resend past the guard's read
+// SendCreatesOnce wraps the hub client's transport (rest.Config.Wrap) so a create reaches
+// the hub at most once per live guard: it strips Retry-After from a create's 429 or 5xx
 // (docs/design.md, Residual windows, 4). Other verbs keep client-go's retry.
 func SendCreatesOnce(rt http.RoundTripper) http.RoundTripper {
 	return createsOnceTransport{next: rt}

@@ -197,10 +197,9 @@ func downstreamParent(down *gatewayv1.HTTPRoute, p gatewayv1.ParentReference, ro
 	return p
 }
 
-// writeHub ensures the mapped namespace, the backends' hub objects, then the
-// downstream route (so an edge never reads a route before its backends), and removes
-// backend objects the route no longer has. It returns the route as the hub holds it
-// and the backends' ResolvedRefs verdict.
+// writeHub ensures the mapped namespace, the backends' hub objects, then the downstream
+// route (never before its backends), and removes backend objects the route no longer
+// has. It returns the route as the hub holds it and the backends' ResolvedRefs verdict.
 func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub client.Client) (*gatewayv1.HTTPRoute, verdict, error) {
 	unknown := verdict{false, string(gatewayv1.RouteReasonBackendNotFound), "The backends were not resolved: the hub write failed first"}
 	reader := s.cluster.GetAPIReader()

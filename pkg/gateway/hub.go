@@ -26,10 +26,9 @@ type hubWriter struct {
 	written *WrittenObjects
 }
 
-// apply makes the hub hold desired, attached to the owner's anchor: it creates it, or
-// copies the fields this manager owns (copyContent) into the existing object and
-// updates it if that changed anything. An object labelled for another owner is refused,
-// but for a route's previous backend slice (isPreviousBackendSliceOf). It returns the
+// apply creates desired on the hub, attached to the owner's anchor, or copies the fields
+// it owns (copyContent) into the existing object and updates it if that changed; one
+// labelled for another owner is refused (isPreviousBackendSliceOf aside). It returns the
 // object as the hub holds it.
 func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)

@@ -31,19 +31,13 @@ const (
 	resultError   = "error"
 )
 
-// Metrics are the gateway data path's counters.
+// Metrics are the gateway data path's counters (each Help, in NewMetrics, says what).
 type Metrics struct {
-	// downstreamWrites counts writes of downstream objects to the hub.
 	downstreamWrites *prometheus.CounterVec
-	// anchorDeletes counts finalizer calls that make sure an owner's anchor is gone.
-	anchorDeletes *prometheus.CounterVec
-	// guardRefusals counts reconciles stopped by the live guard, by the kind of the
-	// live owner that failed it.
-	guardRefusals *prometheus.CounterVec
-	// queueDepth is each controller's queued requests (fairQueue).
-	queueDepth *prometheus.GaugeVec
-	// hubWriteWaits counts the seconds hub writes waited for their project's share.
-	hubWriteWaits *prometheus.CounterVec
+	anchorDeletes    *prometheus.CounterVec
+	guardRefusals    *prometheus.CounterVec
+	queueDepth       *prometheus.GaugeVec
+	hubWriteWaits    *prometheus.CounterVec
 	// Proxies is the gauge of HTTPProxies by condition; it must be added to the manager
 	// (SetupWithManager does) to follow the projects engaged.
 	Proxies *ProxyConditions
@@ -75,22 +69,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"project"}),
 	}
 	var err error
-	if m.queueDepth, err = register(reg, m.queueDepth, "gateway metrics"); err != nil {
-		return nil, err
-	}
-	if m.hubWriteWaits, err = register(reg, m.hubWriteWaits, "gateway metrics"); err != nil {
-		return nil, err
-	}
-	if m.downstreamWrites, err = register(reg, m.downstreamWrites, "gateway metrics"); err != nil {
-		return nil, err
-	}
-	if m.anchorDeletes, err = register(reg, m.anchorDeletes, "gateway metrics"); err != nil {
-		return nil, err
-	}
-	if m.guardRefusals, err = register(reg, m.guardRefusals, "gateway metrics"); err != nil {
-		return nil, err
-	}
-	if m.Proxies, err = register(reg, NewProxyConditions(), "the HTTPProxy condition gauge"); err != nil {
+	m.queueDepth, err = register(reg, m.queueDepth, "gateway metrics", err)
+	m.hubWriteWaits, err = register(reg, m.hubWriteWaits, "gateway metrics", err)
+	m.downstreamWrites, err = register(reg, m.downstreamWrites, "gateway metrics", err)
+	m.anchorDeletes, err = register(reg, m.anchorDeletes, "gateway metrics", err)
+	m.guardRefusals, err = register(reg, m.guardRefusals, "gateway metrics", err)
+	if m.Proxies, err = register(reg, NewProxyConditions(), "the HTTPProxy condition gauge", err); err != nil {
 		return nil, err
 	}
 	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate, kindService, kindEndpointSlice, kindBackendTLSPolicy} {
@@ -110,8 +94,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 // register registers c, named what in an error, with reg, or returns the collector of
-// the same description already there (two replicas in one process).
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, what string) (C, error) {
+// the same description already there (two replicas in one process). After an earlier
+// error (prev) it registers nothing and returns prev.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C, what string, prev error) (C, error) {
+	if prev != nil {
+		return c, prev
+	}
 	err := reg.Register(c)
 	if err == nil {
 		return c, nil

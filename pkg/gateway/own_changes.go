@@ -22,10 +22,9 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
-// ownChangeMatters reports whether an update from old to new changed anything the
-// object's reconciler acts on: generation, labels, annotations, finalizers (but ours
-// added alone), deletion timestamp, owner references or UID. A status-only change does
-// not; an informer resync (same resourceVersion) does.
+// ownChangeMatters reports whether an update changed what the reconciler acts on: UID,
+// generation, labels, annotations, finalizers (but ours added alone), deletion timestamp
+// or owner references. A resync (same resourceVersion) does too.
 func ownChangeMatters(old, new client.Object, ours string) bool {
 	if old == nil || new == nil {
 		return true

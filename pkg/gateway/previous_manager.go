@@ -156,34 +156,27 @@ type EndpointSliceReconciler struct {
 	Anchors anchor.NameIndex
 }
 
-// sliceScope is what one reconcile of one EndpointSlice works on.
-type sliceScope struct {
-	upstream
-	slice *discoveryv1.EndpointSlice
-}
-
 // Reconcile finalizes a terminating slice that carries the finalizer; nothing else.
 func (r *EndpointSliceReconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-	return admitAndRun(ctx, r.Admission, req, reconcileSteps[sliceScope]{
+	return admitAndRun(ctx, r.Admission, req, reconcileSteps[upstream]{
 		load: r.load,
-		phases: []phase[sliceScope]{
+		phases: []phase[upstream]{
 			r.finalize, // terminating: delete the slice's anchor, drop the finalizer
 		},
 	})
 }
 
-func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Request) (*sliceScope, error) {
-	slice := &discoveryv1.EndpointSlice{}
-	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, slice, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), HTTPRouteFinalizer)
+func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Request) (*upstream, error) {
+	u, err := loadUpstream(ctx, r.Clusters, r.Config, req, &discoveryv1.EndpointSlice{}, discoveryv1.SchemeGroupVersion.WithKind(kindEndpointSlice), HTTPRouteFinalizer)
 	if u == nil || err != nil {
 		return nil, err
 	}
 	u.anchors, u.metrics = r.Anchors, r.Metrics
-	return &sliceScope{upstream: *u, slice: slice}, nil
+	return u, nil
 }
 
 // finalize deletes a terminating slice's anchor and removes the finalizer.
-func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *sliceScope) (bool, error) {
+func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *upstream) (bool, error) {
 	return s.finalize(ctx, func(context.Context, hubWriter) error { return nil })
 }
 

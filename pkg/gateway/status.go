@@ -191,9 +191,8 @@ func proxyProgrammed(gw *gatewayv1.Gateway, route *gatewayv1.HTTPRoute, controll
 }
 
 // adoptLiveStatus gives obj, read from the cache, the status and resourceVersion of
-// live, the same object as the live guard just read it, so its status is built on and
-// locked to what the API server has (docs/design.md, Programmed means served). The rest
-// of obj is kept; other kinds and a nil live are left alone.
+// live, as the live guard just read it (docs/design.md, Programmed means served). The
+// rest of obj is kept; other kinds and a nil live are left alone.
 func adoptLiveStatus(obj, live client.Object) {
 	switch o := obj.(type) {
 	case *v1alpha.HTTPProxy:

@@ -23,7 +23,7 @@ import (
 )
 
 // upstream is what a reconcile of one upstream Gateway, HTTPRoute or EndpointSlice
-// works on, besides the object's typed pointer.
+// works on (the Gateway and route scopes add the object's typed pointer).
 type upstream struct {
 	project   string
 	cluster   cluster.Cluster

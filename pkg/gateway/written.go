@@ -13,10 +13,9 @@ import (
 // costs its finalizer one GET per object.
 const DefaultWrittenOwners = 50_000
 
-// WrittenObjects remembers, per upstream owner, the UID the hub gave each downstream
-// object this replica wrote and attached to that owner's anchor, so a finalizer deletes
-// it with one DELETE conditional on that UID (docs/design.md, Gateway path: why the UID
-// is proof enough). A nil *WrittenObjects remembers nothing.
+// WrittenObjects remembers, per upstream owner, the UID of each downstream object this
+// replica wrote on its anchor, so a finalizer deletes it with one DELETE conditional on
+// that UID (docs/design.md, Gateway path). A nil *WrittenObjects remembers nothing.
 type WrittenObjects struct {
 	mu     sync.Mutex
 	owners *lru.Cache[types.UID, map[writtenKey]types.UID]
