@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
@@ -65,8 +66,7 @@ func (s *Setup) WatchesAllKinds(project string) bool {
 	return s.gates != nil && s.gates.isOpen(multicluster.ClusterName(project))
 }
 
-// enqueueControllingProxy enqueues the HTTPProxy controlling an object, as the
-// builder's Owns does.
+// enqueueControllingProxy enqueues the HTTPProxy controlling an object, as Owns does.
 func enqueueControllingProxy(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return mchandler.ForCluster(handler.WithLowPriorityWhenUnchanged(handler.EnqueueRequestForOwner(
 		cl.GetScheme(), cl.GetRESTMapper(), &v1alpha.HTTPProxy{}, handler.OnlyControllerOwner())), name)
@@ -243,7 +243,7 @@ func routeRequestsOf(ctx context.Context, name multicluster.ClusterName, cl clus
 	for i := range routes.Items {
 		for _, k := range routeParentKeys(&routes.Items[i]) {
 			if k == key {
-				out = append(out, mcreconcile.Request{ClusterName: name, Request: requestOf(&routes.Items[i])})
+				out = append(out, mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&routes.Items[i])}})
 				break
 			}
 		}
@@ -251,8 +251,7 @@ func routeRequestsOf(ctx context.Context, name multicluster.ClusterName, cl clus
 	return out
 }
 
-// enqueueRoutesOf asks the HTTPRoute controller, through routes, to reconcile gw's
-// routes in project again.
+// enqueueRoutesOf has the HTTPRoute controller (routes) reconcile gw's routes again.
 func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, string, *gatewayv1.Gateway) {
 	return func(ctx context.Context, project string, gw *gatewayv1.Gateway) {
 		cl, err := clusters.Project(ctx, project)
@@ -265,9 +264,8 @@ func enqueueRoutesOf(clusters Clusters, routes *enqueuer) func(context.Context, 
 	}
 }
 
-// newController starts the builder of controller name with the manager's
-// SkipNameValidation (which the multicluster builder does not copy), the workers, and
-// the fair queue.
+// newController starts controller name's builder with the workers, the fair queue and
+// the manager's SkipNameValidation (which the multicluster builder does not copy).
 func newController(mgr mcmanager.Manager, name string, c Config, m *Metrics) *mcbuilder.Builder {
 	depth := m.queueDepth.WithLabelValues(name)
 	return mcbuilder.ControllerManagedBy(mgr).Named(name).WithOptions(mccontroller.Options{
@@ -281,9 +279,8 @@ func newController(mgr mcmanager.Manager, name string, c Config, m *Metrics) *mc
 	})
 }
 
-// WatchedKinds are the project kinds watched from the moment a project is engaged; the
-// shard syncs their informers first. The others wait for the project's gate
-// (deferred_watch.go).
+// WatchedKinds are the project kinds watched from a project's engagement on (the shard
+// syncs their informers first); the others wait for its gate (deferred_watch.go).
 func WatchedKinds() []client.Object {
 	return []client.Object{&v1alpha.HTTPProxy{}, &gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}}
 }

@@ -29,8 +29,7 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// proxyObjects are the upstream objects a proxy produces, named after it and controlled
-// by it.
+// proxyObjects are the upstream objects a proxy produces, named after and controlled by it.
 type proxyObjects struct {
 	Gateway  *gatewayv1.Gateway
 	Route    *gatewayv1.HTTPRoute

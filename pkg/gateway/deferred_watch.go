@@ -82,13 +82,8 @@ func (p *projectGates) isOpen(project multicluster.ClusterName) bool {
 
 func (g *gate) openNow() {
 	g.mu.Lock()
-	if g.open {
-		g.mu.Unlock()
-		return
-	}
-	g.open = true
-	pending := g.pending
-	g.pending = nil
+	pending := g.pending // none once open: whenOpen keeps nothing then
+	g.open, g.pending = true, nil
 	g.mu.Unlock()
 	for _, start := range pending {
 		// Starting a watch waits for its informer to sync: not on the reconcile's time.

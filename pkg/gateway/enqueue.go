@@ -109,7 +109,3 @@ func downstreamOwner(obj client.Object) (anchor.Owner, bool) {
 	}
 	return owner, true
 }
-
-func requestOf(obj client.Object) reconcile.Request {
-	return reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)}
-}

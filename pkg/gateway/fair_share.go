@@ -462,8 +462,7 @@ func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
 	return r
 }
 
-// released is told that a proxy of project is finalized: the first waiting, if any, is
-// enqueued.
+// released is told that a proxy of project is finalized: the first waiting is enqueued.
 func (p *proxySlots) released(project string, gone types.NamespacedName) {
 	if p == nil {
 		return

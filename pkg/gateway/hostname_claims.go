@@ -240,8 +240,7 @@ type hostnameSets struct {
 	last map[string]string
 }
 
-// noticeHostnames reconciles the Gateway's routes again when its hub copy's hostnames
-// changed.
+// noticeHostnames reconciles the Gateway's routes again when its hub hostnames changed.
 func (r *GatewayReconciler) noticeHostnames(s *gatewayScope, written *gatewayv1.Gateway) {
 	if r.Routes == nil || r.programmed == nil {
 		return

@@ -315,9 +315,8 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 	return false, nil
 }
 
-// write creates or updates the Services, the Gateway and the HTTPRoute, each create
-// guarded, and prunes Services no rule needs. An object of the same name the proxy
-// does not control is a reported conflict, never overwritten.
+// write upserts the Services, Gateway and HTTPRoute (creates guarded) and prunes Services
+// no rule needs. An object of the same name the proxy does not control is a conflict.
 func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, error) {
 	c := createsGuarded{Client: s.cluster.GetClient(), guard: s.guard}
 	err := func() error {
@@ -411,9 +410,8 @@ func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {
 // errNotControlled marks an upstream object that exists and is not the proxy's.
 var errNotControlled = errors.New("exists and is not controlled by the proxy")
 
-// upsertControlled creates desired, or, when proxy controls the existing object, copies
-// the fields it owns into it (copyContent) and updates it if that changed anything. It
-// returns the object as written or read.
+// upsertControlled creates desired, or copies the fields it owns (copyContent) into the
+// existing object proxy controls and updates it if that changed; it returns the result.
 func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPProxy, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)

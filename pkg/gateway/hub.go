@@ -26,10 +26,9 @@ type hubWriter struct {
 	written *WrittenObjects
 }
 
-// apply creates desired on the hub, attached to the owner's anchor, or copies the fields
-// it owns (copyContent) into the existing object and updates it if that changed; one
-// labelled for another owner is refused (isPreviousBackendSliceOf aside). It returns the
-// object as the hub holds it.
+// apply creates desired on the hub on the owner's anchor, or copies the fields it owns
+// (copyContent) into the existing object and updates it if that changed; one labelled
+// for another owner is refused (isPreviousBackendSliceOf aside). It returns the result.
 func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)
@@ -177,8 +176,8 @@ func (w hubWriter) deleteIfAttached(ctx context.Context, kind string, existing c
 	return nil
 }
 
-// ownerLabels selects the objects labelled for the writer's owner, cluster-name left
-// out (legacy spellings; the namespace and the anchor pin the owner).
+// ownerLabels selects the objects labelled for the owner but for cluster-name (legacy
+// spellings; the namespace and the anchor pin the owner).
 func (w hubWriter) ownerLabels() client.MatchingLabels {
 	labels := w.owner.Labels()
 	delete(labels, anchor.LabelClusterName)

@@ -72,8 +72,8 @@ func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (boo
 	return proxy.UID == ref.UID && unsupportedBackend(proxy) != "", nil
 }
 
-// keptCanonicalListeners returns existing's canonical listeners, as this manager writes
-// listeners, and their hostnames.
+// keptCanonicalListeners returns existing's canonical listeners, as written here, and
+// their hostnames.
 func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gatewayv1.Listener, []gatewayv1.Hostname) {
 	if existing == nil {
 		return nil, nil
