@@ -8,10 +8,11 @@
 //
 // Start with add.go, which wires the controllers and names every watch.
 //
-//   - add.go: SetupWithManager, Options, the controllers and their watches.
+//   - add.go: SetupWithManager, Options, the controllers and their watches; Setup.Enqueue,
+//     and hub objects mapped back to their upstream owners.
 //   - config.go: Config, its defaults and Validate; the finalizer names.
-//   - clusters.go: Clusters and Admission (what the shard provides), liveClient.
-//   - phases.go: the reconcile runner admitAndRun, phases, admission refusals.
+//   - clusters.go: Clusters and Admission (what the shard provides), liveClient; the
+//     reconcile runner admitAndRun, phases, admission refusals.
 //   - httpproxy_reconciler.go: proxy -> upstream Gateway, HTTPRoute and Services.
 //   - build_proxy.go: what a proxy produces, and the names it is given.
 //   - backend_policy.go: the backend hosts a tenant may not aim at.
@@ -20,9 +21,9 @@
 //   - build_downstream.go: the downstream Gateway, Certificates and HTTPRoute.
 //   - httproute_reconciler.go: upstream HTTPRoute -> downstream route and backends.
 //   - build_backends.go: each backendRef's Service, EndpointSlice and BackendTLSPolicy.
-//   - upstream.go: the scope and finalizer shared by the Gateway and route reconcilers.
+//   - upstream.go: the scope and finalizer shared by the Gateway and route reconcilers;
+//     finalizer and status patches on the project, mapped namespaces.
 //   - hub.go: hubWriter, which writes and deletes downstream objects on the hub.
-//   - project.go: finalizer and status patches on the project, mapped namespaces.
 //   - guard.go: the live guard, and one create per guard on the wire.
 //   - written.go: WrittenObjects, the hub objects this replica wrote, per owner.
 //   - status.go: the Programmed signal, judged on the live read.
@@ -30,7 +31,6 @@
 //     finalizer's request goes first in the queue.
 //   - deferred_watch.go: watches a project starts only once it has proxies or Gateways.
 //   - fair_share.go: per-project workers, hub writes and proxy cap.
-//   - enqueue.go: Setup.Enqueue, and hub objects mapped back to their upstream owners.
 //   - previous_manager.go: what is inherited from the previous manager;
 //     EndpointSliceReconciler.
 //   - metrics.go: counters and the anchorage_httpproxies gauge.
