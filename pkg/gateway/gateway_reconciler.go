@@ -18,9 +18,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Project plane: see internal/planerbac (the generated config/rbac/project-role.yaml).
-//
-// Hub:
+// Hub RBAC (the project plane's is internal/planerbac, config/rbac/project-role.yaml):
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch

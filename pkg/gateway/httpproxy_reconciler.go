@@ -29,10 +29,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Project plane: see internal/planerbac (the generated config/rbac/project-role.yaml).
-//
-// Hub (the proxy's own anchor, if a previous manager left one; the anchor cache
-// watches the anchors for the ambiguity check):
+// Hub RBAC (the project plane's is internal/planerbac): the proxy's own anchor, if a
+// previous manager left one; the anchor cache watches anchors for the ambiguity check.
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;delete
 
 // finalizeRecheck is how soon a terminating proxy looks again at the upstream objects

@@ -26,9 +26,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// Project plane: see internal/planerbac (the generated config/rbac/project-role.yaml).
-//
-// Hub:
+// Hub RBAC (the project plane's is internal/planerbac, config/rbac/project-role.yaml):
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=httproutes,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
