@@ -26,11 +26,9 @@ type Clusters interface {
 	Hub(ctx context.Context, project string) (client.Client, client.Reader, error)
 }
 
-// Admission is entered around each reconcile for a project (docs/design.md,
-// Per-project admission). It returns a context bounded by the replica's validity and a
-// release func to run when the reconcile is over; or a refusal: an error wrapping
-// multicluster.ErrClusterNotFound ends the request quietly, one with a RetryAfter()
-// time.Duration method retries after that delay, any other retries with backoff.
+// Admission is entered around each reconcile for a project (docs/design.md, Per-project
+// admission): a context bounded by validity and a release func, or a refusal (wrapping
+// multicluster.ErrClusterNotFound: dropped; with RetryAfter() time.Duration: retried then).
 type Admission interface {
 	Enter(ctx context.Context, project string) (context.Context, func(), error)
 }
@@ -64,9 +62,8 @@ func (OpenAdmission) Enter(ctx context.Context, _ string) (context.Context, func
 	return ctx, func() {}, nil
 }
 
-// liveClient reads through an uncached reader and writes through a client: every hub
-// decision is made on a live read, and a cached read of hub ConfigMaps or Namespaces
-// would start informers over all of them.
+// liveClient reads through an uncached reader and writes through a client: hub decisions
+// are made on live reads, and no informer starts over hub ConfigMaps or Namespaces.
 type liveClient struct {
 	client.Client
 	reader client.Reader

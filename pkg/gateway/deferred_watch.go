@@ -91,8 +91,7 @@ func (g *gate) openNow() {
 	}
 }
 
-// whenOpen runs start now, and reports true, when g is open; otherwise it keeps start
-// for the opening.
+// whenOpen reports whether g is open; if not, it keeps start for the opening.
 func (g *gate) whenOpen(start func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()

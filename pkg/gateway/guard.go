@@ -194,8 +194,7 @@ func (t createsOnceTransport) RoundTrip(r *http.Request) (*http.Response, error)
 	return resp, err
 }
 
-// retriedByClientGo reports whether client-go resends a request answered with code and
-// a Retry-After.
+// retriedByClientGo reports whether client-go resends an answer of code with Retry-After.
 func retriedByClientGo(code int) bool {
 	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 }

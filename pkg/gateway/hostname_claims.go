@@ -296,9 +296,8 @@ func (e *hostnamesNotHeldError) reason() string {
 	return ReasonHostnamesInUse
 }
 
-// keepHeldHostnames narrows down, s's route's hub copy, to the hostnames its parents'
-// hub Gateways have listeners for, read live: the claimed ones. A route without
-// hostnames is left as it is; one with none kept is a *hostnamesNotHeldError.
+// keepHeldHostnames narrows down (the route's hub copy) to the hostnames its parents' hub
+// Gateways listen on, read live; none kept is a *hostnamesNotHeldError, none set passes.
 func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeScope, hub client.Client, down *gatewayv1.HTTPRoute, hubNS string, hubNamespaces map[string]string) error {
 	if len(s.route.Spec.Hostnames) == 0 {
 		return nil

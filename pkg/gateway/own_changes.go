@@ -60,9 +60,8 @@ func ownChanges(ours string) predicate.Predicate {
 	}
 }
 
-// parentChangesForRoutes is the filter of the Gateway watch that brings its routes
-// back: a status-only update does not, since routes read only a parent's existence,
-// namespace and class (ourParents).
+// parentChangesForRoutes filters the Gateway watch that brings its routes back: not on a
+// status-only update, as routes read only a parent's existence, namespace and class.
 func parentChangesForRoutes() predicate.Predicate { return ownChanges("") }
 
 // terminatingPriority is the queue priority of an object that started terminating

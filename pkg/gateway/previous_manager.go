@@ -145,8 +145,7 @@ func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID ty
 }
 
 // EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices
-// (<proxy>-<rule>-<backend>, carrying HTTPRouteFinalizer): it deletes a terminating
-// slice's anchor and removes the finalizer. It writes no slice.
+// carrying HTTPRouteFinalizer: a terminating slice's anchor goes, then the finalizer.
 type EndpointSliceReconciler struct {
 	Clusters  Clusters
 	Admission Admission

@@ -118,8 +118,8 @@ type parentVerdict struct {
 	refs     verdict
 }
 
-// setRouteParentStatus writes controller's status.parents entries for parents; other
-// controllers' entries are kept, ours for parents no longer listed dropped.
+// setRouteParentStatus writes controller's status.parents entries for parents, dropping
+// its others; other controllers' entries are kept.
 func setRouteParentStatus(route *gatewayv1.HTTPRoute, parents []parentVerdict, controller gatewayv1.GatewayController) {
 	var out []gatewayv1.RouteParentStatus
 	for _, ps := range route.Status.Parents {

@@ -127,9 +127,8 @@ func guardLive[S upstreamScope](ctx context.Context, s S) (bool, error) {
 	return false, nil
 }
 
-// finalize is the finalize phase of an upstream object: once it is terminating with
-// our finalizer, deleteDownstream clears its mapped namespace (if the upstream one is
-// still there), then releaseAnchor. A terminating object ends the reconcile here.
+// finalize ends the reconcile of a terminating object; with our finalizer on it,
+// deleteDownstream clears its mapped namespace (if still mapped), then releaseAnchor.
 func (u *upstream) finalize(ctx context.Context, deleteDownstream func(context.Context, hubWriter) error) (bool, error) {
 	obj := u.obj
 	if obj.GetDeletionTimestamp() == nil {
