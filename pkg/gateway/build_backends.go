@@ -108,10 +108,7 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 		},
 	}
 	if ptr.Deref(sp.AppProtocol, "") == "https" {
-		hostname := svc.Spec.ExternalName
-		if v := svc.Annotations[BackendCertHostnameAnnotation]; v != "" {
-			hostname = v
-		}
+		hostname := cmp.Or(svc.Annotations[BackendCertHostnameAnnotation], svc.Spec.ExternalName)
 		b.Policy = &gatewayv1.BackendTLSPolicy{ObjectMeta: meta, Spec: gatewayv1.BackendTLSPolicySpec{
 			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{
 				LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Group: "", Kind: kindService, Name: gatewayv1.ObjectName(name)},

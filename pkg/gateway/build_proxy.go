@@ -275,9 +275,7 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 		}
 		t.Port = gatewayv1.PortNumber(n)
 	}
-	if path := strings.TrimRight(u.Path, "/"); path != "" {
-		t.Path = path
-	}
+	t.Path = strings.TrimRight(u.Path, "/")
 	return t, nil
 }
 

@@ -8,7 +8,8 @@
 //
 // Start with add.go, which wires the controllers and names every watch.
 //
-//   - add.go: SetupWithManager, Options, the controllers and their watches; Setup.Enqueue,
+//   - add.go: SetupWithManager, Options, the controllers and their watches (For filters
+//     that drop a reconcile's own writes, a finalizer's request first); Setup.Enqueue,
 //     and hub objects mapped back to their upstream owners.
 //   - config.go: Config, its defaults and Validate; the finalizer names.
 //   - clusters.go: Clusters and Admission (what the shard provides), liveClient; the
@@ -23,18 +24,16 @@
 //   - build_backends.go: each backendRef's Service, EndpointSlice and BackendTLSPolicy.
 //   - upstream.go: the scope and finalizer shared by the Gateway and route reconcilers;
 //     finalizer and status patches on the project, mapped namespaces.
-//   - hub.go: hubWriter, which writes and deletes downstream objects on the hub.
+//   - hub.go: hubWriter, which writes and deletes downstream objects on the hub, and
+//     WrittenObjects, the hub objects this replica wrote, per owner.
 //   - guard.go: the live guard, and one create per guard on the wire.
-//   - written.go: WrittenObjects, the hub objects this replica wrote, per owner.
-//   - status.go: the Programmed signal, judged on the live read.
-//   - own_changes.go: For-watch filters that drop a reconcile's own writes; a
-//     finalizer's request goes first in the queue.
+//   - status.go: the Programmed signal, judged on the live read; Events bounded by
+//     admission, messages by size.
 //   - deferred_watch.go: watches a project starts only once it has proxies or Gateways.
 //   - fair_share.go: per-project workers, hub writes and proxy cap.
 //   - previous_manager.go: what is inherited from the previous manager;
 //     EndpointSliceReconciler.
 //   - metrics.go: counters and the anchorage_httpproxies gauge.
-//   - events_within.go: Events bounded by admission, messages by size.
 //
 // # Glossary
 //
