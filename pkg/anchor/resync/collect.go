@@ -124,7 +124,6 @@ func (p *pass) readSwitch(ctx context.Context) error {
 	return p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
 		p.switchReadAt = time.Now()
 		on, err := deletionSwitch(ctx, r, p.leaseNamespace)
-		p.rep.APICalls++
 		p.rep.SwitchedOff = !on
 		if err != nil {
 			p.log.Info("Treating anchor deletion as switched off: the switch cannot be read", "error", err.Error())
@@ -186,9 +185,7 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
 	if p.kinds == nil {
 		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			kinds, calls, err := p.dependents.Kinds(ctx)
-			p.rep.APICalls += calls
-			p.kinds, p.kindsErr = kinds, err
+			p.kinds, p.kindsErr = p.dependents.Kinds(ctx)
 			return nil
 		})
 		if err != nil {
@@ -200,10 +197,13 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 	}
 	for _, kind := range p.kinds {
 		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			items, calls, err := p.dependents.List(ctx, kind, ns)
-			p.rep.APICalls += calls
-			objs, listErr = append(objs, items...), err
-			return nil
+			for cont := ""; ; {
+				items, next, err := p.dependents.List(ctx, kind, ns, cont)
+				objs, listErr = append(objs, items...), err
+				if cont = next; err != nil || cont == "" {
+					return nil
+				}
+			}
 		})
 		if err != nil || listErr != nil {
 			return nil, listErr, err
@@ -364,7 +364,6 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		uid := it.obj.UID
 		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", uid, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
 		log.Info("Deleting anchor")
-		p.rep.APICalls++
 		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)
 		if err != nil {
 			it.action = ActionFailed

@@ -20,13 +20,13 @@ import (
 
 // DependentLister lists, live, the metadata of the objects of one hub namespace that
 // could hang on an anchor (DependentKindsOf): Kinds once per pass, then List per kind
-// and namespace, so each request runs in its own admission step. calls counts the
-// requests made.
+// and namespace, so each kind is listed in its own admission step.
 type DependentLister interface {
 	// Kinds returns the listed kinds the hub serves; failed discovery of one is an error.
-	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
-	// List returns the metadata of every object of kind in namespace.
-	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
+	Kinds(ctx context.Context) ([]DependentKind, error)
+	// List returns one page (from cont, "" first) of the metadata of the objects of kind
+	// in namespace, and the continue token of the next ("" after the last).
+	List(ctx context.Context, kind DependentKind, namespace, cont string) (objects []metav1.PartialObjectMetadata, next string, err error)
 }
 
 // DependentKind is a kind the hub serves, as listed for dependents.
@@ -111,19 +111,17 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 
 // Kinds implements DependentLister. Discovery runs on every call, so a CRD installed
 // since is seen; a listed kind the hub does not serve is left out.
-func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
-	// Aggregated discovery answers /api and /apis: two requests.
-	calls := 2
+func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, error) {
 	lists, err := discovery.ServerPreferredNamespacedResources(h.disc)
 	if err != nil {
 		// A group that failed discovery matters only if a listed kind may live in it.
 		var failed *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &failed) {
-			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+			return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 		}
 		for gv := range failed.Groups {
 			if slices.ContainsFunc(h.kinds, func(gk schema.GroupKind) bool { return gk.Group == gv.Group }) {
-				return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+				return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 			}
 		}
 	}
@@ -131,42 +129,32 @@ func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
-			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+			return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 		}
 		for _, r := range list.APIResources {
 			if strings.Contains(r.Name, "/") || !slices.Contains(h.kinds, gv.WithKind(r.Kind).GroupKind()) {
 				continue
 			}
 			if !slices.Contains(r.Verbs, "list") {
-				return nil, calls, fmt.Errorf("the hub serves %s without list: its dependents cannot be read", gv.WithKind(r.Kind).GroupKind())
+				return nil, fmt.Errorf("the hub serves %s without list: its dependents cannot be read", gv.WithKind(r.Kind).GroupKind())
 			}
 			out = append(out, DependentKind{Resource: gv.WithResource(r.Name), Kind: r.Kind})
 		}
 	}
-	return out, calls, nil
+	return out, nil
 }
 
-// List implements DependentLister, by pages.
-func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace string) ([]metav1.PartialObjectMetadata, int, error) {
-	calls := 0
-	opts := metav1.ListOptions{Limit: h.pageSize}
-	var out []metav1.PartialObjectMetadata
-	for {
-		calls++
-		page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, calls, fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
-		}
-		// Every object is kept: a dependent's other owners are looked up in these lists.
-		for _, item := range page.Items {
-			item.TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
-			out = append(out, item)
-		}
-		if page.Continue == "" {
-			return out, calls, nil
-		}
-		opts.Continue = page.Continue
+// List implements DependentLister. Every object is kept: a dependent's other owners are
+// looked up in these lists.
+func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace, cont string) ([]metav1.PartialObjectMetadata, string, error) {
+	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: h.pageSize, Continue: cont})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
 	}
+	for i := range page.Items {
+		page.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
+	}
+	return page.Items, page.Continue, nil
 }
 
 // dependentKind is the judgement of one dependent of an anchor.

@@ -101,32 +101,29 @@ func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
 	return objs
 }
 
-// readLive reads owner's metadata from the plane's API server, and counts the requests
-// made (0 when the kind has no mapping).
-func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, int, error) {
+// readLive reads owner's metadata from the plane's API server.
+func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, error) {
 	mapping, err := p.Mapper.RESTMapping(schema.GroupKind{Group: owner.Group, Kind: owner.Kind})
 	if meta.IsNoMatchError(err) {
-		return Observation{State: NotServed}, 0, err
+		return Observation{State: NotServed}, err
 	}
 	if err != nil {
-		return Observation{State: Failed}, 0, fmt.Errorf("mapping %s: %w", owner, err)
+		return Observation{State: Failed}, fmt.Errorf("mapping %s: %w", owner, err)
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	err = p.Live.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
-	if err == nil {
-		return observed(obj), 1, nil
+	switch {
+	case err == nil:
+		return observed(obj), nil
+	case apierrors.IsNotFound(err) && anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name):
+		return Observation{State: Absent}, nil
+	case apierrors.IsNotFound(err):
+		return Observation{State: NotServed}, err
+	case apierrors.IsForbidden(err):
+		return Observation{State: Forbidden}, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
 	}
-	if apierrors.IsNotFound(err) {
-		if anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name) {
-			return Observation{State: Absent}, 1, nil
-		}
-		return Observation{State: NotServed}, 1, err
-	}
-	if apierrors.IsForbidden(err) {
-		return Observation{State: Forbidden}, 1, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
-	}
-	return Observation{State: Failed}, 1, fmt.Errorf("reading %s live: %w", owner, err)
+	return Observation{State: Failed}, fmt.Errorf("reading %s live: %w", owner, err)
 }
 
 // readNamespace reads the upstream namespace live and compares its UID with the hub

@@ -99,7 +99,6 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 			defer cancel()
 			page, listErr = listOwnerPage(rctx, p.plane.Live, mapping, b.Namespace, cont)
-			p.rep.APICalls++
 			p.noteRead(listErr)
 			return nil
 		})

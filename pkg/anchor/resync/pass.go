@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -94,7 +95,14 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 	if d.events != nil {
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}
-	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	p := &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	if plane.Live != nil {
+		p.plane.Live = countingReader{plane.Live, &p.calls}
+	}
+	if d.dependents != nil {
+		p.dependents = countingDependents{d.dependents, &p.calls}
+	}
+	return p
 }
 
 // pass is one resync pass over one project; each step runs inside its admission.
@@ -104,6 +112,8 @@ type pass struct {
 	plane   Plane
 	memory  *projectMemory
 	log     logr.Logger
+	// calls counts the pass's API requests (calls.go).
+	calls atomic.Int64
 
 	rep   PassReport
 	items []*item
@@ -173,7 +183,7 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
 	p.ownerLists, p.unlistable = map[ownerBatch]ownerList{}, map[schema.GroupKind]bool{}
 	err := p.phases(ctx)
-	p.rep.Duration = time.Since(started)
+	p.rep.Duration, p.rep.APICalls = time.Since(started), int(p.calls.Load())
 	if len(p.items) > 0 {
 		p.rep.Anchors = make([]AnchorReport, 0, len(p.items))
 	}
@@ -212,15 +222,14 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 	if err != nil {
 		return fmt.Errorf("%w: %w", errAborted, err)
 	}
-	return f(sctx, w, r)
+	return f(sctx, countingClient{w, &p.calls}, countingReader{r, &p.calls})
 }
 
 // examine reads the Secret, checks the plane identity and decides every anchor from the
 // owner's cache. A project with no Secret goes on only if a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
 	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
-		sec, calls, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
-		p.rep.APICalls += calls
+		sec, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
 		if err != nil {
 			return err
 		}
@@ -321,14 +330,12 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 	rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	current, err := p.plane.readPlaneIdentity(rctx)
 	cancel()
-	p.rep.APICalls++
 	if err != nil {
 		p.rep.PlaneDetail = "plane unreachable: " + err.Error()
 		p.unreachable = unreachable(err)
 		return
 	}
-	pc, calls, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
-	p.rep.APICalls += calls
+	pc, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
 	p.planeCheck = pc
 	p.rep.Plane, p.rep.PlaneDetail = pc.State, pc.Detail
 	if err != nil {
@@ -357,11 +364,11 @@ func (p *pass) haltPlane(detail string) {
 // aborts; with one, the project is retired (docs/design.md, Projects with no Secret) and,
 // once that is confirmed, its plane identity record is dropped.
 func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Reader) error {
-	name, calls, err := tombstoneOf(ctx, r, p.leaseNamespace, p.project)
-	p.rep.APICalls += calls
+	tombs, err := tombstones(ctx, r, p.leaseNamespace)
 	if err != nil {
 		return err
 	}
+	name := tombs[p.project]
 	if name == "" {
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
@@ -378,8 +385,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 	if now.Sub(p.memory.retiredAt) < p.opts.ConfirmAfter || !p.recordIdentity || p.opts.DryRun {
 		return nil
 	}
-	gone, n, err := dropPlaneRecord(ctx, r, w, p.leaseNamespace, p.project)
-	p.rep.APICalls += n
+	gone, err := dropPlaneRecord(ctx, r, w, p.leaseNamespace, p.project)
 	switch {
 	case err != nil:
 		p.log.Info("Dropping the plane identity record of a retired project failed; a later pass tries again", "error", err.Error())

@@ -71,7 +71,6 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	if !mass {
 		if p.planeCheck.LossAcknowledged && p.recordIdentity && !p.opts.DryRun {
 			return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
-				p.rep.APICalls += 2
 				if err := clearLossAcknowledgement(ctx, r, w, p.leaseNamespace, p.project, p.planeCheck.Current); err != nil {
 					p.log.Info("Clearing the acknowledgement on the plane identity record failed", "error", err.Error())
 				}
@@ -113,7 +112,6 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 			defer cancel()
 			var err error
 			st, err = p.plane.readNamespace(rctx, ns, hubNS)
-			p.rep.APICalls++
 			p.noteRead(err)
 			return nil
 		})
@@ -163,8 +161,7 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
 		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 		defer cancel()
-		o, calls, err := p.plane.readLive(rctx, owner)
-		p.rep.APICalls += calls
+		o, err := p.plane.readLive(rctx, owner)
 		obs = o
 		if err != nil {
 			detail = err.Error()

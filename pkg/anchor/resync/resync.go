@@ -414,7 +414,7 @@ func (r *Resync) updateHaltedLocked() {
 // tombstone retires, sorted; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
 	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
-	all, _, err := s.list(ctx, r.cfg.HubReader)
+	all, err := s.list(ctx, r.cfg.HubReader)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
 		return nil, false

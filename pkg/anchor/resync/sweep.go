@@ -76,7 +76,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err != nil {
 		return nil, nil, err
 	}
-	anchors, _, err := listAnchors(ctx, hub)
+	anchors, err := listAnchors(ctx, hub)
 	if err != nil {
 		return nil, nil, err
 	}
