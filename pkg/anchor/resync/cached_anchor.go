@@ -20,8 +20,7 @@ type cachedAnchor struct {
 	resourceVersion string
 	labels          map[string]string
 	created         metav1.Time
-	// rare is nil when the item has none of its fields.
-	rare *cachedRare
+	rare            *cachedRare // nil when the item has none of its fields
 }
 
 // cachedRare holds the cached fields that a well-formed, live anchor never has.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -287,7 +288,8 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 	names := claimerNames(claimers)
 	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
 	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
-	p.claimExpiredEvent(it)
+	p.anchorEvent(it, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
+		it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")))
 }
 
 // readOtherOwner reads the owner a dependent's labels name, and its namespace's state
@@ -360,9 +362,7 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		return fmt.Errorf("%w: waiting to delete: %w", errAborted, err)
 	}
 	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
-		key := client.ObjectKeyFromObject(it.obj)
-		uid := it.obj.UID
-		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", uid, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
+		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", it.obj.UID, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
 		log.Info("Deleting anchor")
 		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)
 		if err != nil {
@@ -375,7 +375,7 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		if gone {
 			it.detail = "already gone"
 		}
-		p.collectedEvent(key, uid, it)
+		p.anchorEvent(it, corev1.EventTypeNormal, "AnchorCollected", "Delete", collectionNote(it))
 		return nil
 	})
 }

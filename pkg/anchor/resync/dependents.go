@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,11 +45,6 @@ var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
 // order; never every served kind (docs/design.md, No cascade into live objects).
 func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.GroupKind) []schema.GroupKind {
 	out := []schema.GroupKind{anchorKind}
-	add := func(gk schema.GroupKind) {
-		if !slices.Contains(out, gk) {
-			out = append(out, gk)
-		}
-	}
 	var written []schema.GroupKind
 	for _, ws := range writes {
 		for _, w := range ws {
@@ -57,11 +53,10 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 	}
 	// A stable order, not the map's.
 	slices.SortFunc(written, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
-	for _, gk := range written {
-		add(gk)
-	}
-	for _, gk := range extra {
-		add(gk)
+	for _, gk := range append(written, extra...) {
+		if !slices.Contains(out, gk) {
+			out = append(out, gk)
+		}
 	}
 	return out
 }
@@ -85,13 +80,7 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 // when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = dependentsQPS, dependentsBurst, nil
-	if qps > 0 {
-		cfg.QPS = qps
-	}
-	if burst > 0 {
-		cfg.Burst = burst
-	}
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = cmp.Or(max(qps, 0), dependentsQPS), cmp.Or(max(burst, 0), dependentsBurst), nil
 	if hc == nil {
 		var err error
 		if hc, err = rest.HTTPClientFor(cfg); err != nil {
@@ -193,23 +182,19 @@ type otherOwner struct {
 
 // ownOwner is what is known, just before the delete, of the anchor's own owner.
 type ownOwner struct {
-	// Fresh is the owner read live again (NotRead: not read; the proof alone decides).
-	Fresh Observation
-	// Sibling: another anchor with the same five labels is in the same hub namespace.
-	Sibling bool
+	Fresh   Observation // the owner read live again (NotRead: not read; the proof alone decides)
+	Sibling bool        // another anchor with the same five labels is in the same hub namespace
 }
 
 // dependentJudge holds what judging one anchor's dependents depends on.
 type dependentJudge struct {
-	// anchorUID is the anchor ConfigMap's own UID; owner is the one absent by proof.
-	anchorUID types.UID
+	anchorUID types.UID // the anchor ConfigMap's own UID; owner is the one absent by proof
 	owner     anchor.Owner
 	proof     Reason
-	// existing holds the UIDs of the objects still in the hub namespace.
-	existing map[types.UID]bool
-	other    map[ownerKey]otherOwner
-	own      ownOwner
-	writes   map[schema.GroupKind][]HubWrite
+	existing  map[types.UID]bool // holds the UIDs of the objects still in the hub namespace
+	other     map[ownerKey]otherOwner
+	own       ownOwner
+	writes    map[schema.GroupKind][]HubWrite
 }
 
 // labelledOwner decodes the owner a dependent's labels name. unlabelled: no cluster
@@ -431,6 +416,5 @@ func (idx dependentsIndex) forget(uid types.UID) {
 
 // dependentRef names a dependent in reports and Events.
 func dependentRef(dep *metav1.PartialObjectMetadata) string {
-	gk := dep.GroupVersionKind().GroupKind()
-	return fmt.Sprintf("%s %s (uid %s)", gk.String(), dep.Name, dep.UID)
+	return fmt.Sprintf("%s %s (uid %s)", gkOf(dep), dep.Name, dep.UID)
 }

@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // admittedEvents records an Event only while the project is admitted (docs/design.md,
@@ -51,20 +49,11 @@ func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any
 	p.events.Eventf(ref, nil, eventtype, reason, action, format, args...)
 }
 
-// claimExpiredEvent raises the Warning Event of a claim that expired on the stale anchor.
-func (p *pass) claimExpiredEvent(it *item) {
+// anchorEvent raises an Event on an anchor, its note cut to 1000 bytes.
+func (p *pass) anchorEvent(it *item, eventtype, reason, action, note string) {
 	if p.events != nil {
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
-		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
-			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
-	}
-}
-
-// collectedEvent raises the Normal Event of a collected anchor (collectionNote).
-func (p *pass) collectedEvent(key client.ObjectKey, uid types.UID, it *item) {
-	if p.events != nil {
-		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
-		p.events.Eventf(ref, nil, corev1.EventTypeNormal, "AnchorCollected", "Delete", "%s", truncate(collectionNote(it), 1000))
+		p.events.Eventf(ref, nil, eventtype, reason, action, "%s", truncate(note, 1000))
 	}
 }
 

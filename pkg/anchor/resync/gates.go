@@ -17,15 +17,13 @@ import (
 const (
 	// AnnotationDeletion set to DeletionOff on the lease namespace turns deletion off.
 	AnnotationDeletion = "anchorage.datumapis.com/anchor-deletion"
-	// DeletionOff is the AnnotationDeletion value that turns deletion off.
-	DeletionOff = "off"
+	DeletionOff        = "off" // the AnnotationDeletion value that turns deletion off
 	// AnnotationExclude set to "true" on a project's Secret excludes it from deletions.
 	AnnotationExclude = "anchorage.datumapis.com/resync-exclude"
 	// LabelTombstone set to "true" on a ConfigMap in the lease namespace, whose data key
 	// TombstoneKeyProject names a project, retires that project once it has no Secret.
-	LabelTombstone = "anchorage.datumapis.com/retired-project"
-	// TombstoneKeyProject is the data key of a tombstone naming the retired project.
-	TombstoneKeyProject = "project"
+	LabelTombstone      = "anchorage.datumapis.com/retired-project"
+	TombstoneKeyProject = "project" // the data key of a tombstone naming the retired project
 
 	// DefaultSecretLabel marks kubeconfig Secrets (multicluster-runtime's provider).
 	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
@@ -34,8 +32,7 @@ const (
 // secrets finds a project's kubeconfig Secret.
 type secrets struct {
 	namespace string
-	// label marks kubeconfig Secrets (value "true").
-	label string
+	label     string // marks kubeconfig Secrets (value "true")
 	// projectAnnotation, on a Secret, names its project when the name cannot.
 	projectAnnotation string
 }

@@ -19,23 +19,13 @@ import (
 
 // Plane is how a pass reads one project's control plane.
 type Plane struct {
-	// Cache is the owner's strict cache (StrictReader); nil: every owner is read live.
-	Cache client.Reader
-	// Scheme holds the typed kinds the cache may watch.
-	Scheme *runtime.Scheme
-	// Live reads the plane's API server (never a cache).
-	Live client.Reader
-	// Mapper maps an owner's group and kind to the resource a live read needs.
-	Mapper meta.RESTMapper
+	Cache  client.Reader   // the owner's strict cache (StrictReader); nil: every owner is read live
+	Scheme *runtime.Scheme // holds the typed kinds the cache may watch
+	Live   client.Reader   // reads the plane's API server (never a cache)
+	Mapper meta.RESTMapper // maps an owner's group and kind to the resource a live read needs
 	// SecretUID is the UID of the Secret the plane was built from (the sweep): a pass
 	// whose project's Secret has another UID reads nothing of it. Empty: not checked.
 	SecretUID types.UID
-}
-
-// readCached reads owner from the cache without starting an informer: NotWatched when
-// the cache watches no version of the kind the scheme knows.
-func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
-	return p.cacheReader().read(ctx, owner)
 }
 
 // cacheReader returns a reader of the plane's owner cache for one pass.
@@ -48,11 +38,11 @@ func (p Plane) cacheReader() *ownerCacheReader {
 // owner; observations keep only copies and the cache's finalizers slice.
 type ownerCacheReader struct {
 	plane Plane
-	// kinds holds, per owner kind, one object per version in the scheme's order.
-	kinds map[schema.GroupKind][]client.Object
+	kinds map[schema.GroupKind][]client.Object // holds, per owner kind, one object per version in the scheme's order
 }
 
-// read reads owner as Plane.readCached does.
+// read reads owner from the cache without starting an informer: NotWatched when the
+// cache watches no version of the kind the scheme knows.
 func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observation {
 	if c.plane.Cache == nil || c.plane.Scheme == nil {
 		return Observation{State: NotWatched}

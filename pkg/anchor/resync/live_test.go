@@ -90,7 +90,7 @@ func TestStrictCacheOption(t *testing.T) {
 	var notCached *cache.ErrResourceNotCached
 	g.Expect(errors.As(err, &notCached)).To(BeTrue(), "got %v", err)
 	plane := Plane{Cache: strict, Scheme: scheme.Scheme}
-	g.Expect(plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"}).State).To(Equal(NotWatched))
+	g.Expect(plane.cacheReader().read(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"}).State).To(Equal(NotWatched))
 
 	// The reconcilers' path: a read through the cluster's client starts the informer.
 	svc := &corev1.Service{}
@@ -100,9 +100,9 @@ func TestStrictCacheOption(t *testing.T) {
 	g.Expect(cl.GetClient().List(ctx, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMapList"}})).To(Succeed())
 
 	// Now the strict reader answers from the same informer.
-	obs := plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"})
+	obs := plane.cacheReader().read(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "kubernetes"})
 	g.Expect(obs).To(Equal(Observation{State: Present, UID: svc.UID}))
-	g.Expect(plane.readCached(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "missing"}).State).To(Equal(Absent))
+	g.Expect(plane.cacheReader().read(ctx, anchor.Owner{Kind: "Service", Namespace: "default", Name: "missing"}).State).To(Equal(Absent))
 }
 
 // TestAnchorCacheHoldsLabelledConfigMapsByProject: only ConfigMaps with the

@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -74,69 +75,40 @@ const (
 // Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
 // the defaults stated on each field; Validate rejects unsafe combinations.
 type Options struct {
-	// Disabled turns the resync off entirely. Default false.
-	Disabled bool
+	Disabled bool // turns the resync off entirely. Default false
 	// DryRun decides and reports, deletes and enqueues nothing; a replica still records
 	// plane identities.
-	DryRun bool
-	// Period between two passes over one project. Default 10m.
-	Period time.Duration
-	// InitialJitter bounds the random delay of a project's first pass. Default 30s.
-	InitialJitter time.Duration
-	// ConfirmAfter: a proof must hold again this long after it was first seen. Default 30s.
-	ConfirmAfter time.Duration
-	// MinAge: anchors younger than this are never collected. Default 5m.
-	MinAge time.Duration
-	// StuckAfter: an owner finalizing longer is reported finalizer-stuck. Default 1h.
-	StuckAfter time.Duration
-	// MaxDeletionsPerPass caps one pass's deletions in one project. Default 50.
-	MaxDeletionsPerPass int
-	// HaltAbove: a pass with more collectable anchors deletes none. Default 500.
-	HaltAbove int
-	// DeletionQPS rate-limits a replica's deletions (burst deletionBurst). Default 10.
-	DeletionQPS float32
-	// Workers bounds the passes that run at once on a replica. Default 4.
-	Workers int
-	// ClaimPasses: see Timing.ClaimPasses. Default 3.
-	ClaimPasses int
-	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
-	Finalizers map[schema.GroupKind]string
-	// Writes are what the live path writes, by owner kind. Default DefaultHubWrites.
-	Writes map[schema.GroupKind][]HubWrite
-	// LiveOwnerKinds are the owner kinds read live. Default DefaultLiveOwnerKinds.
-	LiveOwnerKinds []schema.GroupKind
-	// ClaimsNamespace holds the hostname claims (claims.go). Empty: none released.
-	ClaimsNamespace string
-	// ExtraDependentKinds are legacy kinds the dependents scan lists too. Never Secrets.
-	ExtraDependentKinds []schema.GroupKind
-	// Clock drives periods, ages and confirmation (not rate limits, timeouts). Default real.
-	Clock clock.WithTicker
+	DryRun              bool
+	Period              time.Duration                   // between two passes over one project. Default 10m
+	InitialJitter       time.Duration                   // bounds the random delay of a project's first pass. Default 30s
+	ConfirmAfter        time.Duration                   // a proof must hold again this long after it was first seen. Default 30s
+	MinAge              time.Duration                   // anchors younger than this are never collected. Default 5m
+	StuckAfter          time.Duration                   // an owner finalizing longer is reported finalizer-stuck. Default 1h
+	MaxDeletionsPerPass int                             // caps one pass's deletions in one project. Default 50
+	HaltAbove           int                             // a pass with more collectable anchors deletes none. Default 500
+	DeletionQPS         float32                         // rate-limits a replica's deletions (burst deletionBurst). Default 10
+	Workers             int                             // bounds the passes that run at once on a replica. Default 4
+	ClaimPasses         int                             // see Timing.ClaimPasses. Default 3
+	Finalizers          map[schema.GroupKind]string     // our finalizers by owner kind. Default DefaultFinalizers
+	Writes              map[schema.GroupKind][]HubWrite // what the live path writes, by owner kind. Default DefaultHubWrites
+	LiveOwnerKinds      []schema.GroupKind              // the owner kinds read live. Default DefaultLiveOwnerKinds
+	ClaimsNamespace     string                          // holds the hostname claims (claims.go). Empty: none released
+	ExtraDependentKinds []schema.GroupKind              // legacy kinds the dependents scan lists too. Never Secrets
+	Clock               clock.WithTicker                // drives periods, ages and confirmation (not rate limits, timeouts). Default real
 }
 
 // WithDefaults returns o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
-	setDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	setInt := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	setDur(&o.Period, 10*time.Minute)
-	setDur(&o.InitialJitter, 30*time.Second)
-	setDur(&o.ConfirmAfter, 30*time.Second)
-	setDur(&o.MinAge, 5*time.Minute)
-	setDur(&o.StuckAfter, time.Hour)
-	setInt(&o.MaxDeletionsPerPass, 50)
-	setInt(&o.HaltAbove, 500)
-	setInt(&o.Workers, 4)
-	setInt(&o.ClaimPasses, 3)
-	if o.DeletionQPS == 0 {
-		o.DeletionQPS = 10
-	}
+	o.Period = cmp.Or(o.Period, 10*time.Minute)
+	o.InitialJitter = cmp.Or(o.InitialJitter, 30*time.Second)
+	o.ConfirmAfter = cmp.Or(o.ConfirmAfter, 30*time.Second)
+	o.MinAge = cmp.Or(o.MinAge, 5*time.Minute)
+	o.StuckAfter = cmp.Or(o.StuckAfter, time.Hour)
+	o.MaxDeletionsPerPass = cmp.Or(o.MaxDeletionsPerPass, 50)
+	o.HaltAbove = cmp.Or(o.HaltAbove, 500)
+	o.Workers = cmp.Or(o.Workers, 4)
+	o.ClaimPasses = cmp.Or(o.ClaimPasses, 3)
+	o.DeletionQPS = cmp.Or(o.DeletionQPS, 10)
 	if o.Finalizers == nil {
 		o.Finalizers = DefaultFinalizers
 	}

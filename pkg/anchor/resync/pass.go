@@ -53,13 +53,10 @@ type Observer interface {
 
 // projectMemory is what a project's loop keeps between passes; lost with the project.
 type projectMemory struct {
-	proofs map[types.UID]Proof
-	// claims counts, per anchor, the passes in a row that found a claimed dependent.
-	claims map[types.UID]int
-	// retiredAt is when a pass first found the project retired (zero: not retired).
-	retiredAt time.Time
-	// secretName is the name of the project's kubeconfig Secret as last found.
-	secretName string
+	proofs     map[types.UID]Proof
+	claims     map[types.UID]int // counts, per anchor, the passes in a row that found a claimed dependent
+	retiredAt  time.Time         // when a pass first found the project retired (zero: not retired)
+	secretName string            // the name of the project's kubeconfig Secret as last found
 	live       flowcontrol.RateLimiter
 }
 
@@ -112,8 +109,7 @@ type pass struct {
 	plane   Plane
 	memory  *projectMemory
 	log     logr.Logger
-	// calls counts the pass's API requests (calls.go).
-	calls atomic.Int64
+	calls   atomic.Int64 // counts the pass's API requests (calls.go)
 
 	rep   PassReport
 	items []*item
@@ -135,19 +131,16 @@ type planeReads struct {
 	namespaces  map[string]NamespaceState
 	failures    int
 	unreachable bool
-	// forbidden holds the owner kinds refused with a 403 in this pass, with the detail.
-	forbidden map[schema.GroupKind]string
-	// ownerLists holds this pass's batched owner lists; unlistable, the kinds refused.
-	ownerLists map[ownerBatch]ownerList
-	unlistable map[schema.GroupKind]bool
+	forbidden   map[schema.GroupKind]string // holds the owner kinds refused with a 403 in this pass, with the detail
+	ownerLists  map[ownerBatch]ownerList    // holds this pass's batched owner lists; unlistable, the kinds refused
+	unlistable  map[schema.GroupKind]bool
 }
 
 // collecting is what the collect phase reads and keeps, once per pass.
 type collecting struct {
-	others   map[ownerKey]otherOwner
-	enqueued map[anchor.Owner]bool
-	// switchReadAt is when the runtime switch was last read (zero: not yet).
-	switchReadAt time.Time
+	others       map[ownerKey]otherOwner
+	enqueued     map[anchor.Owner]bool
+	switchReadAt time.Time // when the runtime switch was last read (zero: not yet)
 	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
 	kinds    []DependentKind
 	kindsErr error
@@ -162,8 +155,7 @@ type item struct {
 	action  Action
 	deps    []string
 	detail  string
-	// seq is the item's place in the anchor cache's listing.
-	seq int
+	seq     int // the item's place in the anchor cache's listing
 }
 
 // errAborted ends a pass without failure: the project was lost or not admitted.
@@ -307,13 +299,7 @@ func (p *pass) examine(ctx context.Context) error {
 // compareItems orders items by namespace, name, then listing order: a total order, so
 // an unstable sort gives a stable sort's result.
 func compareItems(a, b *item) int {
-	if c := strings.Compare(a.obj.Namespace, b.obj.Namespace); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.obj.Name, b.obj.Name); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.seq, b.seq)
+	return cmp.Or(strings.Compare(a.obj.Namespace, b.obj.Namespace), strings.Compare(a.obj.Name, b.obj.Name), cmp.Compare(a.seq, b.seq))
 }
 
 // looksLikeAnchor reports whether obj has an anchor's name and place: such an object

@@ -38,15 +38,12 @@ func PlaneIdentityName(project string) string {
 
 // planeCheck is the outcome of comparing the plane's identity with the record.
 type planeCheck struct {
-	State  PlaneState
-	Detail string
-	// Recorded is the identity on record ("" if none).
-	Recorded types.UID
-	Current  types.UID
-	// Acknowledged: an operator acknowledged Current, which is now recorded.
-	Acknowledged bool
-	// LossAcknowledged: Current, the recorded plane, is acknowledged: no mass-loss halt.
-	LossAcknowledged bool
+	State            PlaneState
+	Detail           string
+	Recorded         types.UID // the identity on record ("" if none)
+	Current          types.UID
+	Acknowledged     bool // an operator acknowledged Current, which is now recorded
+	LossAcknowledged bool // Current, the recorded plane, is acknowledged: no mass-loss halt
 }
 
 // checkPlane compares the plane's current identity with project's record, writing the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -39,36 +41,30 @@ type Config struct {
 	Enqueue func(anchor.Owner) error
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
 	// records, tombstones and the deletion switch.
-	ProviderNamespace string
-	LeaseNamespace    string
-	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
-	SecretLabel string
-	// SecretProjectAnnotation names a Secret's project (the shard's AnnotationProject).
-	SecretProjectAnnotation string
+	ProviderNamespace       string
+	LeaseNamespace          string
+	SecretLabel             string // marks kubeconfig Secrets. Default DefaultSecretLabel
+	SecretProjectAnnotation string // names a Secret's project (the shard's AnnotationProject)
 	// Anchors is the hub anchor cache; HubReader, uncached, serves the unowned report.
 	Anchors    *AnchorCache
 	Dependents DependentLister
 	HubReader  client.Reader
-	// Events records collections and halts on the hub. Nil: none.
-	Events events.EventRecorder
-	// Observer sees every examination and pass. Nil: none.
-	Observer Observer
-	// HubClock gives the hub's time, for minimum ages. Nil: the local clock.
-	HubClock *HubClock
-	Registry prometheus.Registerer
-	Logger   logr.Logger
+	Events     events.EventRecorder // records collections and halts on the hub. Nil: none
+	Observer   Observer             // sees every examination and pass. Nil: none
+	HubClock   *HubClock            // gives the hub's time, for minimum ages. Nil: the local clock
+	Registry   prometheus.Registerer
+	Logger     logr.Logger
 }
 
 // Resync collects orphaned anchors of the projects this replica holds. It is a
 // multicluster Runnable: each engagement runs one loop until the project is lost; at most
 // Options.Workers passes run at once.
 type Resync struct {
-	cfg  Config
-	opts Options
-	m    *resyncMetrics
-	log  logr.Logger
-	// passDeps is shared by every pass; the holder is set per pass.
-	passDeps passDeps
+	cfg      Config
+	opts     Options
+	m        *resyncMetrics
+	log      logr.Logger
+	passDeps passDeps // shared by every pass; the holder is set per pass
 	workers  chan struct{}
 	started  chan struct{}
 	wg       sync.WaitGroup
@@ -77,8 +73,7 @@ type Resync struct {
 	loops  map[string]*projectLoop
 	halted map[string]string
 
-	// retired is the memory of passes over retired projects; Start's goroutine only.
-	retired map[string]*projectMemory
+	retired map[string]*projectMemory // the memory of passes over retired projects; Start's goroutine only
 }
 
 // projectLoop is one engagement's loop.
@@ -445,11 +440,7 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 	if count == 0 {
 		return nil, true
 	}
-	names := make([]string, 0, len(projects))
-	for p := range projects {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(projects))
 	if len(names) > 10 {
 		names = append(names[:10], "...")
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,21 +26,17 @@ import (
 
 // SweepOptions configure Sweep.
 type SweepOptions struct {
-	// Hub is the hub's REST config.
-	Hub *rest.Config
+	Hub *rest.Config // the hub's REST config
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default
 	// ProviderNamespace) the plane identity records, tombstones and the switch.
 	ProviderNamespace string
 	LeaseNamespace    string
-	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
-	SecretLabel string
+	SecretLabel       string // marks kubeconfig Secrets. Default DefaultSecretLabel
 	// SecretProjectAnnotation, on a Secret, names its project.
 	SecretProjectAnnotation string
-	// Resync holds the knobs, DryRun included; its Clock must be real.
-	Resync Options
-	// Scheme for the clients. Default client-go's.
-	Scheme *runtime.Scheme
-	Logger logr.Logger
+	Resync                  Options         // holds the knobs, DryRun included; its Clock must be real
+	Scheme                  *runtime.Scheme // for the clients. Default client-go's
+	Logger                  logr.Logger
 	// Projects, when not empty, limits the sweep (passes and reports) to these projects.
 	Projects []string
 	// OnReport, when set, gets each project's final report, from Sweep's goroutine.
@@ -195,7 +193,8 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		plan.settled = append(plan.settled, r)
 	}
 	for _, project := range opts.Projects {
-		if found.has(project) || retired[project] != "" || hasAnchors(anchors.byProject[project]) || plan.hasSettled(project) {
+		settled := slices.ContainsFunc(plan.settled, func(r PassReport) bool { return r.Project == project })
+		if found.has(project) || retired[project] != "" || slices.ContainsFunc(anchors.byProject[project], func(o metav1.PartialObjectMetadata) bool { return looksLikeAnchor(&o) }) || settled {
 			continue
 		}
 		r := row(project)
@@ -205,25 +204,6 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 	}
 	sort.Slice(plan.settled, func(i, j int) bool { return plan.settled[i].Project < plan.settled[j].Project })
 	return plan, nil
-}
-
-func (p sweepPlan) hasSettled(project string) bool {
-	for _, r := range p.settled {
-		if r.Project == project {
-			return true
-		}
-	}
-	return false
-}
-
-// hasAnchors reports whether items hold anything that looks like an anchor.
-func hasAnchors(items []metav1.PartialObjectMetadata) bool {
-	for i := range items {
-		if looksLikeAnchor(&items[i]) {
-			return true
-		}
-	}
-	return false
 }
 
 // sweeper runs the passes of one sweep and delivers each project's final report.
@@ -260,11 +240,7 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 // passAll runs the first round, delivering each report with nothing to confirm, then,
 // after the latest confirmation time, the confirmation round over the others.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
-	names := make([]string, 0, len(planes))
-	for p := range planes {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(planes))
 	var errs []error
 	pending := map[string]PassReport{}
 	due := time.Time{}

@@ -11,8 +11,7 @@ import (
 type HubWrite struct {
 	// Group and Kind of the hub object.
 	Group, Kind string
-	// PerListener: named <owner>-<listener>, one per listener.
-	PerListener bool
+	PerListener bool // named <owner>-<listener>, one per listener
 	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>: an owner of the
 	// same name, another UID, never writes it, so it is never claimed.
 	PerBackendRef bool
