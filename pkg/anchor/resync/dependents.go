@@ -36,8 +36,7 @@ type DependentKind struct {
 	Kind     string
 }
 
-// anchorKind is the kind of anchors, always listed: which anchors exist in a namespace
-// is part of every judgement.
+// anchorKind is the kind of anchors, always listed: every judgement reads them.
 var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
 
 // DependentKindsOf returns the kinds the dependents scan lists: anchors (ConfigMaps),
@@ -51,7 +50,6 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 			written = append(written, schema.GroupKind{Group: w.Group, Kind: w.Kind})
 		}
 	}
-	// A stable order, not the map's.
 	slices.SortFunc(written, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
 	for _, gk := range append(written, extra...) {
 		if !slices.Contains(out, gk) {
@@ -76,8 +74,7 @@ func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interfa
 }
 
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
-// when not nil), rate-limited on its own (qps, burst; dependentsQPS and dependentsBurst
-// when zero).
+// when not nil), rate-limited on its own by qps and burst (defaults when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = cmp.Or(max(qps, 0), dependentsQPS), cmp.Or(max(burst, 0), dependentsBurst), nil
@@ -149,8 +146,7 @@ func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace,
 // dependentKind is the judgement of one dependent of an anchor.
 type dependentKind int
 
-// The judgements of docs/design.md, No cascade into live objects. All but shared are
-// of a dependent that hangs on the anchor alone.
+// The judgements of docs/design.md, No cascade into live objects.
 const (
 	dependentShared     dependentKind = iota // another existing owner, or already being deleted
 	dependentOrphan                          // no live owner claims it; it goes with the anchor
@@ -172,8 +168,8 @@ func (k ownerKey) owner(uid types.UID) anchor.Owner {
 
 func (k ownerKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
 
-// otherOwner is a live read of an owner, not the anchor's own, that a dependent's labels
-// name; Namespace is its upstream namespace's state relative to the dependent's.
+// otherOwner is a live read of another owner a dependent's labels name, with its
+// upstream namespace's state relative to the dependent's.
 type otherOwner struct {
 	State     ObjectState
 	UID       types.UID
@@ -197,9 +193,8 @@ type dependentJudge struct {
 	writes    map[schema.GroupKind][]HubWrite
 }
 
-// labelledOwner decodes the owner a dependent's labels name. unlabelled: no cluster
-// name at all; !ok: no owner decodes, and foreign says the cluster name names (or may
-// name) another project than project.
+// labelledOwner decodes the owner a dependent's labels name; unlabelled: no cluster
+// name; foreign: the cluster name names (or may name) another project.
 func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, unlabelled, foreign bool) {
 	if o, err := anchor.Decode(placeholderName, labels); err == nil {
 		return keyOf(o), true, false, o.Project != project
@@ -216,7 +211,7 @@ func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, 
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
 // hangsAlone reports whether dep refers to the anchor and to no other object in
-// existing. An unknown reference counts as no owner: "alone" only sends dep to judgement.
+// existing (an unknown reference is no owner).
 func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) (refers, alone bool) {
 	alone = true
 	for _, ref := range dep.OwnerReferences {
@@ -245,16 +240,12 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
 		return dependentShared
 	}
-	key, ok, unlabelled, foreign := labelledOwner(dep.Labels, j.owner.Project)
-	switch {
-	case foreign:
+	if _, _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
 		return dependentForeign
-	case unlabelled, !ok:
-		// The live path labels everything it writes: nothing live claims this.
-		return dependentOrphan
 	}
-	if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
-		// No reconcile would re-attach it.
+	key, ok := j.writer(dep)
+	if !ok {
+		// No live owner would write (and re-attach) it.
 		return dependentOrphan
 	}
 	if key == keyOf(j.owner) {
@@ -278,8 +269,7 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	return dependentUnreadable
 }
 
-// judgeOwn judges a dependent labelled for the anchor's own owner, which that owner
-// would write.
+// judgeOwn judges a dependent the anchor's own owner would write.
 func (j dependentJudge) judgeOwn() dependentKind {
 	if j.own.Sibling {
 		return dependentClaimed
@@ -299,7 +289,7 @@ func (j dependentJudge) judgeOwn() dependentKind {
 			// Contradicts the proof: keep.
 			return dependentUnreadable
 		}
-		// Another UID claims it, unless the namespace is new (another hub namespace).
+		// Another UID claims it, unless in a new namespace (another hub namespace).
 		if nsProof {
 			return dependentOrphan
 		}
@@ -308,8 +298,8 @@ func (j dependentJudge) judgeOwn() dependentKind {
 	return dependentUnreadable
 }
 
-// writer returns the owner of this project that would write dep, not being deleted and
-// hanging on the anchor alone, as its labels name it; ok is false when there is none.
+// writer returns the owner of this project its labels name that would write dep, if dep
+// is not being deleted and hangs on the anchor alone.
 func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
 	if dep.DeletionTimestamp != nil {
 		return ownerKey{}, false
@@ -321,8 +311,8 @@ func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey,
 	return key, ok && !foreign && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name)
 }
 
-// needsOwn reports whether a dependent hanging on the anchor alone is labelled for the
-// anchor's own owner, which would write it: the owner is then read again.
+// needsOwn reports whether the anchor's own owner would write a dependent: it is then
+// read again.
 func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	return slices.ContainsFunc(deps, func(dep *metav1.PartialObjectMetadata) bool {
 		key, ok := j.writer(dep)
@@ -330,8 +320,8 @@ func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	})
 }
 
-// otherOwnersToRead returns the owners, other than the anchor's own, whose live state
-// judge needs: named by the labels of dependents hanging alone, which they would write.
+// otherOwnersToRead returns the other owners that would write a dependent: judge needs
+// their live state.
 func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
@@ -342,8 +332,7 @@ func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) 
 	return out
 }
 
-// summarize judges every dependent of the anchor and returns the summary Decide reads,
-// with the live owners that claim dependents (to be enqueued).
+// summarize judges every dependent: the summary Decide reads, and the claimers.
 func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (DependentsSummary, []anchor.Owner) {
 	s := DependentsSummary{Total: len(deps)}
 	var claimers []anchor.Owner
@@ -369,8 +358,7 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 	return s, claimers
 }
 
-// dependentsIndex indexes one hub namespace: the UIDs that exist, what refers to each
-// UID, and each owner's anchors there.
+// dependentsIndex indexes one hub namespace: existing UIDs, referrers, owners' anchors.
 type dependentsIndex struct {
 	existing map[types.UID]bool
 	byOwner  map[types.UID][]*metav1.PartialObjectMetadata
@@ -408,8 +396,7 @@ func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (typ
 	return "", false
 }
 
-// forget drops an anchor about to be deleted from existing, so what hangs on it and a
-// later candidate hangs on that one alone.
+// forget drops an anchor about to be deleted from existing.
 func (idx dependentsIndex) forget(uid types.UID) {
 	delete(idx.existing, uid)
 }

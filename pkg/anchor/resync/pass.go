@@ -113,37 +113,26 @@ type pass struct {
 
 	rep   PassReport
 	items []*item
-	examined
-	planeReads
-	collecting
-}
 
-// examined is what the examine phase learns of the project.
-type examined struct {
-	secret *metav1.PartialObjectMetadata
-	// retired: no Secret, and a tombstone retires the project.
+	// What examine learns: the Secret, retired (no Secret, a tombstone), the plane check.
+	secret     *metav1.PartialObjectMetadata
 	retired    bool
 	planeCheck planeCheck
-}
 
-// planeReads is what this pass's live reads of the plane found (examine and prove).
-type planeReads struct {
+	// What the live reads of the plane found (examine and prove).
 	namespaces  map[string]NamespaceState
 	failures    int
 	unreachable bool
-	forbidden   map[schema.GroupKind]string // holds the owner kinds refused with a 403 in this pass, with the detail
-	ownerLists  map[ownerBatch]ownerList    // holds this pass's batched owner lists; unlistable, the kinds refused
+	forbidden   map[schema.GroupKind]string // the owner kinds refused with a 403 in this pass, with the detail
+	ownerLists  map[ownerBatch]ownerList    // this pass's batched owner lists; unlistable, the kinds refused
 	unlistable  map[schema.GroupKind]bool
-}
 
-// collecting is what the collect phase reads and keeps, once per pass.
-type collecting struct {
+	// What the collect phase reads once per pass.
 	others       map[ownerKey]otherOwner
 	enqueued     map[anchor.Owner]bool
-	switchReadAt time.Time // when the runtime switch was last read (zero: not yet)
-	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
-	kinds    []DependentKind
-	kindsErr error
+	switchReadAt time.Time       // when the runtime switch was last read (zero: not yet)
+	kinds        []DependentKind // the dependent kinds the hub serves (kindsErr if discovery failed)
+	kindsErr     error
 }
 
 // item is one anchor under examination.

@@ -27,8 +27,8 @@ import (
 // Config wires a Resync into a replica.
 type Config struct {
 	Options Options
-	// Admission and Hub are the shard's: every step of a pass runs inside Enter, and
-	// hub writes go through the validity-guarded writer.
+	// Admission and Hub are the shard's: each step runs inside Enter, writing through
+	// the validity-guarded writer.
 	Admission Admission
 	Hub       HubAccess
 	// RetiredAdmission and RetiredHub (CoordinatorAccess) let the coordinator collect
@@ -56,9 +56,8 @@ type Config struct {
 	Logger     logr.Logger
 }
 
-// Resync collects orphaned anchors of the projects this replica holds. It is a
-// multicluster Runnable: each engagement runs one loop until the project is lost; at most
-// Options.Workers passes run at once.
+// Resync collects orphaned anchors of the projects this replica holds: a multicluster
+// Runnable running one loop per engaged project, at most Options.Workers passes at once.
 type Resync struct {
 	cfg      Config
 	opts     Options
@@ -87,8 +86,7 @@ func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
 	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, deletionBurst)
 }
 
-// New builds a Resync. Add it to the multicluster manager (mgr.Add), which also
-// registers it with the shard.
+// New builds a Resync, to add to the multicluster manager (which registers it with the shard).
 func New(cfg Config) (*Resync, error) {
 	if err := cfg.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("resync options: %w", err)
@@ -134,8 +132,7 @@ func New(cfg Config) (*Resync, error) {
 	}, nil
 }
 
-// AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to
-// mgr. A replica shares it between the resync and the gateway finalizers.
+// AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to mgr.
 func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
 	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
@@ -148,9 +145,8 @@ func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, e
 	return anchors, nil
 }
 
-// Setup builds the Resync, and the anchor cache unless cfg.Anchors holds one, and adds
-// them to mgr. Project work goes through cfg.Hub; the cache, the dependents lister and
-// the events use the hub manager's own connection.
+// Setup builds the Resync (and the anchor cache unless cfg.Anchors is set) and adds them
+// to mgr; only project work goes through cfg.Hub, the rest uses the hub manager's.
 func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
 	local := mgr.GetLocalManager()
 	if cfg.Anchors == nil {
@@ -182,8 +178,8 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 	return r, nil
 }
 
-// Start runs until ctx ends: it lets engaged loops run and, every period, reports
-// unowned anchors and, on the coordinator, passes over retired projects.
+// Start runs until ctx ends, every period reporting unowned anchors and, on the
+// coordinator, passing over retired projects.
 func (r *Resync) Start(ctx context.Context) error {
 	close(r.started)
 	defer func() {
@@ -212,8 +208,8 @@ func (r *Resync) Start(ctx context.Context) error {
 	}
 }
 
-// Engage implements multicluster.Aware: it starts the project's loop, restarted for a
-// new cluster, until ctx ends.
+// Engage implements multicluster.Aware: it starts (or, for a new cluster, restarts) the
+// project's loop.
 func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if r.opts.Disabled {
 		return nil
@@ -296,8 +292,8 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 	}
 }
 
-// liveReader returns an uncached reader of the project's plane. It shares the
-// cluster's connections, not its client-side rate limiter: liveQPS paces these reads.
+// liveReader returns an uncached reader of the plane on the cluster's connections,
+// without its client-side rate limiter (liveQPS paces these reads).
 func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	cfg := rest.CopyConfig(cl.GetConfig())
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
@@ -316,8 +312,7 @@ func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log lo
 	return newPass(d, project, plane, mem, log)
 }
 
-// nextDelay is the period, shortened to the earliest pending confirmation, or 5 s after
-// a pass that could not run.
+// nextDelay is the period, cut to the earliest pending confirmation, or 5 s after an error.
 func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
 	if err != nil {
 		return min(r.opts.Period, 5*time.Second)
@@ -405,8 +400,8 @@ func (r *Resync) updateHaltedLocked() {
 	}
 }
 
-// reportUnowned counts the cached unowned anchors and returns their projects that a
-// tombstone retires, sorted; ok is false when a read failed.
+// reportUnowned counts the cached unowned anchors and returns, sorted, their projects a
+// tombstone retires; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
 	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
 	all, err := s.list(ctx, r.cfg.HubReader)

@@ -27,8 +27,8 @@ import (
 // SweepOptions configure Sweep.
 type SweepOptions struct {
 	Hub *rest.Config // the hub's REST config
-	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default
-	// ProviderNamespace) the plane identity records, tombstones and the switch.
+	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default the same)
+	// the plane identity records, tombstones and the switch.
 	ProviderNamespace string
 	LeaseNamespace    string
 	SecretLabel       string // marks kubeconfig Secrets. Default DefaultSecretLabel
@@ -165,7 +165,6 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		return plan, err
 	}
 	plan.planes = found.planes
-	// Retired projects are passed over with no plane.
 	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
 	if err != nil {
 		return plan, err
@@ -237,8 +236,8 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 	return rep, err
 }
 
-// passAll runs the first round, delivering each report with nothing to confirm, then,
-// after the latest confirmation time, the confirmation round over the others.
+// passAll runs the first round, then, at the latest confirmation time, a round over the
+// projects with a proof to confirm.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	names := slices.Sorted(maps.Keys(planes))
 	var errs []error
@@ -286,8 +285,7 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	return errors.Join(errs...)
 }
 
-// foundPlanes is what the kubeconfig Secrets give: a plane per project, the projects
-// named by several Secrets (their names), and those whose Secret gives no client.
+// foundPlanes is what the kubeconfig Secrets give: planes, duplicates, unreadable ones.
 type foundPlanes struct {
 	planes     map[string]Plane
 	duplicates map[string][]string
