@@ -73,8 +73,7 @@ func (c *cachedAnchor) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// newCachedAnchor returns the cachedAnchor of o, holding the strings given for name,
-// uid, resourceVersion and the owner name label.
+// newCachedAnchor returns o's cachedAnchor, holding the strings given (slimAnchor).
 func newCachedAnchor(o *metav1.PartialObjectMetadata, name string, uid types.UID, resourceVersion, ownerName string) *cachedAnchor {
 	c := &cachedAnchor{
 		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),

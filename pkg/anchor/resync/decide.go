@@ -30,8 +30,7 @@ func (d Decision) String() string {
 	return decisionNames[d]
 }
 
-// Reason says why a Decision was reached. Each reason belongs to exactly one decision
-// (ReasonsOf).
+// Reason says why a Decision was reached; each belongs to one decision (ReasonsOf).
 type Reason string
 
 // Reasons for Keep.
@@ -133,8 +132,7 @@ type Observation struct {
 	Finalizers []string
 }
 
-// NamespaceState is what a live read of the upstream namespace said, compared with the
-// hub namespace the anchor lives in.
+// NamespaceState is what a live read of the upstream namespace said of the anchor's.
 type NamespaceState int
 
 const (

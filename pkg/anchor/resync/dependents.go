@@ -377,7 +377,7 @@ func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
 		for _, ref := range o.OwnerReferences {
 			idx.byOwner[ref.UID] = append(idx.byOwner[ref.UID], o)
 		}
-		if gk := gkOf(o); gk.Group == "" && gk.Kind == "ConfigMap" && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
+		if gkOf(o) == anchorKind && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
 			if owner, err := anchor.Decode(o.Name, o.Labels); err == nil {
 				idx.anchors[keyOf(owner)] = append(idx.anchors[keyOf(owner)], o.UID)
 			}

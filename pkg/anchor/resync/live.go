@@ -77,15 +77,11 @@ func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
 		if !c.plane.Scheme.Recognizes(gvk) {
 			continue
 		}
-		obj, err := c.plane.Scheme.New(gvk)
-		if err != nil {
-			continue
+		if obj, err := c.plane.Scheme.New(gvk); err == nil {
+			if cobj, ok := obj.(client.Object); ok {
+				objs = append(objs, cobj)
+			}
 		}
-		cobj, ok := obj.(client.Object)
-		if !ok {
-			continue
-		}
-		objs = append(objs, cobj)
 	}
 	c.kinds[gk] = objs
 	return objs
@@ -116,8 +112,7 @@ func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, e
 	return Observation{State: Failed}, fmt.Errorf("reading %s live: %w", owner, err)
 }
 
-// readNamespace reads the upstream namespace live and compares its UID with the hub
-// namespace's suffix.
+// readNamespace reads the upstream namespace live and compares it with hubNamespace.
 func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string) (NamespaceState, error) {
 	ns := coreMeta("Namespace")
 	err := p.Live.Get(ctx, client.ObjectKey{Name: upstream}, ns)

@@ -48,9 +48,8 @@ var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "Connector"},
 }
 
-// DefaultLiveOwnerKinds are the owner kinds read live by default: every kind anchored
-// on the hub, by the live path or the previous manager. The plane's ClusterRole
-// (config/rbac/project-role.yaml) grants get on exactly these.
+// DefaultLiveOwnerKinds are the owner kinds read live by default, every kind anchored on
+// the hub: config/rbac/project-role.yaml grants get on exactly these.
 var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "HTTPProxy"},
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
@@ -158,8 +157,7 @@ func validKinds(what string, kinds []schema.GroupKind) error {
 	return nil
 }
 
-// ParseGroupKinds parses a comma-separated list of group/Kind (Kind alone for the core
-// group), as the flags take them. Empty is none.
+// ParseGroupKinds parses the flags' comma-separated group/Kind (Kind for the core group).
 func ParseGroupKinds(s string) ([]schema.GroupKind, error) {
 	var out []schema.GroupKind
 	for _, item := range strings.Split(s, ",") {

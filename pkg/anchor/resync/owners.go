@@ -1,7 +1,6 @@
 package resync
 
-// Batched live reads of owners: one list per owner kind and upstream namespace instead
-// of one GET per owner, for the kinds the owner's cache does not answer.
+// Batched live reads of owners: one list per owner kind and upstream namespace, not a GET each.
 
 import (
 	"context"
@@ -17,8 +16,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// batchListMin is how many owners of one kind and upstream namespace a pass must need
-// before it lists them instead of a GET each.
+// batchListMin is how many owners of one kind and namespace a pass lists instead of GETs.
 const batchListMin = 2
 
 // ownerListPage bounds each page of a batched owner list.
@@ -127,8 +125,7 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 	}
 }
 
-// ownerReadable reports whether a GET would read owners of gk (configured, not refused
-// in this pass), so a batched list reads no more.
+// ownerReadable reports whether a GET would read owners of gk (configured, not refused).
 func (p *pass) ownerReadable(gk schema.GroupKind) bool {
 	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
 		return false

@@ -41,8 +41,7 @@ type Examination struct {
 	At              time.Time
 }
 
-// Observer watches a Resync's passes (tests, audits). Its calls must not block nor
-// call the Resync.
+// Observer watches a Resync's passes; its calls must not block nor call the Resync.
 type Observer interface {
 	// Examined: an anchor looked at by a pass, under admission.
 	Examined(Examination)
@@ -155,8 +154,8 @@ const unreachableAfter = 3
 
 func (p *pass) now() time.Time { return p.opts.Clock.Now() }
 
-// run runs the pass and returns its report, complete up to where the pass ended. The
-// error wraps errAborted when the project was lost or not admitted.
+// run runs the pass and returns its report as far as it got; the error wraps errAborted
+// when the project was lost or not admitted.
 func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
@@ -214,12 +213,10 @@ func (p *pass) examine(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if sec != nil {
-			p.memory.secretName = sec.Name
-		}
 		if sec == nil {
 			return p.examineRetired(ctx, w, r)
 		}
+		p.memory.secretName = sec.Name
 		p.memory.retiredAt = time.Time{}
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
@@ -298,8 +295,7 @@ func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 	return ok && anchor.IsMappedNamespaceName(obj.Namespace)
 }
 
-// checkPlane reads the plane identity, compares it with the record and halts the
-// project on a change.
+// checkPlane reads the plane identity, compares it with the record and halts on a change.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, liveTimeout)
@@ -372,12 +368,8 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 
 // reportOf turns an item into its report line.
 func (p *pass) reportOf(it *item) AnchorReport {
-	age := p.now().Sub(it.obj.CreationTimestamp.Time)
-	if age < 0 {
-		age = 0
-	}
 	return AnchorReport{
 		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
-		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+		Age: max(p.now().Sub(it.obj.CreationTimestamp.Time), 0), Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
 	}
 }

@@ -1,7 +1,6 @@
 package resync
 
-// The plane identity record: read, written, acknowledged, compared with the plane
-// (docs/design.md, Plane identity).
+// The plane identity record (docs/design.md, Plane identity).
 
 import (
 	"context"
@@ -92,7 +91,7 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 			}
 		}
 	}
-	secretUID := types.UID("")
+	var secretUID types.UID
 	if secret != nil {
 		secretUID = secret.UID
 	}
@@ -141,9 +140,8 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 	return pc, nil
 }
 
-// rewriteRecord notes the plane uid and the verifying Secret on cm, drops any
-// ownerReference to a Secret and, when acknowledged, the acknowledgement; conditional
-// on the resourceVersion read.
+// rewriteRecord notes the plane uid and verifying Secret on cm, drops Secret
+// ownerReferences and, when acknowledged, the acknowledgement; on cm's resourceVersion.
 func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
 	cm = cm.DeepCopy()
 	var refs []metav1.OwnerReference
