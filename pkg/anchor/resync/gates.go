@@ -17,16 +17,14 @@ import (
 const (
 	// AnnotationDeletion set to DeletionOff on the lease namespace turns deletion off.
 	AnnotationDeletion = "anchorage.datumapis.com/anchor-deletion"
-	DeletionOff        = "off" // the AnnotationDeletion value that turns deletion off
-	// AnnotationExclude set to "true" on a project's Secret excludes it from deletions.
-	AnnotationExclude = "anchorage.datumapis.com/resync-exclude"
+	DeletionOff        = "off"                                    // the AnnotationDeletion value that turns deletion off
+	AnnotationExclude  = "anchorage.datumapis.com/resync-exclude" // "true" on a project's Secret excludes it from deletions
 	// LabelTombstone set to "true" on a ConfigMap in the lease namespace, whose data key
 	// TombstoneKeyProject names a project, retires that project once it has no Secret.
 	LabelTombstone      = "anchorage.datumapis.com/retired-project"
 	TombstoneKeyProject = "project" // the data key of a tombstone naming the retired project
 
-	// DefaultSecretLabel marks kubeconfig Secrets (multicluster-runtime's provider).
-	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig" // marks kubeconfig Secrets (multicluster-runtime's provider)
 )
 
 // secrets finds a project's kubeconfig Secret.

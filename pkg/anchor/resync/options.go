@@ -63,21 +63,17 @@ var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 // The resync's bounds no operator turns: their defaults are what a fleet wants, and no
 // flag sets them (docs/design.md, Throttle, not halt).
 const (
-	deletionBurst = 20 // deletions a replica may make at once, beside DeletionQPS
-	// liveQPS and liveBurst pace the live reads of one plane.
-	liveQPS, liveBurst = 50, 100
-	// dependentsQPS and dependentsBurst pace the hub lists of anchors' dependents.
-	dependentsQPS, dependentsBurst = 50, 100
+	deletionBurst                  = 20              // deletions a replica may make at once, beside DeletionQPS
+	liveQPS, liveBurst             = 50, 100         // pace the live reads of one plane
+	dependentsQPS, dependentsBurst = 50, 100         // pace the hub lists of anchors' dependents
 	liveTimeout                    = 5 * time.Second // bounds each live read of a plane
 )
 
 // Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
 // the defaults stated on each field; Validate rejects unsafe combinations.
 type Options struct {
-	Disabled bool // turns the resync off entirely. Default false
-	// DryRun decides and reports, deletes and enqueues nothing; a replica still records
-	// plane identities.
-	DryRun              bool
+	Disabled            bool                            // turns the resync off entirely. Default false
+	DryRun              bool                            // decides, reports; deletes, enqueues nothing (a replica still records plane identities)
 	Period              time.Duration                   // between two passes over one project. Default 10m
 	InitialJitter       time.Duration                   // bounds the random delay of a project's first pass. Default 30s
 	ConfirmAfter        time.Duration                   // a proof must hold again this long after it was first seen. Default 30s

@@ -45,8 +45,7 @@ type Examination struct {
 type Observer interface {
 	// Examined: an anchor looked at by a pass, under admission.
 	Examined(Examination)
-	// PassDone: a pass ended, aborted ones included (rep.Aborted says why); completed
-	// says it ran to its end without error.
+	// PassDone: a pass ended, aborted ones too (rep.Aborted); completed: without error.
 	PassDone(rep PassReport, completed bool)
 }
 
@@ -78,16 +77,11 @@ type passDeps struct {
 	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
-	// recordIdentity allows writing the plane identity record: a replica always, a sweep
-	// unless dry-run.
-	recordIdentity bool
+	recordIdentity bool // may write plane identity records: a replica always, a sweep unless dry-run
 }
 
 // newPass builds one pass over project, reading plane; mem outlives the pass.
 func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
-	if log.GetSink() == nil {
-		log = logr.Discard()
-	}
 	if d.events != nil {
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}

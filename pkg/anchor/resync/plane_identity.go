@@ -17,8 +17,7 @@ import (
 )
 
 const (
-	// LabelPlaneIdentity marks the plane identity records in the lease namespace.
-	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity"
+	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity" // marks the plane identity records
 	// AnnotationAcknowledgePlane on a plane identity record, set to the UID of the
 	// plane's "default" Namespace, acknowledges that plane; any other value is ignored.
 	AnnotationAcknowledgePlane = "anchorage.datumapis.com/acknowledge-plane"

@@ -33,10 +33,9 @@ type AnchorReport struct {
 	Namespace string
 	Name      string
 	UID       types.UID
-	// Owner is the decoded owner; zero for a malformed anchor.
-	Owner  anchor.Owner
-	Labels map[string]string
-	Age    time.Duration
+	Owner     anchor.Owner // the decoded owner; zero for a malformed anchor
+	Labels    map[string]string
+	Age       time.Duration
 	Verdict
 	Action     Action
 	Dependents []string // names the anchor's dependents, when they were read

@@ -35,10 +35,8 @@ type Config struct {
 	// retired projects (retired.go). Nil: only reported.
 	RetiredAdmission Admission
 	RetiredHub       HubAccess
-	// Holder returns this replica's current incarnation, for records and reports.
-	Holder func() string
-	// Enqueue asks the live path to reconcile an owner (Setup.Enqueue). Nil: none.
-	Enqueue func(anchor.Owner) error
+	Holder           func() string            // this replica's current incarnation, for records and reports
+	Enqueue          func(anchor.Owner) error // asks the live path to reconcile an owner (Setup.Enqueue). Nil: none
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
 	// records, tombstones and the deletion switch.
 	ProviderNamespace       string
@@ -108,9 +106,6 @@ func New(cfg Config) (*Resync, error) {
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Logger.GetSink() == nil {
-		cfg.Logger = logr.Discard()
 	}
 	opts := cfg.Options.WithDefaults()
 	m, err := newResyncMetrics(cfg.Registry)

@@ -29,18 +29,15 @@ type SweepOptions struct {
 	Hub *rest.Config // the hub's REST config
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default the same)
 	// the plane identity records, tombstones and the switch.
-	ProviderNamespace string
-	LeaseNamespace    string
-	SecretLabel       string // marks kubeconfig Secrets. Default DefaultSecretLabel
-	// SecretProjectAnnotation, on a Secret, names its project.
-	SecretProjectAnnotation string
+	ProviderNamespace       string
+	LeaseNamespace          string
+	SecretLabel             string          // marks kubeconfig Secrets. Default DefaultSecretLabel
+	SecretProjectAnnotation string          // on a Secret, names its project
 	Resync                  Options         // holds the knobs, DryRun included; its Clock must be real
 	Scheme                  *runtime.Scheme // for the clients. Default client-go's
 	Logger                  logr.Logger
-	// Projects, when not empty, limits the sweep (passes and reports) to these projects.
-	Projects []string
-	// OnReport, when set, gets each project's final report, from Sweep's goroutine.
-	OnReport func(PassReport)
+	Projects                []string         // when not empty, the only projects swept (passes and reports)
+	OnReport                func(PassReport) // when set, gets each project's final report, from Sweep's goroutine
 }
 
 // Sweep runs one pass, without sharding and with every owner read live, over every
@@ -61,10 +58,6 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, nil, err
-	}
-	log := opts.Logger
-	if log.GetSink() == nil {
-		log = logr.Discard()
 	}
 	hub, err := client.New(opts.Hub, client.Options{Scheme: opts.Scheme})
 	if err != nil {
@@ -102,7 +95,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
 			events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
 		},
-		log: log, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
+		log: opts.Logger, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
 	for _, r := range plan.settled {
 		s.deliver(r)
