@@ -67,12 +67,6 @@ type hubDependents struct {
 	pageSize int64
 }
 
-// NewDependentLister returns a DependentLister of kinds over discovery and the
-// metadata API.
-func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interface, kinds []schema.GroupKind) DependentLister {
-	return &hubDependents{disc: disc, meta: meta, kinds: slices.Clone(kinds), pageSize: 500}
-}
-
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
 // when not nil), rate-limited on its own by qps and burst (defaults when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
@@ -92,7 +86,7 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 	if err != nil {
 		return nil, fmt.Errorf("building the hub metadata client: %w", err)
 	}
-	return NewDependentLister(disc, md, kinds), nil
+	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds), pageSize: 500}, nil
 }
 
 // Kinds implements DependentLister. Discovery runs on every call, so a CRD installed

@@ -277,7 +277,9 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 		case <-ctx.Done():
 			return
 		}
-		rep, err := r.newPass(project, plane, mem, log).run(ctx)
+		d := r.passDeps
+		d.holder = r.cfg.Holder()
+		rep, err := newPass(d, project, plane, mem, log).run(ctx)
 		<-r.workers
 		if ctx.Err() != nil {
 			return
@@ -298,13 +300,6 @@ func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 		return cl.GetAPIReader()
 	}
 	return c
-}
-
-// newPass builds a pass over project for this replica's current incarnation.
-func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
-	d := r.passDeps
-	d.holder = r.cfg.Holder()
-	return newPass(d, project, plane, mem, log)
 }
 
 // nextDelay is the period, cut to the earliest pending confirmation, or 5 s after an error.

@@ -101,11 +101,8 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		s.deliver(r)
 	}
 	err = s.passAll(ctx, plan.planes)
-	out := make([]PassReport, 0, len(s.reports))
-	for _, r := range s.reports {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
+	out := slices.AppendSeq(make([]PassReport, 0, len(s.reports)), maps.Values(s.reports))
+	slices.SortFunc(out, func(a, b PassReport) int { return strings.Compare(a.Project, b.Project) })
 	return out, unownedReports(anchors, s.reports, plan.selected, ro.Clock.Now()), err
 }
 
