@@ -94,7 +94,7 @@ func (p *pass) release(ctx context.Context, claim *metav1.PartialObjectMetadata,
 			return fmt.Errorf("releasing hostname claim %s: %w", claim.Name, err)
 		}
 		p.log.Info("Released a hostname claim: its Gateway is gone", "hostname", claim.Name, "gateway", owner.Namespace+"/"+owner.Name)
-		p.notice("HostnameClaimReleased", "Release", "Hostname %s released: the Gateway %s/%s that claimed it is gone from project %s's plane.", claim.Name, owner.Namespace, owner.Name, p.project)
+		p.secretEvent(corev1.EventTypeNormal, "HostnameClaimReleased", "Release", "Hostname %s released: the Gateway %s/%s that claimed it is gone from project %s's plane.", claim.Name, owner.Namespace, owner.Name, p.project)
 		return nil
 	})
 }

@@ -17,9 +17,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// collect applies the ceiling, then, oldest first and namespace by namespace, judges
-// the candidates' dependents and deletes, within the cap, what is still Collect.
-// Anchors already terminating count toward neither the cap nor the ceiling.
+// collect applies the ceiling, then, oldest first by namespace, judges the candidates'
+// dependents and deletes, within the cap, what is still Collect (not terminating ones).
 func (p *pass) collect(ctx context.Context) error {
 	var candidates []*item
 	for _, it := range p.items {
@@ -103,7 +102,7 @@ func (p *pass) ceiling(ctx context.Context, candidates []*item, order []string, 
 		}
 	}
 	p.log.Info("Halting anchor deletion: more anchors can be collected than the per-pass ceiling", "collectable", collectable, "ceiling", p.opts.HaltAbove)
-	p.warn("CollectionCeiling", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
+	p.secretEvent(corev1.EventTypeWarning, "CollectionCeiling", "Halt", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
 		p.project, collectable, p.opts.HaltAbove)
 	return true, nil
 }

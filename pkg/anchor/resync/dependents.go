@@ -39,9 +39,8 @@ type DependentKind struct {
 // anchorKind is the kind of anchors, always listed: every judgement reads them.
 var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
 
-// DependentKindsOf returns the kinds the dependents scan lists: anchors (ConfigMaps),
-// each kind in writes, then extra (--resync-extra-dependent-kinds), each once, in that
-// order; never every served kind (docs/design.md, No cascade into live objects).
+// DependentKindsOf returns the kinds the dependents scan lists, once each: anchors, the
+// kinds in writes, then extra; never every served kind (docs/design.md, No cascade into live objects).
 func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.GroupKind) []schema.GroupKind {
 	out := []schema.GroupKind{anchorKind}
 	var written []schema.GroupKind

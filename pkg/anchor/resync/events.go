@@ -31,16 +31,7 @@ func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, rea
 	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
-// warn raises a Warning Event on the project's Secret.
-func (p *pass) warn(reason, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeWarning, reason, "Halt", format, args...)
-}
-
-// notice raises a Normal Event on the project's Secret.
-func (p *pass) notice(reason, action, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeNormal, reason, action, format, args...)
-}
-
+// secretEvent raises an Event on the project's Secret.
 func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any) {
 	if p.events == nil || p.secret == nil {
 		return

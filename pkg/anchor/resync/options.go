@@ -12,9 +12,7 @@ import (
 )
 
 // DefaultFinalizers are, by owner kind, the finalizers that mean a terminating owner is
-// being finalized (docs/design.md, Finalizers): pkg/gateway's, and the previous
-// replicator's on the kinds it mirrored. Nobody removes the latter after a cut-over
-// (but on HTTPProxy): such an owner is reported finalizer-stuck, never collected.
+// being finalized: pkg/gateway's, and the previous replicator's (docs/design.md, Finalizers).
 var DefaultFinalizers = func() map[schema.GroupKind]string {
 	m := map[schema.GroupKind]string{
 		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
@@ -32,10 +30,8 @@ var DefaultFinalizers = func() map[schema.GroupKind]string {
 // replicator, on every upstream object it mirrored to the hub.
 const PreviousReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-resource-replicator"
 
-// PreviousReplicatedKinds are the kinds the previous manager's replicator mirrored to
-// the hub by default, less HTTPProxy (pkg/gateway's), Secrets (never read) and
-// ConfigMaps (mirrored only when labelled; left kind-not-configured unless an operator
-// adds them with their grant).
+// PreviousReplicatedKinds are the kinds the previous manager's replicator mirrored by
+// default, less HTTPProxy (pkg/gateway's), Secrets and ConfigMaps (docs/design.md).
 var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "gateway.envoyproxy.io", Kind: "Backend"},
 	{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"},

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -310,7 +311,7 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 	switch {
 	case pc.Acknowledged:
 		p.log.Info("Operator acknowledged a new plane for the project; recorded it", "record", record, "previous", pc.Recorded, "current", pc.Current, "secretUID", p.secret.UID)
-		p.notice("PlaneIdentityAcknowledged", "Acknowledge", "Plane identity of project %s acknowledged by an operator on ConfigMap %s: now %s (was %s), verified with Secret uid %s.",
+		p.secretEvent(corev1.EventTypeNormal, "PlaneIdentityAcknowledged", "Acknowledge", "Plane identity of project %s acknowledged by an operator on ConfigMap %s: now %s (was %s), verified with Secret uid %s.",
 			p.project, record, pc.Current, pc.Recorded, p.secret.UID)
 	case pc.State == PlaneChanged:
 		p.haltPlane(fmt.Sprintf("%s. If the plane was replaced on purpose, acknowledge it: kubectl annotate configmap -n %s %s %s=%s",
@@ -322,7 +323,7 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 func (p *pass) haltPlane(detail string) {
 	p.rep.Plane, p.rep.Halt = PlaneChanged, HaltPlaneChanged
 	p.log.Info("Halting anchor deletion: the project's plane changed", "detail", detail)
-	p.warn("PlaneIdentityChanged", "Anchor deletion halted for project %s: %s", p.project, detail)
+	p.secretEvent(corev1.EventTypeWarning, "PlaneIdentityChanged", "Halt", "Anchor deletion halted for project %s: %s", p.project, detail)
 }
 
 // examineRetired handles a project that matches no Secret: without a tombstone the pass
