@@ -186,37 +186,32 @@ type dependentJudge struct {
 	writes    map[schema.GroupKind][]HubWrite
 }
 
-// labelledOwner decodes the owner a dependent's labels name; unlabelled: no cluster
-// name; foreign: the cluster name names (or may name) another project.
-func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, unlabelled, foreign bool) {
+// labelledOwner decodes the owner a dependent's labels name (ok); foreign: a cluster name
+// names (or may name) another project.
+func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, foreign bool) {
 	if o, err := anchor.Decode(placeholderName, labels); err == nil {
-		return keyOf(o), true, false, o.Project != project
+		return keyOf(o), true, o.Project != project
 	}
 	v, has := labels[anchor.LabelClusterName]
 	if !has {
-		return ownerKey{}, false, true, false
+		return ownerKey{}, false, false
 	}
 	p, err := anchor.ProjectFromClusterName(v)
-	return ownerKey{}, false, false, err != nil || p != project
+	return ownerKey{}, false, err != nil || p != project
 }
 
 // placeholderName stands in for an anchor name when only labels are decoded.
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// hangsAlone reports whether dep refers to the anchor and to no other object in
-// existing (an unknown reference is no owner).
-func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) (refers, alone bool) {
-	alone = true
+// hangsAlone reports whether dep refers to no object in existing but the anchor (an
+// unknown reference is no owner).
+func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) bool {
 	for _, ref := range dep.OwnerReferences {
-		if ref.UID == anchorUID {
-			refers = true
-			continue
-		}
-		if existing[ref.UID] {
-			alone = false
+		if ref.UID != anchorUID && existing[ref.UID] {
+			return false
 		}
 	}
-	return refers, alone
+	return true
 }
 
 // gkOf returns a listed dependent's group and kind.
@@ -230,10 +225,10 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	if dep.DeletionTimestamp != nil {
 		return dependentShared
 	}
-	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+	if !hangsAlone(dep, j.anchorUID, j.existing) {
 		return dependentShared
 	}
-	if _, _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
+	if _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
 		return dependentForeign
 	}
 	key, ok := j.writer(dep)
@@ -297,10 +292,10 @@ func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey,
 	if dep.DeletionTimestamp != nil {
 		return ownerKey{}, false
 	}
-	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+	if !hangsAlone(dep, j.anchorUID, j.existing) {
 		return ownerKey{}, false
 	}
-	key, ok, _, foreign := labelledOwner(dep.Labels, j.owner.Project)
+	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
 	return key, ok && !foreign && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name)
 }
 
@@ -333,7 +328,7 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 		switch j.judge(dep) {
 		case dependentClaimed:
 			s.Claimed++
-			key, _, _, _ := labelledOwner(dep.Labels, j.owner.Project)
+			key, _, _ := labelledOwner(dep.Labels, j.owner.Project)
 			claimer := key.owner(j.other[key].UID)
 			if key == keyOf(j.owner) {
 				// Enqueue the object that has the name now.
