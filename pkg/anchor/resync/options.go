@@ -173,11 +173,7 @@ func ParseGroupKinds(s string) ([]schema.GroupKind, error) {
 func FormatGroupKinds(kinds []schema.GroupKind) string {
 	var parts []string
 	for _, gk := range kinds {
-		if gk.Group == "" {
-			parts = append(parts, gk.Kind)
-			continue
-		}
-		parts = append(parts, gk.Group+"/"+gk.Kind)
+		parts = append(parts, strings.TrimPrefix(gk.Group+"/"+gk.Kind, "/"))
 	}
 	return strings.Join(parts, ",")
 }

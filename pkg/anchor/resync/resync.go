@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,9 +99,7 @@ func New(cfg Config) (*Resync, error) {
 	if cfg.ProviderNamespace == "" || cfg.LeaseNamespace == "" {
 		return nil, errors.New("resync: provider and lease namespaces are required")
 	}
-	if cfg.SecretLabel == "" {
-		cfg.SecretLabel = DefaultSecretLabel
-	}
+	cfg.SecretLabel = cmp.Or(cfg.SecretLabel, DefaultSecretLabel)
 	if cfg.Holder == nil {
 		cfg.Holder = func() string { return "" }
 	}

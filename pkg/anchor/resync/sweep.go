@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,12 +115,8 @@ func (opts SweepOptions) withDefaults() (SweepOptions, error) {
 			return opts, err
 		}
 	}
-	if opts.LeaseNamespace == "" {
-		opts.LeaseNamespace = opts.ProviderNamespace
-	}
-	if opts.SecretLabel == "" {
-		opts.SecretLabel = DefaultSecretLabel
-	}
+	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
+	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
 	return opts, nil
 }
 
