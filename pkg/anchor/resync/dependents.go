@@ -159,8 +159,6 @@ func (k ownerKey) owner(uid types.UID) anchor.Owner {
 	return anchor.Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
 }
 
-func (k ownerKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
-
 // otherOwner is a live read of another owner a dependent's labels name, with its
 // upstream namespace's state relative to the dependent's.
 type otherOwner struct {
@@ -296,7 +294,7 @@ func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey,
 		return ownerKey{}, false
 	}
 	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
-	return key, ok && !foreign && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name)
+	return key, ok && !foreign && wouldWrite(j.writes, schema.GroupKind{Group: key.Group, Kind: key.Kind}, key.Name, gkOf(dep), dep.Name)
 }
 
 // needsOwn reports whether the anchor's own owner would write a dependent: it is then

@@ -42,9 +42,12 @@ func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any
 
 // anchorEvent raises an Event on an anchor, its note cut to 1000 bytes.
 func (p *pass) anchorEvent(it *item, eventtype, reason, action, note string) {
+	if len(note) > 1000 {
+		note = note[:997] + "..."
+	}
 	if p.events != nil {
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
-		p.events.Eventf(ref, nil, eventtype, reason, action, "%s", truncate(note, 1000))
+		p.events.Eventf(ref, nil, eventtype, reason, action, "%s", note)
 	}
 }
 
@@ -62,11 +65,4 @@ func collectionNote(it *item) string {
 	}
 	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
 		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }
