@@ -30,13 +30,11 @@ const (
 	indexName    = "anchorage.anchor.name"
 )
 
-// AnchorCache is a metadata-only cache of the hub's ConfigMaps that carry
-// LabelClusterName, slimmed (slimAnchor) and indexed by project and name. It watches
-// nothing else. A Runnable: add it to the hub manager; read after WaitForCacheSync.
+// AnchorCache is a metadata-only cache of the hub's ConfigMaps carrying
+// LabelClusterName, slimmed (slimAnchor) and indexed by project and name. A Runnable.
 type AnchorCache struct {
 	cache cache.Cache
-	// store is the informer's indexer, read directly: it holds cachedAnchors, which the
-	// cache's List cannot hand out.
+	// store is the informer's indexer, read directly: List cannot hand out cachedAnchors.
 	store toolscache.Indexer
 }
 
@@ -97,8 +95,7 @@ func (a *AnchorCache) ProjectAnchors(ctx context.Context, project string) ([]met
 	return a.list(ctx, fieldIndexPrefix+indexProject, project)
 }
 
-// Named implements AnchorSource: the items of name's bucket, less those of other
-// names.
+// Named implements AnchorSource.
 func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialObjectMetadata, error) {
 	items, err := a.list(ctx, fieldIndexPrefix+indexName, nameBucket(name))
 	if err != nil {
@@ -121,9 +118,8 @@ func (a *AnchorCache) All(ctx context.Context) ([]metav1.PartialObjectMetadata, 
 // noBucket is a name index value no item has (buckets are hexadecimal).
 const noBucket = "none"
 
-// list returns the items index holds under value (every item when index is ""). A
-// probe List through the cache first makes it fail as the cache's reads do (not
-// started, not synced before ctx ends).
+// list returns the items index holds under value (every item when index is ""), after a
+// probe List that fails as the cache's reads do (not started, not synced).
 func (a *AnchorCache) list(ctx context.Context, index, value string) ([]metav1.PartialObjectMetadata, error) {
 	probe := coreMetaList("ConfigMapList")
 	if err := a.cache.List(ctx, probe, client.MatchingFields{indexName: noBucket}, client.UnsafeDisableDeepCopy); err != nil {
@@ -171,8 +167,7 @@ var sharedLabelValues = map[string]bool{
 	anchor.LabelClusterName: true, anchor.LabelGroup: true, anchor.LabelKind: true, anchor.LabelNamespace: true,
 }
 
-// slimLabels copies labels, sharing keys and sharedLabelValues' values with other
-// items; ownerName stands for LabelName's value.
+// slimLabels copies labels, sharing keys and sharedLabelValues; ownerName is LabelName's.
 func slimLabels(in map[string]string, ownerName string) map[string]string {
 	if in == nil {
 		return nil
@@ -202,8 +197,7 @@ const (
 	nameBuckets      = 1024
 )
 
-// anchorIndexers are the anchor cache's indexes: by project (projectOfLabels) and by
-// name bucket (nameBucket).
+// anchorIndexers index the anchor cache by project and by name bucket.
 func anchorIndexers() toolscache.Indexers {
 	return toolscache.Indexers{
 		fieldIndexPrefix + indexProject: indexBy(func(c *cachedAnchor) string { return projectOfLabels(c.labels) }),
@@ -229,8 +223,7 @@ func nameBucket(name string) string {
 	return strconv.FormatUint(uint64(h.Sum32()%nameBuckets), 16)
 }
 
-// StartSynced runs the cache outside a manager (a tool, a test) and waits until it has
-// synced. stop ends it and returns what its Start returned.
+// StartSynced runs the cache outside a manager until synced; stop ends it, returning Start's error.
 func StartSynced(ctx context.Context, cfg *rest.Config) (c *AnchorCache, stop func() error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	c, err = NewAnchorCache(ctx, cfg, AnchorCacheOptions{})

@@ -27,16 +27,12 @@ type listedAnchors struct {
 
 // listAnchors lists, live and by pages, the metadata of every ConfigMap carrying
 // LabelClusterName.
-func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, error) {
+func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, error) {
 	out := &listedAnchors{byProject: map[string][]metav1.PartialObjectMetadata{}, byName: map[string][]metav1.PartialObjectMetadata{}}
-	calls := 0
-	cont := ""
-	for {
+	for cont := ""; ; {
 		list := coreMetaList("ConfigMapList")
-		calls++
-		err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont))
-		if err != nil {
-			return nil, calls, fmt.Errorf("listing anchors on the hub: %w", err)
+		if err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont)); err != nil {
+			return nil, fmt.Errorf("listing anchors on the hub: %w", err)
 		}
 		for _, item := range list.Items {
 			p := projectOfLabels(item.Labels)
@@ -44,7 +40,7 @@ func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, int, e
 			out.byName[item.Name] = append(out.byName[item.Name], item)
 		}
 		if cont = list.Continue; cont == "" {
-			return out, calls, nil
+			return out, nil
 		}
 	}
 }

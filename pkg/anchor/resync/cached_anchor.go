@@ -20,8 +20,7 @@ type cachedAnchor struct {
 	resourceVersion string
 	labels          map[string]string
 	created         metav1.Time
-	// rare is nil when the item has none of its fields.
-	rare *cachedRare
+	rare            *cachedRare // nil when the item has none of its fields
 }
 
 // cachedRare holds the cached fields that a well-formed, live anchor never has.
@@ -74,8 +73,7 @@ func (c *cachedAnchor) DeepCopyObject() runtime.Object {
 	return &out
 }
 
-// newCachedAnchor returns the cachedAnchor of o, holding the strings given for name,
-// uid, resourceVersion and the owner name label.
+// newCachedAnchor returns o's cachedAnchor, holding the strings given (slimAnchor).
 func newCachedAnchor(o *metav1.PartialObjectMetadata, name string, uid types.UID, resourceVersion, ownerName string) *cachedAnchor {
 	c := &cachedAnchor{
 		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),

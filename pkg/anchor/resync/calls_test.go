@@ -66,7 +66,7 @@ func newCountedPasses(f *passFixture) *countedPasses {
 // run runs one pass and returns its report and the requests it made on the wire.
 func (c *countedPasses) run() (PassReport, int) {
 	c.f.t.Helper()
-	anchors, _, err := listAnchors(c.f.ctx, hub)
+	anchors, err := listAnchors(c.f.ctx, hub)
 	c.f.g.Expect(err).NotTo(HaveOccurred())
 	d := c.deps
 	d.anchors = anchors

@@ -29,7 +29,6 @@ func (p *pass) releaseClaims(ctx context.Context) error {
 	if err := p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
 		list := coreMetaList("ConfigMapList")
 		err := r.List(ctx, list, client.InNamespace(p.opts.ClaimsNamespace), client.HasLabels{anchor.LabelClusterName})
-		p.rep.APICalls++
 		if err != nil {
 			return fmt.Errorf("listing hostname claims: %w", err)
 		}
@@ -88,7 +87,6 @@ func (p *pass) release(ctx context.Context, claim *metav1.PartialObjectMetadata,
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name}}
 		uid, rv := claim.UID, claim.ResourceVersion
 		err := w.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-		p.rep.APICalls++
 		switch {
 		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
 			return nil // gone already, or granted again since: not ours to delete
@@ -96,7 +94,7 @@ func (p *pass) release(ctx context.Context, claim *metav1.PartialObjectMetadata,
 			return fmt.Errorf("releasing hostname claim %s: %w", claim.Name, err)
 		}
 		p.log.Info("Released a hostname claim: its Gateway is gone", "hostname", claim.Name, "gateway", owner.Namespace+"/"+owner.Name)
-		p.notice("HostnameClaimReleased", "Release", "Hostname %s released: the Gateway %s/%s that claimed it is gone from project %s's plane.", claim.Name, owner.Namespace, owner.Name, p.project)
+		p.secretEvent(corev1.EventTypeNormal, "HostnameClaimReleased", "Release", "Hostname %s released: the Gateway %s/%s that claimed it is gone from project %s's plane.", claim.Name, owner.Namespace, owner.Name, p.project)
 		return nil
 	})
 }

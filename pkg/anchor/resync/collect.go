@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,9 +17,8 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// collect applies the ceiling, then, oldest first and namespace by namespace, judges
-// the candidates' dependents and deletes what is still Collect, within the cap. Anchors
-// already terminating are skipped and count toward neither the cap nor the ceiling.
+// collect applies the ceiling, then, oldest first by namespace, judges the candidates'
+// dependents and deletes, within the cap, what is still Collect (not terminating ones).
 func (p *pass) collect(ctx context.Context) error {
 	var candidates []*item
 	for _, it := range p.items {
@@ -48,7 +48,7 @@ func (p *pass) collect(ctx context.Context) error {
 		byNS[it.obj.Namespace] = append(byNS[it.obj.Namespace], it)
 	}
 	if len(candidates) > p.opts.HaltAbove {
-		halted, err := p.ceiling(ctx, order, byNS)
+		halted, err := p.ceiling(ctx, candidates, order, byNS)
 		if err != nil || halted {
 			return err
 		}
@@ -68,10 +68,9 @@ func (p *pass) collect(ctx context.Context) error {
 	return nil
 }
 
-// ceiling judges every candidate's dependents (no owner read again, no enqueue, no
-// delete) and halts the pass if more than HaltAbove are still collectable; otherwise it
-// resets the candidates for the collection, which judges them again on fresh lists.
-func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*item) (bool, error) {
+// ceiling judges every candidate's dependents (no owner read, enqueue or delete) and
+// halts the pass if more than HaltAbove are still collectable; otherwise it resets them.
+func (p *pass) ceiling(ctx context.Context, candidates []*item, order []string, byNS map[string][]*item) (bool, error) {
 	collectable := 0
 	for _, ns := range order {
 		objs, listErr, err := p.listNamespace(ctx, ns)
@@ -90,24 +89,20 @@ func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*i
 		}
 	}
 	if collectable <= p.opts.HaltAbove {
-		for _, ns := range order {
-			for _, it := range byNS[ns] {
-				it.facts.Dependents, it.deps, it.detail = nil, nil, ""
-				it.verdict = Decide(it.facts)
-			}
+		for _, it := range candidates {
+			it.facts.Dependents, it.deps, it.detail = nil, nil, ""
+			it.verdict = Decide(it.facts)
 		}
 		return false, nil
 	}
 	p.rep.Halt = HaltCeiling
-	for _, ns := range order {
-		for _, it := range byNS[ns] {
-			if it.verdict.Decision == Collect {
-				it.action = ActionHalted
-			}
+	for _, it := range candidates {
+		if it.verdict.Decision == Collect {
+			it.action = ActionHalted
 		}
 	}
 	p.log.Info("Halting anchor deletion: more anchors can be collected than the per-pass ceiling", "collectable", collectable, "ceiling", p.opts.HaltAbove)
-	p.warn("CollectionCeiling", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
+	p.secretEvent(corev1.EventTypeWarning, "CollectionCeiling", "Halt", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
 		p.project, collectable, p.opts.HaltAbove)
 	return true, nil
 }
@@ -115,8 +110,7 @@ func (p *pass) ceiling(ctx context.Context, order []string, byNS map[string][]*i
 // switchFresh is how long, within one pass, a read of the runtime switch stands.
 const switchFresh = 5 * time.Second
 
-// readSwitch reads the runtime switch in a step, unless this pass read it less than
-// switchFresh ago.
+// readSwitch reads the runtime switch in a step, unless read less than switchFresh ago.
 func (p *pass) readSwitch(ctx context.Context) error {
 	if !p.switchReadAt.IsZero() && time.Since(p.switchReadAt) < switchFresh {
 		return nil
@@ -124,7 +118,6 @@ func (p *pass) readSwitch(ctx context.Context) error {
 	return p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
 		p.switchReadAt = time.Now()
 		on, err := deletionSwitch(ctx, r, p.leaseNamespace)
-		p.rep.APICalls++
 		p.rep.SwitchedOff = !on
 		if err != nil {
 			p.log.Info("Treating anchor deletion as switched off: the switch cannot be read", "error", err.Error())
@@ -180,15 +173,12 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 	return nil
 }
 
-// listNamespace reads the objects of every dependent kind in hub namespace ns, one step
-// per request; the kinds are discovered once per pass. listErr is a failed read (the
-// dependents are then unknown); err, an abort.
+// listNamespace reads the objects of every dependent kind in hub namespace ns, a step
+// per kind (kinds discovered once per pass). listErr is a failed read; err, an abort.
 func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
 	if p.kinds == nil {
 		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			kinds, calls, err := p.dependents.Kinds(ctx)
-			p.rep.APICalls += calls
-			p.kinds, p.kindsErr = kinds, err
+			p.kinds, p.kindsErr = p.dependents.Kinds(ctx)
 			return nil
 		})
 		if err != nil {
@@ -200,10 +190,13 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 	}
 	for _, kind := range p.kinds {
 		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			items, calls, err := p.dependents.List(ctx, kind, ns)
-			p.rep.APICalls += calls
-			objs, listErr = append(objs, items...), err
-			return nil
+			for cont := ""; ; {
+				items, next, err := p.dependents.List(ctx, kind, ns, cont)
+				objs, listErr = append(objs, items...), err
+				if cont = next; err != nil || cont == "" {
+					return nil
+				}
+			}
 		})
 		if err != nil || listErr != nil {
 			return nil, listErr, err
@@ -213,8 +206,8 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 }
 
 // judgeDependents completes a candidate's facts with its dependents and decides again.
-// When final (just before the delete) it also reads the own owner again if a dependent
-// is labelled for it, counts claims toward expiry and enqueues the claimers.
+// When final (just before the delete) it also reads the own owner again if needed,
+// counts claims toward expiry and enqueues the claimers.
 func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsIndex, listErr error, final bool) error {
 	if listErr != nil {
 		it.facts.Dependents = &DependentsSummary{Failed: true}
@@ -287,11 +280,11 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 	names := claimerNames(claimers)
 	it.detail = fmt.Sprintf("claimed by live %s for %d passes without being re-attached; the next pass collects the anchor with its dependents", strings.Join(names, ", "), p.opts.ClaimPasses)
 	p.log.Info("A claim on a stale anchor's dependents expired", "anchor", klog.KObj(it.obj), "claimedBy", names, "passes", p.opts.ClaimPasses, "dependents", it.deps)
-	p.claimExpiredEvent(it)
+	p.anchorEvent(it, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
+		it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")))
 }
 
-// readOtherOwner reads the owner a dependent's labels name, and its namespace's state
-// relative to the dependent's hub namespace.
+// readOtherOwner reads the owner a dependent's labels name, and its namespace's state.
 func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (otherOwner, error) {
 	obs, _, err := p.readOwner(ctx, key.owner(""))
 	if err != nil {
@@ -306,8 +299,7 @@ func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (
 	return o, nil
 }
 
-// enqueueClaimers asks the live owners claiming an anchor's dependents to re-attach
-// them. Nothing is enqueued in dry-run.
+// enqueueClaimers asks the live claiming owners to re-attach the dependents (not in dry-run).
 func (p *pass) enqueueClaimers(it *item, claimers []anchor.Owner) {
 	names := claimerNames(claimers)
 	for _, c := range claimers {
@@ -353,18 +345,15 @@ func (p *pass) checkUnique(ctx context.Context, it *item) error {
 	return nil
 }
 
-// delete deletes a candidate, rate-limited, in its own step, with the UID and
-// resourceVersion examined as preconditions.
+// delete deletes a candidate, rate-limited, in its own step, on the examined UID and
+// resourceVersion.
 func (p *pass) delete(ctx context.Context, it *item) error {
 	if err := p.deletes.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to delete: %w", errAborted, err)
 	}
 	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
-		key := client.ObjectKeyFromObject(it.obj)
-		uid := it.obj.UID
-		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", uid, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
+		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", it.obj.UID, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
 		log.Info("Deleting anchor")
-		p.rep.APICalls++
 		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)
 		if err != nil {
 			it.action = ActionFailed
@@ -376,7 +365,7 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 		if gone {
 			it.detail = "already gone"
 		}
-		p.collectedEvent(key, uid, it)
+		p.anchorEvent(it, corev1.EventTypeNormal, "AnchorCollected", "Delete", collectionNote(it))
 		return nil
 	})
 }

@@ -30,82 +30,52 @@ func (d Decision) String() string {
 	return decisionNames[d]
 }
 
-// Reason says why a Decision was reached. Each reason belongs to exactly one decision
-// (ReasonsOf).
+// Reason says why a Decision was reached; each belongs to one decision (ReasonsOf).
 type Reason string
 
 // Reasons for Keep.
 const (
-	// ReasonInCache: the owner's cache holds it with the anchor's UID, not terminating.
-	ReasonInCache Reason = "in-cache"
-	// ReasonLive: a live read found it with the anchor's UID, not terminating.
-	ReasonLive Reason = "live"
-	// ReasonFinalizing: terminating with our finalizer, not yet for StuckAfter.
-	ReasonFinalizing Reason = "finalizing"
+	ReasonInCache    Reason = "in-cache"   // the owner's cache holds it with the anchor's UID, not terminating
+	ReasonLive       Reason = "live"       // a live read found it with the anchor's UID, not terminating
+	ReasonFinalizing Reason = "finalizing" // terminating with our finalizer, not yet for StuckAfter
 )
 
 // Reasons for Suspect.
 const (
-	// ReasonNotInCache: not in the cache, not read live yet (only in a pass ended early).
-	ReasonNotInCache Reason = "not-in-cache"
-	// ReasonUIDMismatch: cached under another UID, not read live yet (likewise).
-	ReasonUIDMismatch Reason = "uid-mismatch"
-	// ReasonTerminatingUnfinalized: the owner is terminating without our finalizer.
-	ReasonTerminatingUnfinalized Reason = "terminating-without-finalizer"
-	// ReasonAwaitingConfirmation: a proof held once; it must hold again ConfirmAfter later.
-	ReasonAwaitingConfirmation Reason = "awaiting-confirmation"
-	// ReasonBelowMinimumAge: confirmed, but the anchor is younger than MinAge.
-	ReasonBelowMinimumAge Reason = "below-minimum-age"
-	// ReasonAwaitingReattach: a live owner claims a dependent; it is enqueued to re-attach.
-	ReasonAwaitingReattach Reason = "awaiting-reattach"
-	// ReasonClaimExpired: claimed for ClaimPasses passes; the next pass collects.
-	ReasonClaimExpired Reason = "claim-expired"
+	ReasonNotInCache             Reason = "not-in-cache"                  // not in the cache, not read live yet (only in a pass ended early)
+	ReasonUIDMismatch            Reason = "uid-mismatch"                  // cached under another UID, not read live yet (likewise)
+	ReasonTerminatingUnfinalized Reason = "terminating-without-finalizer" // the owner is terminating without our finalizer
+	ReasonAwaitingConfirmation   Reason = "awaiting-confirmation"         // a proof held once; it must hold again ConfirmAfter later
+	ReasonBelowMinimumAge        Reason = "below-minimum-age"             // confirmed, but the anchor is younger than MinAge
+	ReasonAwaitingReattach       Reason = "awaiting-reattach"             // a live owner claims a dependent; it is enqueued to re-attach
+	ReasonClaimExpired           Reason = "claim-expired"                 // claimed for ClaimPasses passes; the next pass collects
 )
 
 // Reasons for Collect: the proof of absence.
 const (
-	// ReasonNotFound: a live GET answered NotFound with details naming the object.
-	ReasonNotFound Reason = "not-found"
-	// ReasonReplaced: a live GET found an object of that name with another UID.
-	ReasonReplaced Reason = "replaced"
-	// ReasonNamespaceRecreated: the upstream namespace exists under another UID.
-	ReasonNamespaceRecreated Reason = "namespace-recreated"
-	// ReasonNamespaceGone: the upstream namespace is NotFound (details naming it).
-	ReasonNamespaceGone Reason = "namespace-gone"
-	// ReasonProjectRetired: no kubeconfig Secret, and a tombstone retires the project.
-	ReasonProjectRetired Reason = "project-retired"
+	ReasonNotFound           Reason = "not-found"           // a live GET answered NotFound with details naming the object
+	ReasonReplaced           Reason = "replaced"            // a live GET found an object of that name with another UID
+	ReasonNamespaceRecreated Reason = "namespace-recreated" // the upstream namespace exists under another UID
+	ReasonNamespaceGone      Reason = "namespace-gone"      // the upstream namespace is NotFound (details naming it)
+	ReasonProjectRetired     Reason = "project-retired"     // no kubeconfig Secret, and a tombstone retires the project
 )
 
 // Reasons for Unknown.
 const (
-	// ReasonMalformed: anchor-named, in a mapped namespace, but not an anchor.
-	ReasonMalformed Reason = "malformed"
-	// ReasonAmbiguous: another anchor of the same name exists on the hub.
-	ReasonAmbiguous Reason = "ambiguous"
-	// ReasonKindNotServed: no REST mapping for the owner's kind, or a 404 not naming it.
-	ReasonKindNotServed Reason = "kind-not-served"
-	// ReasonReadError: a read failed (timeout, server error, unreachable).
-	ReasonReadError Reason = "read-error"
-	// ReasonForbidden: a 403 on the owner's kind, unknown for the rest of the pass.
-	ReasonForbidden Reason = "forbidden"
-	// ReasonKindNotConfigured: the owner's kind is not in Options.LiveOwnerKinds.
-	ReasonKindNotConfigured Reason = "kind-not-configured"
-	// ReasonPlaneChanged: the plane's identity differs from the record. Deletion halts.
-	ReasonPlaneChanged Reason = "plane-changed"
-	// ReasonPlaneUnverified: the plane's identity could not be verified.
-	ReasonPlaneUnverified Reason = "plane-unverified"
-	// ReasonFinalizerStuck: terminating with our finalizer for longer than StuckAfter.
-	ReasonFinalizerStuck Reason = "finalizer-stuck"
-	// ReasonForeignDependent: a dependent hanging on it alone is another project's.
-	ReasonForeignDependent Reason = "foreign-dependent"
-	// ReasonDependentsError: the dependents could not be read or judged.
-	ReasonDependentsError Reason = "dependents-error"
-	// ReasonNotHeld: this replica may not work on the project, or lost it in the pass.
-	ReasonNotHeld Reason = "not-held"
-	// ReasonNoProjectSecret: the anchor's project matches no kubeconfig Secret.
-	ReasonNoProjectSecret Reason = "no-project-secret"
-	// ReasonUnreadableKubeconfig: the project's Secret gives no client (the sweep).
-	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig"
+	ReasonMalformed            Reason = "malformed"             // anchor-named, in a mapped namespace, but not an anchor
+	ReasonAmbiguous            Reason = "ambiguous"             // another anchor of the same name exists on the hub
+	ReasonKindNotServed        Reason = "kind-not-served"       // no REST mapping for the owner's kind, or a 404 not naming it
+	ReasonReadError            Reason = "read-error"            // a read failed (timeout, server error, unreachable)
+	ReasonForbidden            Reason = "forbidden"             // a 403 on the owner's kind, unknown for the rest of the pass
+	ReasonKindNotConfigured    Reason = "kind-not-configured"   // the owner's kind is not in Options.LiveOwnerKinds
+	ReasonPlaneChanged         Reason = "plane-changed"         // the plane's identity differs from the record; deletion halts
+	ReasonPlaneUnverified      Reason = "plane-unverified"      // the plane's identity could not be verified
+	ReasonFinalizerStuck       Reason = "finalizer-stuck"       // terminating with our finalizer for longer than StuckAfter
+	ReasonForeignDependent     Reason = "foreign-dependent"     // a dependent hanging on it alone is another project's
+	ReasonDependentsError      Reason = "dependents-error"      // the dependents could not be read or judged
+	ReasonNotHeld              Reason = "not-held"              // this replica may not work on the project, or lost it in the pass
+	ReasonNoProjectSecret      Reason = "no-project-secret"     // the anchor's project matches no kubeconfig Secret
+	ReasonUnreadableKubeconfig Reason = "unreadable-kubeconfig" // the project's Secret gives no client (the sweep)
 )
 
 var reasonsByDecision = map[Decision][]Reason{
@@ -162,8 +132,7 @@ type Observation struct {
 	Finalizers []string
 }
 
-// NamespaceState is what a live read of the upstream namespace said, compared with the
-// hub namespace the anchor lives in.
+// NamespaceState is what a live read of the upstream namespace said of the anchor's.
 type NamespaceState int
 
 const (
@@ -183,28 +152,19 @@ type Proof struct {
 // DependentsSummary is what the live read of an anchor's dependents found. Claimed,
 // Foreign and Unreadable count only dependents that hang on the anchor alone.
 type DependentsSummary struct {
-	// Failed: the dependents could not be read.
-	Failed bool
-	// Total dependents holding an ownerReference to the anchor's UID.
-	Total int
-	// Claimed by a live owner that would write them and must re-attach them first.
-	Claimed int
-	// Foreign: labelled for an owner in another project.
-	Foreign int
-	// Unreadable: labelled for an owner whose state could not be read.
-	Unreadable int
+	Failed     bool // the dependents could not be read
+	Total      int  // dependents holding an ownerReference to the anchor's UID
+	Claimed    int  // by a live owner that would write them and must re-attach them first
+	Foreign    int  // labelled for an owner in another project
+	Unreadable int  // labelled for an owner whose state could not be read
 }
 
 // Timing holds the durations a decision depends on.
 type Timing struct {
-	// MinAge: anchors younger than this are never collected.
-	MinAge time.Duration
-	// ConfirmAfter: a proof of absence must hold again this long after it was first seen.
-	ConfirmAfter time.Duration
-	// StuckAfter: an owner terminating with our finalizer for longer is reported unknown.
-	StuckAfter time.Duration
-	// ClaimPasses: passes a claim keeps a stale anchor before it expires; 0: never.
-	ClaimPasses int
+	MinAge       time.Duration // anchors younger than this are never collected
+	ConfirmAfter time.Duration // a proof of absence must hold again this long after it was first seen
+	StuckAfter   time.Duration // an owner terminating with our finalizer for longer is reported unknown
+	ClaimPasses  int           // passes a claim keeps a stale anchor before it expires; 0: never
 }
 
 // age is the anchor's age on the hub's clock when known, else on the local one.
@@ -219,32 +179,22 @@ func (f Facts) age() time.Duration {
 // Facts is everything a decision about one anchor depends on. Reads not made yet are
 // NotRead (or nil); Decide says which one it needs next.
 type Facts struct {
-	Now time.Time
-	// AnchorUID is the owner UID the anchor is named after.
-	AnchorUID types.UID
-	// Created is the anchor's creation time (the hub's clock).
-	Created time.Time
-	// HubNow is the hub's clock at Now (HubClock); zero when not known (Now stands in).
-	HubNow time.Time
-	// Malformed: anchor-named, in a mapped namespace, but not an anchor.
-	Malformed bool
-	// Ambiguous: another anchor of the same name exists.
-	Ambiguous bool
+	Now       time.Time
+	AnchorUID types.UID // the owner UID the anchor is named after
+	Created   time.Time // the anchor's creation time (the hub's clock)
+	HubNow    time.Time // the hub's clock at Now (HubClock); zero when not known (Now stands in)
+	Malformed bool      // anchor-named, in a mapped namespace, but not an anchor
+	Ambiguous bool      // another anchor of the same name exists
 	Plane     PlaneState
-	// Retired: a tombstone retires the project (proof project-retired); no plane is read.
-	Retired bool
-	// Finalizer is our finalizer for the owner's kind ("" when we have none for it).
-	Finalizer string
+	Retired   bool   // a tombstone retires the project (proof project-retired); no plane is read
+	Finalizer string // our finalizer for the owner's kind ("" when we have none for it)
 	// Cache is the read of the owner's cache; Namespace and Live are live reads.
-	Cache     Observation
-	Namespace NamespaceState
-	Live      Observation
-	// Earlier is the proof of absence recorded in an earlier pass (zero if none).
-	Earlier Proof
-	// Dependents is nil until they have been read.
-	Dependents *DependentsSummary
-	// ClaimedPasses counts the earlier passes in a row that found a claimed dependent.
-	ClaimedPasses int
+	Cache         Observation
+	Namespace     NamespaceState
+	Live          Observation
+	Earlier       Proof              // the proof of absence recorded in an earlier pass (zero if none)
+	Dependents    *DependentsSummary // nil until they have been read
+	ClaimedPasses int                // counts the earlier passes in a row that found a claimed dependent
 	Timing
 }
 
@@ -262,10 +212,8 @@ const (
 type Verdict struct {
 	Decision Decision
 	Reason   Reason
-	// Proof is the proof of absence held now ("" if none), for the caller to remember.
-	Proof Reason
-	// Need is the read to make before deciding again.
-	Need Need
+	Proof    Reason // the proof of absence held now ("" if none), for the caller to remember
+	Need     Need   // the read to make before deciding again
 }
 
 // Decide applies the resync's rules (docs/design.md, Anchor resync) to what is known of

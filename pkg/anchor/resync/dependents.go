@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,13 +21,13 @@ import (
 
 // DependentLister lists, live, the metadata of the objects of one hub namespace that
 // could hang on an anchor (DependentKindsOf): Kinds once per pass, then List per kind
-// and namespace, so each request runs in its own admission step. calls counts the
-// requests made.
+// and namespace, so each kind is listed in its own admission step.
 type DependentLister interface {
 	// Kinds returns the listed kinds the hub serves; failed discovery of one is an error.
-	Kinds(ctx context.Context) (kinds []DependentKind, calls int, err error)
-	// List returns the metadata of every object of kind in namespace.
-	List(ctx context.Context, kind DependentKind, namespace string) (objects []metav1.PartialObjectMetadata, calls int, err error)
+	Kinds(ctx context.Context) ([]DependentKind, error)
+	// List returns one page (from cont, "" first) of the metadata of the objects of kind
+	// in namespace, and the continue token of the next ("" after the last).
+	List(ctx context.Context, kind DependentKind, namespace, cont string) (objects []metav1.PartialObjectMetadata, next string, err error)
 }
 
 // DependentKind is a kind the hub serves, as listed for dependents.
@@ -35,33 +36,24 @@ type DependentKind struct {
 	Kind     string
 }
 
-// anchorKind is the kind of anchors, always listed: which anchors exist in a namespace
-// is part of every judgement.
+// anchorKind is the kind of anchors, always listed: every judgement reads them.
 var anchorKind = schema.GroupKind{Group: "", Kind: "ConfigMap"}
 
-// DependentKindsOf returns the kinds the dependents scan lists: anchors (ConfigMaps),
-// each kind in writes, then extra (--resync-extra-dependent-kinds), each once, in that
-// order; never every served kind (docs/design.md, No cascade into live objects).
+// DependentKindsOf returns the kinds the dependents scan lists, once each: anchors, the
+// kinds in writes, then extra; never every served kind (docs/design.md, No cascade into live objects).
 func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.GroupKind) []schema.GroupKind {
 	out := []schema.GroupKind{anchorKind}
-	add := func(gk schema.GroupKind) {
-		if !slices.Contains(out, gk) {
-			out = append(out, gk)
-		}
-	}
 	var written []schema.GroupKind
 	for _, ws := range writes {
 		for _, w := range ws {
 			written = append(written, schema.GroupKind{Group: w.Group, Kind: w.Kind})
 		}
 	}
-	// A stable order, not the map's.
 	slices.SortFunc(written, func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
-	for _, gk := range written {
-		add(gk)
-	}
-	for _, gk := range extra {
-		add(gk)
+	for _, gk := range append(written, extra...) {
+		if !slices.Contains(out, gk) {
+			out = append(out, gk)
+		}
 	}
 	return out
 }
@@ -74,24 +66,11 @@ type hubDependents struct {
 	pageSize int64
 }
 
-// NewDependentLister returns a DependentLister of kinds over discovery and the
-// metadata API.
-func NewDependentLister(disc discovery.DiscoveryInterface, meta metadata.Interface, kinds []schema.GroupKind) DependentLister {
-	return &hubDependents{disc: disc, meta: meta, kinds: slices.Clone(kinds), pageSize: 500}
-}
-
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
-// when not nil), rate-limited on its own (qps, burst; dependentsQPS and dependentsBurst
-// when zero).
+// when not nil), rate-limited on its own by qps and burst (defaults when zero).
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = dependentsQPS, dependentsBurst, nil
-	if qps > 0 {
-		cfg.QPS = qps
-	}
-	if burst > 0 {
-		cfg.Burst = burst
-	}
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = cmp.Or(max(qps, 0), dependentsQPS), cmp.Or(max(burst, 0), dependentsBurst), nil
 	if hc == nil {
 		var err error
 		if hc, err = rest.HTTPClientFor(cfg); err != nil {
@@ -106,24 +85,22 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 	if err != nil {
 		return nil, fmt.Errorf("building the hub metadata client: %w", err)
 	}
-	return NewDependentLister(disc, md, kinds), nil
+	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds), pageSize: 500}, nil
 }
 
 // Kinds implements DependentLister. Discovery runs on every call, so a CRD installed
 // since is seen; a listed kind the hub does not serve is left out.
-func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
-	// Aggregated discovery answers /api and /apis: two requests.
-	calls := 2
+func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, error) {
 	lists, err := discovery.ServerPreferredNamespacedResources(h.disc)
 	if err != nil {
 		// A group that failed discovery matters only if a listed kind may live in it.
 		var failed *discovery.ErrGroupDiscoveryFailed
 		if !errors.As(err, &failed) {
-			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+			return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 		}
 		for gv := range failed.Groups {
 			if slices.ContainsFunc(h.kinds, func(gk schema.GroupKind) bool { return gk.Group == gv.Group }) {
-				return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+				return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 			}
 		}
 	}
@@ -131,49 +108,38 @@ func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, int, error) {
 	for _, list := range lists {
 		gv, err := schema.ParseGroupVersion(list.GroupVersion)
 		if err != nil {
-			return nil, calls, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
+			return nil, fmt.Errorf("discovering the hub's namespaced kinds: %w", err)
 		}
 		for _, r := range list.APIResources {
 			if strings.Contains(r.Name, "/") || !slices.Contains(h.kinds, gv.WithKind(r.Kind).GroupKind()) {
 				continue
 			}
 			if !slices.Contains(r.Verbs, "list") {
-				return nil, calls, fmt.Errorf("the hub serves %s without list: its dependents cannot be read", gv.WithKind(r.Kind).GroupKind())
+				return nil, fmt.Errorf("the hub serves %s without list: its dependents cannot be read", gv.WithKind(r.Kind).GroupKind())
 			}
 			out = append(out, DependentKind{Resource: gv.WithResource(r.Name), Kind: r.Kind})
 		}
 	}
-	return out, calls, nil
+	return out, nil
 }
 
-// List implements DependentLister, by pages.
-func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace string) ([]metav1.PartialObjectMetadata, int, error) {
-	calls := 0
-	opts := metav1.ListOptions{Limit: h.pageSize}
-	var out []metav1.PartialObjectMetadata
-	for {
-		calls++
-		page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, opts)
-		if err != nil {
-			return nil, calls, fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
-		}
-		// Every object is kept: a dependent's other owners are looked up in these lists.
-		for _, item := range page.Items {
-			item.TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
-			out = append(out, item)
-		}
-		if page.Continue == "" {
-			return out, calls, nil
-		}
-		opts.Continue = page.Continue
+// List implements DependentLister. Every object is kept: a dependent's other owners are
+// looked up in these lists.
+func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace, cont string) ([]metav1.PartialObjectMetadata, string, error) {
+	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: h.pageSize, Continue: cont})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
 	}
+	for i := range page.Items {
+		page.Items[i].TypeMeta = metav1.TypeMeta{APIVersion: kind.Resource.GroupVersion().String(), Kind: kind.Kind}
+	}
+	return page.Items, page.Continue, nil
 }
 
 // dependentKind is the judgement of one dependent of an anchor.
 type dependentKind int
 
-// The judgements of docs/design.md, No cascade into live objects. All but shared are
-// of a dependent that hangs on the anchor alone.
+// The judgements of docs/design.md, No cascade into live objects.
 const (
 	dependentShared     dependentKind = iota // another existing owner, or already being deleted
 	dependentOrphan                          // no live owner claims it; it goes with the anchor
@@ -193,10 +159,8 @@ func (k ownerKey) owner(uid types.UID) anchor.Owner {
 	return anchor.Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
 }
 
-func (k ownerKey) groupKind() schema.GroupKind { return schema.GroupKind{Group: k.Group, Kind: k.Kind} }
-
-// otherOwner is a live read of an owner, not the anchor's own, that a dependent's labels
-// name; Namespace is its upstream namespace's state relative to the dependent's.
+// otherOwner is a live read of another owner a dependent's labels name, with its
+// upstream namespace's state relative to the dependent's.
 type otherOwner struct {
 	State     ObjectState
 	UID       types.UID
@@ -205,57 +169,47 @@ type otherOwner struct {
 
 // ownOwner is what is known, just before the delete, of the anchor's own owner.
 type ownOwner struct {
-	// Fresh is the owner read live again (NotRead: not read; the proof alone decides).
-	Fresh Observation
-	// Sibling: another anchor with the same five labels is in the same hub namespace.
-	Sibling bool
+	Fresh   Observation // the owner read live again (NotRead: not read; the proof alone decides)
+	Sibling bool        // another anchor with the same five labels is in the same hub namespace
 }
 
 // dependentJudge holds what judging one anchor's dependents depends on.
 type dependentJudge struct {
-	// anchorUID is the anchor ConfigMap's own UID; owner is the one absent by proof.
-	anchorUID types.UID
+	anchorUID types.UID // the anchor ConfigMap's own UID; owner is the one absent by proof
 	owner     anchor.Owner
 	proof     Reason
-	// existing holds the UIDs of the objects still in the hub namespace.
-	existing map[types.UID]bool
-	other    map[ownerKey]otherOwner
-	own      ownOwner
-	writes   map[schema.GroupKind][]HubWrite
+	existing  map[types.UID]bool // holds the UIDs of the objects still in the hub namespace
+	other     map[ownerKey]otherOwner
+	own       ownOwner
+	writes    map[schema.GroupKind][]HubWrite
 }
 
-// labelledOwner decodes the owner a dependent's labels name. unlabelled: no cluster
-// name at all; !ok: no owner decodes, and foreign says the cluster name names (or may
-// name) another project than project.
-func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, unlabelled, foreign bool) {
+// labelledOwner decodes the owner a dependent's labels name (ok); foreign: a cluster name
+// names (or may name) another project.
+func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, foreign bool) {
 	if o, err := anchor.Decode(placeholderName, labels); err == nil {
-		return keyOf(o), true, false, o.Project != project
+		return keyOf(o), true, o.Project != project
 	}
 	v, has := labels[anchor.LabelClusterName]
 	if !has {
-		return ownerKey{}, false, true, false
+		return ownerKey{}, false, false
 	}
 	p, err := anchor.ProjectFromClusterName(v)
-	return ownerKey{}, false, false, err != nil || p != project
+	return ownerKey{}, false, err != nil || p != project
 }
 
 // placeholderName stands in for an anchor name when only labels are decoded.
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// hangsAlone reports whether dep refers to the anchor and to no other object in
-// existing. An unknown reference counts as no owner: "alone" only sends dep to judgement.
-func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) (refers, alone bool) {
-	alone = true
+// hangsAlone reports whether dep refers to no object in existing but the anchor (an
+// unknown reference is no owner).
+func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) bool {
 	for _, ref := range dep.OwnerReferences {
-		if ref.UID == anchorUID {
-			refers = true
-			continue
-		}
-		if existing[ref.UID] {
-			alone = false
+		if ref.UID != anchorUID && existing[ref.UID] {
+			return false
 		}
 	}
-	return refers, alone
+	return true
 }
 
 // gkOf returns a listed dependent's group and kind.
@@ -269,19 +223,15 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	if dep.DeletionTimestamp != nil {
 		return dependentShared
 	}
-	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+	if !hangsAlone(dep, j.anchorUID, j.existing) {
 		return dependentShared
 	}
-	key, ok, unlabelled, foreign := labelledOwner(dep.Labels, j.owner.Project)
-	switch {
-	case foreign:
+	if _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
 		return dependentForeign
-	case unlabelled, !ok:
-		// The live path labels everything it writes: nothing live claims this.
-		return dependentOrphan
 	}
-	if !wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name) {
-		// No reconcile would re-attach it.
+	key, ok := j.writer(dep)
+	if !ok {
+		// No live owner would write (and re-attach) it.
 		return dependentOrphan
 	}
 	if key == keyOf(j.owner) {
@@ -305,8 +255,7 @@ func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
 	return dependentUnreadable
 }
 
-// judgeOwn judges a dependent labelled for the anchor's own owner, which that owner
-// would write.
+// judgeOwn judges a dependent the anchor's own owner would write.
 func (j dependentJudge) judgeOwn() dependentKind {
 	if j.own.Sibling {
 		return dependentClaimed
@@ -326,7 +275,7 @@ func (j dependentJudge) judgeOwn() dependentKind {
 			// Contradicts the proof: keep.
 			return dependentUnreadable
 		}
-		// Another UID claims it, unless the namespace is new (another hub namespace).
+		// Another UID claims it, unless in a new namespace (another hub namespace).
 		if nsProof {
 			return dependentOrphan
 		}
@@ -335,21 +284,21 @@ func (j dependentJudge) judgeOwn() dependentKind {
 	return dependentUnreadable
 }
 
-// writer returns the owner of this project that would write dep, not being deleted and
-// hanging on the anchor alone, as its labels name it; ok is false when there is none.
+// writer returns the owner of this project its labels name that would write dep, if dep
+// is not being deleted and hangs on the anchor alone.
 func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
 	if dep.DeletionTimestamp != nil {
 		return ownerKey{}, false
 	}
-	if _, alone := hangsAlone(dep, j.anchorUID, j.existing); !alone {
+	if !hangsAlone(dep, j.anchorUID, j.existing) {
 		return ownerKey{}, false
 	}
-	key, ok, _, foreign := labelledOwner(dep.Labels, j.owner.Project)
-	return key, ok && !foreign && wouldWrite(j.writes, key.groupKind(), key.Name, gkOf(dep), dep.Name)
+	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
+	return key, ok && !foreign && wouldWrite(j.writes, schema.GroupKind{Group: key.Group, Kind: key.Kind}, key.Name, gkOf(dep), dep.Name)
 }
 
-// needsOwn reports whether a dependent hanging on the anchor alone is labelled for the
-// anchor's own owner, which would write it: the owner is then read again.
+// needsOwn reports whether the anchor's own owner would write a dependent: it is then
+// read again.
 func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	return slices.ContainsFunc(deps, func(dep *metav1.PartialObjectMetadata) bool {
 		key, ok := j.writer(dep)
@@ -357,8 +306,8 @@ func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 	})
 }
 
-// otherOwnersToRead returns the owners, other than the anchor's own, whose live state
-// judge needs: named by the labels of dependents hanging alone, which they would write.
+// otherOwnersToRead returns the other owners that would write a dependent: judge needs
+// their live state.
 func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
 	var out []ownerKey
 	for _, dep := range deps {
@@ -369,8 +318,7 @@ func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) 
 	return out
 }
 
-// summarize judges every dependent of the anchor and returns the summary Decide reads,
-// with the live owners that claim dependents (to be enqueued).
+// summarize judges every dependent: the summary Decide reads, and the claimers.
 func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (DependentsSummary, []anchor.Owner) {
 	s := DependentsSummary{Total: len(deps)}
 	var claimers []anchor.Owner
@@ -378,7 +326,7 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 		switch j.judge(dep) {
 		case dependentClaimed:
 			s.Claimed++
-			key, _, _, _ := labelledOwner(dep.Labels, j.owner.Project)
+			key, _, _ := labelledOwner(dep.Labels, j.owner.Project)
 			claimer := key.owner(j.other[key].UID)
 			if key == keyOf(j.owner) {
 				// Enqueue the object that has the name now.
@@ -396,8 +344,7 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 	return s, claimers
 }
 
-// dependentsIndex indexes one hub namespace: the UIDs that exist, what refers to each
-// UID, and each owner's anchors there.
+// dependentsIndex indexes one hub namespace: existing UIDs, referrers, owners' anchors.
 type dependentsIndex struct {
 	existing map[types.UID]bool
 	byOwner  map[types.UID][]*metav1.PartialObjectMetadata
@@ -416,7 +363,7 @@ func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
 		for _, ref := range o.OwnerReferences {
 			idx.byOwner[ref.UID] = append(idx.byOwner[ref.UID], o)
 		}
-		if gk := gkOf(o); gk.Group == "" && gk.Kind == "ConfigMap" && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
+		if gkOf(o) == anchorKind && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
 			if owner, err := anchor.Decode(o.Name, o.Labels); err == nil {
 				idx.anchors[keyOf(owner)] = append(idx.anchors[keyOf(owner)], o.UID)
 			}
@@ -435,14 +382,12 @@ func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (typ
 	return "", false
 }
 
-// forget drops an anchor about to be deleted from existing, so what hangs on it and a
-// later candidate hangs on that one alone.
+// forget drops an anchor about to be deleted from existing.
 func (idx dependentsIndex) forget(uid types.UID) {
 	delete(idx.existing, uid)
 }
 
 // dependentRef names a dependent in reports and Events.
 func dependentRef(dep *metav1.PartialObjectMetadata) string {
-	gk := dep.GroupVersionKind().GroupKind()
-	return fmt.Sprintf("%s %s (uid %s)", gk.String(), dep.Name, dep.UID)
+	return fmt.Sprintf("%s %s (uid %s)", gkOf(dep), dep.Name, dep.UID)
 }

@@ -28,6 +28,7 @@
 // What a pass tells, who runs passes, and their knobs:
 //
 //   - report.go: pass reports
+//   - calls.go: the client wrappers that count a pass's API calls
 //   - events.go: the Events a pass raises (on the Secret, on anchors), while admitted
 //   - table.go: the operator's table of pass reports (the sweep's JSON is cmd/manager's)
 //   - resync.go: Resync and Config, the per-project loop, the report of unowned anchors

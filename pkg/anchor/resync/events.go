@@ -11,9 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // admittedEvents records an Event only while the project is admitted (docs/design.md,
@@ -33,16 +31,7 @@ func (a admittedEvents) Eventf(regarding, related runtime.Object, eventtype, rea
 	a.next.Eventf(regarding, related, eventtype, reason, action, note, args...)
 }
 
-// warn raises a Warning Event on the project's Secret.
-func (p *pass) warn(reason, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeWarning, reason, "Halt", format, args...)
-}
-
-// notice raises a Normal Event on the project's Secret.
-func (p *pass) notice(reason, action, format string, args ...any) {
-	p.secretEvent(corev1.EventTypeNormal, reason, action, format, args...)
-}
-
+// secretEvent raises an Event on the project's Secret.
 func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any) {
 	if p.events == nil || p.secret == nil {
 		return
@@ -51,20 +40,14 @@ func (p *pass) secretEvent(eventtype, reason, action, format string, args ...any
 	p.events.Eventf(ref, nil, eventtype, reason, action, format, args...)
 }
 
-// claimExpiredEvent raises the Warning Event of a claim that expired on the stale anchor.
-func (p *pass) claimExpiredEvent(it *item) {
+// anchorEvent raises an Event on an anchor, its note cut to 1000 bytes.
+func (p *pass) anchorEvent(it *item, eventtype, reason, action, note string) {
+	if len(note) > 1000 {
+		note = note[:997] + "..."
+	}
 	if p.events != nil {
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID}
-		p.events.Eventf(ref, nil, corev1.EventTypeWarning, "AnchorClaimExpired", "Judge", "%s", truncate(fmt.Sprintf("Stale anchor %s/%s of %s: %s. Dependents: %s.",
-			it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")), 1000))
-	}
-}
-
-// collectedEvent raises the Normal Event of a collected anchor (collectionNote).
-func (p *pass) collectedEvent(key client.ObjectKey, uid types.UID, it *item) {
-	if p.events != nil {
-		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: key.Namespace, Name: key.Name, UID: uid}
-		p.events.Eventf(ref, nil, corev1.EventTypeNormal, "AnchorCollected", "Delete", "%s", truncate(collectionNote(it), 1000))
+		p.events.Eventf(ref, nil, eventtype, reason, action, "%s", note)
 	}
 }
 
@@ -82,11 +65,4 @@ func collectionNote(it *item) string {
 	}
 	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
 		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

@@ -23,11 +23,8 @@ func unreachable(err error) bool {
 		return code == http.StatusUnauthorized || code >= http.StatusInternalServerError ||
 			apierrors.IsUnauthorized(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
 	}
-	if meta.IsNoMatchError(err) {
-		return false
-	}
-	// Anything else is the transport or a timeout.
-	return true
+	// Anything else but a missing mapping is the transport or a timeout.
+	return !meta.IsNoMatchError(err)
 }
 
 // forbiddenDetail names the permission a 403 says the manager lacks, for the report.

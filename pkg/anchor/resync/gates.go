@@ -17,25 +17,20 @@ import (
 const (
 	// AnnotationDeletion set to DeletionOff on the lease namespace turns deletion off.
 	AnnotationDeletion = "anchorage.datumapis.com/anchor-deletion"
-	// DeletionOff is the AnnotationDeletion value that turns deletion off.
-	DeletionOff = "off"
-	// AnnotationExclude set to "true" on a project's Secret excludes it from deletions.
-	AnnotationExclude = "anchorage.datumapis.com/resync-exclude"
+	DeletionOff        = "off"                                    // the AnnotationDeletion value that turns deletion off
+	AnnotationExclude  = "anchorage.datumapis.com/resync-exclude" // "true" on a project's Secret excludes it from deletions
 	// LabelTombstone set to "true" on a ConfigMap in the lease namespace, whose data key
 	// TombstoneKeyProject names a project, retires that project once it has no Secret.
-	LabelTombstone = "anchorage.datumapis.com/retired-project"
-	// TombstoneKeyProject is the data key of a tombstone naming the retired project.
-	TombstoneKeyProject = "project"
+	LabelTombstone      = "anchorage.datumapis.com/retired-project"
+	TombstoneKeyProject = "project" // the data key of a tombstone naming the retired project
 
-	// DefaultSecretLabel marks kubeconfig Secrets (multicluster-runtime's provider).
-	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
+	DefaultSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig" // marks kubeconfig Secrets (multicluster-runtime's provider)
 )
 
 // secrets finds a project's kubeconfig Secret.
 type secrets struct {
 	namespace string
-	// label marks kubeconfig Secrets (value "true").
-	label string
+	label     string // marks kubeconfig Secrets (value "true")
 	// projectAnnotation, on a Secret, names its project when the name cannot.
 	projectAnnotation string
 }
@@ -50,27 +45,34 @@ func (s secrets) projectOf(sec metav1.Object) string {
 	return sec.GetName()
 }
 
-// find returns the metadata of project's kubeconfig Secret, nil if there is none, and
-// the number of requests made. Two Secrets for one project is an error.
-func (s secrets) find(ctx context.Context, hub client.Reader, project string) (*metav1.PartialObjectMetadata, int, error) {
-	calls := 0
-	if len(validation.IsDNS1123Subdomain(project)) == 0 {
+// findKnown returns the metadata of project's kubeconfig Secret, nil if there is none;
+// two Secrets for one project is an error. It first GETs the Secret last found, known,
+// then one named project, and lists every kubeconfig Secret only if neither is it.
+func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, known string) (*metav1.PartialObjectMetadata, error) {
+	names := []string{project}
+	if known != "" && known != project {
+		names = []string{known, project}
+	}
+	for _, name := range names {
+		if len(validation.IsDNS1123Subdomain(name)) != 0 {
+			continue
+		}
 		sec := coreMeta("Secret")
-		calls++
-		err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: project}, sec)
+		err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: name}, sec)
 		switch {
-		case err == nil:
-			if sec.Labels[s.label] == "true" && s.projectOf(sec) == project {
-				return sec, calls, nil
+		case err == nil && sec.Labels[s.label] == "true" && s.projectOf(sec) == project:
+			return sec, nil
+		case err != nil && !apierrors.IsNotFound(err):
+			what := "Secret " + name
+			if name == project {
+				what = "Secret"
 			}
-		case !apierrors.IsNotFound(err):
-			return nil, calls, fmt.Errorf("reading the kubeconfig Secret of project %q: %w", project, err)
+			return nil, fmt.Errorf("reading the kubeconfig %s of project %q: %w", what, project, err)
 		}
 	}
-	all, n, err := s.list(ctx, hub)
-	calls += n
+	all, err := s.list(ctx, hub)
 	if err != nil {
-		return nil, calls, err
+		return nil, err
 	}
 	var found []metav1.PartialObjectMetadata
 	for _, sec := range all {
@@ -80,38 +82,20 @@ func (s secrets) find(ctx context.Context, hub client.Reader, project string) (*
 	}
 	switch len(found) {
 	case 0:
-		return nil, calls, nil
+		return nil, nil
 	case 1:
-		return &found[0], calls, nil
+		return &found[0], nil
 	}
-	return nil, calls, fmt.Errorf("project %q is named by %d kubeconfig Secrets", project, len(found))
-}
-
-// findKnown is find, first trying the Secret last found, known, with one GET: a
-// project whose name is no Secret name would otherwise list every kubeconfig Secret.
-func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, known string) (*metav1.PartialObjectMetadata, int, error) {
-	if known == "" || known == project {
-		return s.find(ctx, hub, project)
-	}
-	sec := coreMeta("Secret")
-	err := hub.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: known}, sec)
-	switch {
-	case err == nil && sec.Labels[s.label] == "true" && s.projectOf(sec) == project:
-		return sec, 1, nil
-	case err != nil && !apierrors.IsNotFound(err):
-		return nil, 1, fmt.Errorf("reading the kubeconfig Secret %s of project %q: %w", known, project, err)
-	}
-	found, calls, err := s.find(ctx, hub, project)
-	return found, calls + 1, err
+	return nil, fmt.Errorf("project %q is named by %d kubeconfig Secrets", project, len(found))
 }
 
 // list returns the metadata of every kubeconfig Secret.
-func (s secrets) list(ctx context.Context, hub client.Reader) ([]metav1.PartialObjectMetadata, int, error) {
+func (s secrets) list(ctx context.Context, hub client.Reader) ([]metav1.PartialObjectMetadata, error) {
 	list := coreMetaList("SecretList")
 	if err := hub.List(ctx, list, client.InNamespace(s.namespace), client.MatchingLabels{s.label: "true"}); err != nil {
-		return nil, 1, fmt.Errorf("listing kubeconfig Secrets in %s: %w", s.namespace, err)
+		return nil, fmt.Errorf("listing kubeconfig Secrets in %s: %w", s.namespace, err)
 	}
-	return list.Items, 1, nil
+	return list.Items, nil
 }
 
 // excluded reports whether a Secret excludes its project from deletions.
@@ -126,15 +110,6 @@ func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace strin
 		return false, fmt.Errorf("reading the deletion switch on namespace %s: %w", leaseNamespace, err)
 	}
 	return !strings.EqualFold(ns.Annotations[AnnotationDeletion], DeletionOff), nil
-}
-
-// tombstoneOf returns the name of a tombstone retiring project ("" if none), and calls.
-func tombstoneOf(ctx context.Context, hub client.Reader, leaseNamespace, project string) (string, int, error) {
-	names, err := tombstones(ctx, hub, leaseNamespace)
-	if err != nil {
-		return "", 1, err
-	}
-	return names[project], 1, nil
 }
 
 // tombstones returns the tombstone's name of each retired project.

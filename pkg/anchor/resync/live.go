@@ -19,23 +19,13 @@ import (
 
 // Plane is how a pass reads one project's control plane.
 type Plane struct {
-	// Cache is the owner's strict cache (StrictReader); nil: every owner is read live.
-	Cache client.Reader
-	// Scheme holds the typed kinds the cache may watch.
-	Scheme *runtime.Scheme
-	// Live reads the plane's API server (never a cache).
-	Live client.Reader
-	// Mapper maps an owner's group and kind to the resource a live read needs.
-	Mapper meta.RESTMapper
+	Cache  client.Reader   // the owner's strict cache (StrictReader); nil: every owner is read live
+	Scheme *runtime.Scheme // holds the typed kinds the cache may watch
+	Live   client.Reader   // reads the plane's API server (never a cache)
+	Mapper meta.RESTMapper // maps an owner's group and kind to the resource a live read needs
 	// SecretUID is the UID of the Secret the plane was built from (the sweep): a pass
 	// whose project's Secret has another UID reads nothing of it. Empty: not checked.
 	SecretUID types.UID
-}
-
-// readCached reads owner from the cache without starting an informer: NotWatched when
-// the cache watches no version of the kind the scheme knows.
-func (p Plane) readCached(ctx context.Context, owner anchor.Owner) Observation {
-	return p.cacheReader().read(ctx, owner)
 }
 
 // cacheReader returns a reader of the plane's owner cache for one pass.
@@ -48,11 +38,11 @@ func (p Plane) cacheReader() *ownerCacheReader {
 // owner; observations keep only copies and the cache's finalizers slice.
 type ownerCacheReader struct {
 	plane Plane
-	// kinds holds, per owner kind, one object per version in the scheme's order.
-	kinds map[schema.GroupKind][]client.Object
+	kinds map[schema.GroupKind][]client.Object // holds, per owner kind, one object per version in the scheme's order
 }
 
-// read reads owner as Plane.readCached does.
+// read reads owner from the cache without starting an informer: NotWatched when the
+// cache watches no version of the kind the scheme knows.
 func (c *ownerCacheReader) read(ctx context.Context, owner anchor.Owner) Observation {
 	if c.plane.Cache == nil || c.plane.Scheme == nil {
 		return Observation{State: NotWatched}
@@ -87,50 +77,42 @@ func (c *ownerCacheReader) objectsOf(gk schema.GroupKind) []client.Object {
 		if !c.plane.Scheme.Recognizes(gvk) {
 			continue
 		}
-		obj, err := c.plane.Scheme.New(gvk)
-		if err != nil {
-			continue
+		if obj, err := c.plane.Scheme.New(gvk); err == nil {
+			if cobj, ok := obj.(client.Object); ok {
+				objs = append(objs, cobj)
+			}
 		}
-		cobj, ok := obj.(client.Object)
-		if !ok {
-			continue
-		}
-		objs = append(objs, cobj)
 	}
 	c.kinds[gk] = objs
 	return objs
 }
 
-// readLive reads owner's metadata from the plane's API server, and counts the requests
-// made (0 when the kind has no mapping).
-func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, int, error) {
+// readLive reads owner's metadata from the plane's API server.
+func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, error) {
 	mapping, err := p.Mapper.RESTMapping(schema.GroupKind{Group: owner.Group, Kind: owner.Kind})
 	if meta.IsNoMatchError(err) {
-		return Observation{State: NotServed}, 0, err
+		return Observation{State: NotServed}, err
 	}
 	if err != nil {
-		return Observation{State: Failed}, 0, fmt.Errorf("mapping %s: %w", owner, err)
+		return Observation{State: Failed}, fmt.Errorf("mapping %s: %w", owner, err)
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	err = p.Live.Get(ctx, client.ObjectKey{Namespace: owner.Namespace, Name: owner.Name}, obj)
-	if err == nil {
-		return observed(obj), 1, nil
+	switch {
+	case err == nil:
+		return observed(obj), nil
+	case apierrors.IsNotFound(err) && anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name):
+		return Observation{State: Absent}, nil
+	case apierrors.IsNotFound(err):
+		return Observation{State: NotServed}, err
+	case apierrors.IsForbidden(err):
+		return Observation{State: Forbidden}, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
 	}
-	if apierrors.IsNotFound(err) {
-		if anchor.NotFoundProvesAbsence(err, mapping.Resource.GroupResource(), owner.Name) {
-			return Observation{State: Absent}, 1, nil
-		}
-		return Observation{State: NotServed}, 1, err
-	}
-	if apierrors.IsForbidden(err) {
-		return Observation{State: Forbidden}, 1, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
-	}
-	return Observation{State: Failed}, 1, fmt.Errorf("reading %s live: %w", owner, err)
+	return Observation{State: Failed}, fmt.Errorf("reading %s live: %w", owner, err)
 }
 
-// readNamespace reads the upstream namespace live and compares its UID with the hub
-// namespace's suffix.
+// readNamespace reads the upstream namespace live and compares it with hubNamespace.
 func (p Plane) readNamespace(ctx context.Context, upstream, hubNamespace string) (NamespaceState, error) {
 	ns := coreMeta("Namespace")
 	err := p.Live.Get(ctx, client.ObjectKey{Name: upstream}, ns)

@@ -13,10 +13,8 @@ const (
 
 // Halt reasons (label values).
 const (
-	// HaltCeiling: more anchors qualified for collection in one pass than the ceiling.
-	HaltCeiling = "ceiling"
-	// HaltPlaneChanged: the plane identity changed.
-	HaltPlaneChanged = "plane-changed"
+	HaltCeiling      = "ceiling"       // more anchors qualified for collection in one pass than the ceiling
+	HaltPlaneChanged = "plane-changed" // the plane identity changed
 )
 
 var haltReasons = []string{HaltCeiling, HaltPlaneChanged}

@@ -1,6 +1,7 @@
 package resync
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,9 +12,7 @@ import (
 )
 
 // DefaultFinalizers are, by owner kind, the finalizers that mean a terminating owner is
-// being finalized (docs/design.md, Finalizers): pkg/gateway's, and the previous
-// replicator's on the kinds it mirrored. Nobody removes the latter after a cut-over
-// (but on HTTPProxy): such an owner is reported finalizer-stuck, never collected.
+// being finalized: pkg/gateway's, and the previous replicator's (docs/design.md, Finalizers).
 var DefaultFinalizers = func() map[schema.GroupKind]string {
 	m := map[schema.GroupKind]string{
 		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "networking.datumapis.com/httpproxy-cleanup",
@@ -31,10 +30,8 @@ var DefaultFinalizers = func() map[schema.GroupKind]string {
 // replicator, on every upstream object it mirrored to the hub.
 const PreviousReplicatorFinalizer = "gateway.networking.datumapis.com/gateway-resource-replicator"
 
-// PreviousReplicatedKinds are the kinds the previous manager's replicator mirrored to
-// the hub by default, less HTTPProxy (pkg/gateway's), Secrets (never read) and
-// ConfigMaps (mirrored only when labelled; left kind-not-configured unless an operator
-// adds them with their grant).
+// PreviousReplicatedKinds are the kinds the previous manager's replicator mirrored by
+// default, less HTTPProxy (pkg/gateway's), Secrets and ConfigMaps (docs/design.md).
 var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "gateway.envoyproxy.io", Kind: "Backend"},
 	{Group: "gateway.envoyproxy.io", Kind: "BackendTrafficPolicy"},
@@ -47,9 +44,8 @@ var PreviousReplicatedKinds = []schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "Connector"},
 }
 
-// DefaultLiveOwnerKinds are the owner kinds read live by default: every kind anchored
-// on the hub, by the live path or the previous manager. The plane's ClusterRole
-// (config/rbac/project-role.yaml) grants get on exactly these.
+// DefaultLiveOwnerKinds are the owner kinds read live by default, every kind anchored on
+// the hub: config/rbac/project-role.yaml grants get on exactly these.
 var DefaultLiveOwnerKinds = append([]schema.GroupKind{
 	{Group: "networking.datumapis.com", Kind: "HTTPProxy"},
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
@@ -63,80 +59,47 @@ var secretKind = schema.GroupKind{Group: "", Kind: "Secret"}
 // The resync's bounds no operator turns: their defaults are what a fleet wants, and no
 // flag sets them (docs/design.md, Throttle, not halt).
 const (
-	deletionBurst = 20 // deletions a replica may make at once, beside DeletionQPS
-	// liveQPS and liveBurst pace the live reads of one plane.
-	liveQPS, liveBurst = 50, 100
-	// dependentsQPS and dependentsBurst pace the hub lists of anchors' dependents.
-	dependentsQPS, dependentsBurst = 50, 100
+	deletionBurst                  = 20              // deletions a replica may make at once, beside DeletionQPS
+	liveQPS, liveBurst             = 50, 100         // pace the live reads of one plane
+	dependentsQPS, dependentsBurst = 50, 100         // pace the hub lists of anchors' dependents
 	liveTimeout                    = 5 * time.Second // bounds each live read of a plane
 )
 
 // Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
 // the defaults stated on each field; Validate rejects unsafe combinations.
 type Options struct {
-	// Disabled turns the resync off entirely. Default false.
-	Disabled bool
-	// DryRun decides and reports, deletes and enqueues nothing; a replica still records
-	// plane identities.
-	DryRun bool
-	// Period between two passes over one project. Default 10m.
-	Period time.Duration
-	// InitialJitter bounds the random delay of a project's first pass. Default 30s.
-	InitialJitter time.Duration
-	// ConfirmAfter: a proof must hold again this long after it was first seen. Default 30s.
-	ConfirmAfter time.Duration
-	// MinAge: anchors younger than this are never collected. Default 5m.
-	MinAge time.Duration
-	// StuckAfter: an owner finalizing longer is reported finalizer-stuck. Default 1h.
-	StuckAfter time.Duration
-	// MaxDeletionsPerPass caps one pass's deletions in one project. Default 50.
-	MaxDeletionsPerPass int
-	// HaltAbove: a pass with more collectable anchors deletes none. Default 500.
-	HaltAbove int
-	// DeletionQPS rate-limits a replica's deletions (burst deletionBurst). Default 10.
-	DeletionQPS float32
-	// Workers bounds the passes that run at once on a replica. Default 4.
-	Workers int
-	// ClaimPasses: see Timing.ClaimPasses. Default 3.
-	ClaimPasses int
-	// Finalizers are our finalizers by owner kind. Default DefaultFinalizers.
-	Finalizers map[schema.GroupKind]string
-	// Writes are what the live path writes, by owner kind. Default DefaultHubWrites.
-	Writes map[schema.GroupKind][]HubWrite
-	// LiveOwnerKinds are the owner kinds read live. Default DefaultLiveOwnerKinds.
-	LiveOwnerKinds []schema.GroupKind
-	// ClaimsNamespace holds the hostname claims (claims.go). Empty: none released.
-	ClaimsNamespace string
-	// ExtraDependentKinds are legacy kinds the dependents scan lists too. Never Secrets.
-	ExtraDependentKinds []schema.GroupKind
-	// Clock drives periods, ages and confirmation (not rate limits, timeouts). Default real.
-	Clock clock.WithTicker
+	Disabled            bool                            // turns the resync off entirely. Default false
+	DryRun              bool                            // decides, reports; deletes, enqueues nothing (a replica still records plane identities)
+	Period              time.Duration                   // between two passes over one project. Default 10m
+	InitialJitter       time.Duration                   // bounds the random delay of a project's first pass. Default 30s
+	ConfirmAfter        time.Duration                   // a proof must hold again this long after it was first seen. Default 30s
+	MinAge              time.Duration                   // anchors younger than this are never collected. Default 5m
+	StuckAfter          time.Duration                   // an owner finalizing longer is reported finalizer-stuck. Default 1h
+	MaxDeletionsPerPass int                             // caps one pass's deletions in one project. Default 50
+	HaltAbove           int                             // a pass with more collectable anchors deletes none. Default 500
+	DeletionQPS         float32                         // rate-limits a replica's deletions (burst deletionBurst). Default 10
+	Workers             int                             // bounds the passes that run at once on a replica. Default 4
+	ClaimPasses         int                             // see Timing.ClaimPasses. Default 3
+	Finalizers          map[schema.GroupKind]string     // our finalizers by owner kind. Default DefaultFinalizers
+	Writes              map[schema.GroupKind][]HubWrite // what the live path writes, by owner kind. Default DefaultHubWrites
+	LiveOwnerKinds      []schema.GroupKind              // the owner kinds read live. Default DefaultLiveOwnerKinds
+	ClaimsNamespace     string                          // holds the hostname claims (claims.go). Empty: none released
+	ExtraDependentKinds []schema.GroupKind              // legacy kinds the dependents scan lists too. Never Secrets
+	Clock               clock.WithTicker                // drives periods, ages and confirmation (not rate limits, timeouts). Default real
 }
 
 // WithDefaults returns o with every zero field set to its default.
 func (o Options) WithDefaults() Options {
-	setDur := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	setInt := func(v *int, d int) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	setDur(&o.Period, 10*time.Minute)
-	setDur(&o.InitialJitter, 30*time.Second)
-	setDur(&o.ConfirmAfter, 30*time.Second)
-	setDur(&o.MinAge, 5*time.Minute)
-	setDur(&o.StuckAfter, time.Hour)
-	setInt(&o.MaxDeletionsPerPass, 50)
-	setInt(&o.HaltAbove, 500)
-	setInt(&o.Workers, 4)
-	setInt(&o.ClaimPasses, 3)
-	if o.DeletionQPS == 0 {
-		o.DeletionQPS = 10
-	}
+	o.Period = cmp.Or(o.Period, 10*time.Minute)
+	o.InitialJitter = cmp.Or(o.InitialJitter, 30*time.Second)
+	o.ConfirmAfter = cmp.Or(o.ConfirmAfter, 30*time.Second)
+	o.MinAge = cmp.Or(o.MinAge, 5*time.Minute)
+	o.StuckAfter = cmp.Or(o.StuckAfter, time.Hour)
+	o.MaxDeletionsPerPass = cmp.Or(o.MaxDeletionsPerPass, 50)
+	o.HaltAbove = cmp.Or(o.HaltAbove, 500)
+	o.Workers = cmp.Or(o.Workers, 4)
+	o.ClaimPasses = cmp.Or(o.ClaimPasses, 3)
+	o.DeletionQPS = cmp.Or(o.DeletionQPS, 10)
 	if o.Finalizers == nil {
 		o.Finalizers = DefaultFinalizers
 	}
@@ -186,8 +149,7 @@ func validKinds(what string, kinds []schema.GroupKind) error {
 	return nil
 }
 
-// ParseGroupKinds parses a comma-separated list of group/Kind (Kind alone for the core
-// group), as the flags take them. Empty is none.
+// ParseGroupKinds parses the flags' comma-separated group/Kind (Kind for the core group).
 func ParseGroupKinds(s string) ([]schema.GroupKind, error) {
 	var out []schema.GroupKind
 	for _, item := range strings.Split(s, ",") {
@@ -211,11 +173,7 @@ func ParseGroupKinds(s string) ([]schema.GroupKind, error) {
 func FormatGroupKinds(kinds []schema.GroupKind) string {
 	var parts []string
 	for _, gk := range kinds {
-		if gk.Group == "" {
-			parts = append(parts, gk.Kind)
-			continue
-		}
-		parts = append(parts, gk.Group+"/"+gk.Kind)
+		parts = append(parts, strings.TrimPrefix(gk.Group+"/"+gk.Kind, "/"))
 	}
 	return strings.Join(parts, ",")
 }

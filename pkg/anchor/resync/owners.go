@@ -1,7 +1,6 @@
 package resync
 
-// Batched live reads of owners: one list per owner kind and upstream namespace instead
-// of one GET per owner, for the kinds the owner's cache does not answer.
+// Batched live reads of owners: one list per owner kind and upstream namespace, not a GET each.
 
 import (
 	"context"
@@ -17,8 +16,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// batchListMin is how many owners of one kind and upstream namespace a pass must need
-// before it lists them instead of a GET each.
+// batchListMin is how many owners of one kind and namespace a pass lists instead of GETs.
 const batchListMin = 2
 
 // ownerListPage bounds each page of a batched owner list.
@@ -83,23 +81,27 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 		return ownerList{}, nil
 	}
 	mapping, err := p.plane.Mapper.RESTMapping(b.GK)
-	if err != nil || namespaced(mapping) != (b.Namespace != "") {
+	if err != nil || (mapping.Scope != nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace) != (b.Namespace != "") {
 		// Unmapped, or a scope that does not fit: the GETs tell.
 		return ownerList{}, nil
 	}
 	out := ownerList{byName: map[string]Observation{}}
-	cont := ""
-	for {
+	gvk := mapping.GroupVersionKind
+	gvk.Kind += "List"
+	for cont := ""; ; {
 		if err := p.live(ctx); err != nil {
 			return ownerList{}, err
 		}
-		var page *metav1.PartialObjectMetadataList
+		page := &metav1.PartialObjectMetadataList{}
+		page.SetGroupVersionKind(gvk)
 		var listErr error
 		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
 			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 			defer cancel()
-			page, listErr = listOwnerPage(rctx, p.plane.Live, mapping, b.Namespace, cont)
-			p.rep.APICalls++
+			// No resourceVersion: a quorum read, never the watch cache.
+			if err := p.plane.Live.List(rctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
+				listErr = fmt.Errorf("listing %s in %s: %w", mapping.Resource.GroupResource(), b.Namespace, err)
+			}
 			p.noteRead(listErr)
 			return nil
 		})
@@ -123,30 +125,7 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 	}
 }
 
-// namespaced reports whether mapping's kind lives in namespaces.
-func namespaced(mapping *meta.RESTMapping) bool {
-	return mapping.Scope != nil && mapping.Scope.Name() == meta.RESTScopeNameNamespace
-}
-
-// listOwnerPage lists one page of owners. No resourceVersion: a quorum read, never the
-// watch cache.
-func listOwnerPage(ctx context.Context, live client.Reader, mapping *meta.RESTMapping, namespace, cont string) (*metav1.PartialObjectMetadataList, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	gvk := mapping.GroupVersionKind
-	gvk.Kind += "List"
-	list.SetGroupVersionKind(gvk)
-	opts := []client.ListOption{client.InNamespace(namespace), client.Limit(ownerListPage)}
-	if cont != "" {
-		opts = append(opts, client.Continue(cont))
-	}
-	if err := live.List(ctx, list, opts...); err != nil {
-		return nil, fmt.Errorf("listing %s in %s: %w", mapping.Resource.GroupResource(), namespace, err)
-	}
-	return list, nil
-}
-
-// ownerReadable reports whether a GET would read owners of gk (configured, not refused
-// in this pass), so a batched list reads no more.
+// ownerReadable reports whether a GET would read owners of gk (configured, not refused).
 func (p *pass) ownerReadable(gk schema.GroupKind) bool {
 	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
 		return false

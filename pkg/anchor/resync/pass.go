@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,25 +42,20 @@ type Examination struct {
 	At              time.Time
 }
 
-// Observer watches a Resync's passes (tests, audits). Its calls must not block nor
-// call the Resync.
+// Observer watches a Resync's passes; its calls must not block nor call the Resync.
 type Observer interface {
 	// Examined: an anchor looked at by a pass, under admission.
 	Examined(Examination)
-	// PassDone: a pass ended, aborted ones included (rep.Aborted says why); completed
-	// says it ran to its end without error.
+	// PassDone: a pass ended, aborted ones too (rep.Aborted); completed: without error.
 	PassDone(rep PassReport, completed bool)
 }
 
 // projectMemory is what a project's loop keeps between passes; lost with the project.
 type projectMemory struct {
-	proofs map[types.UID]Proof
-	// claims counts, per anchor, the passes in a row that found a claimed dependent.
-	claims map[types.UID]int
-	// retiredAt is when a pass first found the project retired (zero: not retired).
-	retiredAt time.Time
-	// secretName is the name of the project's kubeconfig Secret as last found.
-	secretName string
+	proofs     map[types.UID]Proof
+	claims     map[types.UID]int // counts, per anchor, the passes in a row that found a claimed dependent
+	retiredAt  time.Time         // when a pass first found the project retired (zero: not retired)
+	secretName string            // the name of the project's kubeconfig Secret as last found
 	live       flowcontrol.RateLimiter
 }
 
@@ -81,20 +78,22 @@ type passDeps struct {
 	hubClock       *HubClock
 	opts           Options
 	deletes        flowcontrol.RateLimiter
-	// recordIdentity allows writing the plane identity record: a replica always, a sweep
-	// unless dry-run.
-	recordIdentity bool
+	recordIdentity bool // may write plane identity records: a replica always, a sweep unless dry-run
 }
 
 // newPass builds one pass over project, reading plane; mem outlives the pass.
 func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
-	if log.GetSink() == nil {
-		log = logr.Discard()
-	}
 	if d.events != nil {
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}
-	return &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	p := &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	if plane.Live != nil {
+		p.plane.Live = countingReader{plane.Live, &p.calls}
+	}
+	if d.dependents != nil {
+		p.dependents = countingDependents{d.dependents, &p.calls}
+	}
+	return p
 }
 
 // pass is one resync pass over one project; each step runs inside its admission.
@@ -104,43 +103,30 @@ type pass struct {
 	plane   Plane
 	memory  *projectMemory
 	log     logr.Logger
+	calls   atomic.Int64 // counts the pass's API requests (calls.go)
 
 	rep   PassReport
 	items []*item
-	examined
-	planeReads
-	collecting
-}
 
-// examined is what the examine phase learns of the project.
-type examined struct {
-	secret *metav1.PartialObjectMetadata
-	// retired: no Secret, and a tombstone retires the project.
+	// What examine learns: the Secret, retired (no Secret, a tombstone), the plane check.
+	secret     *metav1.PartialObjectMetadata
 	retired    bool
 	planeCheck planeCheck
-}
 
-// planeReads is what this pass's live reads of the plane found (examine and prove).
-type planeReads struct {
+	// What the live reads of the plane found (examine and prove).
 	namespaces  map[string]NamespaceState
 	failures    int
 	unreachable bool
-	// forbidden holds the owner kinds refused with a 403 in this pass, with the detail.
-	forbidden map[schema.GroupKind]string
-	// ownerLists holds this pass's batched owner lists; unlistable, the kinds refused.
-	ownerLists map[ownerBatch]ownerList
-	unlistable map[schema.GroupKind]bool
-}
+	forbidden   map[schema.GroupKind]string // the owner kinds refused with a 403 in this pass, with the detail
+	ownerLists  map[ownerBatch]ownerList    // this pass's batched owner lists; unlistable, the kinds refused
+	unlistable  map[schema.GroupKind]bool
 
-// collecting is what the collect phase reads and keeps, once per pass.
-type collecting struct {
-	others   map[ownerKey]otherOwner
-	enqueued map[anchor.Owner]bool
-	// switchReadAt is when the runtime switch was last read (zero: not yet).
-	switchReadAt time.Time
-	// kinds the hub serves, discovered once per pass (kindsErr if that failed).
-	kinds    []DependentKind
-	kindsErr error
+	// What the collect phase reads once per pass.
+	others       map[ownerKey]otherOwner
+	enqueued     map[anchor.Owner]bool
+	switchReadAt time.Time       // when the runtime switch was last read (zero: not yet)
+	kinds        []DependentKind // the dependent kinds the hub serves (kindsErr if discovery failed)
+	kindsErr     error
 }
 
 // item is one anchor under examination.
@@ -152,8 +138,7 @@ type item struct {
 	action  Action
 	deps    []string
 	detail  string
-	// seq is the item's place in the anchor cache's listing.
-	seq int
+	seq     int // the item's place in the anchor cache's listing
 }
 
 // errAborted ends a pass without failure: the project was lost or not admitted.
@@ -164,8 +149,8 @@ const unreachableAfter = 3
 
 func (p *pass) now() time.Time { return p.opts.Clock.Now() }
 
-// run runs the pass and returns its report, complete up to where the pass ended. The
-// error wraps errAborted when the project was lost or not admitted.
+// run runs the pass and returns its report as far as it got; the error wraps errAborted
+// when the project was lost or not admitted.
 func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
@@ -173,7 +158,7 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
 	p.ownerLists, p.unlistable = map[ownerBatch]ownerList{}, map[schema.GroupKind]bool{}
 	err := p.phases(ctx)
-	p.rep.Duration = time.Since(started)
+	p.rep.Duration, p.rep.APICalls = time.Since(started), int(p.calls.Load())
 	if len(p.items) > 0 {
 		p.rep.Anchors = make([]AnchorReport, 0, len(p.items))
 	}
@@ -212,24 +197,21 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 	if err != nil {
 		return fmt.Errorf("%w: %w", errAborted, err)
 	}
-	return f(sctx, w, r)
+	return f(sctx, countingClient{w, &p.calls}, countingReader{r, &p.calls})
 }
 
 // examine reads the Secret, checks the plane identity and decides every anchor from the
 // owner's cache. A project with no Secret goes on only if a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
 	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
-		sec, calls, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
-		p.rep.APICalls += calls
+		sec, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
 		if err != nil {
 			return err
-		}
-		if sec != nil {
-			p.memory.secretName = sec.Name
 		}
 		if sec == nil {
 			return p.examineRetired(ctx, w, r)
 		}
+		p.memory.secretName = sec.Name
 		p.memory.retiredAt = time.Time{}
 		p.secret = sec
 		p.rep.Excluded = excluded(sec)
@@ -298,13 +280,7 @@ func (p *pass) examine(ctx context.Context) error {
 // compareItems orders items by namespace, name, then listing order: a total order, so
 // an unstable sort gives a stable sort's result.
 func compareItems(a, b *item) int {
-	if c := strings.Compare(a.obj.Namespace, b.obj.Namespace); c != 0 {
-		return c
-	}
-	if c := strings.Compare(a.obj.Name, b.obj.Name); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.seq, b.seq)
+	return cmp.Or(strings.Compare(a.obj.Namespace, b.obj.Namespace), strings.Compare(a.obj.Name, b.obj.Name), cmp.Compare(a.seq, b.seq))
 }
 
 // looksLikeAnchor reports whether obj has an anchor's name and place: such an object
@@ -314,21 +290,18 @@ func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 	return ok && anchor.IsMappedNamespaceName(obj.Namespace)
 }
 
-// checkPlane reads the plane identity, compares it with the record and halts the
-// project on a change.
+// checkPlane reads the plane identity, compares it with the record and halts on a change.
 func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	current, err := p.plane.readPlaneIdentity(rctx)
 	cancel()
-	p.rep.APICalls++
 	if err != nil {
 		p.rep.PlaneDetail = "plane unreachable: " + err.Error()
 		p.unreachable = unreachable(err)
 		return
 	}
-	pc, calls, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
-	p.rep.APICalls += calls
+	pc, err := checkPlane(ctx, r, w, p.leaseNamespace, p.project, p.secret, current, p.recordIdentity)
 	p.planeCheck = pc
 	p.rep.Plane, p.rep.PlaneDetail = pc.State, pc.Detail
 	if err != nil {
@@ -338,7 +311,7 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 	switch {
 	case pc.Acknowledged:
 		p.log.Info("Operator acknowledged a new plane for the project; recorded it", "record", record, "previous", pc.Recorded, "current", pc.Current, "secretUID", p.secret.UID)
-		p.notice("PlaneIdentityAcknowledged", "Acknowledge", "Plane identity of project %s acknowledged by an operator on ConfigMap %s: now %s (was %s), verified with Secret uid %s.",
+		p.secretEvent(corev1.EventTypeNormal, "PlaneIdentityAcknowledged", "Acknowledge", "Plane identity of project %s acknowledged by an operator on ConfigMap %s: now %s (was %s), verified with Secret uid %s.",
 			p.project, record, pc.Current, pc.Recorded, p.secret.UID)
 	case pc.State == PlaneChanged:
 		p.haltPlane(fmt.Sprintf("%s. If the plane was replaced on purpose, acknowledge it: kubectl annotate configmap -n %s %s %s=%s",
@@ -350,18 +323,18 @@ func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader)
 func (p *pass) haltPlane(detail string) {
 	p.rep.Plane, p.rep.Halt = PlaneChanged, HaltPlaneChanged
 	p.log.Info("Halting anchor deletion: the project's plane changed", "detail", detail)
-	p.warn("PlaneIdentityChanged", "Anchor deletion halted for project %s: %s", p.project, detail)
+	p.secretEvent(corev1.EventTypeWarning, "PlaneIdentityChanged", "Halt", "Anchor deletion halted for project %s: %s", p.project, detail)
 }
 
 // examineRetired handles a project that matches no Secret: without a tombstone the pass
 // aborts; with one, the project is retired (docs/design.md, Projects with no Secret) and,
 // once that is confirmed, its plane identity record is dropped.
 func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Reader) error {
-	name, calls, err := tombstoneOf(ctx, r, p.leaseNamespace, p.project)
-	p.rep.APICalls += calls
+	tombs, err := tombstones(ctx, r, p.leaseNamespace)
 	if err != nil {
 		return err
 	}
+	name := tombs[p.project]
 	if name == "" {
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
@@ -378,8 +351,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 	if now.Sub(p.memory.retiredAt) < p.opts.ConfirmAfter || !p.recordIdentity || p.opts.DryRun {
 		return nil
 	}
-	gone, n, err := dropPlaneRecord(ctx, r, w, p.leaseNamespace, p.project)
-	p.rep.APICalls += n
+	gone, err := dropPlaneRecord(ctx, r, w, p.leaseNamespace, p.project)
 	switch {
 	case err != nil:
 		p.log.Info("Dropping the plane identity record of a retired project failed; a later pass tries again", "error", err.Error())
@@ -391,12 +363,8 @@ func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Rea
 
 // reportOf turns an item into its report line.
 func (p *pass) reportOf(it *item) AnchorReport {
-	age := p.now().Sub(it.obj.CreationTimestamp.Time)
-	if age < 0 {
-		age = 0
-	}
 	return AnchorReport{
 		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
-		Age: age, Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+		Age: max(p.now().Sub(it.obj.CreationTimestamp.Time), 0), Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
 	}
 }

@@ -104,7 +104,7 @@ func (f *passFixture) plant(owner anchor.Owner) *corev1.ConfigMap {
 
 func (f *passFixture) run() PassReport {
 	f.t.Helper()
-	anchors, _, err := listAnchors(f.ctx, hub)
+	anchors, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
 	f.g.Expect(err).NotTo(HaveOccurred())

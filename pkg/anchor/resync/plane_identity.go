@@ -1,7 +1,6 @@
 package resync
 
-// The plane identity record: read, written, acknowledged, compared with the plane
-// (docs/design.md, Plane identity).
+// The plane identity record (docs/design.md, Plane identity).
 
 import (
 	"context"
@@ -18,8 +17,7 @@ import (
 )
 
 const (
-	// LabelPlaneIdentity marks the plane identity records in the lease namespace.
-	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity"
+	LabelPlaneIdentity = "anchorage.datumapis.com/plane-identity" // marks the plane identity records
 	// AnnotationAcknowledgePlane on a plane identity record, set to the UID of the
 	// plane's "default" Namespace, acknowledges that plane; any other value is ignored.
 	AnnotationAcknowledgePlane = "anchorage.datumapis.com/acknowledge-plane"
@@ -38,54 +36,48 @@ func PlaneIdentityName(project string) string {
 
 // planeCheck is the outcome of comparing the plane's identity with the record.
 type planeCheck struct {
-	State  PlaneState
-	Detail string
-	// Recorded is the identity on record ("" if none).
-	Recorded types.UID
-	Current  types.UID
-	// Acknowledged: an operator acknowledged Current, which is now recorded.
-	Acknowledged bool
-	// LossAcknowledged: Current, the recorded plane, is acknowledged: no mass-loss halt.
-	LossAcknowledged bool
+	State            PlaneState
+	Detail           string
+	Recorded         types.UID // the identity on record ("" if none)
+	Current          types.UID
+	Acknowledged     bool // an operator acknowledged Current, which is now recorded
+	LossAcknowledged bool // Current, the recorded plane, is acknowledged: no mass-loss halt
 }
 
 // checkPlane compares the plane's current identity with project's record, writing the
 // record when there is none (and record is set), noting a new Secret's UID once
 // verified, and honouring an acknowledgement (docs/design.md, Plane identity).
-func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, int, error) {
+func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, error) {
 	pc := planeCheck{State: PlaneUnverified, Current: current}
 	key := client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}
 	cm := &corev1.ConfigMap{}
-	calls := 1
 	err := hub.Get(ctx, key, cm)
 	if apierrors.IsNotFound(err) {
 		if !record || secret == nil {
 			pc.State, pc.Detail = PlaneVerified, "no identity on record; taking the current plane"
-			return pc, calls, nil
+			return pc, nil
 		}
 		cm = &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: map[string]string{LabelPlaneIdentity: "true"}},
 			Data:       map[string]string{planeKeyProject: project, planeKeyUID: string(current), planeKeySecretUID: string(secret.UID)},
 		}
-		calls++
 		if err := writer.Create(ctx, cm); err == nil {
 			pc.State, pc.Recorded, pc.Detail = PlaneVerified, current, "identity recorded"
-			return pc, calls, nil
+			return pc, nil
 		} else if !apierrors.IsAlreadyExists(err) {
 			pc.Detail = "recording identity failed"
-			return pc, calls, fmt.Errorf("recording the plane identity of project %q: %w", project, err)
+			return pc, fmt.Errorf("recording the plane identity of project %q: %w", project, err)
 		}
-		calls++
 		cm = &corev1.ConfigMap{}
 		err = hub.Get(ctx, key, cm)
 	}
 	if err != nil {
 		pc.Detail = "identity record unreadable"
-		return pc, calls, fmt.Errorf("reading the plane identity of project %q: %w", project, err)
+		return pc, fmt.Errorf("reading the plane identity of project %q: %w", project, err)
 	}
 	if cm.Data[planeKeyProject] != project {
 		pc.Detail = fmt.Sprintf("identity record %s names project %q", key.Name, cm.Data[planeKeyProject])
-		return pc, calls, nil
+		return pc, nil
 	}
 	pc.Recorded = types.UID(cm.Data[planeKeyUID])
 	verifiedWith := types.UID(cm.Data[planeKeySecretUID])
@@ -98,7 +90,7 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 			}
 		}
 	}
-	secretUID := types.UID("")
+	var secretUID types.UID
 	if secret != nil {
 		secretUID = secret.UID
 	}
@@ -112,30 +104,28 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 			pc.Detail = fmt.Sprintf("Secret uid %s verified against the recorded plane (recorded with %s)", secretUID, verifiedWith)
 		}
 		if (newSecret || legacyOwned) && record && secretUID != "" {
-			calls++
 			if err := rewriteRecord(ctx, writer, cm, current, secretUID, false); err != nil {
 				// Still verified; the next pass notes the Secret.
 				pc.Detail = strings.TrimPrefix(pc.Detail+"; noting the Secret on the record failed: "+err.Error(), "; ")
 			}
 		}
-		return pc, calls, nil
+		return pc, nil
 	}
 
 	if ack == current && current != "" {
 		if !record || secretUID == "" {
 			pc.State = PlaneChanged
 			pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s; acknowledged on the record, to be recorded by a replica (this run writes nothing)", current, pc.Recorded)
-			return pc, calls, nil
+			return pc, nil
 		}
-		calls++
 		if err := rewriteRecord(ctx, writer, cm, current, secretUID, true); err != nil {
 			pc.State = PlaneChanged
 			pc.Detail = fmt.Sprintf("the plane's default namespace has UID %s, recorded %s; recording the acknowledged plane failed: %v", current, pc.Recorded, err)
-			return pc, calls, nil
+			return pc, nil
 		}
 		pc.State, pc.Acknowledged = PlaneVerified, true
 		pc.Detail = fmt.Sprintf("new plane %s acknowledged by an operator (was %s)", current, pc.Recorded)
-		return pc, calls, nil
+		return pc, nil
 	}
 
 	pc.State = PlaneChanged
@@ -146,12 +136,11 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 	if ack != "" {
 		pc.Detail += fmt.Sprintf("; the acknowledgement on the record names plane %s, not this one", ack)
 	}
-	return pc, calls, nil
+	return pc, nil
 }
 
-// rewriteRecord notes the plane uid and the verifying Secret on cm, drops any
-// ownerReference to a Secret and, when acknowledged, the acknowledgement; conditional
-// on the resourceVersion read.
+// rewriteRecord notes the plane uid and verifying Secret on cm, drops Secret
+// ownerReferences and, when acknowledged, the acknowledgement; on cm's resourceVersion.
 func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
 	cm = cm.DeepCopy()
 	var refs []metav1.OwnerReference
@@ -186,24 +175,22 @@ func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer cli
 
 // dropPlaneRecord deletes a retired project's plane identity record with UID and
 // resourceVersion preconditions: the only delete of a record. gone: there was none.
-func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string) (gone bool, calls int, err error) {
+func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string) (gone bool, err error) {
 	cm := &corev1.ConfigMap{}
-	calls++
 	err = hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm)
 	if apierrors.IsNotFound(err) {
-		return true, calls, nil
+		return true, nil
 	}
 	if err != nil {
-		return false, calls, err
+		return false, err
 	}
 	if cm.Data[planeKeyProject] != project {
-		return false, calls, fmt.Errorf("record %s names project %q", cm.Name, cm.Data[planeKeyProject])
+		return false, fmt.Errorf("record %s names project %q", cm.Name, cm.Data[planeKeyProject])
 	}
 	uid, rv := cm.UID, cm.ResourceVersion
-	calls++
 	err = writer.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	if apierrors.IsNotFound(err) {
-		return true, calls, nil
+		return true, nil
 	}
-	return false, calls, err
+	return false, err
 }

@@ -1,7 +1,6 @@
 package resync
 
-// The prove and remember phases of a pass: live reads of suspects, and proofs kept for
-// confirmation.
+// The prove and remember phases of a pass: live reads of suspects, proofs kept.
 
 import (
 	"context"
@@ -17,8 +16,7 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// prove makes the live reads suspects need, each rate-limited in its own step, then
-// checks for a mass loss of namespaces.
+// prove makes the live reads suspects need, then checks for a mass loss of namespaces.
 func (p *pass) prove(ctx context.Context) error {
 	for _, it := range p.items {
 		for it.verdict.Need == NeedNamespace || it.verdict.Need == NeedLive {
@@ -46,8 +44,7 @@ const (
 	namespaceLossPercent = 90
 )
 
-// namespaceLoss counts the namespaces read with a definite answer and those gone or
-// recreated among them, and says whether that is a mass loss.
+// namespaceLoss counts the namespaces read with an answer, those lost, and whether that is a mass loss.
 func namespaceLoss(states map[string]NamespaceState) (read, lost int, mass bool) {
 	for _, st := range states {
 		switch st {
@@ -71,7 +68,6 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	if !mass {
 		if p.planeCheck.LossAcknowledged && p.recordIdentity && !p.opts.DryRun {
 			return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
-				p.rep.APICalls += 2
 				if err := clearLossAcknowledgement(ctx, r, w, p.leaseNamespace, p.project, p.planeCheck.Current); err != nil {
 					p.log.Info("Clearing the acknowledgement on the plane identity record failed", "error", err.Error())
 				}
@@ -97,7 +93,7 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 }
 
 // namespaceState returns the state of upstream namespace ns relative to hubNS, read once
-// per pass. Only an abort is returned as an error.
+// per pass; only an abort is an error.
 func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceState, error) {
 	key := ns + "/" + hubNS
 	if st, ok := p.namespaces[key]; ok {
@@ -113,7 +109,6 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 			defer cancel()
 			var err error
 			st, err = p.plane.readNamespace(rctx, ns, hubNS)
-			p.rep.APICalls++
 			p.noteRead(err)
 			return nil
 		})
@@ -125,8 +120,7 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	return st, nil
 }
 
-// proveOwner reads owner live: from a batched list (owners.go) when enough suspects
-// share its kind and namespace, else with a GET.
+// proveOwner reads owner live: from a batched list (owners.go) if it may, else a GET.
 func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if !p.unreachable && p.ownerReadable(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
 		obs, ok, err := p.batchedOwner(ctx, owner)
@@ -137,9 +131,8 @@ func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation,
 	return p.readOwner(ctx, owner)
 }
 
-// readOwner reads owner live with a GET, rate-limited, in its own step. Only an abort
-// is an error; failures are in the observation and the detail. A kind refused with a
-// 403, or not configured, is not read.
+// readOwner reads owner live with a GET, rate-limited, in its own step; only an abort is
+// an error. A kind refused with a 403, or not configured, is not read.
 func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
 	if p.unreachable {
 		return Observation{State: Failed}, "plane unreachable in this pass", nil
@@ -163,8 +156,7 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
 		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 		defer cancel()
-		o, calls, err := p.plane.readLive(rctx, owner)
-		p.rep.APICalls += calls
+		o, err := p.plane.readLive(rctx, owner)
 		obs = o
 		if err != nil {
 			detail = err.Error()
@@ -186,8 +178,7 @@ func (p *pass) live(ctx context.Context) error {
 	return nil
 }
 
-// noteRead counts the failed reads in a row that are the plane's (unreachable); a
-// success resets the count, other failures leave it.
+// noteRead counts the unreachable failures in a row; a success resets the count.
 func (p *pass) noteRead(err error) {
 	if err == nil {
 		p.failures = 0
@@ -203,8 +194,7 @@ func (p *pass) noteRead(err error) {
 	}
 }
 
-// remember records the proofs held now with the time each was first seen, and forgets
-// proofs no longer held and anchors no longer seen.
+// remember records the proofs held now, first seen when, and forgets the rest.
 func (p *pass) remember(context.Context) error {
 	now := p.now()
 	seen := make(map[types.UID]bool, len(p.items))

@@ -1,10 +1,7 @@
 package resync
 
-// Hub permissions of the resync (the plane's are in internal/planerbac): ConfigMaps for
-// the anchor cache, collection, plane identity records, tombstones and dependents; the
-// lease namespace for the switch; list of the kinds DependentKindsOf(DefaultHubWrites)
-// names (config/config_test.go checks them); Events. Secrets in the provider namespace
-// come from the shard's namespaced Role.
+// Hub permissions of the resync (the plane's: internal/planerbac; Secrets: the shard's
+// Role). Lists of DependentKindsOf(DefaultHubWrites) are checked by config/config_test.go.
 //
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get

@@ -2,6 +2,7 @@ package resync
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -32,61 +33,48 @@ type AnchorReport struct {
 	Namespace string
 	Name      string
 	UID       types.UID
-	// Owner is the decoded owner; zero for a malformed anchor.
-	Owner  anchor.Owner
-	Labels map[string]string
-	Age    time.Duration
+	Owner     anchor.Owner // the decoded owner; zero for a malformed anchor
+	Labels    map[string]string
+	Age       time.Duration
 	Verdict
-	Action Action
-	// Dependents names the anchor's dependents, when they were read.
-	Dependents []string
-	// Detail adds what an operator needs to act (an error, the enqueued owner).
-	Detail string
+	Action     Action
+	Dependents []string // names the anchor's dependents, when they were read
+	Detail     string   // adds what an operator needs to act (an error, the enqueued owner)
 }
 
 // PassReport is what one pass over one project found and did.
 type PassReport struct {
-	Project string
-	Holder  string
-	Start   time.Time
-	// Duration is measured on the real clock.
-	Duration time.Duration
-	Plane    PlaneState
-	// PlaneDetail explains Plane.
-	PlaneDetail string
-	// Halt is "" or the reason deletions halted (HaltCeiling, HaltPlaneChanged).
-	Halt string
+	Project     string
+	Holder      string
+	Start       time.Time
+	Duration    time.Duration // measured on the real clock
+	Plane       PlaneState
+	PlaneDetail string // explains Plane
+	Halt        string // "" or the reason deletions halted (HaltCeiling, HaltPlaneChanged)
 	// DryRun, Excluded and SwitchedOff say why Collect decisions were not acted on.
 	DryRun, Excluded, SwitchedOff bool
-	// Aborted is set when the pass ended early (project lost, not admitted).
-	Aborted string
-	Anchors []AnchorReport
-	// APICalls counts the requests the pass made, hub and project.
-	APICalls int
-	// PendingConfirmation is when a proof of this pass can first be confirmed (or zero).
-	PendingConfirmation time.Time
-	// Retired: no kubeconfig Secret, and a tombstone retires the project.
-	Retired bool
-	// ClaimsReleased names the hostname claims released (dry-run or off: to release).
-	ClaimsReleased []string
+	Aborted                       string // set when the pass ended early (project lost, not admitted)
+	Anchors                       []AnchorReport
+	APICalls                      int       // counts the requests the pass made, hub and project
+	PendingConfirmation           time.Time // when a proof of this pass can first be confirmed (or zero)
+	Retired                       bool      // no kubeconfig Secret, and a tombstone retires the project
+	ClaimsReleased                []string  // names the hostname claims released (dry-run or off: to release)
 }
 
 // Count returns how many anchors got decision d.
 func (r PassReport) Count(d Decision) int {
-	n := 0
-	for _, a := range r.Anchors {
-		if a.Decision == d {
-			n++
-		}
-	}
-	return n
+	return r.count(func(a AnchorReport) bool { return a.Decision == d })
 }
 
 // CountAction returns how many anchors got action a.
 func (r PassReport) CountAction(a Action) int {
+	return r.count(func(x AnchorReport) bool { return x.Action == a })
+}
+
+func (r PassReport) count(match func(AnchorReport) bool) int {
 	n := 0
-	for _, x := range r.Anchors {
-		if x.Action == a {
+	for _, a := range r.Anchors {
+		if match(a) {
 			n++
 		}
 	}
@@ -95,10 +83,8 @@ func (r PassReport) CountAction(a Action) int {
 
 // Find returns the report line of the anchor named name, if any.
 func (r PassReport) Find(name string) (AnchorReport, bool) {
-	for _, a := range r.Anchors {
-		if a.Name == name {
-			return a, true
-		}
+	if i := slices.IndexFunc(r.Anchors, func(a AnchorReport) bool { return a.Name == name }); i >= 0 {
+		return r.Anchors[i], true
 	}
 	return AnchorReport{}, false
 }

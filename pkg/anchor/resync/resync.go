@@ -1,10 +1,13 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -25,50 +28,41 @@ import (
 // Config wires a Resync into a replica.
 type Config struct {
 	Options Options
-	// Admission and Hub are the shard's: every step of a pass runs inside Enter, and
-	// hub writes go through the validity-guarded writer.
+	// Admission and Hub are the shard's: each step runs inside Enter, writing through
+	// the validity-guarded writer.
 	Admission Admission
 	Hub       HubAccess
 	// RetiredAdmission and RetiredHub (CoordinatorAccess) let the coordinator collect
 	// retired projects (retired.go). Nil: only reported.
 	RetiredAdmission Admission
 	RetiredHub       HubAccess
-	// Holder returns this replica's current incarnation, for records and reports.
-	Holder func() string
-	// Enqueue asks the live path to reconcile an owner (Setup.Enqueue). Nil: none.
-	Enqueue func(anchor.Owner) error
+	Holder           func() string            // this replica's current incarnation, for records and reports
+	Enqueue          func(anchor.Owner) error // asks the live path to reconcile an owner (Setup.Enqueue). Nil: none
 	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace the plane identity
 	// records, tombstones and the deletion switch.
-	ProviderNamespace string
-	LeaseNamespace    string
-	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
-	SecretLabel string
-	// SecretProjectAnnotation names a Secret's project (the shard's AnnotationProject).
-	SecretProjectAnnotation string
+	ProviderNamespace       string
+	LeaseNamespace          string
+	SecretLabel             string // marks kubeconfig Secrets. Default DefaultSecretLabel
+	SecretProjectAnnotation string // names a Secret's project (the shard's AnnotationProject)
 	// Anchors is the hub anchor cache; HubReader, uncached, serves the unowned report.
 	Anchors    *AnchorCache
 	Dependents DependentLister
 	HubReader  client.Reader
-	// Events records collections and halts on the hub. Nil: none.
-	Events events.EventRecorder
-	// Observer sees every examination and pass. Nil: none.
-	Observer Observer
-	// HubClock gives the hub's time, for minimum ages. Nil: the local clock.
-	HubClock *HubClock
-	Registry prometheus.Registerer
-	Logger   logr.Logger
+	Events     events.EventRecorder // records collections and halts on the hub. Nil: none
+	Observer   Observer             // sees every examination and pass. Nil: none
+	HubClock   *HubClock            // gives the hub's time, for minimum ages. Nil: the local clock
+	Registry   prometheus.Registerer
+	Logger     logr.Logger
 }
 
-// Resync collects orphaned anchors of the projects this replica holds. It is a
-// multicluster Runnable: each engagement runs one loop until the project is lost; at most
-// Options.Workers passes run at once.
+// Resync collects orphaned anchors of the projects this replica holds: a multicluster
+// Runnable running one loop per engaged project, at most Options.Workers passes at once.
 type Resync struct {
-	cfg  Config
-	opts Options
-	m    *resyncMetrics
-	log  logr.Logger
-	// passDeps is shared by every pass; the holder is set per pass.
-	passDeps passDeps
+	cfg      Config
+	opts     Options
+	m        *resyncMetrics
+	log      logr.Logger
+	passDeps passDeps // shared by every pass; the holder is set per pass
 	workers  chan struct{}
 	started  chan struct{}
 	wg       sync.WaitGroup
@@ -77,8 +71,7 @@ type Resync struct {
 	loops  map[string]*projectLoop
 	halted map[string]string
 
-	// retired is the memory of passes over retired projects; Start's goroutine only.
-	retired map[string]*projectMemory
+	retired map[string]*projectMemory // the memory of passes over retired projects; Start's goroutine only
 }
 
 // projectLoop is one engagement's loop.
@@ -92,8 +85,7 @@ func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
 	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, deletionBurst)
 }
 
-// New builds a Resync. Add it to the multicluster manager (mgr.Add), which also
-// registers it with the shard.
+// New builds a Resync, to add to the multicluster manager (which registers it with the shard).
 func New(cfg Config) (*Resync, error) {
 	if err := cfg.Options.Validate(); err != nil {
 		return nil, fmt.Errorf("resync options: %w", err)
@@ -107,17 +99,12 @@ func New(cfg Config) (*Resync, error) {
 	if cfg.ProviderNamespace == "" || cfg.LeaseNamespace == "" {
 		return nil, errors.New("resync: provider and lease namespaces are required")
 	}
-	if cfg.SecretLabel == "" {
-		cfg.SecretLabel = DefaultSecretLabel
-	}
+	cfg.SecretLabel = cmp.Or(cfg.SecretLabel, DefaultSecretLabel)
 	if cfg.Holder == nil {
 		cfg.Holder = func() string { return "" }
 	}
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
-	}
-	if cfg.Logger.GetSink() == nil {
-		cfg.Logger = logr.Discard()
 	}
 	opts := cfg.Options.WithDefaults()
 	m, err := newResyncMetrics(cfg.Registry)
@@ -139,8 +126,7 @@ func New(cfg Config) (*Resync, error) {
 	}, nil
 }
 
-// AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to
-// mgr. A replica shares it between the resync and the gateway finalizers.
+// AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to mgr.
 func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
 	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
@@ -153,9 +139,8 @@ func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, e
 	return anchors, nil
 }
 
-// Setup builds the Resync, and the anchor cache unless cfg.Anchors holds one, and adds
-// them to mgr. Project work goes through cfg.Hub; the cache, the dependents lister and
-// the events use the hub manager's own connection.
+// Setup builds the Resync (and the anchor cache unless cfg.Anchors is set) and adds them
+// to mgr; only project work goes through cfg.Hub, the rest uses the hub manager's.
 func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, error) {
 	local := mgr.GetLocalManager()
 	if cfg.Anchors == nil {
@@ -187,8 +172,8 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 	return r, nil
 }
 
-// Start runs until ctx ends: it lets engaged loops run and, every period, reports
-// unowned anchors and, on the coordinator, passes over retired projects.
+// Start runs until ctx ends, every period reporting unowned anchors and, on the
+// coordinator, passing over retired projects.
 func (r *Resync) Start(ctx context.Context) error {
 	close(r.started)
 	defer func() {
@@ -217,8 +202,8 @@ func (r *Resync) Start(ctx context.Context) error {
 	}
 }
 
-// Engage implements multicluster.Aware: it starts the project's loop, restarted for a
-// new cluster, until ctx ends.
+// Engage implements multicluster.Aware: it starts (or, for a new cluster, restarts) the
+// project's loop.
 func (r *Resync) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if r.opts.Disabled {
 		return nil
@@ -291,7 +276,9 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 		case <-ctx.Done():
 			return
 		}
-		rep, err := r.newPass(project, plane, mem, log).run(ctx)
+		d := r.passDeps
+		d.holder = r.cfg.Holder()
+		rep, err := newPass(d, project, plane, mem, log).run(ctx)
 		<-r.workers
 		if ctx.Err() != nil {
 			return
@@ -301,8 +288,8 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 	}
 }
 
-// liveReader returns an uncached reader of the project's plane. It shares the
-// cluster's connections, not its client-side rate limiter: liveQPS paces these reads.
+// liveReader returns an uncached reader of the plane on the cluster's connections,
+// without its client-side rate limiter (liveQPS paces these reads).
 func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	cfg := rest.CopyConfig(cl.GetConfig())
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
@@ -314,15 +301,7 @@ func liveReader(cl cluster.Cluster, log logr.Logger) client.Reader {
 	return c
 }
 
-// newPass builds a pass over project for this replica's current incarnation.
-func (r *Resync) newPass(project string, plane Plane, mem *projectMemory, log logr.Logger) *pass {
-	d := r.passDeps
-	d.holder = r.cfg.Holder()
-	return newPass(d, project, plane, mem, log)
-}
-
-// nextDelay is the period, shortened to the earliest pending confirmation, or 5 s after
-// a pass that could not run.
+// nextDelay is the period, cut to the earliest pending confirmation, or 5 s after an error.
 func (r *Resync) nextDelay(rep PassReport, err error) time.Duration {
 	if err != nil {
 		return min(r.opts.Period, 5*time.Second)
@@ -410,11 +389,11 @@ func (r *Resync) updateHaltedLocked() {
 	}
 }
 
-// reportUnowned counts the cached unowned anchors and returns their projects that a
-// tombstone retires, sorted; ok is false when a read failed.
+// reportUnowned counts the cached unowned anchors and returns, sorted, their projects a
+// tombstone retires; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
 	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
-	all, _, err := s.list(ctx, r.cfg.HubReader)
+	all, err := s.list(ctx, r.cfg.HubReader)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
 		return nil, false
@@ -445,11 +424,7 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 	if count == 0 {
 		return nil, true
 	}
-	names := make([]string, 0, len(projects))
-	for p := range projects {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(projects))
 	if len(names) > 10 {
 		names = append(names[:10], "...")
 	}

@@ -1,10 +1,10 @@
 package resync
 
-// Retired projects: the coordinator passes over them (docs/design.md, Projects with no
-// Secret).
+// Retired projects: the coordinator passes over them (docs/design.md, Projects with no Secret).
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,14 +27,13 @@ func (a CoordinatorAccess) Enter(ctx context.Context, _ string) (context.Context
 	return a.Shard.EnterCoordinator(ctx)
 }
 
-// Hub hands out the validity-guarded hub writer and the uncached reader while this
-// replica coordinates.
+// Hub hands out the guarded hub writer and uncached reader while this replica coordinates.
 func (a CoordinatorAccess) Hub(ctx context.Context, _ string) (client.Client, client.Reader, error) {
 	return a.Shard.CoordinatorHub(ctx)
 }
 
-// noSecretUID is the Secret UID of a retired project's (empty) plane: no Secret has it,
-// so a pass that finds a Secret again for the project reads nothing and collects nothing.
+// noSecretUID is the Secret UID of a retired project's empty plane: a pass that finds a
+// Secret again (never of this UID) reads and collects nothing.
 const noSecretUID = types.UID("retired-project-no-secret")
 
 // collectRetired runs one pass over each retired project with anchors, while this
@@ -50,11 +49,7 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 		return r.opts.Period
 	}
 	release()
-	keep := map[string]bool{}
-	for _, p := range retired {
-		keep[p] = true
-	}
-	r.forgetRetired(keep)
+	r.forgetRetired(retired)
 
 	delay := r.opts.Period
 	for _, project := range retired {
@@ -85,12 +80,12 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 	return delay
 }
 
-// forgetRetired drops the memory, halt and last-success metric of every retired project
-// not in keep (nil: all of them).
-func (r *Resync) forgetRetired(keep map[string]bool) {
+// forgetRetired drops the memory, halt and last-success metric of the retired projects
+// not in keep.
+func (r *Resync) forgetRetired(keep []string) {
 	var gone []string
 	for p := range r.retired {
-		if !keep[p] {
+		if !slices.Contains(keep, p) {
 			gone = append(gone, p)
 			delete(r.retired, p)
 		}

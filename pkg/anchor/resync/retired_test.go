@@ -53,7 +53,7 @@ func (f *passFixture) retiredResync(coord *switchableCoordinator) (*Resync, *pas
 		Holder: func() string { return "test" }, Logger: testr.New(f.t), Observer: log,
 	})
 	f.g.Expect(err).NotTo(HaveOccurred())
-	anchors, _, err := listAnchors(f.ctx, hub)
+	anchors, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	r.passDeps.anchors, r.passDeps.deletes = anchors, flowcontrol.NewFakeAlwaysRateLimiter()
 	return r, log

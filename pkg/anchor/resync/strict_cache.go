@@ -46,8 +46,7 @@ func StrictReader(c cache.Cache) (client.Reader, bool) {
 	return l.Cache, true
 }
 
-// lazyCache is a strict cache that starts the informer of a kind not yet watched and
-// reads again, as a default cache does.
+// lazyCache is a strict cache that, like a default one, starts a missing informer.
 type lazyCache struct {
 	cache.Cache
 	scheme *runtime.Scheme

@@ -1,9 +1,12 @@
 package resync
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,25 +27,18 @@ import (
 
 // SweepOptions configure Sweep.
 type SweepOptions struct {
-	// Hub is the hub's REST config.
-	Hub *rest.Config
-	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default
-	// ProviderNamespace) the plane identity records, tombstones and the switch.
-	ProviderNamespace string
-	LeaseNamespace    string
-	// SecretLabel marks kubeconfig Secrets. Default DefaultSecretLabel.
-	SecretLabel string
-	// SecretProjectAnnotation, on a Secret, names its project.
-	SecretProjectAnnotation string
-	// Resync holds the knobs, DryRun included; its Clock must be real.
-	Resync Options
-	// Scheme for the clients. Default client-go's.
-	Scheme *runtime.Scheme
-	Logger logr.Logger
-	// Projects, when not empty, limits the sweep (passes and reports) to these projects.
-	Projects []string
-	// OnReport, when set, gets each project's final report, from Sweep's goroutine.
-	OnReport func(PassReport)
+	Hub *rest.Config // the hub's REST config
+	// ProviderNamespace holds the kubeconfig Secrets; LeaseNamespace (default the same)
+	// the plane identity records, tombstones and the switch.
+	ProviderNamespace       string
+	LeaseNamespace          string
+	SecretLabel             string          // marks kubeconfig Secrets. Default DefaultSecretLabel
+	SecretProjectAnnotation string          // on a Secret, names its project
+	Resync                  Options         // holds the knobs, DryRun included; its Clock must be real
+	Scheme                  *runtime.Scheme // for the clients. Default client-go's
+	Logger                  logr.Logger
+	Projects                []string         // when not empty, the only projects swept (passes and reports)
+	OnReport                func(PassReport) // when set, gets each project's final report, from Sweep's goroutine
 }
 
 // Sweep runs one pass, without sharding and with every owner read live, over every
@@ -64,10 +60,6 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err != nil {
 		return nil, nil, err
 	}
-	log := opts.Logger
-	if log.GetSink() == nil {
-		log = logr.Discard()
-	}
 	hub, err := client.New(opts.Hub, client.Options{Scheme: opts.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the hub client: %w", err)
@@ -76,7 +68,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err != nil {
 		return nil, nil, err
 	}
-	anchors, _, err := listAnchors(ctx, hub)
+	anchors, err := listAnchors(ctx, hub)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,17 +96,14 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
 			events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
 		},
-		log: log, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
+		log: opts.Logger, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
 	for _, r := range plan.settled {
 		s.deliver(r)
 	}
 	err = s.passAll(ctx, plan.planes)
-	out := make([]PassReport, 0, len(s.reports))
-	for _, r := range s.reports {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Project < out[j].Project })
+	out := slices.AppendSeq(make([]PassReport, 0, len(s.reports)), maps.Values(s.reports))
+	slices.SortFunc(out, func(a, b PassReport) int { return strings.Compare(a.Project, b.Project) })
 	return out, unownedReports(anchors, s.reports, plan.selected, ro.Clock.Now()), err
 }
 
@@ -126,12 +115,8 @@ func (opts SweepOptions) withDefaults() (SweepOptions, error) {
 			return opts, err
 		}
 	}
-	if opts.LeaseNamespace == "" {
-		opts.LeaseNamespace = opts.ProviderNamespace
-	}
-	if opts.SecretLabel == "" {
-		opts.SecretLabel = DefaultSecretLabel
-	}
+	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
+	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
 	return opts, nil
 }
 
@@ -167,7 +152,6 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		return plan, err
 	}
 	plan.planes = found.planes
-	// Retired projects are passed over with no plane.
 	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
 	if err != nil {
 		return plan, err
@@ -195,7 +179,8 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		plan.settled = append(plan.settled, r)
 	}
 	for _, project := range opts.Projects {
-		if found.has(project) || retired[project] != "" || hasAnchors(anchors.byProject[project]) || plan.hasSettled(project) {
+		settled := slices.ContainsFunc(plan.settled, func(r PassReport) bool { return r.Project == project })
+		if found.has(project) || retired[project] != "" || slices.ContainsFunc(anchors.byProject[project], func(o metav1.PartialObjectMetadata) bool { return looksLikeAnchor(&o) }) || settled {
 			continue
 		}
 		r := row(project)
@@ -205,25 +190,6 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 	}
 	sort.Slice(plan.settled, func(i, j int) bool { return plan.settled[i].Project < plan.settled[j].Project })
 	return plan, nil
-}
-
-func (p sweepPlan) hasSettled(project string) bool {
-	for _, r := range p.settled {
-		if r.Project == project {
-			return true
-		}
-	}
-	return false
-}
-
-// hasAnchors reports whether items hold anything that looks like an anchor.
-func hasAnchors(items []metav1.PartialObjectMetadata) bool {
-	for i := range items {
-		if looksLikeAnchor(&items[i]) {
-			return true
-		}
-	}
-	return false
 }
 
 // sweeper runs the passes of one sweep and delivers each project's final report.
@@ -257,14 +223,10 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 	return rep, err
 }
 
-// passAll runs the first round, delivering each report with nothing to confirm, then,
-// after the latest confirmation time, the confirmation round over the others.
+// passAll runs the first round, then, at the latest confirmation time, a round over the
+// projects with a proof to confirm.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
-	names := make([]string, 0, len(planes))
-	for p := range planes {
-		names = append(names, p)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(planes))
 	var errs []error
 	pending := map[string]PassReport{}
 	due := time.Time{}
@@ -310,8 +272,7 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	return errors.Join(errs...)
 }
 
-// foundPlanes is what the kubeconfig Secrets give: a plane per project, the projects
-// named by several Secrets (their names), and those whose Secret gives no client.
+// foundPlanes is what the kubeconfig Secrets give: planes, duplicates, unreadable ones.
 type foundPlanes struct {
 	planes     map[string]Plane
 	duplicates map[string][]string

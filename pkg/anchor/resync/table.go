@@ -1,8 +1,10 @@
 package resync
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -68,15 +70,9 @@ func WriteUnownedTable(w io.Writer, unowned []AnchorReport) error {
 }
 
 func writeAnchorRows(b *strings.Builder, rows []AnchorReport) {
-	sorted := append([]AnchorReport(nil), rows...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Decision != sorted[j].Decision {
-			return sorted[i].Decision > sorted[j].Decision
-		}
-		if sorted[i].Namespace != sorted[j].Namespace {
-			return sorted[i].Namespace < sorted[j].Namespace
-		}
-		return sorted[i].Name < sorted[j].Name
+	sorted := slices.Clone(rows)
+	slices.SortStableFunc(sorted, func(a, b AnchorReport) int {
+		return cmp.Or(cmp.Compare(b.Decision, a.Decision), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  DECISION\tREASON\tACTION\tAGE\tNAMESPACE\tANCHOR\tOWNER\tDEPENDENTS\tDETAIL")

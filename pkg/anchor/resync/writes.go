@@ -9,10 +9,8 @@ import (
 // HubWrite is one kind of hub object the live path writes for an owner, and how it
 // names it (docs/design.md, Downstream objects).
 type HubWrite struct {
-	// Group and Kind of the hub object.
-	Group, Kind string
-	// PerListener: named <owner>-<listener>, one per listener.
-	PerListener bool
+	Group, Kind string // of the hub object
+	PerListener bool   // named <owner>-<listener>, one per listener
 	// PerBackendRef: named route-<owner UID>-rule-<n>-backendref-<m>: an owner of the
 	// same name, another UID, never writes it, so it is never claimed.
 	PerBackendRef bool
