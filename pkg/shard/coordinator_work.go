@@ -81,12 +81,6 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 	return wctx, sync.OnceFunc(func() { stop(); cancel() }), nil
 }
 
-// Coordinating reports whether EnterCoordinator would admit work now.
-func (s *Shard) Coordinating() bool {
-	_, _, err := s.coordinatorRefusal()
-	return err == nil
-}
-
 // CoordinatorHub returns Hub's validity-guarded writer and uncached reader for
 // coordinator-only work; it needs no held project but refuses while not leading.
 func (s *Shard) CoordinatorHub(context.Context) (client.Client, client.Reader, error) {
