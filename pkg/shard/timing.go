@@ -38,27 +38,18 @@ func DefaultTimings() Timings {
 // WithDefaults fills zero fields.
 func (t Timings) WithDefaults() Timings {
 	d := DefaultTimings()
-	if t.LeaseDuration == 0 {
-		t.LeaseDuration = d.LeaseDuration
+	orDefault := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if t.RenewDeadline == 0 {
-		t.RenewDeadline = d.RenewDeadline
-	}
-	if t.RetryPeriod == 0 {
-		t.RetryPeriod = d.RetryPeriod
-	}
-	if t.ClaimDeadline == 0 {
-		t.ClaimDeadline = 2 * t.LeaseDuration
-	}
-	if t.CallTimeout == 0 {
-		t.CallTimeout = (t.LeaseDuration - t.RenewDeadline) / 2
-	}
-	if t.DrainDeadline == 0 {
-		t.DrainDeadline = 2 * t.RenewDeadline
-	}
-	if t.ShutdownDeadline == 0 {
-		t.ShutdownDeadline = 4 * t.LeaseDuration
-	}
+	orDefault(&t.LeaseDuration, d.LeaseDuration)
+	orDefault(&t.RenewDeadline, d.RenewDeadline)
+	orDefault(&t.RetryPeriod, d.RetryPeriod)
+	orDefault(&t.ClaimDeadline, 2*t.LeaseDuration)
+	orDefault(&t.CallTimeout, (t.LeaseDuration-t.RenewDeadline)/2)
+	orDefault(&t.DrainDeadline, 2*t.RenewDeadline)
+	orDefault(&t.ShutdownDeadline, 4*t.LeaseDuration)
 	return t
 }
 
