@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -107,19 +108,14 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	l := lease.DeepCopy()
 	l.ResourceVersion = h.rv
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationClaim, ClaimValue(h.holder, h.engagement))
-	wctx, wcancel, err := s.protocolCall(claimCtx, h.holder)
+	wrote, err := s.writeProjectLease(claimCtx, h.holder, l, false)
+	if err != nil && !errors.Is(err, ErrValidityEnded) {
+		err = fmt.Errorf("writing claim: %w", err)
+	}
 	if err != nil {
 		fail(err)
 		return
 	}
-	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(wctx, l, metav1.UpdateOptions{})
-	wcancel()
-	s.m.leaseWrite("project", true, err)
-	if err != nil {
-		fail(fmt.Errorf("writing claim: %w", err))
-		return
-	}
-	s.observer.record(wrote)
 	h.mu.Lock()
 	h.leaseUID, h.claimRV = wrote.UID, wrote.ResourceVersion
 	h.moveLocked(holdingOpen)
