@@ -41,18 +41,15 @@ type membership struct {
 	rv         string
 	last       *coordinationv1.Lease // as this incarnation last wrote it
 	joined     time.Time             // when the current incarnation's join was sent
-	// sent holds the send times of the current incarnation's recent renews (each the
-	// renewTime it wrote), so a renew that committed unseen can be recognised.
-	sent []time.Time
-	// Lease view freshness (view.go): renews not yet shown by the watch, versions shown
-	// before their write's answer, when the latest shown write was sent (viewShown), and
-	// the same once the holdings acted on it (viewFresh).
+	sent       []time.Time           // send times (renewTimes) of its recent renews
+	// Lease view freshness (view.go): renews the watch has not shown, versions shown
+	// before their answer, the latest shown write's send, and that once acted on.
 	renews               []renewSent
 	shownEarly           []shownVersion
 	viewShown, viewFresh time.Time
 }
 
-// rememberedRenews bounds the renew send times remembered: more than a validity's worth.
+// rememberedRenews bounds the renew send times kept: more than a validity's worth.
 const rememberedRenews = 16
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
@@ -63,9 +60,8 @@ type Incarnation struct {
 	Ended      bool
 }
 
-// Observer is told of this replica's incarnations, for tests that check no write went
-// out past validity: at the join, at every extension of validity and at the lapse. It
-// is called with the membership lock held, so it must return at once.
+// Observer is told of this replica's incarnations at the join, every extension of
+// validity and the lapse (for tests); it is called under the membership lock.
 type Observer interface{ Incarnation(Incarnation) }
 
 // tellLocked tells the observer of the current incarnation. m.mu is held.
@@ -169,8 +165,8 @@ func (m *membership) desired(base *coordinationv1.Lease, holder string, now time
 	return l
 }
 
-// join takes the member Lease for holder; a Lease naming another holder is written over
-// only after it was seen unchanged for LeaseDuration (docs/design.md, Lapse and rejoin).
+// join takes the member Lease for holder; one naming another holder only once seen
+// unchanged for LeaseDuration (docs/design.md, Lapse and rejoin).
 func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenRV string
 	var seenAt time.Time
@@ -204,10 +200,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		if err != nil {
 			m.log.V(1).Info("Joining failed; retrying", "error", err.Error())
 		}
-		select {
-		case <-ctx.Done():
-		case <-m.clock.After(m.t.RetryPeriod):
-		}
+		sleep(ctx, m.clock, m.t.RetryPeriod)
 	}
 	return false
 }
@@ -245,15 +238,14 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			return
 		}
 		last, allowed = call, nextRenewAllowance(allowed, call, m.t)
-		// A renew that timed out is followed at once; after a conflict, at most one
-		// prompt renew in a row, so a writer that keeps conflicting cannot spin the loop.
+		// After a timeout, renew at once; after a conflict, at most once in a row.
 		_, until = m.current()
 		prompt = call.timedOut || !prompt && outcome == renewAdopted && closeToLapse(until, m.clock.Now(), m.t.RetryPeriod, allowed)
 	}
 }
 
-// closeToLapse reports whether validity (until) ends before a renew sent after a full
-// retry period could use its whole allowance: the renew after a conflict then goes at once.
+// closeToLapse reports whether validity ends before a renew sent a retry period from
+// now could use its whole allowance.
 func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 	return until.Sub(now) < retry+allowed
 }
@@ -262,16 +254,13 @@ func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 type renewOutcome int
 
 const (
-	// renewDone: the renew succeeded, or failed without news (validity unchanged).
-	renewDone renewOutcome = iota
-	// renewAdopted: it conflicted and the Lease still names holder; its version was
-	// adopted (and validity extended when it carries a renew of holder's).
-	renewAdopted
-	renewTaken // the Lease no longer names holder, or is gone
+	renewDone    renewOutcome = iota // succeeded, or failed without news
+	renewAdopted                     // conflicted, still names holder: its version adopted
+	renewTaken                       // the Lease no longer names holder, or is gone
 )
 
-// renew sends one conditional renew, allowed that long (and cut when validity ends),
-// and reports what became of the incarnation and what the call told about the hub.
+// renew sends one conditional renew, allowed that long (cut when validity ends), and
+// reports what became of the incarnation and what the call told about the hub.
 func (m *membership) renew(ctx context.Context, holder string, until time.Time, allowed time.Duration) (renewOutcome, renewCall) {
 	m.mu.Lock()
 	rv := m.rv
@@ -284,8 +273,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	m.mu.Unlock()
 	cctx, cancel := m.callCtxFor(ctx, until, allowed)
 	defer cancel()
-	// Conditional on the version this incarnation last wrote: any other writer conflicts.
-	base.ResourceVersion = rv
+	base.ResourceVersion = rv // any other writer conflicts
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
 	m.m.leaseWrite("member", true, err)
@@ -305,8 +293,8 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// renewConflictOutcome reads the Lease after a renew conflicted, in a call of its own,
-// judges who wrote it (judgeConflict), and returns what that makes of the incarnation.
+// renewConflictOutcome reads the Lease after a renew conflicted and judges who wrote it
+// (judgeConflict).
 func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
@@ -329,11 +317,9 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 		m.log.Info("Member Lease was taken from this incarnation", "holder", holder)
 		return renewTaken
 	case conflictOwnRenew:
-		// A renew committed unseen counts like a seen one, validity from its send.
 		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
 		m.credit(holder, committed, latest)
-	default:
-		// Another writer kept the holder (a weight edit): adopt its version only.
+	default: // another writer kept the holder (a weight edit): adopt its version only
 		m.mu.Lock()
 		if m.holder == holder {
 			m.rv, m.last = latest.ResourceVersion, latest
@@ -347,17 +333,14 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 // to committed + RenewDeadline unless validity already runs further.
 func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
 	m.mu.Lock()
-	if m.holder != holder {
-		m.mu.Unlock()
-		return
-	}
-	if !committed.Add(m.t.RenewDeadline).After(m.validUntil) {
+	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
+	if m.holder == holder && !extend {
 		m.rv, m.last = latest.ResourceVersion, latest
-		m.mu.Unlock()
-		return
 	}
 	m.mu.Unlock()
-	m.setValid(holder, committed, latest)
+	if extend {
+		m.setValid(holder, committed, latest)
+	}
 }
 
 // conflictVerdict is what the Lease read after a conflicting renew says about who wrote.
@@ -369,10 +352,9 @@ const (
 	conflictOtherWriter                        // another writer kept holder
 )
 
-// judgeConflict decides, from the Lease read after a conflict, whether it was taken,
-// carries one of holder's own renews (the matching send time is returned), or was
-// written by someone who kept holder. renewTime is compared at microsecond precision,
-// all that metav1.MicroTime keeps on the wire.
+// judgeConflict decides from the Lease read after a conflict who wrote it; for one of
+// holder's own renews it returns the matching send time (compared in microseconds, as
+// metav1.MicroTime keeps it).
 func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
 	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
 		return conflictTaken, time.Time{}
