@@ -48,8 +48,7 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	s.updateGauges()
 }
 
-// writeNextHolder writes next as holder conditional on lease's resourceVersion and
-// returns "success", "lost" or "invalid".
+// writeNextHolder writes next as holder, conditional on lease: "success", "lost" or "invalid".
 func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string) string {
 	l := reassigned(lease, next, s.clock.Now())
 	for {
@@ -62,13 +61,11 @@ func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			return s.nextHolderConflictResult(lease.Name, holder, next)
 		}
-		// Unknown outcome: retry with the same precondition only, so it commits at most once.
-		<-s.clock.After(s.t.RetryPeriod)
+		<-s.clock.After(s.t.RetryPeriod) // unknown outcome: the same precondition commits at most once
 	}
 }
 
-// reassigned returns a copy of lease that names holder as of now: one more transition,
-// no claim and no next holder.
+// reassigned copies lease naming holder as of now: one more transition, no claim or next holder.
 func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := lease.DeepCopy()
 	l.Spec.HolderIdentity = ptr.To(holder)
@@ -123,8 +120,7 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	return "lost"
 }
 
-// recordHandOver tracks planned hand-overs in progress for the oldest-hand-over gauge
-// (anchorage_shard_oldest_drain_seconds); a zero start ends one.
+// recordHandOver tracks hand-overs in progress for the oldest-drain gauge; a zero start ends one.
 func (s *Shard) recordHandOver(project string, start time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -225,8 +221,8 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	go s.handOver(h, lease.DeepCopy())
 }
 
-// awaitHolder waits until the observed Lease of h's project names h's incarnation and
-// returns it; nil when the hand-over was called off or ctx ended.
+// awaitHolder returns the observed Lease of h's project once it names h's incarnation;
+// nil when the hand-over was called off or ctx ended.
 func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
 	for {
 		ob, ok := s.observer.project(h.project)

@@ -20,8 +20,7 @@ const (
 	LabelRole = "anchorage.datumapis.com/lease-role"
 	// LabelProject carries a label-safe form of the project name on project Leases.
 	LabelProject = "anchorage.datumapis.com/project"
-	// AnnotationProject carries the real project name on project Leases and, on a
-	// kubeconfig Secret, names the project when the Secret's name cannot ("/").
+	// AnnotationProject: the real project name on project Leases and kubeconfig Secrets.
 	AnnotationProject = "anchorage.datumapis.com/project"
 	// AnnotationClaim is the holder's claim on a project Lease: "<holder>#<engagement>".
 	AnnotationClaim = "anchorage.datumapis.com/claim"
@@ -29,11 +28,9 @@ const (
 	AnnotationWeight = "anchorage.datumapis.com/weight"
 	// AnnotationExpiredBy on a member Lease records which coordinator declared it expired.
 	AnnotationExpiredBy = "anchorage.datumapis.com/expired-by"
-	// AnnotationNextHolder on a project Lease asks its holder for a planned hand-over to
-	// the named incarnation.
+	// AnnotationNextHolder on a project Lease asks for a planned hand-over to the named one.
 	AnnotationNextHolder = "anchorage.datumapis.com/next-holder"
-	// AnnotationDraining on a member Lease says its replica is shutting down: it gets no
-	// new projects and its projects are handed over.
+	// AnnotationDraining on a member Lease says its replica is shutting down.
 	AnnotationDraining = "anchorage.datumapis.com/draining"
 
 	roleMember  = "member"
@@ -42,8 +39,8 @@ const (
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project name that may
-// hold "/" or upper case: a readable prefix plus a hash of the real name.
+// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project: a readable
+// prefix plus a hash of the real name.
 func ProjectLeaseName(project string) string {
 	sum := sha256.Sum256([]byte(project))
 	readable := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(project), "-"), "-")
@@ -59,8 +56,8 @@ func ProjectLeaseName(project string) string {
 
 var nonLabel = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// ProjectLabelValue is a label-safe form of a project name ("/" becomes "_", as in the
-// anchors' cluster-name label), hashed when too long.
+// ProjectLabelValue is a label-safe form of a project name ("/" becomes "_"), hashed
+// when too long.
 func ProjectLabelValue(project string) string {
 	v := nonLabel.ReplaceAllString(strings.ReplaceAll(project, "/", "_"), "-")
 	if len(v) > 63 {

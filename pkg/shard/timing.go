@@ -7,26 +7,21 @@ import (
 
 // Timings are the sharding protocol's time knobs. Validate applies client-go's rules.
 type Timings struct {
-	// LeaseDuration is how long a member Lease may go unchanged before its member may be
-	// declared expired, and how long a rejoining replica waits. Default 15s.
+	// LeaseDuration: how long a member Lease may go unchanged before its member may be
+	// declared expired, and a rejoin's wait. Default 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline is the validity a successful renew grants, counted from when the renew
-	// was sent. Default 10s.
+	// RenewDeadline: the validity a renew grants from its send. Default 10s.
 	RenewDeadline time.Duration
-	// RetryPeriod is the interval between renews and coordinator passes. Default 2s.
+	// RetryPeriod: between renews and coordinator passes. Default 2s.
 	RetryPeriod time.Duration
-	// ClaimDeadline bounds an engagement: a project assigned but not claimed for this long
-	// moves to the next member. Default 30s.
+	// ClaimDeadline: an assignment not claimed this long moves on. Default 2 x LeaseDuration.
 	ClaimDeadline time.Duration
-	// CallTimeout bounds each API call made for membership; it must stay below
-	// LeaseDuration - RenewDeadline. Default (LeaseDuration - RenewDeadline) / 2.
+	// CallTimeout bounds protocol calls; below LeaseDuration - RenewDeadline, default half.
 	CallTimeout time.Duration
-	// DrainDeadline bounds how long a planned hand-over waits for in-flight work; past it
-	// the process exits and the hand-over becomes a failure hand-over. Default 2 x
-	// RenewDeadline.
+	// DrainDeadline bounds a hand-over's wait for in-flight work; past it the process
+	// exits. Default 2 x RenewDeadline.
 	DrainDeadline time.Duration
-	// ShutdownDeadline bounds a graceful stop: hand every project over, then release.
-	// It must fit the Deployment's termination grace period. Default 4 x LeaseDuration.
+	// ShutdownDeadline bounds a graceful stop. Default 4 x LeaseDuration.
 	ShutdownDeadline time.Duration
 }
 
@@ -56,8 +51,7 @@ func (t Timings) WithDefaults() Timings {
 // Validate rejects timings under which validity could outlive a takeover.
 func (t Timings) Validate() error { return t.ValidateNaming(timingWords) }
 
-// TimingNames say how ValidateNaming's errors name each timing: in words by default, as
-// the flags that set them on a command line.
+// TimingNames say how ValidateNaming's errors name each timing (words, or flags).
 type TimingNames struct {
 	LeaseDuration, RenewDeadline, RetryPeriod, CallTimeout string
 	ClaimDeadline, DrainDeadline, ShutdownDeadline         string
