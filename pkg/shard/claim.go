@@ -23,8 +23,7 @@ func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string
 	go s.claim(h, d, lease.DeepCopy())
 }
 
-// claim builds and engages the project's cluster within the claim deadline, writes the
-// claim conditional on h.rv, and only then opens admission.
+// claim builds and engages the cluster, writes the claim on h.rv, then opens admission.
 func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "engagement", h.engagement)
 	fail := func(err error) {

@@ -17,8 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// runElection campaigns for coordinator under the current incarnation; a lapse ends
-// the campaign and the next incarnation starts a new one.
+// runElection campaigns for coordinator under each incarnation in turn.
 func (s *Shard) runElection(ctx context.Context) {
 	for ctx.Err() == nil {
 		holder, _ := s.member.current()
@@ -200,8 +199,7 @@ func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Contex
 	return cctx, cancel, nil
 }
 
-// writeProjectLease sends one protocol write of holder (protocolCall), creating l or
-// updating it, counts it and records the Lease written.
+// writeProjectLease creates or updates l as a protocol write of holder and records it.
 func (s *Shard) writeProjectLease(ctx context.Context, holder string, l *coordinationv1.Lease, create bool) (*coordinationv1.Lease, error) {
 	cctx, cancel, err := s.protocolCall(ctx, holder)
 	if err != nil {
@@ -235,8 +233,7 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 // coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
 const coordinatorWrites = 64
 
-// runParallel runs f for 0..n-1, coordinatorWrites at a time; it returns how many
-// returned true.
+// runParallel runs f for 0..n-1, coordinatorWrites at a time, counting the trues.
 func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) int {
 	var wg sync.WaitGroup
 	var done atomic.Int32

@@ -13,15 +13,13 @@ import (
 // ErrNotCoordinator refuses coordinator-only work while this replica is not leading.
 var ErrNotCoordinator = errors.New("this replica is not the coordinator")
 
-// leadership is one term as coordinator: the elected incarnation and the election's
-// context, cancelled when the term ends.
+// leadership is one term as coordinator: the elected incarnation and the term's context.
 type leadership struct {
 	holder string
 	ctx    context.Context
 }
 
-// lead records the term that starts with ctx; the function returned clears it unless a
-// later term replaced it.
+// lead records a term; the function returned clears it unless a later one replaced it.
 func (s *Shard) lead(ctx context.Context, holder string) func() {
 	term := &leadership{holder: holder, ctx: ctx}
 	s.mu.Lock()
@@ -50,8 +48,7 @@ func (s *Shard) exportLeadingLocked() {
 	}
 }
 
-// coordinatorRefusal returns the current term and the end of its validity when this
-// incarnation leads and is valid, or why not.
+// coordinatorRefusal returns the term and its validity's end while leading validly, or why not.
 func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	s.mu.Lock()
 	term := s.leading

@@ -186,8 +186,7 @@ func (s *Shard) othersEligible(holder string) bool {
 	return false
 }
 
-// handedOverAreClaimed reports whether every project holder handed over is claimed by
-// its new holder (or gone).
+// handedOverAreClaimed reports whether every project holder handed over is claimed anew.
 func (s *Shard) handedOverAreClaimed(holder string) bool {
 	s.mu.Lock()
 	var projects []string
@@ -221,8 +220,7 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	go s.handOver(h, lease.DeepCopy())
 }
 
-// awaitHolder returns the observed Lease of h's project once it names h's incarnation;
-// nil when the hand-over was called off or ctx ended.
+// awaitHolder returns h's project Lease once it names h.holder; nil when called off.
 func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
 	for {
 		ob, ok := s.observer.project(h.project)
@@ -238,8 +236,7 @@ func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lea
 	}
 }
 
-// requestHandOver asks the project's holder, through the Lease (conditional on it as
-// observed), to hand the project over to next.
+// requestHandOver asks the project's holder, through its Lease, to hand over to next.
 func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string, ob Observed, next, reason string) bool {
 	l := ob.Lease.DeepCopy()
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationNextHolder, next)

@@ -37,8 +37,7 @@ func (st holdingState) String() string {
 	return fmt.Sprintf("holdingState(%d)", int(st))
 }
 
-// holdingMoves are the legal changes of a holding's state; nothing goes back to open (a
-// later assignment is a new holding).
+// holdingMoves are the legal changes of a holding's state; nothing goes back to open.
 var holdingMoves = map[holdingState][]holdingState{
 	holdingClaiming:    {holdingOpen, holdingHandingOver, holdingClosed},
 	holdingOpen:        {holdingHandingOver, holdingClosed},
@@ -121,8 +120,7 @@ func (h *holding) close() {
 	h.cancel()
 }
 
-// startHandingOver closes admission without cancelling in-flight work, and reports
-// whether the holding was claiming or open (a hand-over starts once).
+// startHandingOver closes admission, leaving in-flight work; false when already begun or closed.
 func (h *holding) startHandingOver() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -208,15 +206,13 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// admittedContext ends at until (on the real clock) or when scope ends; stop detaches
-// it from scope.
+// admittedContext ends at until (on the real clock) or with scope; stop detaches it.
 func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
 	wctx, cancel = context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
 	return wctx, cancel, context.AfterFunc(scope, cancel)
 }
 
-// refusalLocked returns the rejection's metric label and error when h does not admit
-// work now, a nil error when it does. h.mu is held.
+// refusalLocked returns the rejection's label and error, nil when h admits work. h.mu is held.
 func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time, staleView bool) (string, error) {
 	switch {
 	case h.st == holdingClaiming:

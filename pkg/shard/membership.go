@@ -18,8 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// membership keeps this replica's member Lease and knows, at any instant, which
-// incarnation is current and until when it is valid.
+// membership keeps the member Lease: which incarnation is current, and until when valid.
 type membership struct {
 	pod      string
 	weight   float64
@@ -205,8 +204,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 	return false
 }
 
-// renewUntilLapse renews every RetryPeriod and returns when validity ends, when a renew
-// shows the Lease taken from holder, or when ctx ends.
+// renewUntilLapse renews every RetryPeriod until validity ends, the Lease is taken or ctx ends.
 func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	prompt := false
 	allowed := m.t.CallTimeout // renew_timeout.go
@@ -293,8 +291,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// renewConflictOutcome reads the Lease after a renew conflicted and judges who wrote it
-// (judgeConflict).
+// renewConflictOutcome reads the Lease after a renew conflicted and judges who wrote it.
 func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
 	cctx, cancel := m.callCtx(ctx, until)
 	defer cancel()
@@ -329,8 +326,7 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 	return renewAdopted
 }
 
-// credit adopts latest as the Lease this incarnation last wrote, and extends validity
-// to committed + RenewDeadline unless validity already runs further.
+// credit adopts latest and extends validity to committed + RenewDeadline if that is later.
 func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
 	m.mu.Lock()
 	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)

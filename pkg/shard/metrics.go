@@ -6,8 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are exported by every replica, coordinator or not, so that ownership never
-// goes silent when there is no coordinator.
+// metrics are exported by every replica, coordinator or not.
 type metrics struct {
 	held, unowned, unclaimed, noCoordinator, unengageable, valid prometheus.Gauge
 	coordinator                                                  prometheus.Gauge

@@ -43,8 +43,7 @@ type leaseObserver struct {
 	watched func(*coordinationv1.Lease)
 }
 
-// newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
-// version this process wrote.
+// newLeaseObserver observes Leases; watchLag is how long the watch may trail an own write.
 func newLeaseObserver(clk clock.Clock, watchLag, retry time.Duration) *leaseObserver {
 	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, recorded: map[string]time.Time{}, watchLag: watchLag, retry: retry, log: logr.Discard(), notify: make(chan struct{}, 1)}
 }
@@ -132,8 +131,7 @@ func (r refusalsEndTheWatch) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
 }
 
-// leaseFeed is the reflector's store: it hands every Lease to the observer, keeping the
-// last of each name so a relist can tell which are gone.
+// leaseFeed is the reflector's store: it hands every Lease to the observer.
 type leaseFeed struct {
 	o *leaseObserver
 
@@ -209,8 +207,7 @@ func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	return nil
 }
 
-// observe stores a Lease from the watch, or written or read by this process (own),
-// unless it is not news (storeDecision).
+// observe stores a Lease from the watch or, own, this process, unless not news.
 func (o *leaseObserver) observe(obj any, own bool) {
 	l, ok := obj.(*coordinationv1.Lease)
 	if !ok {

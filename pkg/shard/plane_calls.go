@@ -12,10 +12,8 @@ import (
 
 // Bounds of plane calls other than watches (docs/design.md, Threat model).
 const (
-	// DefaultPlaneCallTimeout is each plane request's deadline.
-	DefaultPlaneCallTimeout = 30 * time.Second
-	// PlaneAnswerCeiling is the most bytes one plane answer may hold.
-	PlaneAnswerCeiling = 64 << 20
+	DefaultPlaneCallTimeout = 30 * time.Second // each plane request's deadline
+	PlaneAnswerCeiling      = 64 << 20         // the most bytes one plane answer may hold
 )
 
 // BoundPlaneCalls is a REST option of the project clients bounding each request but

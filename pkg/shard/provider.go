@@ -14,8 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// AddAware implements mcmanager.Coordinator: controllers are engaged only with projects
-// this replica holds and has claimed.
+// AddAware implements mcmanager.Coordinator: controllers engage only with claimed projects.
 func (s *Shard) AddAware(a multicluster.Aware) {
 	s.mu.Lock()
 	s.awares = append(s.awares, a)
@@ -99,8 +98,7 @@ func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	}
 }
 
-// discoveryEnded forgets a discovery whose context ended (a removed or replaced Secret)
-// and reports whether it did; never while stopping.
+// discoveryEnded forgets a discovery whose context ended, unless stopping; true if it did.
 func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	if s.draining.Load() {
 		return false
@@ -118,8 +116,7 @@ func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	return forget
 }
 
-// Stopping tells the shard the process is stopping, before the manager cancels any
-// runnable (docs/design.md, Graceful shutdown).
+// Stopping tells the shard, before any runnable is cancelled, that the process stops.
 func (s *Shard) Stopping() { s.draining.Store(true) }
 
 // Get implements multicluster.Provider: a project's cluster only while held, claimed and
@@ -179,8 +176,7 @@ func (s *Shard) validityGuarded(c client.Client) client.Client {
 	return guardedClient{Client: c, check: s.checkValid}
 }
 
-// writeMargin is how much validity a write must have left to be sent
-// (docs/design.md, Residual windows).
+// writeMargin is the validity a write must have left to be sent (design.md, Residual windows).
 const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {

@@ -28,26 +28,22 @@ import (
 
 // Options configures a Shard.
 type Options struct {
-	Hub             *rest.Config     // for Leases and Secrets on the hub
-	Namespace       string           // of member and project Leases
-	SecretNamespace string           // of the projects' kubeconfig Secrets
-	Pod             string           // the replica's stable name
-	Weight          float64          // scales this replica's share of projects; default 1
-	Timings         Timings          // zero fields take defaults
-	Clock           clock.WithTicker // default the real clock
-	Scheme          *runtime.Scheme  // for project clusters
-	ClusterOptions  []cluster.Option // applied to every project cluster built
-	Registry        prometheus.Registerer
-	// Recorder, when set, receives one Record per admitted unit of work.
-	Recorder Recorder
-	Observer Observer // when set, told of this replica's incarnations
-	Logger   logr.Logger
-	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
-	Exit func()
-	// WarmKinds are the kinds the controllers watch; their informers sync before engaging.
-	WarmKinds []client.Object
-	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs; default 8.
-	MaxHandoversInFlight int
+	Hub                  *rest.Config     // for Leases and Secrets on the hub
+	Namespace            string           // of member and project Leases
+	SecretNamespace      string           // of the projects' kubeconfig Secrets
+	Pod                  string           // the replica's stable name
+	Weight               float64          // scales this replica's share of projects; default 1
+	Timings              Timings          // zero fields take defaults
+	Clock                clock.WithTicker // default the real clock
+	Scheme               *runtime.Scheme  // for project clusters
+	ClusterOptions       []cluster.Option // applied to every project cluster built
+	Registry             prometheus.Registerer
+	Recorder             Recorder // when set, receives one Record per admitted unit of work
+	Observer             Observer // when set, told of this replica's incarnations
+	Logger               logr.Logger
+	Exit                 func()          // ends the process when a drain is overdue; default os.Exit(1)
+	WarmKinds            []client.Object // kinds whose informers sync before controllers engage
+	MaxHandoversInFlight int             // planned hand-overs the coordinator runs at once; default 8
 }
 
 // Shard is one replica's part of the sharding protocol: the multicluster-runtime
@@ -100,8 +96,7 @@ type discovered struct {
 // ErrValidityEnded refuses writes attempted after this replica's validity ended.
 var ErrValidityEnded = errors.New("member validity ended")
 
-// New builds a Shard: the manager's provider and mcmanager.WithCoordinator(s); call
-// SetHubClients once the manager exists.
+// New builds a Shard (provider and coordinator); call SetHubClients once the manager exists.
 func New(opts Options) (*Shard, error) {
 	t := opts.Timings.WithDefaults()
 	if err := t.Validate(); err != nil {

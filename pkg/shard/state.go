@@ -33,8 +33,7 @@ func (s MemberState) String() string {
 	return [...]string{"Released", "Live", "Suspect"}[s]
 }
 
-// ToMemberState classifies a member Lease at now, and how long until that changes on its
-// own (0: never).
+// ToMemberState classifies a member Lease at now, and how long until that changes (0: never).
 func ToMemberState(o Observed, now time.Time, leaseDuration time.Duration) (MemberState, time.Duration) {
 	if o.Holder() == "" {
 		return MemberReleased, 0
@@ -60,8 +59,7 @@ func (s ProjectState) String() string {
 	return [...]string{"Unassigned", "Orphaned", "Assigned", "ClaimOverdue", "Claimed"}[s]
 }
 
-// ToProjectState classifies a project Lease at now given the live holders, and how long
-// until that changes on its own.
+// ToProjectState classifies a project Lease at now, and how long until that changes.
 func ToProjectState(o Observed, live map[string]bool, now time.Time, claimDeadline time.Duration) (ProjectState, time.Duration) {
 	holder := o.Holder()
 	switch {

@@ -10,19 +10,15 @@ type Timings struct {
 	// LeaseDuration: how long a member Lease may go unchanged before its member may be
 	// declared expired, and a rejoin's wait. Default 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline: the validity a renew grants from its send. Default 10s.
-	RenewDeadline time.Duration
-	// RetryPeriod: between renews and coordinator passes. Default 2s.
-	RetryPeriod time.Duration
-	// ClaimDeadline: an assignment not claimed this long moves on. Default 2 x LeaseDuration.
-	ClaimDeadline time.Duration
+	RenewDeadline time.Duration // the validity a renew grants from its send; default 10s
+	RetryPeriod   time.Duration // between renews and coordinator passes; default 2s
+	ClaimDeadline time.Duration // an assignment not claimed this long moves on; default 2 x LeaseDuration
 	// CallTimeout bounds protocol calls; below LeaseDuration - RenewDeadline, default half.
 	CallTimeout time.Duration
 	// DrainDeadline bounds a hand-over's wait for in-flight work; past it the process
 	// exits. Default 2 x RenewDeadline.
-	DrainDeadline time.Duration
-	// ShutdownDeadline bounds a graceful stop. Default 4 x LeaseDuration.
-	ShutdownDeadline time.Duration
+	DrainDeadline    time.Duration
+	ShutdownDeadline time.Duration // bounds a graceful stop; default 4 x LeaseDuration
 }
 
 // DefaultTimings returns client-go's defaults.

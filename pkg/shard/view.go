@@ -6,8 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// viewBoundOf is how long after viewFreshAt admission may go on (docs/design.md,
-// Per-project admission).
+// viewBoundOf is how long after viewFreshAt admission may go on (design.md, Per-project admission).
 func viewBoundOf(t Timings) time.Duration { return t.ClaimDeadline / 2 }
 
 // viewBound decides until when a replica whose view is fresh as of freshAt (zero: never)
@@ -26,8 +25,7 @@ type renewSent struct {
 	sent time.Time
 }
 
-// shownVersion identifies a version of the member Lease: resourceVersion and renewTime
-// in microseconds.
+// shownVersion is a member Lease version: resourceVersion and renewTime in microseconds.
 type shownVersion struct {
 	rv        string
 	renewTime int64
@@ -112,8 +110,7 @@ func (m *membership) viewFreshAt() time.Time {
 	return m.viewFresh
 }
 
-// noteViewFreshness logs when the view turns stale while projects are open, and when it
-// is fresh again.
+// noteViewFreshness logs when the view turns stale with projects open, and fresh again.
 func (s *Shard) noteViewFreshness() {
 	freshAt := s.member.viewFreshAt()
 	now := s.clock.Now()
