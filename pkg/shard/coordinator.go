@@ -79,11 +79,8 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 	for {
 		members, _, _ := s.observer.snapshot()
 		live := liveHolders(members, s.clock.Now(), s.t.LeaseDuration)
-		if leader := le.GetLeader(); leader != "" && live[leader] {
-			s.m.noCoordinator.Set(0)
-		} else {
-			s.m.noCoordinator.Set(1)
-		}
+		leader := le.GetLeader()
+		s.m.noCoordinator.Set(map[bool]float64{false: 1}[leader != "" && live[leader]])
 		select {
 		case <-ctx.Done():
 			return

@@ -38,13 +38,8 @@ func (s *Shard) lead(ctx context.Context, holder string) func() {
 
 // exportLeadingLocked sets the coordinator gauge from the current term (s.mu held).
 func (s *Shard) exportLeadingLocked() {
-	if s.m == nil {
-		return
-	}
-	if s.leading != nil {
-		s.m.coordinator.Set(1)
-	} else {
-		s.m.coordinator.Set(0)
+	if s.m != nil {
+		s.m.coordinator.Set(map[bool]float64{true: 1}[s.leading != nil])
 	}
 }
 

@@ -24,15 +24,8 @@ const (
 )
 
 func (st holdingState) String() string {
-	switch st {
-	case holdingClaiming:
-		return "claiming"
-	case holdingOpen:
-		return "open"
-	case holdingHandingOver:
-		return "handing over"
-	case holdingClosed:
-		return "closed"
+	if names := [...]string{"claiming", "open", "handing over", "closed"}; st >= 0 && int(st) < len(names) {
+		return names[st]
 	}
 	return fmt.Sprintf("holdingState(%d)", int(st))
 }

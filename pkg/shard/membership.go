@@ -264,10 +264,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	rv := m.rv
 	base := m.last.DeepCopy()
 	sent := m.clock.Now()
-	m.sent = append(m.sent, sent)
-	if n := len(m.sent); n > rememberedRenews {
-		m.sent = append([]time.Time(nil), m.sent[n-rememberedRenews:]...)
-	}
+	m.sent = keepLast(append(m.sent, sent), rememberedRenews)
 	m.mu.Unlock()
 	cctx, cancel := m.callCtxFor(ctx, until, allowed)
 	defer cancel()

@@ -49,13 +49,13 @@ func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease
 			return
 		}
 	}
-	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}))
+	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}), renewsKept)
 }
 
-// keepLast drops all but the last renewsKept entries.
-func keepLast[T any](s []T) []T {
-	if n := len(s); n > renewsKept {
-		return append(s[:0], s[n-renewsKept:]...)
+// keepLast drops all but the last k entries.
+func keepLast[T any](s []T, k int) []T {
+	if n := len(s); n > k {
+		return append(s[:0], s[n-k:]...)
 	}
 	return s
 }
@@ -83,7 +83,7 @@ func (m *membership) watched(l *coordinationv1.Lease) {
 		m.renews = append(m.renews[:0], m.renews[i+1:]...)
 		return
 	}
-	m.shownEarly = keepLast(append(m.shownEarly, v))
+	m.shownEarly = keepLast(append(m.shownEarly, v), renewsKept)
 }
 
 // viewShownAt is when the latest write the watch has shown was sent.
