@@ -110,14 +110,13 @@ func (s *Shard) discoveredProjects() map[string]discovered {
 	out := map[string]discovered{}
 	dup := 0
 	for _, d := range s.found {
-		if d.project == "" {
-			continue // its name is not read yet
-		}
-		if count[d.project] > 1 {
+		switch {
+		case d.project == "": // its name is not read yet
+		case count[d.project] > 1:
 			dup++
-			continue
+		default:
+			out[d.project] = d
 		}
-		out[d.project] = d
 	}
 	s.m.unengageable.Set(float64(dup))
 	return out
@@ -147,9 +146,7 @@ func (s *Shard) updateGauges() {
 	s.m.held.Set(float64(len(s.openHoldingsLocked())))
 	var oldest time.Duration
 	for _, start := range s.handOverStarts {
-		if age := now.Sub(start); age > oldest {
-			oldest = age
-		}
+		oldest = max(oldest, now.Sub(start))
 	}
 	s.mu.Unlock()
 	s.m.oldestHandOver.Set(oldest.Seconds())

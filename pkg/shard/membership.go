@@ -136,9 +136,7 @@ func (m *membership) callCtx(ctx context.Context, deadline time.Time) (context.C
 // callCtxFor bounds a call by timeout and, when deadline is set, by deadline.
 func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if !deadline.IsZero() {
-		if left := deadline.Sub(m.clock.Now()); left < timeout {
-			timeout = left
-		}
+		timeout = min(timeout, deadline.Sub(m.clock.Now()))
 	}
 	return context.WithTimeout(ctx, timeout)
 }
@@ -212,10 +210,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	for {
 		_, until := m.current()
 		// RetryPeriod runs from the last renew's send, not from its answer.
-		wait := max(m.t.RetryPeriod-last.took, 0)
-		if left := until.Sub(m.clock.Now()); left < wait {
-			wait = left
-		}
+		wait := min(max(m.t.RetryPeriod-last.took, 0), until.Sub(m.clock.Now()))
 		if prompt {
 			wait = 0
 		}

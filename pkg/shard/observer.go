@@ -102,15 +102,11 @@ func listAgainAfter(failed int, retry time.Duration) time.Duration {
 // refusalsEndTheWatch turns a refused watch (no connection, 429) into a plain error,
 // which ends the reflector's attempt instead of entering its backoff.
 type refusalsEndTheWatch struct {
-	lw toolscache.ListerWatcherWithContext
-}
-
-func (r refusalsEndTheWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return r.lw.ListWithContext(ctx, opts)
+	toolscache.ListerWatcherWithContext
 }
 
 func (r refusalsEndTheWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := r.lw.WatchWithContext(ctx, opts)
+	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, opts)
 	if err != nil && (utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)) {
 		return nil, fmt.Errorf("watching Leases: %s", err.Error())
 	}
@@ -128,7 +124,7 @@ func (r refusalsEndTheWatch) Watch(opts metav1.ListOptions) (watch.Interface, er
 
 // IsWatchListSemanticsUnSupported passes on the wrapped lister-watcher's answer.
 func (r refusalsEndTheWatch) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.ListerWatcherWithContext)
 }
 
 // leaseFeed is the reflector's store: it hands every Lease to the observer.
@@ -208,11 +204,7 @@ func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 }
 
 // observe stores a Lease from the watch or, own, this process, unless not news.
-func (o *leaseObserver) observe(obj any, own bool) {
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
+func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 	o.mu.Lock()
 	t := o.table(l)
 	if t != nil {
@@ -270,14 +262,8 @@ func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 	return storeRegressed
 }
 
-func (o *leaseObserver) forget(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
+// forget drops a Lease seen deleted.
+func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 	o.mu.Lock()
 	if t := o.table(l); t != nil {
 		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == roleMember {
