@@ -14,8 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// startClaimLocked starts an engagement; rv is where holder was read as the project's
-// holder, "" when it is only the announced next holder.
+// startClaimLocked starts an engagement; rv is "" for the announced next holder (ClaimStart.RV).
 func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string, d discovered, lease *coordinationv1.Lease) {
 	hctx, cancel := context.WithCancel(ctx)
 	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, discovery: d.gen, ctx: hctx, cancel: cancel}

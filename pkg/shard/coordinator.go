@@ -89,8 +89,7 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 	}
 }
 
-// coordinate runs the passes while leading, after a warm-up of one LeaseDuration of
-// watching (docs/design.md, Coordinator); EnterCoordinator admits warm-up included.
+// coordinate runs the passes while leading, after a warm-up (docs/design.md, Coordinator).
 func (s *Shard) coordinate(ctx context.Context, holder string) {
 	defer s.lead(ctx, holder)()
 	log := s.log.WithValues("coordinator", holder)
@@ -115,8 +114,7 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 	}
 }
 
-// assignPass plans a pass (PlanPass) and carries it out: suspects are confirmed first
-// (planning again when one was cleared), then the project writes, in parallel.
+// assignPass plans a pass and carries it out, planning again when a suspect was cleared.
 func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	in, ok := s.passInput()
 	if !ok {
@@ -184,8 +182,7 @@ func (s *Shard) passInput() (PassInput, bool) {
 	}, true
 }
 
-// protocolCall bounds one protocol write of holder: ErrValidityEnded unless holder is
-// the current, valid incarnation; else a context ending with its validity or CallTimeout.
+// protocolCall bounds one protocol write of holder by its validity and CallTimeout.
 func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
 	h, until := s.member.current()
 	if holder == "" || h != holder || !s.clock.Now().Before(until) {
@@ -265,8 +262,7 @@ func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob O
 	return true
 }
 
-// confirmExpired reads a suspect member's Lease live and, when unchanged since last
-// seen, clears its holder conditionally; true when cleared.
+// confirmExpired clears a suspect member's Lease if a live read finds it unchanged.
 func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) bool {
 	cctx, cancel, err := s.protocolCall(ctx, coordinator)
 	if err != nil {

@@ -141,8 +141,7 @@ func PlanPass(in PassInput) PassPlan {
 	return plan
 }
 
-// handOverInFlight reports whether ob's hand-over request counts against
-// MaxHandoversInFlight: its holder holds on and it changed within DrainDeadline + ClaimDeadline.
+// handOverInFlight reports whether ob's hand-over request counts against MaxHandoversInFlight.
 func handOverInFlight(ob Observed, holding map[string]bool, now time.Time, t Timings) bool {
 	if ob.Lease.Annotations[AnnotationNextHolder] == "" || !holding[ob.Holder()] {
 		return false
@@ -160,8 +159,7 @@ func rankedOtherThan(ranked []Member, holder string) string {
 	return ""
 }
 
-// claimFailures remembers, per project and member, the overdue claims and until when the
-// member stays out of the ranking (docs/design.md, Claim deadline).
+// claimFailures remembers overdue claims per project and member (design.md, Claim deadline).
 type claimFailures map[string]map[string]claimFailure
 
 type claimFailure struct {

@@ -58,8 +58,7 @@ func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	return term, until, nil
 }
 
-// EnterCoordinator admits one unit of coordinator-only work while this incarnation leads
-// and is valid; its context ends with either. A refusal wraps ErrNotCoordinator.
+// EnterCoordinator admits coordinator-only work while leading validly; refusals wrap ErrNotCoordinator.
 func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), error) {
 	term, until, err := s.coordinatorRefusal()
 	if err != nil {

@@ -20,8 +20,14 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	start := s.clock.Now()
 	s.m.handOversInProgress.Inc()
 	defer s.m.handOversInProgress.Dec()
-	s.recordHandOver(h.project, start)
-	defer s.recordHandOver(h.project, time.Time{})
+	s.mu.Lock()
+	s.handOverStarts[h.project] = start // for the oldest-drain gauge
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.handOverStarts, h.project)
+		s.mu.Unlock()
+	}()
 	log.Info("Handing over project: admission closed, waiting for in-flight work")
 
 	select {
@@ -76,9 +82,8 @@ func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coor
 	return l
 }
 
-// writeNextHolderAgainLocked sends again, conditional on lease as observed now, the
-// write of a hand-over begun here that ended without it (paced by nextHolderWriteDue).
-// s.mu is held.
+// writeNextHolderAgainLocked sends again the write of a hand-over that ended without
+// it, conditional on lease as observed now. s.mu is held.
 func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
 	ho.writing, ho.wroteAt = true, s.clock.Now()
@@ -101,8 +106,7 @@ func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1
 	}()
 }
 
-// nextHolderConflictResult re-reads the Lease after the next holder's write conflicted:
-// "success" when an earlier attempt committed; else "lost", releasing it if it names holder.
+// nextHolderConflictResult re-reads the Lease after a conflict: "success" or "lost".
 func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
 	defer cancel()
@@ -118,17 +122,6 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 		s.releaseProject(ctx, cur)
 	}
 	return "lost"
-}
-
-// recordHandOver tracks hand-overs in progress for the oldest-drain gauge; a zero start ends one.
-func (s *Shard) recordHandOver(project string, start time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if start.IsZero() {
-		delete(s.handOverStarts, project)
-		return
-	}
-	s.handOverStarts[project] = start
 }
 
 // Shutdown hands every held project over and returns once each is claimed by its new
@@ -205,8 +198,7 @@ func (s *Shard) handedOverAreClaimed(holder string) bool {
 	return true
 }
 
-// beginHandOverLocked starts a planned hand-over once per holding; without a holding
-// (a claim that failed) there is nothing to drain.
+// beginHandOverLocked starts a planned hand-over once per holding (with one made if none).
 func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *holding, lease *coordinationv1.Lease) {
 	if h == nil {
 		hctx, cancel := context.WithCancel(ctx)

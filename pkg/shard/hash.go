@@ -37,8 +37,7 @@ func Rank(project string, members []Member) []Member {
 	return out
 }
 
-// rendezvousScore is -w/ln(u), u uniform in (0,1) from a hash of (pod, project): a
-// member of weight w wins a w-proportional share.
+// rendezvousScore is -w/ln(u), u uniform in (0,1) from a hash of (pod, project).
 func rendezvousScore(project string, m Member) float64 {
 	h := sha256.Sum256([]byte(m.Pod + "\x00" + project))
 	u := (float64(binary.BigEndian.Uint64(h[:8])>>11) + 0.5) / float64(1<<53)

@@ -15,12 +15,10 @@ import (
 type HoldingView struct {
 	Holder    string
 	State     holdingState
-	Discovery uint64 // holding.discovery
-	// LeaseUID, Claim and ClaimRV: where the claim was written, its value and the
-	// resourceVersion returned (set once open).
-	LeaseUID types.UID
-	Claim    string
-	ClaimRV  string
+	Discovery uint64    // holding.discovery
+	LeaseUID  types.UID // the Lease the claim was written to (set once open)
+	Claim     string    // the claim value
+	ClaimRV   string    // the resourceVersion the claim write returned
 }
 
 // stillClaimedBy reports whether lease (the same UID) still carries open holding v's
@@ -168,8 +166,7 @@ func closeReason(in HolderInput, project string, v HoldingView) string {
 	return ""
 }
 
-// nextHolderWriteDue reports whether hand-over ho's write is due again: none in flight
-// and none started within a retry period.
+// nextHolderWriteDue reports whether hand-over ho's write is due again (one per retry period).
 func nextHolderWriteDue(ho handOff, now time.Time, t Timings) bool {
 	return !ho.writing && (ho.wroteAt.IsZero() || now.Sub(ho.wroteAt) >= t.RetryPeriod)
 }
@@ -185,8 +182,7 @@ type handOff struct {
 	wroteAt time.Time
 }
 
-// handedOffAt reports whether ho records that holder began handing over the assignment
-// lease shows: the same UID, at no more transitions.
+// handedOffAt reports whether ho is holder's hand-over of the assignment lease shows.
 func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
 	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptr.Deref(lease.Spec.LeaseTransitions, 0) <= ho.transitions
 }

@@ -38,8 +38,7 @@ var holdingMoves = map[holdingState][]holdingState{
 	holdingClosed:      nil,
 }
 
-// moveLocked changes h's state to to when holdingMoves allows it, wakes whoever waits
-// for h to go idle, and reports whether it moved. h.mu is held.
+// moveLocked moves h to to if holdingMoves allows, waking idle waiters. h.mu is held.
 func (h *holding) moveLocked(to holdingState) bool {
 	if !slices.Contains(holdingMoves[h.st], to) {
 		return false

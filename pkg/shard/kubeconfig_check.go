@@ -82,8 +82,7 @@ func UnsafeKubeconfig(cfg *clientcmdapi.Config) []string {
 // ReasonKubeconfigRefused is the reason of the Event on a refused kubeconfig Secret.
 const ReasonKubeconfigRefused = "KubeconfigRefused"
 
-// KubeconfigCheck reports refused kubeconfigs: a Warning Event on the Secret and
-// anchorage_project_kubeconfig_refused{secret} at 1 (0 once fixed).
+// KubeconfigCheck reports refused kubeconfigs by Event and anchorage_project_kubeconfig_refused.
 type KubeconfigCheck struct {
 	Reader  client.Reader
 	Events  events.EventRecorder

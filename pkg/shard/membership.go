@@ -59,8 +59,7 @@ type Incarnation struct {
 	Ended      bool
 }
 
-// Observer is told of this replica's incarnations at the join, every extension of
-// validity and the lapse (for tests); it is called under the membership lock.
+// Observer is told of each incarnation's join, extensions and lapse, under the membership lock.
 type Observer interface{ Incarnation(Incarnation) }
 
 // tellLocked tells the observer of the current incarnation. m.mu is held.
@@ -162,8 +161,7 @@ func (m *membership) desired(base *coordinationv1.Lease, holder string, now time
 	return l
 }
 
-// join takes the member Lease for holder; one naming another holder only once seen
-// unchanged for LeaseDuration (docs/design.md, Lapse and rejoin).
+// join takes the member Lease for holder (docs/design.md, Lapse and rejoin).
 func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenRV string
 	var seenAt time.Time
@@ -237,8 +235,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	}
 }
 
-// closeToLapse reports whether validity ends before a renew sent a retry period from
-// now could use its whole allowance.
+// closeToLapse reports whether validity ends before a renew in a retry period could finish.
 func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 	return until.Sub(now) < retry+allowed
 }
@@ -252,8 +249,7 @@ const (
 	renewTaken                       // the Lease no longer names holder, or is gone
 )
 
-// renew sends one conditional renew, allowed that long (cut when validity ends), and
-// reports what became of the incarnation and what the call told about the hub.
+// renew sends one conditional renew within allowed and until, and reports its outcome.
 func (m *membership) renew(ctx context.Context, holder string, until time.Time, allowed time.Duration) (renewOutcome, renewCall) {
 	m.mu.Lock()
 	rv := m.rv
@@ -340,9 +336,8 @@ const (
 	conflictOtherWriter                        // another writer kept holder
 )
 
-// judgeConflict decides from the Lease read after a conflict who wrote it; for one of
-// holder's own renews it returns the matching send time (compared in microseconds, as
-// metav1.MicroTime keeps it).
+// judgeConflict decides who wrote the Lease read after a conflict; for holder's own renew
+// it returns the matching send time (compared in microseconds, as MicroTime keeps).
 func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
 	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
 		return conflictTaken, time.Time{}

@@ -28,8 +28,7 @@ const (
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project: a readable
-// prefix plus a hash of the real name.
+// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project.
 func ProjectLeaseName(project string) string {
 	sum := sha256.Sum256([]byte(project))
 	readable := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(project), "-"), "-")

@@ -21,8 +21,7 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// leaseObserver watches member and project Leases from process start and records the
-// local time of each change it sees; every replica runs one (docs/design.md, Coordinator).
+// leaseObserver watches the Leases from process start, noting each change's local time.
 type leaseObserver struct {
 	clock   clock.Clock
 	started time.Time
@@ -62,8 +61,7 @@ func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namesp
 	})
 }
 
-// follow lists and watches through lw with a reflector feeding the observer until ctx
-// ends, waiting listAgainAfter between attempts (docs/design.md, Coordinator).
+// follow lists and watches through lw until ctx ends (docs/design.md, Coordinator).
 func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherWithContext) {
 	feed := &leaseFeed{o: o, known: map[string]*coordinationv1.Lease{}}
 	r := toolscache.NewReflectorWithOptions(refusalsEndTheWatch{lw}, &coordinationv1.Lease{}, feed,
@@ -89,8 +87,7 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 	}
 }
 
-// listAgainAfter is the wait before listing again after failed attempts in a row:
-// retry/8, doubling per failure, at most retry.
+// listAgainAfter is retry/8 doubled per failure in a row, at most retry.
 func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	wait := retry / 8
 	for i := 0; i < failed && wait < retry; i++ {
@@ -99,8 +96,7 @@ func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	return min(wait, retry)
 }
 
-// refusalsEndTheWatch turns a refused watch (no connection, 429) into a plain error,
-// which ends the reflector's attempt instead of entering its backoff.
+// refusalsEndTheWatch makes a refused watch end the reflector's attempt, not back off.
 type refusalsEndTheWatch struct {
 	toolscache.ListerWatcherWithContext
 }
@@ -246,8 +242,7 @@ const (
 	storeRegressed                     // older, not trailing an own write (an etcd restore): stored
 )
 
-// storeDecision decides whether version replaces prev ("" when none): own says it is
-// this process's write or read, lagging that prev was recorded here within a watch lag.
+// storeDecision decides whether version replaces prev; lagging: prev is a recent own write.
 func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 	switch {
 	case prev == "":

@@ -16,8 +16,7 @@ const (
 	PlaneAnswerCeiling      = 64 << 20         // the most bytes one plane answer may hold
 )
 
-// BoundPlaneCalls is a REST option of the project clients bounding each request but
-// watches by timeout and its answer by ceiling bytes.
+// BoundPlaneCalls is a REST option bounding non-watch requests by timeout and ceiling bytes.
 func BoundPlaneCalls(timeout time.Duration, ceiling int64) func(*rest.Config) error {
 	return func(c *rest.Config) error {
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {

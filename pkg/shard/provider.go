@@ -27,8 +27,7 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 	}
 }
 
-// Engage implements mcmanager.Coordinator: it only records the discovery of a project
-// Secret; the project name is read live from it, and until then it is not offered.
+// Engage implements mcmanager.Coordinator: it records a discovery and reads its project name.
 func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	s.mu.Lock()
 	s.discoveries++
@@ -119,8 +118,7 @@ func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 // Stopping tells the shard, before any runnable is cancelled, that the process stops.
 func (s *Shard) Stopping() { s.draining.Store(true) }
 
-// Get implements multicluster.Provider: a project's cluster only while held, claimed and
-// valid; else multicluster.ErrClusterNotFound.
+// Get implements multicluster.Provider: a cluster only while held, claimed and valid.
 func (s *Shard) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
 	s.mu.Lock()
 	h := s.holdings[string(name)]

@@ -30,8 +30,7 @@ type RecordLine struct {
 	Claim      string    `json:"claim,omitempty"`
 }
 
-// FileRecorder appends Records to a file as JSON lines, one write(2) each; errors are
-// counted, never returned.
+// FileRecorder appends Records as JSON lines, one write(2) each; errors are only counted.
 type FileRecorder struct {
 	mu     sync.Mutex
 	f      *os.File

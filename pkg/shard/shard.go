@@ -46,8 +46,7 @@ type Options struct {
 	MaxHandoversInFlight int             // planned hand-overs the coordinator runs at once; default 8
 }
 
-// Shard is one replica's part of the sharding protocol: the multicluster-runtime
-// Coordinator, the gating Provider and the per-project admission.
+// Shard is one replica's coordinator, gating provider and per-project admission.
 type Shard struct {
 	opts   Options
 	t      Timings
@@ -183,8 +182,7 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
-// Runnable runs the Lease observer, membership, holdings and the election; when ctx
-// ends it hands every project over, then releases the member and coordinator Leases.
+// Runnable runs the protocol; when ctx ends it hands every project over, then releases.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		inner, stopInner := context.WithCancel(context.Background())

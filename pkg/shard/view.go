@@ -9,8 +9,7 @@ import (
 // viewBoundOf is how long after viewFreshAt admission may go on (design.md, Per-project admission).
 func viewBoundOf(t Timings) time.Duration { return t.ClaimDeadline / 2 }
 
-// viewBound decides until when a replica whose view is fresh as of freshAt (zero: never)
-// may admit work, and whether that is over at now.
+// viewBound decides until when a view fresh as of freshAt admits work, and if that is past.
 func viewBound(freshAt, now time.Time, t Timings) (until time.Time, stale bool) {
 	if freshAt.IsZero() {
 		return time.Time{}, true
@@ -34,8 +33,7 @@ type shownVersion struct {
 // renewsKept bounds the writes remembered while the watch has not shown them.
 const renewsKept = 32
 
-// noteWriteLocked remembers a successful write of the member Lease, or shows the view
-// as of its send when the watch delivered it first. m.mu is held.
+// noteWriteLocked remembers a write of the member Lease (shown at once if watched first).
 func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease) {
 	v := shownVersion{rv: wrote.ResourceVersion}
 	if wrote.Spec.RenewTime != nil {
@@ -66,8 +64,7 @@ func (m *membership) showLocked(sent time.Time) {
 	}
 }
 
-// watched takes a Lease the watch delivered: one of this replica's remembered writes of
-// its member Lease shows the view as of its send; an unknown version waits in shownEarly.
+// watched takes a Lease the watch delivered; one of this replica's writes shows the view.
 func (m *membership) watched(l *coordinationv1.Lease) {
 	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
 		return
@@ -93,8 +90,7 @@ func (m *membership) viewShownAt() time.Time {
 	return m.viewShown
 }
 
-// publishViewFresh makes at, a viewShownAt read before the holdings last acted on the
-// Leases, the time the view is fresh as of.
+// publishViewFresh publishes at, read before the holdings acted, as the fresh time.
 func (m *membership) publishViewFresh(at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
