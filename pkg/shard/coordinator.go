@@ -28,8 +28,7 @@ func (s *Shard) runElection(ctx context.Context) {
 			continue
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		go func() {
-			// End the campaign when this incarnation is no longer current.
+		go func() { // end the campaign when this incarnation is no longer current
 			tick := s.clock.NewTicker(s.t.RetryPeriod)
 			defer tick.Stop()
 			for {
@@ -189,7 +188,7 @@ func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Contex
 		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return nil, nil, ErrValidityEnded
 	}
-	cctx, cancel := s.member.callCtx(ctx, until)
+	cctx, cancel := s.member.callCtx(ctx, until, s.t.CallTimeout)
 	return cctx, cancel, nil
 }
 

@@ -46,9 +46,8 @@ type PassPlan struct {
 	Claimed   map[string]string // holder by project: forget its claim failures there
 }
 
-// PlanPass decides one coordinator pass; it is pure. Members hold on to their projects
-// while live or suspect and for LeaseDuration after their Lease vanished; only live,
-// non-draining members not timed out get projects (docs/design.md, Coordinator).
+// PlanPass decides one coordinator pass; it is pure. Who holds on to projects and who
+// gets them is in docs/design.md, Coordinator.
 func PlanPass(in PassInput) PassPlan {
 	var plan PassPlan
 	holding := map[string]bool{}

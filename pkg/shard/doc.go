@@ -12,9 +12,8 @@
 //     validity, and how long a renew may take.
 //   - observer.go, view.go: the Lease watch, and whether it is fresh enough to admit work.
 //   - state.go, hash.go: the pure Lease states; weighted rendezvous hashing (Rank).
-//   - coordinator_plan.go, coordinator.go: the coordinator's pass as a pure plan
-//     (PlanPass) and carried out; the election; protocol writes.
-//   - coordinator_work.go: admission of coordinator-only work (EnterCoordinator).
+//   - coordinator_plan.go, coordinator.go, coordinator_work.go: the coordinator's pass as
+//     a pure plan (PlanPass) and carried out; the election; EnterCoordinator.
 //   - holder_plan.go, holder_sync.go: a holder's sync as a pure plan (PlanHolderSync)
 //     and the loop that carries it out.
 //   - holdings.go: the holding, its states (holdingMoves) and admission (Enter).

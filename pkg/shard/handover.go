@@ -11,9 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// handOver runs the owner's side of a planned hand-over (docs/design.md, Planned
-// hand-over): with admission closed, it drains (exiting past DrainDeadline), stops the
-// project's cluster and writes the next holder.
+// handOver runs the owner's side of a planned hand-over: drain (exiting past
+// DrainDeadline), stop the cluster, write the next holder (docs/design.md).
 func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	next := lease.Annotations[AnnotationNextHolder]
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "next", next)
@@ -82,8 +81,7 @@ func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coor
 	return l
 }
 
-// writeNextHolderAgainLocked sends again the write of a hand-over that ended without
-// it, conditional on lease as observed now. s.mu is held.
+// writeNextHolderAgainLocked resends a hand-over's missing write, on lease as observed. s.mu is held.
 func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
 	ho.writing, ho.wroteAt = true, s.clock.Now()
@@ -124,8 +122,7 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	return "lost"
 }
 
-// Shutdown hands every held project over and returns once each is claimed by its new
-// holder, nothing is left to hand to, or ShutdownDeadline passed; later calls return at
+// Shutdown hands every held project over, at most ShutdownDeadline; later calls return at
 // once. Call Stopping first, and this before stopping the controllers (docs/design.md).
 func (s *Shard) Shutdown() {
 	s.shutdownOnce.Do(func() {

@@ -21,8 +21,7 @@ type HoldingView struct {
 	ClaimRV   string    // the resourceVersion the claim write returned
 }
 
-// stillClaimedBy reports whether lease (the same UID) still carries open holding v's
-// claim, or is older than the claim write; true for holdings not open.
+// stillClaimedBy reports whether lease still carries open holding v's claim (or predates it).
 func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
 	if v.State != holdingOpen {
 		return true
@@ -54,8 +53,7 @@ type HoldingClose struct {
 	Release *coordinationv1.Lease
 }
 
-// ClaimStart starts claiming Project from Lease. RV, the claim's precondition, is where
-// this incarnation was read as holder; "" when it is only the announced next holder.
+// ClaimStart starts claiming Project; RV is the claim's precondition, "" for the next holder.
 type ClaimStart struct {
 	Project   string
 	RV        string
@@ -80,9 +78,8 @@ type HolderPlan struct {
 	ForgetHandOffs  []string
 }
 
-// PlanHolderSync decides one holder sync; it is pure. Holdings close first
-// (closeReason); while valid, it then begins hand-overs, claims and releases
-// (docs/design.md, Coordinator and Claims).
+// PlanHolderSync decides one holder sync; it is pure. Holdings close first (closeReason);
+// while valid, it then begins hand-overs, claims and releases (docs/design.md, Claims).
 func PlanHolderSync(in HolderInput) HolderPlan {
 	plan := HolderPlan{Undiscovered: map[string]time.Time{}}
 	held := map[string]HoldingView{}
@@ -171,8 +168,7 @@ func nextHolderWriteDue(ho handOff, now time.Time, t Timings) bool {
 	return !ho.writing && (ho.wroteAt.IsZero() || now.Sub(ho.wroteAt) >= t.RetryPeriod)
 }
 
-// handOff remembers that an incarnation began handing a project over at one assignment
-// (Lease UID and transitions), which it never reopens.
+// handOff remembers an incarnation's hand-over of one assignment, never reopened.
 type handOff struct {
 	holder      string
 	lease       types.UID

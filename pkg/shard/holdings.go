@@ -151,9 +151,8 @@ func (s *Shard) openHoldingsLocked() []*holding {
 	return out
 }
 
-// Enter admits one unit of work for project while held, claimed, valid and with a fresh
-// view (docs/design.md, Per-project admission). Its context ends with validity, the view
-// bound or the holding; call release when the work ends.
+// Enter admits one unit of work for project (docs/design.md, Per-project admission); its
+// context ends with validity, the view bound or the holding. Call release when done.
 func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
 	// Freshness is read before the holding is looked up (see syncHoldings).
 	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)

@@ -25,8 +25,7 @@ import (
 // ErrUnsafeKubeconfig marks a kubeconfig refused for what it would run or read.
 var ErrUnsafeKubeconfig = errors.New("kubeconfig refused")
 
-// RefuseUnsafeRESTConfig is a REST option refusing a config that runs a credential
-// plugin, reads a file or goes through a proxy (docs/design.md, Threat model).
+// RefuseUnsafeRESTConfig refuses a config that runs a plugin, reads a file or uses a proxy.
 func RefuseUnsafeRESTConfig(c *rest.Config) error {
 	var why []string
 	if c.ExecProvider != nil {

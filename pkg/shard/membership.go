@@ -34,18 +34,16 @@ type membership struct {
 	draining atomic.Bool
 	kick     chan struct{}
 
-	mu         sync.RWMutex
-	holder     string
-	validUntil time.Time
-	rv         string
-	last       *coordinationv1.Lease // as this incarnation last wrote it
-	joined     time.Time             // when the current incarnation's join was sent
-	sent       []time.Time           // send times (renewTimes) of its recent renews
-	// Lease view freshness (view.go): renews the watch has not shown, versions shown
-	// before their answer, the latest shown write's send, and that once acted on.
-	renews               []renewSent
-	shownEarly           []shownVersion
-	viewShown, viewFresh time.Time
+	mu                   sync.RWMutex
+	holder               string
+	validUntil           time.Time
+	rv                   string
+	last                 *coordinationv1.Lease // as this incarnation last wrote it
+	joined               time.Time             // when the current incarnation's join was sent
+	sent                 []time.Time           // send times (renewTimes) of its recent renews
+	renews               []renewSent           // Lease view freshness (view.go): writes the watch has not shown,
+	shownEarly           []shownVersion        // versions shown before their write's answer,
+	viewShown, viewFresh time.Time             // the latest shown write's send, and that once acted on
 }
 
 // rememberedRenews bounds the renew send times kept: more than a validity's worth.
@@ -128,12 +126,8 @@ func (m *membership) run(ctx context.Context) {
 	}
 }
 
-func (m *membership) callCtx(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	return m.callCtxFor(ctx, deadline, m.t.CallTimeout)
-}
-
-// callCtxFor bounds a call by timeout and, when deadline is set, by deadline.
-func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
+// callCtx bounds a call by timeout and, when deadline is set, by deadline.
+func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if !deadline.IsZero() {
 		timeout = min(timeout, deadline.Sub(m.clock.Now()))
 	}
@@ -167,7 +161,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenAt time.Time
 	for ctx.Err() == nil {
 		sent := m.clock.Now()
-		cctx, cancel := m.callCtx(ctx, time.Time{})
+		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
 		switch {
@@ -257,7 +251,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	sent := m.clock.Now()
 	m.sent = keepLast(append(m.sent, sent), rememberedRenews)
 	m.mu.Unlock()
-	cctx, cancel := m.callCtxFor(ctx, until, allowed)
+	cctx, cancel := m.callCtx(ctx, until, allowed)
 	defer cancel()
 	base.ResourceVersion = rv // any other writer conflicts
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
@@ -269,8 +263,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 		return renewDone, call
 	case apierrors.IsConflict(err):
 		return m.renewConflictOutcome(ctx, holder, until), call
-	case apierrors.IsNotFound(err):
-		// Deleted: the coordinator may already count this incarnation gone; lapse now.
+	case apierrors.IsNotFound(err): // the coordinator may already count us gone: lapse now
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
 		return renewTaken, call
 	default:
@@ -281,7 +274,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 
 // renewConflictOutcome reads the Lease after a renew conflicted and judges who wrote it.
 func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
-	cctx, cancel := m.callCtx(ctx, until)
+	cctx, cancel := m.callCtx(ctx, until, m.t.CallTimeout)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 	switch {
@@ -336,8 +329,7 @@ const (
 	conflictOtherWriter                        // another writer kept holder
 )
 
-// judgeConflict decides who wrote the Lease read after a conflict; for holder's own renew
-// it returns the matching send time (compared in microseconds, as MicroTime keeps).
+// judgeConflict decides who wrote the Lease read after a conflict, with own renews' send time.
 func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
 	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
 		return conflictTaken, time.Time{}

@@ -26,20 +26,18 @@ type leaseObserver struct {
 	clock   clock.Clock
 	started time.Time
 
-	mu       sync.RWMutex
-	members  map[string]Observed  // by Lease name
-	projects map[string]Observed  // by Lease name
-	vanished map[string]time.Time // holders of member Leases seen deleted, and when
-	// recorded: when this process last stored a Lease it wrote or read itself, by name.
-	recorded    map[string]time.Time
+	mu          sync.RWMutex
+	members     map[string]Observed  // by Lease name
+	projects    map[string]Observed  // by Lease name
+	vanished    map[string]time.Time // holders of member Leases seen deleted, and when
+	recorded    map[string]time.Time // when this process last stored its own write or read
 	watchLag    time.Duration
 	log         logr.Logger
 	retry       time.Duration // the longest wait before listing again (listAgainAfter)
 	regressions int           // versions taken although older than the stored one
 	synced      bool
 	notify      chan struct{}
-	// watched, when set, is told of every Lease the watch delivers (view.go).
-	watched func(*coordinationv1.Lease)
+	watched     func(*coordinationv1.Lease) // when set, told of every Lease the watch delivers (view.go)
 }
 
 // newLeaseObserver observes Leases; watchLag is how long the watch may trail an own write.

@@ -9,8 +9,7 @@ type renewCall struct {
 }
 
 // nextRenewAllowance is how long the renew after last may take: twice last's allowance
-// after a timeout, else twice what it took, within [CallTimeout, RenewDeadline]
-// (docs/design.md, Membership and validity).
+// after a timeout, else twice what it took, within [CallTimeout, RenewDeadline].
 func nextRenewAllowance(allowed time.Duration, last renewCall, t Timings) time.Duration {
 	next := 2 * last.took
 	if last.timedOut {
