@@ -2,8 +2,8 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,8 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// startClaimLocked starts an engagement; rv is the resourceVersion at which holder was
-// read as the project's holder, or "" when it is only the announced next holder.
+// startClaimLocked starts an engagement; rv is "" for the announced next holder (ClaimStart.RV).
 func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string, d discovered, lease *coordinationv1.Lease) {
 	hctx, cancel := context.WithCancel(ctx)
 	h := &holding{project: project, holder: holder, engagement: string(uuid.NewUUID())[:8], rv: rv, discovery: d.gen, ctx: hctx, cancel: cancel}
@@ -23,9 +22,7 @@ func (s *Shard) startClaimLocked(ctx context.Context, project, holder, rv string
 	go s.claim(h, d, lease.DeepCopy())
 }
 
-// claim builds and engages the project's cluster under the claim deadline, then writes
-// the claim conditional on the resourceVersion at which the holder was read, and only
-// then opens admission.
+// claim builds and engages the cluster, writes the claim on h.rv, then opens admission.
 func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "engagement", h.engagement)
 	fail := func(err error) {
@@ -34,7 +31,6 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		h.close()
 	}
 	claimStart := s.clock.Now()
-	var built, engaged, synced time.Time
 	claimCtx, cancel := context.WithTimeout(h.ctx, s.t.ClaimDeadline)
 	defer cancel()
 	opts := append([]cluster.Option{func(o *cluster.Options) {
@@ -59,7 +55,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		return
 	}
 	h.cluster = cl
-	built = s.clock.Now()
+	built := s.clock.Now()
 	s.mu.Lock()
 	indexers := append([]fieldIndex(nil), s.indexers...)
 	awares := append([]multicluster.Aware(nil), s.awares...)
@@ -85,15 +81,13 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 			return
 		}
 	}
-	engaged = s.clock.Now()
+	engaged := s.clock.Now()
 	if !cl.GetCache().WaitForCacheSync(claimCtx) {
 		fail(fmt.Errorf("caches not synced within the claim deadline %s", s.t.ClaimDeadline))
 		return
 	}
-	synced = s.clock.Now()
-	if h.rv == "" {
-		// Prepared as the next holder of a planned hand-over: caches are warm; wait for
-		// the old owner's write to name this incarnation.
+	synced := s.clock.Now()
+	if h.rv == "" { // warmed up as the next holder: wait for the owner's write to name us
 		if lease = s.awaitHolder(claimCtx, h); lease == nil {
 			fail(fmt.Errorf("planned hand-over to this replica did not happen within the claim deadline %s", s.t.ClaimDeadline))
 			return
@@ -107,19 +101,14 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	l := lease.DeepCopy()
 	l.ResourceVersion = h.rv
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationClaim, ClaimValue(h.holder, h.engagement))
-	wctx, wcancel, err := s.protocolCall(claimCtx, h.holder)
+	wrote, err := s.writeProjectLease(claimCtx, h.holder, l, false)
+	if err != nil && !errors.Is(err, ErrValidityEnded) {
+		err = fmt.Errorf("writing claim: %w", err)
+	}
 	if err != nil {
 		fail(err)
 		return
 	}
-	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(wctx, l, metav1.UpdateOptions{})
-	wcancel()
-	s.m.leaseWrite("project", true, err)
-	if err != nil {
-		fail(fmt.Errorf("writing claim: %w", err))
-		return
-	}
-	s.observer.record(wrote)
 	h.mu.Lock()
 	h.leaseUID, h.claimRV = wrote.UID, wrote.ResourceVersion
 	h.moveLocked(holdingOpen)

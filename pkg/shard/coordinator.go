@@ -2,35 +2,33 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 )
 
-// runElection campaigns for coordinator with client-go's leader election, under the
-// current incarnation; a lapse ends the campaign and a new one starts under the next
-// incarnation.
+// runElection campaigns for coordinator under each incarnation in turn.
 func (s *Shard) runElection(ctx context.Context) {
 	for ctx.Err() == nil {
 		holder, _ := s.member.current()
 		if holder == "" {
-			select {
-			case <-ctx.Done():
+			if !sleep(ctx, s.clock, s.t.RetryPeriod) {
 				return
-			case <-s.clock.After(s.t.RetryPeriod):
 			}
 			continue
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		go func() {
-			// End the campaign when this incarnation is no longer current.
+		go func() { // end the campaign when this incarnation is no longer current
 			tick := s.clock.NewTicker(s.t.RetryPeriod)
 			defer tick.Stop()
 			for {
@@ -80,11 +78,8 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 	for {
 		members, _, _ := s.observer.snapshot()
 		live := liveHolders(members, s.clock.Now(), s.t.LeaseDuration)
-		if leader := le.GetLeader(); leader != "" && live[leader] {
-			s.m.noCoordinator.Set(0)
-		} else {
-			s.m.noCoordinator.Set(1)
-		}
+		leader := le.GetLeader()
+		s.m.noCoordinator.Set(map[bool]float64{false: 1}[leader != "" && live[leader]])
 		select {
 		case <-ctx.Done():
 			return
@@ -93,18 +88,14 @@ func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderE
 	}
 }
 
-// coordinate runs the coordinator's passes while leading, after a warm-up of one
-// LeaseDuration of watching (docs/design.md, Coordinator). EnterCoordinator admits for
-// the whole time, warm-up included.
+// coordinate runs the passes while leading, after a warm-up (docs/design.md, Coordinator).
 func (s *Shard) coordinate(ctx context.Context, holder string) {
 	defer s.lead(ctx, holder)()
 	log := s.log.WithValues("coordinator", holder)
 	if wait := s.observer.started.Add(s.t.LeaseDuration).Sub(s.clock.Now()); wait > 0 {
 		log.Info("Coordinating after warm-up", "wait", wait)
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, s.clock, wait) {
 			return
-		case <-s.clock.After(wait):
 		}
 	}
 	log.Info("Coordinating")
@@ -122,9 +113,7 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 	}
 }
 
-// assignPass plans a pass (PlanPass) and carries it out: suspect members are confirmed
-// first (planning again when one was cleared), then the project writes go out,
-// coordinatorWrites at a time.
+// assignPass plans a pass and carries it out, planning again when a suspect was cleared.
 func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 	in, ok := s.passInput()
 	if !ok {
@@ -192,24 +181,52 @@ func (s *Shard) passInput() (PassInput, bool) {
 	}, true
 }
 
-// protocolCall bounds one protocol write (a claim, a hand-over, a coordinator's write)
-// of holder: ErrValidityEnded unless holder is the current, valid incarnation; else a
-// context that ends with its validity or after CallTimeout, whichever is first.
+// protocolCall bounds one protocol write of holder by its validity and CallTimeout.
 func (s *Shard) protocolCall(ctx context.Context, holder string) (context.Context, context.CancelFunc, error) {
 	h, until := s.member.current()
 	if holder == "" || h != holder || !s.clock.Now().Before(until) {
 		s.m.rejections.WithLabelValues(rejectInvalid).Inc()
 		return nil, nil, ErrValidityEnded
 	}
-	cctx, cancel := s.member.callCtx(ctx, until)
+	cctx, cancel := s.member.callCtx(ctx, until, s.t.CallTimeout)
 	return cctx, cancel, nil
+}
+
+// writeProjectLease creates or updates l as a protocol write of holder and records it.
+func (s *Shard) writeProjectLease(ctx context.Context, holder string, l *coordinationv1.Lease, create bool) (*coordinationv1.Lease, error) {
+	cctx, cancel, err := s.protocolCall(ctx, holder)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
+	var wrote *coordinationv1.Lease
+	if create {
+		wrote, err = leases.Create(cctx, l, metav1.CreateOptions{})
+	} else {
+		wrote, err = leases.Update(cctx, l, metav1.UpdateOptions{})
+	}
+	s.m.leaseWrite("project", true, err)
+	if err == nil {
+		s.observer.record(wrote)
+	}
+	return wrote, err
+}
+
+// sleep waits d on clk; false when ctx ended first.
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-clk.After(d):
+		return true
+	}
 }
 
 // coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
 const coordinatorWrites = 64
 
-// runParallel runs f for 0..n-1, coordinatorWrites at a time, and returns how many
-// returned true.
+// runParallel runs f for 0..n-1, coordinatorWrites at a time, counting the trues.
 func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) int {
 	var wg sync.WaitGroup
 	var done atomic.Int32
@@ -228,8 +245,7 @@ func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) 
 	return int(done.Load())
 }
 
-// removeProjectLease deletes the Lease of a project no longer discovered, conditional
-// on the Lease as observed.
+// removeProjectLease deletes a removed project's Lease, conditional on it as observed.
 func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob Observed) bool {
 	cctx, cancel, err := s.protocolCall(ctx, coordinator)
 	if err != nil {
@@ -245,8 +261,7 @@ func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob O
 	return true
 }
 
-// confirmExpired reads a suspect member's Lease live and, when its resourceVersion is
-// the one last seen, clears its holder conditionally on it; true when cleared.
+// confirmExpired clears a suspect member's Lease if a live read finds it unchanged.
 func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator string) bool {
 	cctx, cancel, err := s.protocolCall(ctx, coordinator)
 	if err != nil {
@@ -277,35 +292,25 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 
 // assign writes holder into the project's Lease, conditional on what was observed.
 func (s *Shard) assign(ctx context.Context, coordinator, project string, ob Observed, exists bool, holder, reason string) bool {
-	cctx, cancel, err := s.protocolCall(ctx, coordinator)
-	if err != nil {
-		return false
-	}
-	defer cancel()
-	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
-	var wrote *coordinationv1.Lease
 	now := metav1.NewMicroTime(s.clock.Now())
-	if !exists {
-		l := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: ProjectLeaseName(project), Namespace: s.opts.Namespace,
-				Labels:      map[string]string{LabelRole: roleProject, LabelProject: ProjectLabelValue(project)},
-				Annotations: map[string]string{AnnotationProject: project},
-			},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), AcquireTime: &now, LeaseTransitions: ptr.To(int32(0))},
-		}
-		wrote, err = leases.Create(cctx, l, metav1.CreateOptions{})
-	} else {
-		wrote, err = leases.Update(cctx, reassigned(ob.Lease, holder, now.Time), metav1.UpdateOptions{})
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ProjectLeaseName(project), Namespace: s.opts.Namespace,
+			Labels:      map[string]string{LabelRole: roleProject, LabelProject: ProjectLabelValue(project)},
+			Annotations: map[string]string{AnnotationProject: project},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), AcquireTime: &now, LeaseTransitions: ptr.To(int32(0))},
 	}
-	s.m.leaseWrite("project", true, err)
+	if exists {
+		l = reassigned(ob.Lease, holder, now.Time)
+	}
+	wrote, err := s.writeProjectLease(ctx, coordinator, l, !exists)
 	if err != nil {
-		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+		if !errors.Is(err, ErrValidityEnded) && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			s.log.Info("Assigning project failed", "project", project, "holder", holder, "error", err.Error())
 		}
 		return false
 	}
-	s.observer.record(wrote)
 	s.m.assignments.WithLabelValues(reason).Inc()
 	s.eventf(coordinator, wrote, "Normal", "Assigned", "Project %s assigned to %s (%s, was %q)", project, holder, reason, ob.Holder())
 	s.log.Info("Assigned project", "project", project, "holder", holder, "reason", reason, "previous", ob.Holder())

@@ -18,16 +18,14 @@ type PassInput struct {
 	MaxHandoversInFlight int
 }
 
-// Assignment writes Holder into a project's Lease (creating it when !Exists),
-// conditional on the Lease as observed.
+// Assignment writes Holder into a project's Lease (creating it when !Exists).
 type Assignment struct {
 	Project string
 	Lease   Observed
 	Exists  bool
 	Holder  string
 	Reason  string
-	// Unclaimed is the holder whose overdue claim this moves the project from (else ""):
-	// once written, it is remembered as a claim failure.
+	// Unclaimed: the holder whose overdue claim this moves from, remembered once written.
 	Unclaimed string
 }
 
@@ -39,8 +37,7 @@ type HandOver struct {
 	Reason  string
 }
 
-// PassPlan is what a pass writes, in order: confirmations first (the caller plans again
-// after one cleared a member), then the project writes, independent of each other.
+// PassPlan is what a pass writes: confirmations first, then the project writes.
 type PassPlan struct {
 	Confirm   []Observed // suspect member Leases to read and, when unchanged, clear
 	Assign    []Assignment
@@ -49,11 +46,8 @@ type PassPlan struct {
 	Claimed   map[string]string // holder by project: forget its claim failures there
 }
 
-// PlanPass decides one coordinator pass; it is pure and reads or writes no Lease. A
-// member holds on to its projects (they are not reassigned) while its Lease names it,
-// live or suspect, and for LeaseDuration after its Lease was seen deleted; only live,
-// non-draining members outside their claim-failure time out are given projects
-// (docs/design.md, Coordinator).
+// PlanPass decides one coordinator pass; it is pure. Who holds on to projects and who
+// gets them is in docs/design.md, Coordinator.
 func PlanPass(in PassInput) PassPlan {
 	var plan PassPlan
 	holding := map[string]bool{}
@@ -108,8 +102,7 @@ func PlanPass(in PassInput) PassPlan {
 			plan.Claimed[project] = ob.Holder()
 		}
 		switch {
-		case st == ProjectClaimOverdue:
-			// The holder failed this claim: it is out of the ranking for this project.
+		case st == ProjectClaimOverdue: // the holder is out of this project's ranking
 			if next := rankedOtherThan(ranked, ob.Holder()); next != "" {
 				assign(next, "claim_overdue", ob.Holder())
 			}
@@ -118,11 +111,9 @@ func PlanPass(in PassInput) PassPlan {
 		case st == ProjectUnassigned || st == ProjectOrphaned:
 			reason := map[bool]string{true: "orphaned", false: "new"}[st == ProjectOrphaned]
 			assign(ranked[0].Holder, reason, "")
-		case st == ProjectAssigned && draining[ob.Holder()]:
-			// Not claimed yet, so nothing runs there: move it directly.
+		case st == ProjectAssigned && draining[ob.Holder()]: // nothing runs there yet
 			assign(ranked[0].Holder, "draining", "")
-		case st == ProjectClaimed && ranked[0].Holder != ob.Holder() && live[ob.Holder()]:
-			// A holder not seen live is not asked to hand over.
+		case st == ProjectClaimed && ranked[0].Holder != ob.Holder() && live[ob.Holder()]: // only live holders hand over
 			next := ob.Lease.Annotations[AnnotationNextHolder]
 			if next == ranked[0].Holder || (next == "" && inFlight >= in.MaxHandoversInFlight) {
 				continue
@@ -149,9 +140,7 @@ func PlanPass(in PassInput) PassPlan {
 	return plan
 }
 
-// handOverInFlight reports whether ob carries a hand-over request that still counts
-// against MaxHandoversInFlight: its holder holds on, and the Lease changed within
-// DrainDeadline + ClaimDeadline, so a request nobody acts on stops blocking rebalancing.
+// handOverInFlight reports whether ob's hand-over request counts against MaxHandoversInFlight.
 func handOverInFlight(ob Observed, holding map[string]bool, now time.Time, t Timings) bool {
 	if ob.Lease.Annotations[AnnotationNextHolder] == "" || !holding[ob.Holder()] {
 		return false
@@ -169,9 +158,7 @@ func rankedOtherThan(ranked []Member, holder string) string {
 	return ""
 }
 
-// claimFailures remembers, per project and member, the overdue claims and until when
-// that member stays out of the project's ranking: from one claim deadline, doubling per
-// failure up to maxClaimBackoffFactor of them. A claim forgets only the claimer's.
+// claimFailures remembers overdue claims per project and member (design.md, Claim deadline).
 type claimFailures map[string]map[string]claimFailure
 
 type claimFailure struct {
@@ -179,8 +166,7 @@ type claimFailure struct {
 	until time.Time
 }
 
-// maxClaimBackoffFactor caps a member's time out of one project's ranking at this many
-// claim deadlines.
+// maxClaimBackoffFactor caps a time out of a ranking, in claim deadlines.
 const maxClaimBackoffFactor = 32
 
 // record notes that holder let its claim of project go overdue at now.
@@ -203,8 +189,7 @@ func (c claimFailures) forget(project, holder string) {
 	}
 }
 
-// prune drops failures whose time out ended longer ago than the longest time out: they
-// no longer change a ranking, and a later failure starts the doubling over.
+// prune drops failures whose time out ended longer ago than the longest time out.
 func (c claimFailures) prune(now time.Time, claimDeadline time.Duration) {
 	for project, holders := range c {
 		for holder, f := range holders {

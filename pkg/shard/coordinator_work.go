@@ -10,19 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrNotCoordinator is returned when coordinator-only work is refused because this
-// replica is not leading now.
+// ErrNotCoordinator refuses coordinator-only work while this replica is not leading.
 var ErrNotCoordinator = errors.New("this replica is not the coordinator")
 
-// leadership is one term of this replica as coordinator: the incarnation that was
-// elected, and the leader election's context, cancelled when the term ends.
+// leadership is one term as coordinator: the elected incarnation and the term's context.
 type leadership struct {
 	holder string
 	ctx    context.Context
 }
 
-// lead records the term that starts with ctx and returns the function that clears it,
-// unless a later term has replaced it meanwhile.
+// lead records a term; the function returned clears it unless a later one replaced it.
 func (s *Shard) lead(ctx context.Context, holder string) func() {
 	term := &leadership{holder: holder, ctx: ctx}
 	s.mu.Lock()
@@ -41,19 +38,12 @@ func (s *Shard) lead(ctx context.Context, holder string) func() {
 
 // exportLeadingLocked sets the coordinator gauge from the current term (s.mu held).
 func (s *Shard) exportLeadingLocked() {
-	if s.m == nil {
-		return
-	}
-	if s.leading != nil {
-		s.m.coordinator.Set(1)
-	} else {
-		s.m.coordinator.Set(0)
+	if s.m != nil {
+		s.m.coordinator.Set(map[bool]float64{true: 1}[s.leading != nil])
 	}
 }
 
-// coordinatorRefusal returns the current term and the end of its incarnation's
-// validity when coordinator-only work may run now (this incarnation leads and is
-// valid), or why it may not.
+// coordinatorRefusal returns the term and its validity's end while leading validly, or why not.
 func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	s.mu.Lock()
 	term := s.leading
@@ -68,10 +58,7 @@ func (s *Shard) coordinatorRefusal() (*leadership, time.Time, error) {
 	return term, until, nil
 }
 
-// EnterCoordinator admits one unit of work that belongs to no project (the resync of
-// retired projects) while this incarnation leads and is valid. The context ends at the
-// end of validity or when leadership ends; call release when the work ends. A refusal
-// wraps ErrNotCoordinator (and ErrValidityEnded when validity is the reason).
+// EnterCoordinator admits coordinator-only work while leading validly; refusals wrap ErrNotCoordinator.
 func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), error) {
 	term, until, err := s.coordinatorRefusal()
 	if err != nil {
@@ -81,14 +68,7 @@ func (s *Shard) EnterCoordinator(ctx context.Context) (context.Context, func(), 
 	return wctx, sync.OnceFunc(func() { stop(); cancel() }), nil
 }
 
-// Coordinating reports whether EnterCoordinator would admit work now.
-func (s *Shard) Coordinating() bool {
-	_, _, err := s.coordinatorRefusal()
-	return err == nil
-}
-
-// CoordinatorHub returns Hub's validity-guarded writer and uncached reader for
-// coordinator-only work; it needs no held project but refuses while not leading.
+// CoordinatorHub returns Hub's clients for coordinator-only work; refused while not leading.
 func (s *Shard) CoordinatorHub(context.Context) (client.Client, client.Reader, error) {
 	if _, _, err := s.coordinatorRefusal(); err != nil {
 		return nil, nil, err

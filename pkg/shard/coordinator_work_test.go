@@ -14,7 +14,7 @@ import (
 // TestEnterCoordinatorAdmitsOnlyTheLeadingValidIncarnation walks EnterCoordinator's
 // decisions: not leading, a term whose leadership ended, a term of an earlier
 // incarnation, validity over, and admitted with a context that ends with validity and
-// with leadership. CoordinatorHub and Coordinating give the same answer.
+// with leadership. CoordinatorHub and coordinatorRefusal give the same answer.
 func TestEnterCoordinatorAdmitsOnlyTheLeadingValidIncarnation(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -47,8 +47,8 @@ func TestEnterCoordinatorAdmitsOnlyTheLeadingValidIncarnation(t *testing.T) {
 			if c.ended {
 				endLeadership()
 			}
-			if got := s.Coordinating(); got != c.wantAdmits {
-				t.Fatalf("Coordinating = %t, want %t", got, c.wantAdmits)
+			if _, _, err := s.coordinatorRefusal(); (err == nil) != c.wantAdmits {
+				t.Fatalf("coordinatorRefusal = %v, want admitted %t", err, c.wantAdmits)
 			}
 			w, r, hubErr := s.CoordinatorHub(context.Background())
 			ctx, release, err := s.EnterCoordinator(context.Background())
@@ -78,7 +78,7 @@ func TestEnterCoordinatorAdmitsOnlyTheLeadingValidIncarnation(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("admitted context not cancelled when leadership ended")
 			}
-			if s.Coordinating() {
+			if _, _, err := s.coordinatorRefusal(); err == nil {
 				t.Fatal("still coordinating after leadership ended")
 			}
 		})
@@ -95,11 +95,11 @@ func TestLeadershipClearedOnlyByItsOwnTerm(t *testing.T) {
 	endOld := s.lead(context.Background(), "pod/1")
 	endNew := s.lead(context.Background(), "pod/2")
 	endOld()
-	if !s.Coordinating() {
+	if _, _, err := s.coordinatorRefusal(); err != nil {
 		t.Fatal("the newer term was cleared by the older one's end")
 	}
 	endNew()
-	if s.Coordinating() {
+	if _, _, err := s.coordinatorRefusal(); err == nil {
 		t.Fatal("coordinating after the term ended")
 	}
 }

@@ -2,9 +2,7 @@ package shard
 
 import "k8s.io/apimachinery/pkg/runtime"
 
-// eventf records an Event about a protocol write of writer (an incarnation of this
-// replica) only while writer is still valid: after that, the Lease may have been written
-// by others, who report their own writes (docs/design.md, Open work).
+// eventf records an Event about writer's protocol write only while writer is valid.
 func (s *Shard) eventf(writer string, obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
 	if !s.member.valid(writer) {
 		s.log.V(1).Info("Event dropped: its writer's validity ended", "reason", reason, "writer", writer)

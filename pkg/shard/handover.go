@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -10,17 +11,22 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// handOver runs the owner's side of a planned hand-over of h to the Lease's next holder
-// (docs/design.md, Planned hand-over): admission is already closed; it drains (exiting
-// past DrainDeadline), stops the project's cluster and writes the next holder.
+// handOver runs the owner's side of a planned hand-over: drain (exiting past
+// DrainDeadline), stop the cluster, write the next holder (docs/design.md).
 func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	next := lease.Annotations[AnnotationNextHolder]
 	log := s.log.WithValues("project", h.project, "holder", h.holder, "next", next)
 	start := s.clock.Now()
 	s.m.handOversInProgress.Inc()
 	defer s.m.handOversInProgress.Dec()
-	s.recordHandOver(h.project, start)
-	defer s.recordHandOver(h.project, time.Time{})
+	s.mu.Lock()
+	s.handOverStarts[h.project] = start // for the oldest-drain gauge
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.handOverStarts, h.project)
+		s.mu.Unlock()
+	}()
 	log.Info("Handing over project: admission closed, waiting for in-flight work")
 
 	select {
@@ -47,33 +53,24 @@ func (s *Shard) handOver(h *holding, lease *coordinationv1.Lease) {
 	s.updateGauges()
 }
 
-// writeNextHolder writes next as holder conditional on lease's resourceVersion and
-// returns "success", "lost" or "invalid".
+// writeNextHolder writes next as holder, conditional on lease: "success", "lost" or "invalid".
 func (s *Shard) writeNextHolder(lease *coordinationv1.Lease, holder, next string) string {
-	leases := s.cs.CoordinationV1().Leases(s.opts.Namespace)
 	l := reassigned(lease, next, s.clock.Now())
 	for {
-		ctx, cancel, err := s.protocolCall(context.Background(), holder)
-		if err != nil {
-			return "invalid"
-		}
-		wrote, err := leases.Update(ctx, l, metav1.UpdateOptions{})
-		cancel()
-		s.m.leaseWrite("project", true, err)
+		_, err := s.writeProjectLease(context.Background(), holder, l, false)
 		switch {
 		case err == nil:
-			s.observer.record(wrote)
 			return "success"
+		case errors.Is(err, ErrValidityEnded):
+			return "invalid"
 		case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
 			return s.nextHolderConflictResult(lease.Name, holder, next)
 		}
-		// Unknown outcome: retry with the same precondition only, so it commits at most once.
-		<-s.clock.After(s.t.RetryPeriod)
+		<-s.clock.After(s.t.RetryPeriod) // unknown outcome: the same precondition commits at most once
 	}
 }
 
-// reassigned returns a copy of lease that names holder as of now: one more transition,
-// no claim and no next holder.
+// reassigned copies lease naming holder as of now: one more transition, no claim or next holder.
 func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := lease.DeepCopy()
 	l.Spec.HolderIdentity = ptr.To(holder)
@@ -84,9 +81,7 @@ func reassigned(lease *coordinationv1.Lease, holder string, now time.Time) *coor
 	return l
 }
 
-// writeNextHolderAgainLocked sends again, conditional on lease as observed now, the write
-// of a hand-over begun here that ended without it: nothing else would move the project.
-// Nothing is drained again; the plan paces it (nextHolderWriteDue). s.mu is held.
+// writeNextHolderAgainLocked resends a hand-over's missing write, on lease as observed. s.mu is held.
 func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1.Lease) {
 	ho := s.handedOff[project]
 	ho.writing, ho.wroteAt = true, s.clock.Now()
@@ -109,9 +104,7 @@ func (s *Shard) writeNextHolderAgainLocked(project string, lease *coordinationv1
 	}()
 }
 
-// nextHolderConflictResult re-reads the Lease after the next holder's write definitely
-// conflicted: "success" when an earlier attempt committed; otherwise "lost", releasing
-// the Lease if it still names holder (a project being handed over is never reopened).
+// nextHolderConflictResult re-reads the Lease after a conflict: "success" or "lost".
 func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), s.t.CallTimeout)
 	defer cancel()
@@ -129,23 +122,8 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	return "lost"
 }
 
-// recordHandOver tracks planned hand-overs in progress for the oldest-hand-over gauge
-// (anchorage_shard_oldest_drain_seconds); a zero start ends one.
-func (s *Shard) recordHandOver(project string, start time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if start.IsZero() {
-		delete(s.handOverStarts, project)
-		return
-	}
-	s.handOverStarts[project] = start
-}
-
-// Shutdown hands every held project over to the other replicas and returns once each is
-// claimed by its new holder, nothing is left to hand to, or ShutdownDeadline passed.
-// Call Stopping first, and call it before stopping the controllers; later calls return
-// at once (docs/design.md, Graceful shutdown). It marks the member Lease draining, so the
-// coordinator asks for each held project.
+// Shutdown hands every held project over, at most ShutdownDeadline; later calls return at
+// once. Call Stopping first, and this before stopping the controllers (docs/design.md).
 func (s *Shard) Shutdown() {
 	s.shutdownOnce.Do(func() {
 		holder := s.Holder()
@@ -198,8 +176,7 @@ func (s *Shard) othersEligible(holder string) bool {
 	return false
 }
 
-// handedOverAreClaimed reports whether every project holder handed over is claimed by
-// its new holder (or gone), so stopping now leaves no project unserved.
+// handedOverAreClaimed reports whether every project holder handed over is claimed anew.
 func (s *Shard) handedOverAreClaimed(holder string) bool {
 	s.mu.Lock()
 	var projects []string
@@ -218,9 +195,7 @@ func (s *Shard) handedOverAreClaimed(holder string) bool {
 	return true
 }
 
-// beginHandOverLocked starts a planned hand-over once per holding. A Lease asking for
-// a hand-over of a project this replica holds but has no holding for (a claim that
-// failed, or a restart of the loop) is handed over too, with nothing to drain.
+// beginHandOverLocked starts a planned hand-over once per holding (with one made if none).
 func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *holding, lease *coordinationv1.Lease) {
 	if h == nil {
 		hctx, cancel := context.WithCancel(ctx)
@@ -234,8 +209,7 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 	go s.handOver(h, lease.DeepCopy())
 }
 
-// awaitHolder waits until the observed Lease of h's project names h's incarnation and
-// returns it; nil when the hand-over was called off or ctx ended.
+// awaitHolder returns h's project Lease once it names h.holder; nil when called off.
 func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lease {
 	for {
 		ob, ok := s.observer.project(h.project)
@@ -245,30 +219,20 @@ func (s *Shard) awaitHolder(ctx context.Context, h *holding) *coordinationv1.Lea
 		case !ok || ob.Lease.Annotations[AnnotationNextHolder] != h.holder:
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, s.clock, s.t.RetryPeriod/8) {
 			return nil
-		case <-s.clock.After(s.t.RetryPeriod / 8):
 		}
 	}
 }
 
-// requestHandOver asks the project's holder, through the Lease, to hand the project over
-// to next; the write is conditional on the Lease as observed.
+// requestHandOver asks the project's holder, through its Lease, to hand over to next.
 func (s *Shard) requestHandOver(ctx context.Context, coordinator, project string, ob Observed, next, reason string) bool {
-	cctx, cancel, err := s.protocolCall(ctx, coordinator)
-	if err != nil {
-		return false
-	}
-	defer cancel()
 	l := ob.Lease.DeepCopy()
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationNextHolder, next)
-	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("project", true, err)
+	wrote, err := s.writeProjectLease(ctx, coordinator, l, false)
 	if err != nil {
 		return false
 	}
-	s.observer.record(wrote)
 	s.m.rebalanceMoves.WithLabelValues(reason).Inc()
 	s.eventf(coordinator, wrote, "Normal", "HandOverRequested", "Project %s: hand-over from %s to %s requested (%s)", project, ob.Holder(), next, reason)
 	s.log.Info("Requested planned hand-over", "project", project, "from", ob.Holder(), "to", next, "reason", reason)

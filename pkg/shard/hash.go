@@ -9,17 +9,12 @@ import (
 
 // Member is a live replica incarnation eligible for projects.
 type Member struct {
-	// Holder is the incarnation's holder identity, "<pod>/<incarnation>".
-	Holder string
-	// Pod is the stable part of the identity; hashing uses it so that a rejoin under a
-	// new incarnation keeps the same projects.
-	Pod string
-	// Weight scales the member's share; values <= 0 count as 1.
-	Weight float64
+	Holder string  // "<pod>/<incarnation>"
+	Pod    string  // hashed, so a rejoin keeps the same projects
+	Weight float64 // scales the member's share; <= 0 counts as 1
 }
 
-// Rank orders members for a project by weighted rendezvous hashing, best first: the
-// first is the owner, the next ones where the project goes if the owner cannot claim it.
+// Rank orders members for a project by weighted rendezvous hashing, best (the owner) first.
 func Rank(project string, members []Member) []Member {
 	type scored struct {
 		m     Member
@@ -42,8 +37,7 @@ func Rank(project string, members []Member) []Member {
 	return out
 }
 
-// rendezvousScore is -w/ln(u) for u uniform in (0,1) from a hash of (pod, project):
-// the highest score wins, and a member of weight w wins a w-proportional share.
+// rendezvousScore is -w/ln(u), u uniform in (0,1) from a hash of (pod, project).
 func rendezvousScore(project string, m Member) float64 {
 	h := sha256.Sum256([]byte(m.Pod + "\x00" + project))
 	u := (float64(binary.BigEndian.Uint64(h[:8])>>11) + 0.5) / float64(1<<53)

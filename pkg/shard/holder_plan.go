@@ -15,17 +15,13 @@ import (
 type HoldingView struct {
 	Holder    string
 	State     holdingState
-	Discovery uint64 // holding.discovery
-	// LeaseUID, Claim and ClaimRV are the Lease its claim was written to, the claim
-	// value and the resourceVersion the write returned (set once open).
-	LeaseUID types.UID
-	Claim    string
-	ClaimRV  string
+	Discovery uint64    // holding.discovery
+	LeaseUID  types.UID // the Lease the claim was written to (set once open)
+	Claim     string    // the claim value
+	ClaimRV   string    // the resourceVersion the claim write returned
 }
 
-// stillClaimedBy reports whether lease still carries v's claim: for an open holding,
-// the same Lease UID with its own claim value, or a view older than the claim write.
-// Holdings not open are always true here (the other rules judge them).
+// stillClaimedBy reports whether lease still carries open holding v's claim (or predates it).
 func (v HoldingView) stillClaimedBy(lease *coordinationv1.Lease) bool {
 	if v.State != holdingOpen {
 		return true
@@ -57,9 +53,7 @@ type HoldingClose struct {
 	Release *coordinationv1.Lease
 }
 
-// ClaimStart starts claiming Project from Lease. RV is the resourceVersion at which
-// this incarnation was read as holder, the claim's precondition; "" when it is only the
-// announced next holder, warming up until the owner's write names it.
+// ClaimStart starts claiming Project; RV is the claim's precondition, "" for the next holder.
 type ClaimStart struct {
 	Project   string
 	RV        string
@@ -84,12 +78,8 @@ type HolderPlan struct {
 	ForgetHandOffs  []string
 }
 
-// PlanHolderSync decides one holder sync; it is pure, and holder_sync.go carries the plan
-// out. Holdings close first (closeReason; a removed project's Lease is released with its
-// holding); while this incarnation is valid it then hands over Leases asking for another
-// next holder (once per assignment, never claimed again), claims discovered Leases
-// naming it or announcing it as next holder (unless shutting down), and releases Leases
-// naming it for projects undiscovered for a claim deadline.
+// PlanHolderSync decides one holder sync; it is pure. Holdings close first (closeReason);
+// while valid, it then begins hand-overs, claims and releases (docs/design.md, Claims).
 func PlanHolderSync(in HolderInput) HolderPlan {
 	plan := HolderPlan{Undiscovered: map[string]time.Time{}}
 	held := map[string]HoldingView{}
@@ -106,9 +96,7 @@ func PlanHolderSync(in HolderInput) HolderPlan {
 		held[project] = v
 	}
 	if in.Holder == "" || !in.Valid {
-		for project, since := range in.Undiscovered {
-			plan.Undiscovered[project] = since
-		}
+		maps.Copy(plan.Undiscovered, in.Undiscovered)
 		return plan
 	}
 	for _, name := range slices.Sorted(maps.Keys(in.Leases)) {
@@ -156,8 +144,7 @@ func PlanHolderSync(in HolderInput) HolderPlan {
 func closeReason(in HolderInput, project string, v HoldingView) string {
 	ob, ok := in.Leases[ProjectLeaseName(project)]
 	gen, discovered := in.Projects[project]
-	// The warm-up of the announced next holder: the Lease names the owner until its
-	// hand-over write.
+	// The announced next holder warms up while the Lease still names the owner.
 	preparing := ok && v.State == holdingClaiming && ob.Lease.Annotations[AnnotationNextHolder] == v.Holder
 	switch {
 	case !ok:
@@ -176,37 +163,28 @@ func closeReason(in HolderInput, project string, v HoldingView) string {
 	return ""
 }
 
-// nextHolderWriteDue reports whether the write of hand-over ho, begun here and ended
-// without its write, is due again: none in flight and none started within a retry
-// period.
+// nextHolderWriteDue reports whether hand-over ho's write is due again (one per retry period).
 func nextHolderWriteDue(ho handOff, now time.Time, t Timings) bool {
 	return !ho.writing && (ho.wroteAt.IsZero() || now.Sub(ho.wroteAt) >= t.RetryPeriod)
 }
 
-// handOff remembers that an incarnation began handing a project over at a given
-// assignment, of a given Lease: it never reopens that assignment, only a later one. A
-// Lease created again (another UID; its transitions start over) is a new assignment.
+// handOff remembers an incarnation's hand-over of one assignment, never reopened.
 type handOff struct {
 	holder      string
 	lease       types.UID
 	transitions int32
-	// writing and wroteAt pace the next holder's write sent again (WriteNextHolder):
-	// one at a time, at most one start per retry period.
+	// writing and wroteAt pace WriteNextHolder: one at a time, one per retry period.
 	writing bool
 	wroteAt time.Time
 }
 
-// handedOffAt reports whether ho (the zero handOff when none) records that holder began
-// handing over the assignment lease shows: the same Lease (UID), at no more transitions
-// than when the hand-over began.
+// handedOffAt reports whether ho is holder's hand-over of the assignment lease shows.
 func handedOffAt(ho handOff, holder string, lease *coordinationv1.Lease) bool {
 	return ho.holder != "" && ho.holder == holder && ho.lease == lease.UID && ptr.Deref(lease.Spec.LeaseTransitions, 0) <= ho.transitions
 }
 
-// forgottenHandOffs returns the projects whose hand-over holder no longer needs to
-// remember: begun by an older incarnation, of a Lease gone or created again, or claimed
-// since by another holder. Those not yet claimed by the next holder are kept (a graceful
-// stop waits for that claim).
+// forgottenHandOffs returns the hand-overs holder no longer needs: begun by an older
+// incarnation, of a Lease gone or created again, or claimed since by another holder.
 func forgottenHandOffs(handedOff map[string]handOff, leases map[string]Observed, holder string) []string {
 	var out []string
 	for project, ho := range handedOff {

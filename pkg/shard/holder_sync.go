@@ -9,8 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// runHoldings reconciles this replica's holdings with the project Leases it observes:
-// claim what names this incarnation, drop at once what no longer does.
+// runHoldings reconciles this replica's holdings with the project Leases it observes.
 func (s *Shard) runHoldings(ctx context.Context) {
 	tick := s.clock.NewTicker(s.t.RetryPeriod)
 	defer tick.Stop()
@@ -28,13 +27,10 @@ func (s *Shard) runHoldings(ctx context.Context) {
 	}
 }
 
-// syncHoldings plans one holder sync (PlanHolderSync) from what this replica observes
-// and carries it out.
+// syncHoldings plans one holder sync (PlanHolderSync) and carries it out.
 func (s *Shard) syncHoldings(ctx context.Context) {
 	holder, _ := s.member.current()
-	// Read before the snapshot and published after the plan is carried out, so the
-	// holdings a stale view hid are closed before admission trusts shown (view.go).
-	shown := s.member.viewShownAt()
+	shown := s.member.viewShownAt() // before the snapshot; published after acting on it
 	_, leases, synced := s.observer.snapshot()
 	if !synced {
 		return
@@ -89,8 +85,7 @@ func (s *Shard) carryOutLocked(ctx context.Context, holder string, plan HolderPl
 	}
 }
 
-// releaseProject clears this replica's holder and claim from a project Lease, so the
-// coordinator can reassign or delete it.
+// releaseProject clears this replica's holder and claim from a project Lease.
 func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease) {
 	l := lease.DeepCopy()
 	l.Spec.HolderIdentity = nil
@@ -104,8 +99,7 @@ func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease)
 	}
 }
 
-// discoveredProjects maps engageable project names to their discovery; a project named
-// by two Secrets is not engageable.
+// discoveredProjects maps engageable projects (named by one Secret) to their discovery.
 func (s *Shard) discoveredProjects() map[string]discovered {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,14 +110,13 @@ func (s *Shard) discoveredProjects() map[string]discovered {
 	out := map[string]discovered{}
 	dup := 0
 	for _, d := range s.found {
-		if d.project == "" {
-			continue // its name is not read yet
-		}
-		if count[d.project] > 1 {
+		switch {
+		case d.project == "": // its name is not read yet
+		case count[d.project] > 1:
 			dup++
-			continue
+		default:
+			out[d.project] = d
 		}
-		out[d.project] = d
 	}
 	s.m.unengageable.Set(float64(dup))
 	return out
@@ -153,9 +146,7 @@ func (s *Shard) updateGauges() {
 	s.m.held.Set(float64(len(s.openHoldingsLocked())))
 	var oldest time.Duration
 	for _, start := range s.handOverStarts {
-		if age := now.Sub(start); age > oldest {
-			oldest = age
-		}
+		oldest = max(oldest, now.Sub(start))
 	}
 	s.mu.Unlock()
 	s.m.oldestHandOver.Set(oldest.Seconds())

@@ -13,38 +13,24 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// holdingState is where one holding is in its life. Admission (Enter, below) opens only
-// in holdingOpen; every change of state is one of holdingMoves, made by moveLocked.
+// holdingState is where one holding is in its life; admission opens only in holdingOpen.
 type holdingState int
 
 const (
-	// holdingClaiming: assigned (or announced as next holder); the cluster is being
-	// built and engaged; work is refused with a retry.
-	holdingClaiming holdingState = iota
-	holdingOpen                  // the claim write succeeded; admission open
-	// holdingHandingOver: a planned hand-over began; admission closed for good while
-	// in-flight work finishes.
-	holdingHandingOver
-	holdingClosed // lost, released or handed over; admission closed for good
+	holdingClaiming    holdingState = iota // building and engaging; work is retried
+	holdingOpen                            // the claim write succeeded; admission open
+	holdingHandingOver                     // admission closed for good; in-flight work finishes
+	holdingClosed                          // lost, released or handed over
 )
 
 func (st holdingState) String() string {
-	switch st {
-	case holdingClaiming:
-		return "claiming"
-	case holdingOpen:
-		return "open"
-	case holdingHandingOver:
-		return "handing over"
-	case holdingClosed:
-		return "closed"
+	if names := [...]string{"claiming", "open", "handing over", "closed"}; st >= 0 && int(st) < len(names) {
+		return names[st]
 	}
 	return fmt.Sprintf("holdingState(%d)", int(st))
 }
 
-// holdingMoves are the legal changes of a holding's state: claiming → open (the claim
-// write succeeded), claiming or open → handing over, anything but closed → closed.
-// Nothing goes back to open: a later assignment is a new holding.
+// holdingMoves are the legal changes of a holding's state; nothing goes back to open.
 var holdingMoves = map[holdingState][]holdingState{
 	holdingClaiming:    {holdingOpen, holdingHandingOver, holdingClosed},
 	holdingOpen:        {holdingHandingOver, holdingClosed},
@@ -52,8 +38,7 @@ var holdingMoves = map[holdingState][]holdingState{
 	holdingClosed:      nil,
 }
 
-// moveLocked changes h's state to to when holdingMoves allows it, wakes whoever waits
-// for h to go idle, and reports whether it moved. h.mu is held.
+// moveLocked moves h to to if holdingMoves allows, waking idle waiters. h.mu is held.
 func (h *holding) moveLocked(to holdingState) bool {
 	if !slices.Contains(holdingMoves[h.st], to) {
 		return false
@@ -63,19 +48,16 @@ func (h *holding) moveLocked(to holdingState) bool {
 	return true
 }
 
-// errClaimPending refuses work while the claim is written; it comes wrapped in a
-// retryAfter of claimPendingRetry, so the request is retried promptly, not dropped.
+// errClaimPending refuses work while the claim is written (retried after claimPendingRetry).
 var errClaimPending = errors.New("project claim in progress")
 
-// errViewStale refuses work while the Lease watch has not shown this replica's own
-// renews within the view bound (view.go).
+// errViewStale refuses work while the Lease view is stale (view.go).
 var errViewStale = errors.New("the Lease watch has not shown this replica's renews recently; admission paused")
 
 // claimPendingRetry is the delay before a request refused during a claim is retried.
 const claimPendingRetry = 50 * time.Millisecond
 
-// retryAfter is a refusal that says when to try again (pkg/gateway's Admission honours
-// RetryAfter).
+// retryAfter is a refusal that says when to try again (pkg/gateway honours RetryAfter).
 type retryAfter struct {
 	err   error
 	after time.Duration
@@ -92,17 +74,13 @@ type holding struct {
 	project    string
 	holder     string
 	engagement string
-	// rv is the resourceVersion at which this incarnation read itself as holder: the
-	// claim's precondition.
-	rv       string
-	leaseUID types.UID // of the Lease the claim was written to
-	// discovery is the discovered.gen the cluster is built from; 0 for a hand-over of a
-	// project this replica never built.
-	discovery uint64
-	claimRV   string // the resourceVersion the claim write returned
-	cluster   cluster.Cluster
-	ctx       context.Context
-	cancel    context.CancelFunc
+	rv         string    // where this incarnation read itself as holder: the claim's precondition
+	leaseUID   types.UID // of the Lease the claim was written to
+	discovery  uint64    // the discovered.gen built from; 0 when never built here
+	claimRV    string    // the resourceVersion the claim write returned
+	cluster    cluster.Cluster
+	ctx        context.Context
+	cancel     context.CancelFunc
 
 	mu       sync.Mutex
 	st       holdingState
@@ -134,8 +112,7 @@ func (h *holding) close() {
 	h.cancel()
 }
 
-// startHandingOver closes admission without cancelling in-flight work, and reports
-// whether the holding was claiming or open (a hand-over starts once).
+// startHandingOver closes admission, leaving in-flight work; false when already begun or closed.
 func (h *holding) startHandingOver() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -174,10 +151,8 @@ func (s *Shard) openHoldingsLocked() []*holding {
 	return out
 }
 
-// Enter admits one unit of work for project: this incarnation holds and has claimed it,
-// admission is open, validity has not ended, and the Lease view is fresh (viewBound).
-// The returned context ends at the end of validity or of the view bound, whichever is
-// first, or when the holding is lost; release must be called when the work ends.
+// Enter admits one unit of work for project (docs/design.md, Per-project admission); its
+// context ends with validity, the view bound or the holding. Call release when done.
 func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
 	// Freshness is read before the holding is looked up (see syncHoldings).
 	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
@@ -222,17 +197,13 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// admittedContext is the context of admitted work: it ends at until (translated from
-// the injected clock to the real one) or when scope (the holding, the leadership term)
-// ends. stop detaches it from scope; cancel ends it.
+// admittedContext ends at until (on the real clock) or with scope; stop detaches it.
 func (s *Shard) admittedContext(ctx context.Context, until time.Time, scope context.Context) (wctx context.Context, cancel context.CancelFunc, stop func() bool) {
 	wctx, cancel = context.WithDeadline(ctx, time.Now().Add(until.Sub(s.clock.Now())))
 	return wctx, cancel, context.AfterFunc(scope, cancel)
 }
 
-// refusalLocked decides whether h admits work for project now, for incarnation holder
-// valid until until, staleView from viewBound; it returns the rejection's metric label
-// and error, or a nil error when work is admitted. h.mu is held.
+// refusalLocked returns the rejection's label and error, nil when h admits work. h.mu is held.
 func (s *Shard) refusalLocked(project string, h *holding, holder string, until time.Time, staleView bool) (string, error) {
 	switch {
 	case h.st == holdingClaiming:
@@ -241,16 +212,13 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 		return rejectNotHeld, fmt.Errorf("project %q was released: %w", project, multicluster.ErrClusterNotFound)
 	case holder != h.holder || !s.clock.Now().Before(until):
 		return rejectInvalid, fmt.Errorf("project %q: %w: %w", project, ErrValidityEnded, multicluster.ErrClusterNotFound)
-	case staleView:
-		// Still held as far as this replica can tell, so the work is retried, not
-		// dropped: at the next renew the watch shows, or once the holding closes.
+	case staleView: // maybe still held: retried, not dropped
 		return rejectViewStale, retryAfter{err: fmt.Errorf("project %q: %w", project, errViewStale), after: s.t.RetryPeriod}
 	}
 	return "", nil
 }
 
-// Admits reports whether Enter would admit work for project now, without counting,
-// recording or refusing anything: for probes that must not show up as work.
+// Admits reports whether Enter would admit work for project now, counting nothing.
 func (s *Shard) Admits(project string) bool {
 	_, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
@@ -275,8 +243,7 @@ func (s *Shard) dropHolding(h *holding) {
 	}
 }
 
-// voidAll closes every holding of holder at once: when its validity ended and on
-// shutdown.
+// voidAll closes every holding of holder at once (validity ended, or shutdown).
 func (s *Shard) voidAll(holder string) {
 	s.mu.Lock()
 	var lost []*holding

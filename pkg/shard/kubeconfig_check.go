@@ -25,9 +25,7 @@ import (
 // ErrUnsafeKubeconfig marks a kubeconfig refused for what it would run or read.
 var ErrUnsafeKubeconfig = errors.New("kubeconfig refused")
 
-// RefuseUnsafeRESTConfig is a REST option of the kubeconfig provider: it refuses a
-// config that runs a credential plugin, reads a file or goes through a proxy, so no
-// client is built for that project (docs/design.md, Threat model).
+// RefuseUnsafeRESTConfig refuses a config that runs a plugin, reads a file or uses a proxy.
 func RefuseUnsafeRESTConfig(c *rest.Config) error {
 	var why []string
 	if c.ExecProvider != nil {
@@ -52,8 +50,7 @@ func RefuseUnsafeRESTConfig(c *rest.Config) error {
 	return nil
 }
 
-// UnsafeKubeconfig returns what cfg, a parsed kubeconfig, would run or read, one
-// phrase each, sorted; none for a safe one. Parsing (clientcmd.Load) reads no file.
+// UnsafeKubeconfig returns, sorted, what a parsed kubeconfig would run or read.
 func UnsafeKubeconfig(cfg *clientcmdapi.Config) []string {
 	var why []string
 	for name, a := range cfg.AuthInfos {
@@ -84,15 +81,12 @@ func UnsafeKubeconfig(cfg *clientcmdapi.Config) []string {
 // ReasonKubeconfigRefused is the reason of the Event on a refused kubeconfig Secret.
 const ReasonKubeconfigRefused = "KubeconfigRefused"
 
-// KubeconfigCheck tells the operator of refused kubeconfigs (the refusal itself is
-// RefuseUnsafeRESTConfig's): a Warning Event on the Secret naming what it would run or
-// read, and anchorage_project_kubeconfig_refused{secret} at 1 (0 once fixed or gone).
+// KubeconfigCheck reports refused kubeconfigs by Event and anchorage_project_kubeconfig_refused.
 type KubeconfigCheck struct {
 	Reader  client.Reader
 	Events  events.EventRecorder
 	Refused *prometheus.GaugeVec
-	// Key is the data key holding the kubeconfig.
-	Key string
+	Key     string // the data key holding the kubeconfig
 }
 
 // NewKubeconfigRefusedGauge registers the gauge KubeconfigCheck sets.
@@ -107,8 +101,7 @@ func NewKubeconfigRefusedGauge(reg prometheus.Registerer) (*prometheus.GaugeVec,
 	return g, nil
 }
 
-// SetupWithManager runs the check on the local (hub) manager's Secrets carrying label
-// in namespace.
+// SetupWithManager runs the check on the hub's Secrets carrying label in namespace.
 func (k *KubeconfigCheck) SetupWithManager(mgr manager.Manager, namespace, label string) error {
 	selected := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, ok := o.GetLabels()[label]
@@ -129,8 +122,7 @@ func (k *KubeconfigCheck) Reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, err
 	}
 	cfg, err := clientcmd.Load(s.Data[k.Key])
-	if err != nil {
-		// Unparseable: the provider reports it; nothing here runs or reads it.
+	if err != nil { // unparseable: the provider reports it
 		return reconcile.Result{}, nil
 	}
 	why := UnsafeKubeconfig(cfg)
@@ -144,8 +136,7 @@ func (k *KubeconfigCheck) Reconcile(ctx context.Context, req reconcile.Request) 
 	return reconcile.Result{}, nil
 }
 
-// RefuseRedirects is a REST option of the project clients: a plane's redirect (3xx) is
-// an error, never followed, so the manager's requests and credentials go nowhere else.
+// RefuseRedirects is a REST option of the project clients: a redirect is an error.
 func RefuseRedirects(c *rest.Config) error {
 	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return noRedirects{rt} })
 	return nil

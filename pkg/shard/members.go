@@ -10,10 +10,8 @@ import (
 // RoleMember is the LabelRole value of member Leases.
 const RoleMember = roleMember
 
-// ValidMembers returns, sorted, the pods whose member Lease may still be valid at now: a
-// holder is named and renewTime + leaseDurationSeconds is not past (either missing counts
-// as valid). It compares the remote renew time with the local clock, so it is for
-// one-shot operator checks (manager sweep --delete) only; a replica never uses it.
+// ValidMembers returns, sorted, the pods whose member Lease may still be valid at now.
+// It compares remote renew times with the local clock: for one-shot operator checks only.
 func ValidMembers(leases []coordinationv1.Lease, now time.Time) []string {
 	var pods []string
 	for _, l := range leases {

@@ -18,8 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// membership keeps this replica's member Lease and knows, at any instant, which
-// incarnation is current and until when it is valid.
+// membership keeps the member Lease: which incarnation is current, and until when valid.
 type membership struct {
 	pod      string
 	weight   float64
@@ -35,24 +34,19 @@ type membership struct {
 	draining atomic.Bool
 	kick     chan struct{}
 
-	mu         sync.RWMutex
-	holder     string
-	validUntil time.Time
-	rv         string
-	last       *coordinationv1.Lease // as this incarnation last wrote it
-	joined     time.Time             // when the current incarnation's join was sent
-	// sent holds the send times of the current incarnation's recent renews (each the
-	// renewTime it wrote), so a renew that committed unseen can be recognised.
-	sent []time.Time
-	// Lease view freshness (view.go): renews not yet shown by the watch, versions shown
-	// before their write's answer, when the latest shown write was sent (viewShown), and
-	// the same once the holdings acted on it (viewFresh).
-	renews               []renewSent
-	shownEarly           []shownVersion
-	viewShown, viewFresh time.Time
+	mu                   sync.RWMutex
+	holder               string
+	validUntil           time.Time
+	rv                   string
+	last                 *coordinationv1.Lease // as this incarnation last wrote it
+	joined               time.Time             // when the current incarnation's join was sent
+	sent                 []time.Time           // send times (renewTimes) of its recent renews
+	renews               []renewSent           // Lease view freshness (view.go): writes the watch has not shown,
+	shownEarly           []shownVersion        // versions shown before their write's answer,
+	viewShown, viewFresh time.Time             // the latest shown write's send, and that once acted on
 }
 
-// rememberedRenews bounds the renew send times remembered: more than a validity's worth.
+// rememberedRenews bounds the renew send times kept: more than a validity's worth.
 const rememberedRenews = 16
 
 // Incarnation is one joined incarnation of this replica and the validity it reached.
@@ -63,9 +57,7 @@ type Incarnation struct {
 	Ended      bool
 }
 
-// Observer is told of this replica's incarnations, for tests that check no write went
-// out past validity: at the join, at every extension of validity and at the lapse. It
-// is called with the membership lock held, so it must return at once.
+// Observer is told of each incarnation's join, extensions and lapse, under the membership lock.
 type Observer interface{ Incarnation(Incarnation) }
 
 // tellLocked tells the observer of the current incarnation. m.mu is held.
@@ -134,16 +126,10 @@ func (m *membership) run(ctx context.Context) {
 	}
 }
 
-func (m *membership) callCtx(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
-	return m.callCtxFor(ctx, deadline, m.t.CallTimeout)
-}
-
-// callCtxFor bounds a call by timeout and, when deadline is set, by deadline.
-func (m *membership) callCtxFor(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
+// callCtx bounds a call by timeout and, when deadline is set, by deadline.
+func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
 	if !deadline.IsZero() {
-		if left := deadline.Sub(m.clock.Now()); left < timeout {
-			timeout = left
-		}
+		timeout = min(timeout, deadline.Sub(m.clock.Now()))
 	}
 	return context.WithTimeout(ctx, timeout)
 }
@@ -169,14 +155,13 @@ func (m *membership) desired(base *coordinationv1.Lease, holder string, now time
 	return l
 }
 
-// join takes the member Lease for holder; a Lease naming another holder is written over
-// only after it was seen unchanged for LeaseDuration (docs/design.md, Lapse and rejoin).
+// join takes the member Lease for holder (docs/design.md, Lapse and rejoin).
 func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenRV string
 	var seenAt time.Time
 	for ctx.Err() == nil {
 		sent := m.clock.Now()
-		cctx, cancel := m.callCtx(ctx, time.Time{})
+		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
 		switch {
@@ -204,16 +189,12 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		if err != nil {
 			m.log.V(1).Info("Joining failed; retrying", "error", err.Error())
 		}
-		select {
-		case <-ctx.Done():
-		case <-m.clock.After(m.t.RetryPeriod):
-		}
+		sleep(ctx, m.clock, m.t.RetryPeriod)
 	}
 	return false
 }
 
-// renewUntilLapse renews every RetryPeriod and returns when validity ends, when a renew
-// shows the Lease taken from holder, or when ctx ends.
+// renewUntilLapse renews every RetryPeriod until validity ends, the Lease is taken or ctx ends.
 func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	prompt := false
 	allowed := m.t.CallTimeout // renew_timeout.go
@@ -221,10 +202,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	for {
 		_, until := m.current()
 		// RetryPeriod runs from the last renew's send, not from its answer.
-		wait := max(m.t.RetryPeriod-last.took, 0)
-		if left := until.Sub(m.clock.Now()); left < wait {
-			wait = left
-		}
+		wait := min(max(m.t.RetryPeriod-last.took, 0), until.Sub(m.clock.Now()))
 		if prompt {
 			wait = 0
 		}
@@ -245,15 +223,13 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 			return
 		}
 		last, allowed = call, nextRenewAllowance(allowed, call, m.t)
-		// A renew that timed out is followed at once; after a conflict, at most one
-		// prompt renew in a row, so a writer that keeps conflicting cannot spin the loop.
+		// After a timeout, renew at once; after a conflict, at most once in a row.
 		_, until = m.current()
 		prompt = call.timedOut || !prompt && outcome == renewAdopted && closeToLapse(until, m.clock.Now(), m.t.RetryPeriod, allowed)
 	}
 }
 
-// closeToLapse reports whether validity (until) ends before a renew sent after a full
-// retry period could use its whole allowance: the renew after a conflict then goes at once.
+// closeToLapse reports whether validity ends before a renew in a retry period could finish.
 func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 	return until.Sub(now) < retry+allowed
 }
@@ -262,30 +238,22 @@ func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 type renewOutcome int
 
 const (
-	// renewDone: the renew succeeded, or failed without news (validity unchanged).
-	renewDone renewOutcome = iota
-	// renewAdopted: it conflicted and the Lease still names holder; its version was
-	// adopted (and validity extended when it carries a renew of holder's).
-	renewAdopted
-	renewTaken // the Lease no longer names holder, or is gone
+	renewDone    renewOutcome = iota // succeeded, or failed without news
+	renewAdopted                     // conflicted, still names holder: its version adopted
+	renewTaken                       // the Lease no longer names holder, or is gone
 )
 
-// renew sends one conditional renew, allowed that long (and cut when validity ends),
-// and reports what became of the incarnation and what the call told about the hub.
+// renew sends one conditional renew within allowed and until, and reports its outcome.
 func (m *membership) renew(ctx context.Context, holder string, until time.Time, allowed time.Duration) (renewOutcome, renewCall) {
 	m.mu.Lock()
 	rv := m.rv
 	base := m.last.DeepCopy()
 	sent := m.clock.Now()
-	m.sent = append(m.sent, sent)
-	if n := len(m.sent); n > rememberedRenews {
-		m.sent = append([]time.Time(nil), m.sent[n-rememberedRenews:]...)
-	}
+	m.sent = keepLast(append(m.sent, sent), rememberedRenews)
 	m.mu.Unlock()
-	cctx, cancel := m.callCtxFor(ctx, until, allowed)
+	cctx, cancel := m.callCtx(ctx, until, allowed)
 	defer cancel()
-	// Conditional on the version this incarnation last wrote: any other writer conflicts.
-	base.ResourceVersion = rv
+	base.ResourceVersion = rv // any other writer conflicts
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
 	m.m.leaseWrite("member", true, err)
@@ -295,8 +263,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 		return renewDone, call
 	case apierrors.IsConflict(err):
 		return m.renewConflictOutcome(ctx, holder, until), call
-	case apierrors.IsNotFound(err):
-		// Deleted: the coordinator may already count this incarnation gone; lapse now.
+	case apierrors.IsNotFound(err): // the coordinator may already count us gone: lapse now
 		m.log.Info("Member Lease was deleted under this incarnation", "holder", holder)
 		return renewTaken, call
 	default:
@@ -305,10 +272,9 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	}
 }
 
-// renewConflictOutcome reads the Lease after a renew conflicted, in a call of its own,
-// judges who wrote it (judgeConflict), and returns what that makes of the incarnation.
+// renewConflictOutcome reads the Lease after a renew conflicted and judges who wrote it.
 func (m *membership) renewConflictOutcome(ctx context.Context, holder string, until time.Time) renewOutcome {
-	cctx, cancel := m.callCtx(ctx, until)
+	cctx, cancel := m.callCtx(ctx, until, m.t.CallTimeout)
 	defer cancel()
 	latest, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 	switch {
@@ -329,11 +295,9 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 		m.log.Info("Member Lease was taken from this incarnation", "holder", holder)
 		return renewTaken
 	case conflictOwnRenew:
-		// A renew committed unseen counts like a seen one, validity from its send.
 		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
 		m.credit(holder, committed, latest)
-	default:
-		// Another writer kept the holder (a weight edit): adopt its version only.
+	default: // another writer kept the holder (a weight edit): adopt its version only
 		m.mu.Lock()
 		if m.holder == holder {
 			m.rv, m.last = latest.ResourceVersion, latest
@@ -343,21 +307,17 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 	return renewAdopted
 }
 
-// credit adopts latest as the Lease this incarnation last wrote, and extends validity
-// to committed + RenewDeadline unless validity already runs further.
+// credit adopts latest and extends validity to committed + RenewDeadline if that is later.
 func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
 	m.mu.Lock()
-	if m.holder != holder {
-		m.mu.Unlock()
-		return
-	}
-	if !committed.Add(m.t.RenewDeadline).After(m.validUntil) {
+	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
+	if m.holder == holder && !extend {
 		m.rv, m.last = latest.ResourceVersion, latest
-		m.mu.Unlock()
-		return
 	}
 	m.mu.Unlock()
-	m.setValid(holder, committed, latest)
+	if extend {
+		m.setValid(holder, committed, latest)
+	}
 }
 
 // conflictVerdict is what the Lease read after a conflicting renew says about who wrote.
@@ -369,10 +329,7 @@ const (
 	conflictOtherWriter                        // another writer kept holder
 )
 
-// judgeConflict decides, from the Lease read after a conflict, whether it was taken,
-// carries one of holder's own renews (the matching send time is returned), or was
-// written by someone who kept holder. renewTime is compared at microsecond precision,
-// all that metav1.MicroTime keeps on the wire.
+// judgeConflict decides who wrote the Lease read after a conflict, with own renews' send time.
 func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time) (conflictVerdict, time.Time) {
 	if latest.Spec.HolderIdentity == nil || *latest.Spec.HolderIdentity != holder {
 		return conflictTaken, time.Time{}

@@ -6,8 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are exported by every replica, coordinator or not, so that ownership never
-// goes silent when there is no coordinator.
+// metrics are exported by every replica, coordinator or not.
 type metrics struct {
 	held, unowned, unclaimed, noCoordinator, unengageable, valid prometheus.Gauge
 	coordinator                                                  prometheus.Gauge
@@ -51,22 +50,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30}})
 	reg.MustRegister(m.held, m.unowned, m.unclaimed, m.noCoordinator, m.unengageable, m.valid, m.coordinator, m.rejections, m.leaseWrites, m.assignments,
 		m.handOversInProgress, m.oldestHandOver, m.handovers, m.rebalanceMoves, m.handoverSeconds)
-	for _, r := range []string{"success", "lost", "invalid", "drain_timeout"} {
-		m.handovers.WithLabelValues(r)
-	}
-	for _, r := range []string{"rebalance", "draining"} {
-		m.rebalanceMoves.WithLabelValues(r)
-	}
-	for _, r := range []string{rejectNotHeld, rejectClaimPending, rejectInvalid, rejectViewStale} {
-		m.rejections.WithLabelValues(r)
+	for v, values := range map[*prometheus.CounterVec][]string{
+		m.handovers: {"success", "lost", "invalid", "drain_timeout"}, m.rebalanceMoves: {"rebalance", "draining"},
+		m.rejections: {rejectNotHeld, rejectClaimPending, rejectInvalid, rejectViewStale}, m.assignments: {"new", "orphaned", "claim_overdue", "draining"},
+	} {
+		for _, r := range values {
+			v.WithLabelValues(r)
+		}
 	}
 	for _, k := range []string{"member", "project"} {
 		for _, r := range []string{"success", "conflict", "error"} {
 			m.leaseWrites.WithLabelValues(k, r)
 		}
-	}
-	for _, r := range []string{"new", "orphaned", "claim_overdue", "draining"} {
-		m.assignments.WithLabelValues(r)
 	}
 	m.noCoordinator.Set(1)
 	return m

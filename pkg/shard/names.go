@@ -9,32 +9,18 @@ import (
 )
 
 const (
-	// MemberLeasePrefix prefixes member Lease names; the pod name follows.
-	MemberLeasePrefix = "anchorage-member-"
-	// ProjectLeasePrefix prefixes project Lease names.
-	ProjectLeasePrefix = "anchorage-project-"
-	// CoordinatorLeaseName is the coordinator's election Lease.
+	MemberLeasePrefix    = "anchorage-member-"  // then the pod name
+	ProjectLeasePrefix   = "anchorage-project-" // of project Lease names
 	CoordinatorLeaseName = "anchorage-coordinator"
 
-	// LabelRole marks anchorage Leases: "member" or "project".
-	LabelRole = "anchorage.datumapis.com/lease-role"
-	// LabelProject carries a label-safe form of the project name on project Leases.
-	LabelProject = "anchorage.datumapis.com/project"
-	// AnnotationProject carries the real project name on project Leases and, on a
-	// kubeconfig Secret, names the project when the Secret's name cannot ("/").
-	AnnotationProject = "anchorage.datumapis.com/project"
-	// AnnotationClaim is the holder's claim on a project Lease: "<holder>#<engagement>".
-	AnnotationClaim = "anchorage.datumapis.com/claim"
-	// AnnotationWeight on a member Lease scales its share of projects.
-	AnnotationWeight = "anchorage.datumapis.com/weight"
-	// AnnotationExpiredBy on a member Lease records which coordinator declared it expired.
-	AnnotationExpiredBy = "anchorage.datumapis.com/expired-by"
-	// AnnotationNextHolder on a project Lease asks its holder for a planned hand-over to
-	// the named incarnation.
-	AnnotationNextHolder = "anchorage.datumapis.com/next-holder"
-	// AnnotationDraining on a member Lease says its replica is shutting down: it gets no
-	// new projects and its projects are handed over.
-	AnnotationDraining = "anchorage.datumapis.com/draining"
+	LabelRole            = "anchorage.datumapis.com/lease-role"  // "member" or "project"
+	LabelProject         = "anchorage.datumapis.com/project"     // label-safe project name, on project Leases
+	AnnotationProject    = "anchorage.datumapis.com/project"     // the real project name, on project Leases and Secrets
+	AnnotationClaim      = "anchorage.datumapis.com/claim"       // "<holder>#<engagement>", on project Leases
+	AnnotationWeight     = "anchorage.datumapis.com/weight"      // a member's share of projects
+	AnnotationExpiredBy  = "anchorage.datumapis.com/expired-by"  // the coordinator that expired a member
+	AnnotationNextHolder = "anchorage.datumapis.com/next-holder" // asks for a planned hand-over to it
+	AnnotationDraining   = "anchorage.datumapis.com/draining"    // on a member Lease: shutting down
 
 	roleMember  = "member"
 	roleProject = "project"
@@ -42,8 +28,7 @@ const (
 
 var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
-// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project name that may
-// hold "/" or upper case: a readable prefix plus a hash of the real name.
+// ProjectLeaseName is a DNS-safe, collision-free Lease name for a project.
 func ProjectLeaseName(project string) string {
 	sum := sha256.Sum256([]byte(project))
 	readable := strings.Trim(nonDNS.ReplaceAllString(strings.ToLower(project), "-"), "-")
@@ -59,8 +44,7 @@ func ProjectLeaseName(project string) string {
 
 var nonLabel = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
-// ProjectLabelValue is a label-safe form of a project name ("/" becomes "_", as in the
-// anchors' cluster-name label), hashed when too long.
+// ProjectLabelValue is a label-safe project name ("/" becomes "_"), hashed when too long.
 func ProjectLabelValue(project string) string {
 	v := nonLabel.ReplaceAllString(strings.ReplaceAll(project, "/", "_"), "-")
 	if len(v) > 63 {

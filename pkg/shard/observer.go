@@ -21,35 +21,26 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// leaseObserver watches member and project Leases from process start and records the
-// local time of each change it sees; every replica runs one (docs/design.md, Coordinator).
+// leaseObserver watches the Leases from process start, noting each change's local time.
 type leaseObserver struct {
 	clock   clock.Clock
 	started time.Time
 
-	mu       sync.RWMutex
-	members  map[string]Observed // by Lease name
-	projects map[string]Observed // by Lease name
-	// vanished are the holders of member Leases seen deleted, with when; forgotten when
-	// a member Lease names them again, or after vanishedKept.
-	vanished map[string]time.Time
-	// recorded is when this process last stored a Lease it wrote or read itself, by
-	// Lease name; for watchLag after that, an older version from the watch is ignored
-	// (storeDecision).
-	recorded    map[string]time.Time
+	mu          sync.RWMutex
+	members     map[string]Observed  // by Lease name
+	projects    map[string]Observed  // by Lease name
+	vanished    map[string]time.Time // holders of member Leases seen deleted, and when
+	recorded    map[string]time.Time // when this process last stored its own write or read
 	watchLag    time.Duration
 	log         logr.Logger
 	retry       time.Duration // the longest wait before listing again (listAgainAfter)
 	regressions int           // versions taken although older than the stored one
 	synced      bool
 	notify      chan struct{}
-	// watched, when set, is told of every Lease the watch (or a relist) delivers, never
-	// of one this process records itself: membership judges the view's freshness by it.
-	watched func(*coordinationv1.Lease)
+	watched     func(*coordinationv1.Lease) // when set, told of every Lease the watch delivers (view.go)
 }
 
-// newLeaseObserver observes Leases on clk; watchLag is how long the watch may trail a
-// version this process wrote (the Lease duration), retry the retry period.
+// newLeaseObserver observes Leases; watchLag is how long the watch may trail an own write.
 func newLeaseObserver(clk clock.Clock, watchLag, retry time.Duration) *leaseObserver {
 	return &leaseObserver{clock: clk, started: clk.Now(), members: map[string]Observed{}, projects: map[string]Observed{}, vanished: map[string]time.Time{}, recorded: map[string]time.Time{}, watchLag: watchLag, retry: retry, log: logr.Discard(), notify: make(chan struct{}, 1)}
 }
@@ -68,9 +59,7 @@ func (o *leaseObserver) run(ctx context.Context, cs kubernetes.Interface, namesp
 	})
 }
 
-// follow lists and watches through lw until ctx ends: a client-go reflector feeds the
-// observer (leaseFeed), and between attempts follow waits listAgainAfter instead of the
-// reflector's own backoff (docs/design.md, Coordinator).
+// follow lists and watches through lw until ctx ends (docs/design.md, Coordinator).
 func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherWithContext) {
 	feed := &leaseFeed{o: o, known: map[string]*coordinationv1.Lease{}}
 	r := toolscache.NewReflectorWithOptions(refusalsEndTheWatch{lw}, &coordinationv1.Lease{}, feed,
@@ -90,17 +79,13 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 		if err != nil {
 			o.log.V(1).Info("Listing or watching Leases failed; trying again", "error", err.Error(), "failedInARow", failed)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, o.clock, listAgainAfter(failed, o.retry)) {
 			return
-		case <-o.clock.After(listAgainAfter(failed, o.retry)):
 		}
 	}
 }
 
-// listAgainAfter is the wait before listing and watching again after failed attempts in
-// a row (each ended within a retry period of its start): retry/8, doubling per failure,
-// at most retry.
+// listAgainAfter is retry/8 doubled per failure in a row, at most retry.
 func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	wait := retry / 8
 	for i := 0; i < failed && wait < retry; i++ {
@@ -109,27 +94,20 @@ func listAgainAfter(failed int, retry time.Duration) time.Duration {
 	return min(wait, retry)
 }
 
-// refusalsEndTheWatch passes lists and watches through, but turns a watch refused (no
-// connection, or 429) into an error of text only, which ends the reflector's attempt
-// instead of its own backoff, so follow's wait applies.
+// refusalsEndTheWatch makes a refused watch end the reflector's attempt, not back off.
 type refusalsEndTheWatch struct {
-	lw toolscache.ListerWatcherWithContext
-}
-
-func (r refusalsEndTheWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return r.lw.ListWithContext(ctx, opts)
+	toolscache.ListerWatcherWithContext
 }
 
 func (r refusalsEndTheWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := r.lw.WatchWithContext(ctx, opts)
+	w, err := r.ListerWatcherWithContext.WatchWithContext(ctx, opts)
 	if err != nil && (utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)) {
 		return nil, fmt.Errorf("watching Leases: %s", err.Error())
 	}
 	return w, err
 }
 
-// List and Watch satisfy the reflector constructor's ListerWatcher; it calls the
-// context-aware methods.
+// List and Watch satisfy the reflector's ListerWatcher; it calls the context-aware ones.
 func (r refusalsEndTheWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
 	return r.ListWithContext(context.Background(), opts)
 }
@@ -138,14 +116,12 @@ func (r refusalsEndTheWatch) Watch(opts metav1.ListOptions) (watch.Interface, er
 	return r.WatchWithContext(context.Background(), opts)
 }
 
-// IsWatchListSemanticsUnSupported passes on whether the wrapped lister-watcher can
-// stream its initial list.
+// IsWatchListSemanticsUnSupported passes on the wrapped lister-watcher's answer.
 func (r refusalsEndTheWatch) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.ListerWatcherWithContext)
 }
 
-// leaseFeed is the reflector's store: it hands every Lease the hub delivers to the
-// observer, and keeps the last one of each name so a relist can tell which are gone.
+// leaseFeed is the reflector's store: it hands every Lease to the observer.
 type leaseFeed struct {
 	o *leaseObserver
 
@@ -174,8 +150,7 @@ func (f *leaseFeed) Delete(obj any) error {
 	return nil
 }
 
-// Replace takes a full list: every Lease in it is delivered, every one known before
-// and missing from it is gone. The first list marks the observer synced.
+// Replace takes a full list: those missing from it are gone; it marks the observer synced.
 func (f *leaseFeed) Replace(items []any, _ string) error {
 	listed := map[string]bool{}
 	for _, obj := range items {
@@ -222,20 +197,14 @@ func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	return nil
 }
 
-// observe stores a Lease delivered by the watch (own false) or written or read by this
-// process (own true), unless it is not news (storeDecision).
-func (o *leaseObserver) observe(obj any, own bool) {
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
+// observe stores a Lease from the watch or, own, this process, unless not news.
+func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 	o.mu.Lock()
 	t := o.table(l)
 	if t != nil {
 		now := o.clock.Now()
-		prev, seen := t[l.Name]
 		var prevVersion string
-		if seen {
+		if prev, seen := t[l.Name]; seen {
 			prevVersion = prev.Lease.ResourceVersion
 		}
 		recordedAt, wasRecorded := o.recorded[l.Name]
@@ -266,18 +235,12 @@ func (o *leaseObserver) observe(obj any, own bool) {
 type storeVerdict int
 
 const (
-	storeKeep  storeVerdict = iota // not news (the same version, or a stale answer)
-	storeNewer                     // a newer version, or the first: stored
-	// storeRegressed: the watch delivered an older version than the stored one, not
-	// trailing this process's own write: resourceVersions went back (an etcd restore).
-	// Stored, so the observer follows the restored state.
-	storeRegressed
+	storeKeep      storeVerdict = iota // not news (the same version, or a stale answer)
+	storeNewer                         // a newer version, or the first: stored
+	storeRegressed                     // older, not trailing an own write (an etcd restore): stored
 )
 
-// storeDecision decides whether version replaces prev ("" when none is stored): own
-// says it comes from this process's own write or read, lagging that the stored
-// version is one this process recorded less than a watch lag ago. Versions are
-// compared as numbers only (olderVersion); one that is not a number is news.
+// storeDecision decides whether version replaces prev; lagging: prev is a recent own write.
 func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 	switch {
 	case prev == "":
@@ -286,21 +249,14 @@ func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 		return storeKeep
 	case !olderVersion(version, prev):
 		return storeNewer
-	case own || lagging:
-		// A late answer to this process's write, or the watch not yet past it.
+	case own || lagging: // a late answer to an own write, or the watch not yet past it
 		return storeKeep
 	}
 	return storeRegressed
 }
 
-func (o *leaseObserver) forget(obj any) {
-	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	l, ok := obj.(*coordinationv1.Lease)
-	if !ok {
-		return
-	}
+// forget drops a Lease seen deleted.
+func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 	o.mu.Lock()
 	if t := o.table(l); t != nil {
 		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == roleMember {
@@ -312,8 +268,7 @@ func (o *leaseObserver) forget(obj any) {
 	o.poke()
 }
 
-// record stores a Lease this process just wrote or read directly, so its own writes
-// count as changes it has seen.
+// record stores a Lease this process just wrote or read directly.
 func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l, true) }
 
 // snapshot copies both tables.
@@ -323,8 +278,7 @@ func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synce
 	return maps.Clone(o.members), maps.Clone(o.projects), o.synced
 }
 
-// vanishedKept is how long a vanished member is remembered: far longer than any Lease
-// duration, after which it no longer matters.
+// vanishedKept is how long a vanished member is remembered: far past any Lease duration.
 const vanishedKept = time.Hour
 
 // vanishedMembers returns the holders of member Leases seen deleted, with when.
@@ -362,8 +316,7 @@ func liveHolders(members map[string]Observed, now time.Time, leaseDuration time.
 	return live
 }
 
-// olderVersion reports whether resourceVersion a is known to precede b: both are numbers
-// (etcd revisions in practice) and a < b. Otherwise nothing is known.
+// olderVersion reports whether resourceVersion a is known to precede b: both numbers, a < b.
 func olderVersion(a, b string) bool {
 	x, errA := strconv.ParseUint(a, 10, 64)
 	y, errB := strconv.ParseUint(b, 10, 64)

@@ -10,18 +10,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Bounds of plane calls other than watches, so a plane that hangs or answers hugely
-// delays only its own project (docs/design.md, Threat model).
+// Bounds of plane calls other than watches (docs/design.md, Threat model).
 const (
-	// DefaultPlaneCallTimeout is each plane request's deadline.
-	DefaultPlaneCallTimeout = 30 * time.Second
-	// PlaneAnswerCeiling is the most bytes one plane answer may hold; a project whose
-	// lists are larger stays unsynced and is reported by its informers' errors.
-	PlaneAnswerCeiling = 64 << 20
+	DefaultPlaneCallTimeout = 30 * time.Second // each plane request's deadline
+	PlaneAnswerCeiling      = 64 << 20         // the most bytes one plane answer may hold
 )
 
-// BoundPlaneCalls is a REST option of the project clients: a deadline of timeout on each
-// request but watches, and at most ceiling bytes read from each answer but a watch's.
+// BoundPlaneCalls is a REST option bounding non-watch requests by timeout and ceiling bytes.
 func BoundPlaneCalls(timeout time.Duration, ceiling int64) func(*rest.Config) error {
 	return func(c *rest.Config) error {
 		c.Wrap(func(rt http.RoundTripper) http.RoundTripper {
@@ -67,8 +62,7 @@ func isWatch(req *http.Request) bool {
 	return w == "true" || w == "1"
 }
 
-// cappedBody reads at most left more bytes and fails past them; closing it ends the
-// request's deadline.
+// cappedBody fails past left more bytes; closing it ends the request's deadline.
 type cappedBody struct {
 	body   io.ReadCloser
 	left   int64

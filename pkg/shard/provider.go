@@ -14,8 +14,7 @@ import (
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 )
 
-// AddAware implements mcmanager.Coordinator: controllers are engaged only with projects
-// this replica holds and has claimed.
+// AddAware implements mcmanager.Coordinator: controllers engage only with claimed projects.
 func (s *Shard) AddAware(a multicluster.Aware) {
 	s.mu.Lock()
 	s.awares = append(s.awares, a)
@@ -28,16 +27,12 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 	}
 }
 
-// Engage implements mcmanager.Coordinator: the inner kubeconfig provider calls it for
-// every project Secret, and it only records the discovery (the cluster is built on a
-// claim). The project name is read live from the Secret; until a read succeeds the
-// discovery is not offered (docs/design.md, Differences from the intended design).
+// Engage implements mcmanager.Coordinator: it records a discovery and reads its project name.
 func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	s.mu.Lock()
 	s.discoveries++
 	s.found[string(name)] = discovered{config: rest.CopyConfig(cl.GetConfig()), ctx: ctx, gen: s.discoveries}
 	s.mu.Unlock()
-	// No goroutine waits per discovered project: a replica discovers every project.
 	context.AfterFunc(ctx, func() { s.discoveryEnded(ctx, string(name)) })
 	project, err := s.readProjectName(ctx, string(name))
 	if err == nil {
@@ -49,8 +44,7 @@ func (s *Shard) Engage(ctx context.Context, name multicluster.ClusterName, cl cl
 	return nil
 }
 
-// readProjectName reads the project name of the Secret name: its project annotation, or
-// its own name when it has none.
+// readProjectName reads Secret name's project annotation; its own name when none.
 func (s *Shard) readProjectName(ctx context.Context, name string) (string, error) {
 	if s.hubReader == nil {
 		return name, nil
@@ -58,7 +52,7 @@ func (s *Shard) readProjectName(ctx context.Context, name string) (string, error
 	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
 	defer cancel()
 	var sec corev1.Secret
-	if err := s.hubReader.Get(cctx, client.ObjectKey{Namespace: s.secretNamespace(), Name: name}, &sec); err != nil {
+	if err := s.hubReader.Get(cctx, client.ObjectKey{Namespace: s.opts.SecretNamespace, Name: name}, &sec); err != nil {
 		return "", err
 	}
 	if p := sec.Annotations[AnnotationProject]; p != "" {
@@ -67,18 +61,15 @@ func (s *Shard) readProjectName(ctx context.Context, name string) (string, error
 	return name, nil
 }
 
-// maxNameRetry caps the backoff of a failed project name read, which starts at the
-// retry period and doubles.
+// maxNameRetry caps the doubling backoff of a failed project name read.
 const maxNameRetry = 30 * time.Second
 
 // resolveProjectLater retries readProjectName until it succeeds or the discovery ends.
 func (s *Shard) resolveProjectLater(ctx context.Context, name string) {
 	wait := s.t.RetryPeriod
 	for {
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, s.clock, wait) {
 			return
-		case <-s.clock.After(wait):
 		}
 		project, err := s.readProjectName(ctx, name)
 		if err == nil {
@@ -90,8 +81,7 @@ func (s *Shard) resolveProjectLater(ctx context.Context, name string) {
 	}
 }
 
-// resolveProject names project the discovery of Secret name made under ctx (if still
-// current): from now on it is offered and can be claimed.
+// resolveProject names project the discovery of Secret name made under ctx, if current.
 func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	s.mu.Lock()
 	d, ok := s.found[name]
@@ -107,8 +97,7 @@ func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	}
 }
 
-// discoveryEnded forgets a discovery whose context ended (the provider's report of a
-// removed or replaced Secret) and reports whether it did; never while stopping.
+// discoveryEnded forgets a discovery whose context ended, unless stopping; true if it did.
 func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	if s.draining.Load() {
 		return false
@@ -126,16 +115,10 @@ func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	return forget
 }
 
-// Stopping tells the shard the process is stopping; call it before the manager cancels
-// any runnable, so discoveries the provider ends are not read as removed Secrets
-// (docs/design.md, Graceful shutdown). No claim starts from now on.
+// Stopping tells the shard, before any runnable is cancelled, that the process stops.
 func (s *Shard) Stopping() { s.draining.Store(true) }
 
-func (s *Shard) secretNamespace() string { return s.opts.SecretNamespace }
-
-// Get implements multicluster.Provider: a project's cluster only while this
-// incarnation holds it, has claimed it and is valid. Anything else is
-// multicluster.ErrClusterNotFound, which ends queued and requeued requests quietly.
+// Get implements multicluster.Provider: a cluster only while held, claimed and valid.
 func (s *Shard) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
 	s.mu.Lock()
 	h := s.holdings[string(name)]
@@ -146,8 +129,7 @@ func (s *Shard) Get(_ context.Context, name multicluster.ClusterName) (cluster.C
 	return h.cluster, nil
 }
 
-// IndexField implements multicluster.Provider: indexes are applied to every holding's
-// cluster, current and future.
+// IndexField implements multicluster.Provider for every holding's cluster, now and later.
 func (s *Shard) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	s.mu.Lock()
 	s.indexers = append(s.indexers, fieldIndex{obj: obj, field: field, extract: extract})
@@ -169,8 +151,7 @@ func (s *Shard) Project(ctx context.Context, project string) (cluster.Cluster, e
 	return s.Get(ctx, multicluster.ClusterName(project))
 }
 
-// Hub returns the hub client for writes made on behalf of project (refused once
-// validity ended) and an uncached hub reader. It refuses projects not held.
+// Hub returns the validity-guarded hub writer and uncached reader for a held project.
 func (s *Shard) Hub(ctx context.Context, project string) (client.Client, client.Reader, error) {
 	if _, err := s.Get(ctx, multicluster.ClusterName(project)); err != nil {
 		return nil, nil, err
@@ -188,14 +169,12 @@ func (s *Shard) hubClients() (client.Client, client.Reader, error) {
 	return s.hubWriter, s.hubReader, nil
 }
 
-// validityGuarded wraps c so that every write is refused with ErrValidityEnded once
-// less than writeMargin of this replica's validity is left.
+// validityGuarded refuses c's writes once less than writeMargin of validity is left.
 func (s *Shard) validityGuarded(c client.Client) client.Client {
 	return guardedClient{Client: c, check: s.checkValid}
 }
 
-// writeMargin is how much validity a write must have left to be sent
-// (docs/design.md, Residual windows).
+// writeMargin is the validity a write must have left to be sent (design.md, Residual windows).
 const writeMargin = 50 * time.Millisecond
 
 func (s *Shard) checkValid() error {

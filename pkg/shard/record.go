@@ -13,8 +13,7 @@ type Record struct {
 	Holder, Project string
 	Start, End      time.Time
 	ValidUntil      time.Time
-	// Claim names the engagement (one claim of the project's Lease) the work ran under.
-	Claim string
+	Claim           string // the engagement the work ran under
 }
 
 // Recorder receives Records.
@@ -31,9 +30,7 @@ type RecordLine struct {
 	Claim      string    `json:"claim,omitempty"`
 }
 
-// FileRecorder appends Records to a file as JSON lines, each with one write(2) so a
-// process killed mid-run leaves whole lines. Errors are counted, not returned: a
-// record file must never stop the work it records.
+// FileRecorder appends Records as JSON lines, one write(2) each; errors are only counted.
 type FileRecorder struct {
 	mu     sync.Mutex
 	f      *os.File

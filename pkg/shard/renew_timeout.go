@@ -8,11 +8,8 @@ type renewCall struct {
 	timedOut bool // ran out of its allowance without an answer
 }
 
-// nextRenewAllowance is how long the renew after last may take, given the allowance
-// last had: twice that allowance when last timed out, twice what last took when it
-// was answered (whatever the answer), within [CallTimeout, RenewDeadline]. A renew is
-// the one protocol call allowed more than CallTimeout (docs/design.md, Membership and
-// validity).
+// nextRenewAllowance is how long the renew after last may take: twice last's allowance
+// after a timeout, else twice what it took, within [CallTimeout, RenewDeadline].
 func nextRenewAllowance(allowed time.Duration, last renewCall, t Timings) time.Duration {
 	next := 2 * last.took
 	if last.timedOut {

@@ -28,33 +28,25 @@ import (
 
 // Options configures a Shard.
 type Options struct {
-	Hub             *rest.Config     // for Leases and Secrets on the hub
-	Namespace       string           // of member and project Leases
-	SecretNamespace string           // of the projects' kubeconfig Secrets
-	Pod             string           // the replica's stable name
-	Weight          float64          // scales this replica's share of projects; default 1
-	Timings         Timings          // zero fields take defaults
-	Clock           clock.WithTicker // default the real clock
-	Scheme          *runtime.Scheme  // for project clusters
-	ClusterOptions  []cluster.Option // applied to every project cluster built
-	Registry        prometheus.Registerer
-	// Recorder, when set, receives one Record per admitted unit of work.
-	Recorder Recorder
-	Observer Observer // when set, told of this replica's incarnations
-	Logger   logr.Logger
-	// Exit ends the process when a drain passes its deadline; default os.Exit(1).
-	Exit func()
-	// WarmKinds are the kinds the controllers watch in a project; their informers are
-	// synced before controllers are engaged, so engaging many projects is not serialized
-	// behind a controller's lock.
-	WarmKinds []client.Object
-	// MaxHandoversInFlight bounds the planned hand-overs the coordinator runs; default 8.
-	MaxHandoversInFlight int
+	Hub                  *rest.Config     // for Leases and Secrets on the hub
+	Namespace            string           // of member and project Leases
+	SecretNamespace      string           // of the projects' kubeconfig Secrets
+	Pod                  string           // the replica's stable name
+	Weight               float64          // scales this replica's share of projects; default 1
+	Timings              Timings          // zero fields take defaults
+	Clock                clock.WithTicker // default the real clock
+	Scheme               *runtime.Scheme  // for project clusters
+	ClusterOptions       []cluster.Option // applied to every project cluster built
+	Registry             prometheus.Registerer
+	Recorder             Recorder // when set, receives one Record per admitted unit of work
+	Observer             Observer // when set, told of this replica's incarnations
+	Logger               logr.Logger
+	Exit                 func()          // ends the process when a drain is overdue; default os.Exit(1)
+	WarmKinds            []client.Object // kinds whose informers sync before controllers engage
+	MaxHandoversInFlight int             // planned hand-overs the coordinator runs at once; default 8
 }
 
-// Shard is one replica's part of the sharding protocol (see the package doc). It is the
-// multicluster-runtime Coordinator (engaging controllers only with held projects), the
-// gating Provider, and the per-project admission.
+// Shard is one replica's coordinator, gating provider and per-project admission.
 type Shard struct {
 	opts   Options
 	t      Timings
@@ -78,16 +70,12 @@ type Shard struct {
 	handedOff      map[string]handOff   // assignments this replica began handing over
 	leading        *leadership          // this replica's current term as coordinator; nil when not leading
 	claimFailures  claimFailures        // overdue claims this replica saw as coordinator
-	// undiscovered: since when a project Lease has named this incarnation while the
-	// project is not discovered here, by project.
-	undiscovered map[string]time.Time
-	discoveries  uint64    // Engage calls so far (discovered.gen)
-	shutdownOnce sync.Once // runs Shutdown once
-	// viewStale: the holdings loop last found the Lease view stale while it held open
-	// projects (noteViewFreshness); only that loop touches it.
-	viewStale  bool
-	stopEvents func()
-	draining   atomic.Bool // shutting down: hand everything over
+	undiscovered   map[string]time.Time // since when a Lease names us for a project not discovered
+	discoveries    uint64               // Engage calls so far (discovered.gen)
+	shutdownOnce   sync.Once
+	viewStale      bool // noteViewFreshness last logged a stale view (holdings loop only)
+	stopEvents     func()
+	draining       atomic.Bool // shutting down: hand everything over
 }
 
 type fieldIndex struct {
@@ -101,18 +89,13 @@ type discovered struct {
 	project string
 	config  *rest.Config
 	ctx     context.Context
-	// gen numbers the discoveries of this process: a holding built from an older one
-	// is closed and claimed again.
-	gen uint64
+	gen     uint64 // numbers the discoveries; a holding built from an older one closes
 }
 
-// ErrValidityEnded is returned by project writes attempted after this replica's
-// validity ended.
+// ErrValidityEnded refuses writes attempted after this replica's validity ended.
 var ErrValidityEnded = errors.New("member validity ended")
 
-// New builds a Shard. Wire it as the manager's provider and with
-// mcmanager.WithCoordinator(s), and set the hub clients with SetHubClients once the
-// manager exists.
+// New builds a Shard (provider and coordinator); call SetHubClients once the manager exists.
 func New(opts Options) (*Shard, error) {
 	t := opts.Timings.WithDefaults()
 	if err := t.Validate(); err != nil {
@@ -136,8 +119,7 @@ func New(opts Options) (*Shard, error) {
 	if opts.MaxHandoversInFlight <= 0 {
 		opts.MaxHandoversInFlight = 8
 	}
-	// Renews get their own clientset, whose HTTP timeout is RenewDeadline
-	// (renew_timeout.go; docs/design.md, Membership and validity).
+	// Renews get their own clientset, timing out at RenewDeadline (renew_timeout.go).
 	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)
 	if err != nil {
 		return nil, err
@@ -179,8 +161,7 @@ func leaseClientset(hub *rest.Config, timeout time.Duration, qps float32, burst 
 	return cs, nil
 }
 
-// SetHubClients gives the shard the manager's hub client and uncached reader; Hub hands
-// them out to reconcilers with writes refused past validity.
+// SetHubClients gives the shard the manager's hub client and uncached reader.
 func (s *Shard) SetHubClients(c client.Client, r client.Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,9 +182,7 @@ func (s *Shard) Ready(_ *http.Request) error {
 	return nil
 }
 
-// Runnable runs the protocol: Lease observer, membership, holdings and the election.
-// When ctx ends it hands every project over (Shutdown), then releases the member Lease
-// and, last, the coordinator Lease.
+// Runnable runs the protocol; when ctx ends it hands every project over, then releases.
 func (s *Shard) Runnable() manager.Runnable {
 	return manager.RunnableFunc(func(ctx context.Context) error {
 		inner, stopInner := context.WithCancel(context.Background())

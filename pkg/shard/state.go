@@ -6,12 +6,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// Observed is a Lease as this process saw it, with the local time of the last change
-// it observed. Remote renewTime is never compared with the local clock.
+// Observed is a Lease as this process saw it, with the local time of the last change.
 type Observed struct {
-	Lease *coordinationv1.Lease
-	// Changed is the local time the current resourceVersion was first seen.
-	Changed time.Time
+	Lease   *coordinationv1.Lease
+	Changed time.Time // when the current resourceVersion was first seen, locally
 }
 
 // Holder returns the Lease's holder identity, "" when none.
@@ -26,20 +24,16 @@ func (o Observed) Holder() string {
 type MemberState int
 
 const (
-	// MemberReleased: the Lease names no holder (released, or declared expired).
-	MemberReleased MemberState = iota
-	// MemberLive: a holder is named and a change was seen less than LeaseDuration ago.
-	MemberLive
-	// MemberSuspect: no change seen for LeaseDuration; expiry is not yet confirmed.
-	MemberSuspect
+	MemberReleased MemberState = iota // no holder named (released, or declared expired)
+	MemberLive                        // a holder, and a change seen within LeaseDuration
+	MemberSuspect                     // no change seen for LeaseDuration; not yet confirmed
 )
 
 func (s MemberState) String() string {
 	return [...]string{"Released", "Live", "Suspect"}[s]
 }
 
-// ToMemberState classifies a member Lease at now, and returns how long until the state
-// can next change on its own (0 when it cannot).
+// ToMemberState classifies a member Lease at now, and how long until that changes (0: never).
 func ToMemberState(o Observed, now time.Time, leaseDuration time.Duration) (MemberState, time.Duration) {
 	if o.Holder() == "" {
 		return MemberReleased, 0
@@ -54,24 +48,18 @@ func ToMemberState(o Observed, now time.Time, leaseDuration time.Duration) (Memb
 type ProjectState int
 
 const (
-	// ProjectUnassigned: no Lease, or a Lease naming no holder.
-	ProjectUnassigned ProjectState = iota
-	// ProjectOrphaned: the holder is not a live member; it may be reassigned at once.
-	ProjectOrphaned
-	// ProjectAssigned: a live holder has not claimed yet, within the claim deadline.
-	ProjectAssigned
-	// ProjectClaimOverdue: a live holder has not claimed within the claim deadline.
-	ProjectClaimOverdue
-	// ProjectClaimed: a live holder has claimed it.
-	ProjectClaimed
+	ProjectUnassigned   ProjectState = iota // no Lease, or no holder
+	ProjectOrphaned                         // the holder is not live: reassign at once
+	ProjectAssigned                         // not claimed yet, within the claim deadline
+	ProjectClaimOverdue                     // not claimed within the claim deadline
+	ProjectClaimed                          // claimed by its live holder
 )
 
 func (s ProjectState) String() string {
 	return [...]string{"Unassigned", "Orphaned", "Assigned", "ClaimOverdue", "Claimed"}[s]
 }
 
-// ToProjectState classifies a project Lease at now given the set of live holders, and
-// returns how long until the state can next change on its own.
+// ToProjectState classifies a project Lease at now, and how long until that changes.
 func ToProjectState(o Observed, live map[string]bool, now time.Time, claimDeadline time.Duration) (ProjectState, time.Duration) {
 	holder := o.Holder()
 	switch {

@@ -7,27 +7,18 @@ import (
 
 // Timings are the sharding protocol's time knobs. Validate applies client-go's rules.
 type Timings struct {
-	// LeaseDuration is how long a member Lease may go unchanged before its member may be
-	// declared expired, and how long a rejoining replica waits. Default 15s.
+	// LeaseDuration: how long a member Lease may go unchanged before its member may be
+	// declared expired, and a rejoin's wait. Default 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline is the validity a successful renew grants, counted from when the renew
-	// was sent. Default 10s.
-	RenewDeadline time.Duration
-	// RetryPeriod is the interval between renews and coordinator passes. Default 2s.
-	RetryPeriod time.Duration
-	// ClaimDeadline bounds an engagement: a project assigned but not claimed for this long
-	// moves to the next member. Default 30s.
-	ClaimDeadline time.Duration
-	// CallTimeout bounds each API call made for membership; it must stay below
-	// LeaseDuration - RenewDeadline. Default (LeaseDuration - RenewDeadline) / 2.
+	RenewDeadline time.Duration // the validity a renew grants from its send; default 10s
+	RetryPeriod   time.Duration // between renews and coordinator passes; default 2s
+	ClaimDeadline time.Duration // an assignment not claimed this long moves on; default 2 x LeaseDuration
+	// CallTimeout bounds protocol calls; below LeaseDuration - RenewDeadline, default half.
 	CallTimeout time.Duration
-	// DrainDeadline bounds how long a planned hand-over waits for in-flight work; past it
-	// the process exits and the hand-over becomes a failure hand-over. Default 2 x
-	// RenewDeadline.
-	DrainDeadline time.Duration
-	// ShutdownDeadline bounds a graceful stop: hand every project over, then release.
-	// It must fit the Deployment's termination grace period. Default 4 x LeaseDuration.
-	ShutdownDeadline time.Duration
+	// DrainDeadline bounds a hand-over's wait for in-flight work; past it the process
+	// exits. Default 2 x RenewDeadline.
+	DrainDeadline    time.Duration
+	ShutdownDeadline time.Duration // bounds a graceful stop; default 4 x LeaseDuration
 }
 
 // DefaultTimings returns client-go's defaults.
@@ -38,35 +29,25 @@ func DefaultTimings() Timings {
 // WithDefaults fills zero fields.
 func (t Timings) WithDefaults() Timings {
 	d := DefaultTimings()
-	if t.LeaseDuration == 0 {
-		t.LeaseDuration = d.LeaseDuration
+	orDefault := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if t.RenewDeadline == 0 {
-		t.RenewDeadline = d.RenewDeadline
-	}
-	if t.RetryPeriod == 0 {
-		t.RetryPeriod = d.RetryPeriod
-	}
-	if t.ClaimDeadline == 0 {
-		t.ClaimDeadline = 2 * t.LeaseDuration
-	}
-	if t.CallTimeout == 0 {
-		t.CallTimeout = (t.LeaseDuration - t.RenewDeadline) / 2
-	}
-	if t.DrainDeadline == 0 {
-		t.DrainDeadline = 2 * t.RenewDeadline
-	}
-	if t.ShutdownDeadline == 0 {
-		t.ShutdownDeadline = 4 * t.LeaseDuration
-	}
+	orDefault(&t.LeaseDuration, d.LeaseDuration)
+	orDefault(&t.RenewDeadline, d.RenewDeadline)
+	orDefault(&t.RetryPeriod, d.RetryPeriod)
+	orDefault(&t.ClaimDeadline, 2*t.LeaseDuration)
+	orDefault(&t.CallTimeout, (t.LeaseDuration-t.RenewDeadline)/2)
+	orDefault(&t.DrainDeadline, 2*t.RenewDeadline)
+	orDefault(&t.ShutdownDeadline, 4*t.LeaseDuration)
 	return t
 }
 
 // Validate rejects timings under which validity could outlive a takeover.
 func (t Timings) Validate() error { return t.ValidateNaming(timingWords) }
 
-// TimingNames say how ValidateNaming's errors name each timing: in words by default, as
-// the flags that set them on a command line.
+// TimingNames say how ValidateNaming's errors name each timing (words, or flags).
 type TimingNames struct {
 	LeaseDuration, RenewDeadline, RetryPeriod, CallTimeout string
 	ClaimDeadline, DrainDeadline, ShutdownDeadline         string

@@ -6,13 +6,10 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// viewBoundOf is how long after viewFreshAt admission may go on: half the claim
-// deadline, since the coordinator cannot move a Lease this replica has not seen change
-// before viewFreshAt + ClaimDeadline (docs/design.md, Per-project admission).
+// viewBoundOf is how long after viewFreshAt admission may go on (design.md, Per-project admission).
 func viewBoundOf(t Timings) time.Duration { return t.ClaimDeadline / 2 }
 
-// viewBound decides until when a replica whose watch last showed its own renew sent at
-// freshAt (zero: none yet) may admit project work, and whether that is over at now.
+// viewBound decides until when a view fresh as of freshAt admits work, and if that is past.
 func viewBound(freshAt, now time.Time, t Timings) (until time.Time, stale bool) {
 	if freshAt.IsZero() {
 		return time.Time{}, true
@@ -21,28 +18,22 @@ func viewBound(freshAt, now time.Time, t Timings) (until time.Time, stale bool) 
 	return until, !now.Before(until)
 }
 
-// renewSent is a successful write of this replica's member Lease (a join or a renew):
-// the resourceVersion and renewTime the API server answered with, and the local time
-// the write was sent.
+// renewSent is a successful write of the member Lease and its local send time.
 type renewSent struct {
 	shownVersion
 	sent time.Time
 }
 
-// shownVersion identifies one version of the member Lease as this replica wrote it:
-// its resourceVersion and renewTime (in microseconds, the precision it is stored at).
+// shownVersion is a member Lease version: resourceVersion and renewTime in microseconds.
 type shownVersion struct {
 	rv        string
 	renewTime int64
 }
 
-// renewsKept bounds the writes remembered while the watch has not shown them: far more
-// than a healthy watch lags; losing an older one only delays freshness to a later one.
+// renewsKept bounds the writes remembered while the watch has not shown them.
 const renewsKept = 32
 
-// noteWriteLocked remembers a successful write of the member Lease; when the watch
-// already delivered it (its event can arrive before the write's answer), the view is
-// shown as of its send time at once. m.mu is held.
+// noteWriteLocked remembers a write of the member Lease (shown at once if watched first).
 func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease) {
 	v := shownVersion{rv: wrote.ResourceVersion}
 	if wrote.Spec.RenewTime != nil {
@@ -52,18 +43,17 @@ func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease
 		if e == v {
 			m.shownEarly = append(m.shownEarly[:i], m.shownEarly[i+1:]...)
 			m.showLocked(sent)
-			// Every write remembered so far was sent before this one.
-			m.renews = m.renews[:0]
+			m.renews = m.renews[:0] // all sent before this one
 			return
 		}
 	}
-	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}))
+	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}), renewsKept)
 }
 
-// keepLast drops all but the last renewsKept entries.
-func keepLast[T any](s []T) []T {
-	if n := len(s); n > renewsKept {
-		return append(s[:0], s[n-renewsKept:]...)
+// keepLast drops all but the last k entries.
+func keepLast[T any](s []T, k int) []T {
+	if n := len(s); n > k {
+		return append(s[:0], s[n-k:]...)
 	}
 	return s
 }
@@ -74,10 +64,7 @@ func (m *membership) showLocked(sent time.Time) {
 	}
 }
 
-// watched takes a Lease the observer's watch delivered: when it is this replica's member
-// Lease as one of its remembered writes left it (same resourceVersion and renewTime), the
-// view is shown as of that write's send. An unknown version is kept in shownEarly, since
-// the write's answer may still be on its way.
+// watched takes a Lease the watch delivered; one of this replica's writes shows the view.
 func (m *membership) watched(l *coordinationv1.Lease) {
 	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
 		return
@@ -90,11 +77,10 @@ func (m *membership) watched(l *coordinationv1.Lease) {
 			continue
 		}
 		m.showLocked(r.sent)
-		// Earlier writes can only be shown before this one: forget them too.
 		m.renews = append(m.renews[:0], m.renews[i+1:]...)
 		return
 	}
-	m.shownEarly = keepLast(append(m.shownEarly, v))
+	m.shownEarly = keepLast(append(m.shownEarly, v), renewsKept)
 }
 
 // viewShownAt is when the latest write the watch has shown was sent.
@@ -104,9 +90,7 @@ func (m *membership) viewShownAt() time.Time {
 	return m.viewShown
 }
 
-// publishViewFresh makes at (a viewShownAt read before the holdings last acted on the
-// observed Leases) the time the view is fresh as of; published only after they acted, so
-// a Lease delivered with the renew closes its holding before admission reopens.
+// publishViewFresh publishes at, read before the holdings acted, as the fresh time.
 func (m *membership) publishViewFresh(at time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -115,16 +99,14 @@ func (m *membership) publishViewFresh(at time.Time) {
 	}
 }
 
-// viewFreshAt is the send time of the latest own write the watch has shown and the
-// holdings have acted on (zero when none).
+// viewFreshAt is when the view was last fresh as of (zero when never).
 func (m *membership) viewFreshAt() time.Time {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	return m.viewFresh
 }
 
-// noteViewFreshness logs when the view turns stale while this replica holds open
-// projects (admission paused), and when it is fresh again; only the holdings loop calls it.
+// noteViewFreshness logs when the view turns stale with projects open, and fresh again.
 func (s *Shard) noteViewFreshness() {
 	freshAt := s.member.viewFreshAt()
 	now := s.clock.Now()
