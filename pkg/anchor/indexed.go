@@ -22,13 +22,9 @@ type NameIndex interface {
 // deleted and the caller retries.
 const IndexWait = 10 * time.Second
 
-// DeleteIndexed deletes owner's anchor with at most two calls to the hub, never a list
-// (docs/design.md, Anchor deletes cost two calls): a live GET of the anchor in
-// hubNamespace, judged as Delete judges it, then DeleteAsChecked. index answers only
-// the ambiguity check (a ConfigMap of that name in another ns-<uuid> namespace:
-// ErrAmbiguous) and, when hubNamespace is "" (unknown), where the anchor is; none cached
-// there means nothing to delete and no call. An index that cannot answer within
-// IndexWait is an error. Nothing to delete is not an error. hub must be uncached.
+// DeleteIndexed deletes owner's anchor by a live GET in hubNamespace ("": where index shows
+// it) and DeleteAsChecked (docs/design.md, Anchor deletes cost two calls); index showing
+// another ns-<uuid> one is ErrAmbiguous. Nothing to delete is no error. hub must be uncached.
 func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubNamespace string, owner Owner) error {
 	if err := owner.Validate(); err != nil {
 		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
@@ -48,11 +44,17 @@ func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubN
 	if err != nil || target == "" {
 		return err
 	}
-	cm, err := getAnchorMetadata(ctx, hub, client.ObjectKey{Namespace: target, Name: name})
-	if err != nil || cm == nil {
-		return err
+	key := client.ObjectKey{Namespace: target, Name: name}
+	cm := &metav1.PartialObjectMetadata{}
+	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	err = hub.Get(ctx, key, cm)
+	if NotFoundProvesAbsence(err, corev1.Resource("configmaps"), name) {
+		return nil
 	}
-	return deleteIfOwners(ctx, hub, cm, isOwner(owner))
+	if err != nil {
+		return fmt.Errorf("reading anchor %s: %w", key, err)
+	}
+	return deleteIfOwners(ctx, hub, cm, owner)
 }
 
 // indexedAnchorsNamed returns the items of index named name in namespaces named
@@ -94,19 +96,4 @@ func anchorNamespace(name, hubNamespace string, cached []metav1.PartialObjectMet
 	default:
 		return "", fmt.Errorf("deleting anchor %s: the anchor cache shows it in namespaces %s, deleting none: %w", name, strings.Join(namespaces, ", "), ErrAmbiguous)
 	}
-}
-
-// getAnchorMetadata reads the metadata of the ConfigMap key live, or nil when the API
-// server proves it absent (NotFoundProvesAbsence).
-func getAnchorMetadata(ctx context.Context, hub client.Reader, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
-	cm := &metav1.PartialObjectMetadata{}
-	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	err := hub.Get(ctx, key, cm)
-	if NotFoundProvesAbsence(err, corev1.Resource("configmaps"), key.Name) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading anchor %s: %w", key, err)
-	}
-	return cm, nil
 }
