@@ -144,8 +144,7 @@ func ensureAnchor(ctx context.Context, hub client.Client, owner Owner, namespace
 			Name:      key.Name,
 			Labels:    owner.Labels(),
 		}}
-		err = hub.Create(ctx, anchor)
-		if err == nil {
+		if err = hub.Create(ctx, anchor); err == nil {
 			return anchor, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

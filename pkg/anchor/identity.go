@@ -238,8 +238,7 @@ func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	for i, c := range []byte(s) {
 		switch i {
 		case 8, 13, 18, 23:
 			if c != '-' {
