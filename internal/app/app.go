@@ -1,7 +1,6 @@
-// Package app assembles one anchorage replica (docs/design.md, One replica, wired): the
-// multicluster manager, with the shard as its provider and coordinator, the gateway
-// controllers and the anchor resync. cmd/manager parses flags into Options and calls New
-// and Start; the integration harness builds several replicas in one process the same way.
+// Package app assembles one anchorage replica from Options (docs/design.md, One replica,
+// wired): New builds the manager, shard, gateway controllers and resync; Start runs them.
+// cmd/manager calls it with parsed flags; the integration harness, several times in a process.
 //
 // Files: app.go (start here) holds Options, New and Start; discovery.go the kubeconfig
 // provider's discovery-only clusters; mapper.go the held projects' REST mapper, which
