@@ -36,11 +36,7 @@ func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubN
 		return fmt.Errorf("deleting the anchor of %s: no anchor index", owner)
 	}
 	name := Name(owner.UID)
-	cached, err := indexedAnchorsNamed(ctx, index, name)
-	if err != nil {
-		return err
-	}
-	target, err := anchorNamespace(name, hubNamespace, cached)
+	target, err := anchorNamespace(ctx, index, name, hubNamespace)
 	if err != nil || target == "" {
 		return err
 	}
@@ -57,34 +53,22 @@ func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubN
 	return deleteIfOwners(ctx, hub, cm, owner)
 }
 
-// indexedAnchorsNamed returns the items of index named name in namespaces named
-// ns-<uuid>, waiting at most IndexWait for the index.
-func indexedAnchorsNamed(ctx context.Context, index NameIndex, name string) ([]metav1.PartialObjectMetadata, error) {
+// anchorNamespace returns where the anchor named name is to be read: the one namespace
+// among hubNamespace and the ns-<uuid> ones index shows it in (waiting at most IndexWait),
+// "" when there is none, ErrAmbiguous when there are more.
+func anchorNamespace(ctx context.Context, index NameIndex, name, hubNamespace string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, IndexWait)
 	defer cancel()
 	items, err := index.Named(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("looking up anchor %s in the hub's anchor cache: %w", name, err)
+		return "", fmt.Errorf("looking up anchor %s in the hub's anchor cache: %w", name, err)
 	}
-	var found []metav1.PartialObjectMetadata
-	for _, item := range items {
-		if item.Name == name && IsMappedNamespaceName(item.Namespace) {
-			found = append(found, item)
-		}
-	}
-	return found, nil
-}
-
-// anchorNamespace returns where the anchor named name is to be read: the one namespace
-// among hubNamespace and the cached items', "" when there is none, ErrAmbiguous when
-// there are more.
-func anchorNamespace(name, hubNamespace string, cached []metav1.PartialObjectMetadata) (string, error) {
 	namespaces := []string{}
 	if hubNamespace != "" {
 		namespaces = append(namespaces, hubNamespace)
 	}
-	for _, item := range cached {
-		if item.Namespace != hubNamespace {
+	for _, item := range items {
+		if item.Name == name && IsMappedNamespaceName(item.Namespace) && item.Namespace != hubNamespace {
 			namespaces = append(namespaces, item.Namespace)
 		}
 	}
