@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -41,16 +40,10 @@ func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 	}, nil
 }
 
-// serverResources is the part of a discovery client a kindMapper uses.
-type serverResources interface {
-	ServerGroups() (*metav1.APIGroupList, error)
-	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
-}
-
 // kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
 // go to fallback.
 type kindMapper struct {
-	discovery serverResources
+	discovery *discovery.DiscoveryClient
 	fallback  func() (meta.RESTMapper, error)
 
 	mu       sync.RWMutex
