@@ -102,8 +102,8 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 }
 
 // Attach finds or creates owner's anchor in hubNamespace, then gives downstream (in memory;
-// it must be in hubNamespace) owner's labels and exactly one anchor ownerReference, to it
-// (docs/design.md, Downstream objects). A foreign ConfigMap there: ErrForeign, no change.
+// it must be in hubNamespace) owner's labels and one anchor ownerReference, to it, keeping
+// its other references (docs/design.md, Downstream objects). A foreign ConfigMap: ErrForeign.
 func Attach(ctx context.Context, hub client.Client, owner Owner, hubNamespace string, downstream client.Object) (*corev1.ConfigMap, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, fmt.Errorf("attaching to the anchor of %s: %w", owner, err)
