@@ -52,9 +52,7 @@ func (c *commonFlags) register(fs *pflag.FlagSet) {
 // service account, and says which of the three to give when none is there.
 func (c *commonFlags) hubConfig() (*rest.Config, error) {
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()
-	if c.kubeconfig != "" {
-		loading.ExplicitPath = c.kubeconfig
-	}
+	loading.ExplicitPath = c.kubeconfig // "" is the rules' own default
 	hub, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		return nil, errors.New("no hub kubeconfig: pass --kubeconfig, set $KUBECONFIG, or run in a cluster")

@@ -40,8 +40,6 @@ type levelValue struct {
 	given bool
 }
 
-var _ pflag.Value = (*levelValue)(nil)
-
 // parseLevel reads a named level or a verbosity 0-10 (logr's V(n) is zap's level -n).
 func parseLevel(s string) (zapcore.Level, error) {
 	if l, ok := levelNames[strings.ToLower(s)]; ok {
@@ -100,13 +98,17 @@ func (l *logFlags) options() ctrlzap.Options {
 // JSON lines, level info, epoch timestamps, the caller, stack traces from error up, and
 // no sampling.
 func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
-	dev := o.Development
-	level, stack := o.Level, o.StacktraceLevel
-	if level == nil {
-		level = levelIf(dev, zapcore.DebugLevel, zapcore.InfoLevel)
+	var level, stack zapcore.LevelEnabler = zapcore.InfoLevel, zapcore.ErrorLevel
+	encoderConfig, newEncoder := zap.NewProductionEncoderConfig(), zapcore.NewJSONEncoder
+	if o.Development {
+		level, stack = zapcore.DebugLevel, zapcore.WarnLevel
+		encoderConfig, newEncoder = zap.NewDevelopmentEncoderConfig(), zapcore.NewConsoleEncoder
 	}
-	if stack == nil {
-		stack = levelIf(dev, zapcore.WarnLevel, zapcore.ErrorLevel)
+	if o.Level != nil {
+		level = o.Level
+	}
+	if o.StacktraceLevel != nil {
+		stack = o.StacktraceLevel
 	}
 	timeEncoder := o.TimeEncoder
 	if timeEncoder == nil {
@@ -114,31 +116,18 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 	}
 	setTime := func(c *zapcore.EncoderConfig) { c.EncodeTime = timeEncoder }
 	var enc zapcore.Encoder
-	switch {
-	case o.NewEncoder != nil:
+	if o.NewEncoder != nil {
 		enc = o.NewEncoder(setTime)
-	case dev:
-		c := zap.NewDevelopmentEncoderConfig()
-		setTime(&c)
-		enc = zapcore.NewConsoleEncoder(c)
-	default:
-		c := zap.NewProductionEncoderConfig()
-		setTime(&c)
-		enc = zapcore.NewJSONEncoder(c)
+	} else {
+		setTime(&encoderConfig)
+		enc = newEncoder(encoderConfig)
 	}
 	sink := zapcore.Lock(zapcore.AddSync(w))
 	opts := []zap.Option{zap.AddCaller(), zap.AddStacktrace(stack), zap.ErrorOutput(sink)}
-	if dev {
+	if o.Development {
 		opts = append(opts, zap.Development())
 	}
 	return zap.New(zapcore.NewCore(enc, sink, level), opts...)
-}
-
-func levelIf(cond bool, a, b zapcore.Level) zapcore.Level {
-	if cond {
-		return a
-	}
-	return b
 }
 
 // setupLogging builds the logger the flags describe on w, naming the replica, and makes it

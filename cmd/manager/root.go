@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -102,24 +101,21 @@ func versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the build's version, commit and date",
 		Args:  cobra.NoArgs,
+		// One line, or JSON with -o json.
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return printVersion(cmd.OutOrStdout(), output, version.Get())
+			info, w := version.Get(), cmd.OutOrStdout()
+			switch output {
+			case "":
+				_, err := fmt.Fprintln(w, info.String())
+				return err
+			case "json":
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				return enc.Encode(info)
+			}
+			return fmt.Errorf("--output %q: want json, or nothing for one line", output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "output format: empty for one line, or json")
 	return cmd
-}
-
-// printVersion writes info as one line, or as JSON with -o json.
-func printVersion(w io.Writer, output string, info version.Info) error {
-	switch output {
-	case "":
-		_, err := fmt.Fprintln(w, info.String())
-		return err
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(info)
-	}
-	return fmt.Errorf("--output %q: want json, or nothing for one line", output)
 }

@@ -1,7 +1,6 @@
-// Package app assembles one anchorage replica (docs/design.md, One replica, wired): the
-// multicluster manager, with the shard as its provider and coordinator, the gateway
-// controllers and the anchor resync. cmd/manager parses flags into Options and calls New
-// and Start; the integration harness builds several replicas in one process the same way.
+// Package app assembles one anchorage replica from Options (docs/design.md, One replica,
+// wired): New builds the manager, shard, gateway controllers and resync; Start runs them.
+// cmd/manager calls it with parsed flags; the integration harness, several times in a process.
 //
 // Files: app.go (start here) holds Options, New and Start; discovery.go the kubeconfig
 // provider's discovery-only clusters; mapper.go the held projects' REST mapper, which
@@ -13,6 +12,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -108,30 +108,18 @@ func (o *Options) defaults() error {
 	if o.Identity == "" {
 		return errors.New("identity must not be empty (set --identity or POD_NAME)")
 	}
-	if o.ProviderNamespace == "" {
-		o.ProviderNamespace = "anchorage-system"
-	}
-	if o.LeaseNamespace == "" {
-		o.LeaseNamespace = o.ProviderNamespace
-	}
-	if o.MetricsAddr == "" {
-		o.MetricsAddr = ":8443"
-	}
-	if o.HealthAddr == "" {
-		o.HealthAddr = ":8081"
-	}
+	o.ProviderNamespace = cmp.Or(o.ProviderNamespace, "anchorage-system")
+	o.LeaseNamespace = cmp.Or(o.LeaseNamespace, o.ProviderNamespace)
+	o.MetricsAddr = cmp.Or(o.MetricsAddr, ":8443")
+	o.HealthAddr = cmp.Or(o.HealthAddr, ":8081")
 	if o.Registry == nil {
 		o.Registry = ctrlmetrics.Registry
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrl.Log
 	}
-	if o.HubCheckTimeout == 0 {
-		o.HubCheckTimeout = 10 * time.Second
-	}
-	if o.ProjectCallTimeout == 0 {
-		o.ProjectCallTimeout = shard.DefaultPlaneCallTimeout
-	}
+	o.HubCheckTimeout = cmp.Or(o.HubCheckTimeout, 10*time.Second)
+	o.ProjectCallTimeout = cmp.Or(o.ProjectCallTimeout, shard.DefaultPlaneCallTimeout)
 	if o.Resync.Clock == nil {
 		o.Resync.Clock = o.Clock
 	}
@@ -186,9 +174,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		opts.Hub.QPS, opts.Hub.Burst = 50, 100
 	}
 	userAgent := UserAgent(opts.Identity)
-	if opts.Hub.UserAgent == "" {
-		opts.Hub.UserAgent = userAgent
-	}
+	opts.Hub.UserAgent = cmp.Or(opts.Hub.UserAgent, userAgent)
 	// The shard's guards come before the caller's options (docs/design.md, Threat model).
 	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects,
 		shard.BoundPlaneCalls(opts.ProjectCallTimeout, shard.PlaneAnswerCeiling), func(c *rest.Config) error {
@@ -207,7 +193,6 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	// The hub's clock, read from its responses, judges an anchor's minimum age
 	// (docs/design.md, Delete).
 	hubClock := resync.NewHubClock(opts.Clock)
-	opts.Hub = rest.CopyConfig(opts.Hub)
 	opts.Hub.Wrap(hubClock.Wrap)
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
@@ -260,9 +245,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	var rs *resync.Resync
 	if !opts.Resync.Disabled {
-		if opts.Resync.ClaimsNamespace == "" {
-			opts.Resync.ClaimsNamespace = opts.Gateway.WithDefaults().HostnameClaimsNamespace
-		}
+		opts.Resync.ClaimsNamespace = cmp.Or(opts.Resync.ClaimsNamespace, opts.Gateway.WithDefaults().HostnameClaimsNamespace)
 		rs, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
@@ -280,7 +263,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err := mgr.AddReadyzCheck("member-validity", sh.Ready); err != nil {
 		return nil, fmt.Errorf("adding readiness check: %w", err)
 	}
-	sh.SetHubClients(mgr.GetLocalManager().GetClient(), mgr.GetLocalManager().GetAPIReader())
+	sh.SetHubClients(local.GetClient(), local.GetAPIReader())
 	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: rs}, nil
 }
 

@@ -13,21 +13,17 @@ import (
 // and Go version.
 const BuildInfoMetric = "anchorage_build_info"
 
-// newBuildInfo returns the BuildInfoMetric gauge for info.
-func newBuildInfo(info version.Info) prometheus.Collector {
+// registerBuildInfo registers the BuildInfoMetric gauge with reg; one already registered
+// is the same build and is kept.
+func registerBuildInfo(reg prometheus.Registerer) error {
+	info := version.Get()
 	g := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        BuildInfoMetric,
 		Help:        "1, labelled with the version, commit and Go version this replica was built from.",
 		ConstLabels: prometheus.Labels{"version": info.Version, "commit": info.Commit, "go_version": info.GoVersion},
 	})
 	g.Set(1)
-	return g
-}
-
-// registerBuildInfo registers the build info gauge with reg; one already registered is
-// the same build and is kept.
-func registerBuildInfo(reg prometheus.Registerer) error {
-	err := reg.Register(newBuildInfo(version.Get()))
+	err := reg.Register(g)
 	var already prometheus.AlreadyRegisteredError
 	if err == nil || errors.As(err, &already) {
 		return nil

@@ -25,10 +25,9 @@ func (refusingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 	return nil, errDiscoveryOnly
 }
 
-// DiscoveryOnlyClusterOption makes the kubeconfig provider's clusters carry only their
-// REST config (the shard builds a held project's cluster from it, Shard.Engage): a
-// refusing HTTP client, an empty REST mapper and a cache that starts no informer, all
-// shared. Applied last, it overrides what earlier options set.
+// DiscoveryOnlyClusterOption makes the kubeconfig provider's clusters carry only their REST
+// config (Shard.Engage builds a held project's from it): a refusing HTTP client, an empty
+// mapper and a cache with no informers, all shared. Applied last, it overrides the others.
 func DiscoveryOnlyClusterOption() cluster.Option {
 	return func(o *cluster.Options) {
 		o.HTTPClient = discoveryOnlyHTTPClient
@@ -42,8 +41,6 @@ var emptyMapper = meta.NewDefaultRESTMapper(nil)
 // discoveryOnlyCache is the cache of a discovery-only cluster: synced from the start,
 // it serves nothing.
 type discoveryOnlyCache struct{}
-
-var _ cache.Cache = discoveryOnlyCache{}
 
 func (discoveryOnlyCache) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errDiscoveryOnly

@@ -3,12 +3,12 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
@@ -25,10 +25,9 @@ func KindMapperOption() cluster.Option {
 	}
 }
 
-// NewKindMapper returns a REST mapper that asks the server, one group version at a
-// time, about the kinds it maps, and keeps only those. A kind not served is asked again
-// next time (a CRD installed later is found). Methods other than RESTMapping(s), unused
-// on a project, go to a dynamic mapper built on first use.
+// NewKindMapper returns a REST mapper that asks the server about each kind it maps, one
+// group version at a time, and keeps those; a kind not served is asked again next time.
+// Methods other than RESTMapping(s), unused on a project, go to a dynamic mapper built lazily.
 func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
 	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
 	if err != nil {
@@ -41,28 +40,21 @@ func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 	}, nil
 }
 
-// serverResources is the part of a discovery client a kindMapper uses.
-type serverResources interface {
-	ServerGroups() (*metav1.APIGroupList, error)
-	ServerResourcesForGroupVersion(groupVersion string) (*metav1.APIResourceList, error)
-}
-
 // kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
 // go to fallback.
 type kindMapper struct {
-	discovery serverResources
+	discovery *discovery.DiscoveryClient
 	fallback  func() (meta.RESTMapper, error)
 
 	mu       sync.RWMutex
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
 }
 
-var _ meta.RESTMapper = (*kindMapper)(nil)
-
 // RESTMapping returns the mapping of gk in the first of versions the server serves it
 // in; with no versions, in the group's preferred version.
 func (m *kindMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
-	versions = nonEmpty(versions)
+	// An empty version is no version given; versions is the caller's, so it is cloned.
+	versions = slices.DeleteFunc(slices.Clone(versions), func(v string) bool { return v == "" })
 	if len(versions) == 0 {
 		preferred, err := m.preferredVersion(gk)
 		if err != nil {
@@ -138,53 +130,32 @@ func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
 	return "", &meta.NoKindMatchError{GroupKind: gk}
 }
 
-func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+// viaFallback calls method on m's fallback mapper, building it on first use.
+func viaFallback[A, T any](m *kindMapper, method func(meta.RESTMapper, A) (T, error), arg A) (T, error) {
 	f, err := m.fallback()
 	if err != nil {
-		return schema.GroupVersionKind{}, err
+		var zero T
+		return zero, err
 	}
-	return f.KindFor(resource)
+	return method(f, arg)
+}
+
+func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return viaFallback(m, meta.RESTMapper.KindFor, resource)
 }
 
 func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	f, err := m.fallback()
-	if err != nil {
-		return nil, err
-	}
-	return f.KindsFor(resource)
+	return viaFallback(m, meta.RESTMapper.KindsFor, resource)
 }
 
 func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	f, err := m.fallback()
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	return f.ResourceFor(input)
+	return viaFallback(m, meta.RESTMapper.ResourceFor, input)
 }
 
 func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	f, err := m.fallback()
-	if err != nil {
-		return nil, err
-	}
-	return f.ResourcesFor(input)
+	return viaFallback(m, meta.RESTMapper.ResourcesFor, input)
 }
 
 func (m *kindMapper) ResourceSingularizer(resource string) (string, error) {
-	f, err := m.fallback()
-	if err != nil {
-		return "", err
-	}
-	return f.ResourceSingularizer(resource)
-}
-
-// nonEmpty drops empty versions (no version given).
-func nonEmpty(versions []string) []string {
-	var out []string
-	for _, v := range versions {
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
+	return viaFallback(m, meta.RESTMapper.ResourceSingularizer, resource)
 }

@@ -8,10 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// NotFoundProvesAbsence reports whether err is a NotFound that proves the object gr/name
-// absent: an API status with details naming that resource and name, and no cause saying
-// the response was not a status (docs/design.md, Proofs of absence). Every decision that
-// acts because an object is gone goes through here.
+// NotFoundProvesAbsence reports whether err is a NotFound proving gr/name absent: a status
+// whose details name that resource and name, and no cause saying the response was not a
+// status (docs/design.md, Proofs of absence). Every decision that an object is gone uses it.
 func NotFoundProvesAbsence(err error, gr schema.GroupResource, name string) bool {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {

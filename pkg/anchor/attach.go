@@ -3,6 +3,7 @@ package anchor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,10 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EnsureMappedNamespace creates the hub namespace that mirrors upstreamNS in project,
-// or adopts it if it exists, and returns its name. An existing namespace gets the labels
-// it lacks; one labelled with another value (ErrForeign) or terminating is an error and
-// is not changed (docs/design.md, Mapped namespaces).
+// EnsureMappedNamespace creates or adopts the hub namespace mirroring upstreamNS in
+// project and returns its name; adopting adds the labels it lacks, and one labelled with
+// other values (ErrForeign) or terminating is refused (docs/design.md, Mapped namespaces).
 func EnsureMappedNamespace(ctx context.Context, hub client.Client, project string, upstreamNS *corev1.Namespace) (string, error) {
 	if upstreamNS == nil {
 		return "", fmt.Errorf("ensuring mapped namespace in project %q: no upstream namespace given", project)
@@ -85,16 +85,15 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 	}
 
 	orig := ns.DeepCopy()
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
 	changed := false
 	for k, v := range want {
-		if _, ok := ns.Labels[k]; ok {
-			continue
+		if _, ok := ns.Labels[k]; !ok {
+			ns.Labels[k] = v
+			changed = true
 		}
-		if ns.Labels == nil {
-			ns.Labels = map[string]string{}
-		}
-		ns.Labels[k] = v
-		changed = true
 	}
 	if !changed {
 		return nil
@@ -102,11 +101,9 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 	return hub.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
-// Attach finds or creates owner's anchor in hubNamespace and returns it, then, in
-// memory only, gives downstream (which must live in hubNamespace) owner's five labels
-// and exactly one anchor ownerReference, to this anchor (docs/design.md, Downstream
-// objects); other ownerReferences are kept. A ConfigMap of the anchor's name that is
-// not owner's anchor is an error wrapping ErrForeign, and nothing is changed.
+// Attach finds or creates owner's anchor in hubNamespace, then gives downstream (in memory;
+// it must be in hubNamespace) owner's labels and one anchor ownerReference, to it, keeping
+// its other references (docs/design.md, Downstream objects). A foreign ConfigMap: ErrForeign.
 func Attach(ctx context.Context, hub client.Client, owner Owner, hubNamespace string, downstream client.Object) (*corev1.ConfigMap, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, fmt.Errorf("attaching to the anchor of %s: %w", owner, err)
@@ -130,9 +127,7 @@ func Attach(ctx context.Context, hub client.Client, owner Owner, hubNamespace st
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	for k, v := range owner.Labels() {
-		labels[k] = v
-	}
+	maps.Copy(labels, owner.Labels())
 	downstream.SetLabels(labels)
 	downstream.SetOwnerReferences(withAnchorReference(downstream.GetOwnerReferences(), anchor))
 	return anchor, nil
@@ -149,8 +144,7 @@ func ensureAnchor(ctx context.Context, hub client.Client, owner Owner, namespace
 			Name:      key.Name,
 			Labels:    owner.Labels(),
 		}}
-		err = hub.Create(ctx, anchor)
-		if err == nil {
+		if err = hub.Create(ctx, anchor); err == nil {
 			return anchor, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -204,14 +198,13 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 	out := make([]metav1.OwnerReference, 0, len(refs)+1)
 	placed := false
 	for _, ref := range refs {
-		if !IsAnchorReference(ref) {
-			out = append(out, ref)
-			continue
+		if IsAnchorReference(ref) {
+			if placed {
+				continue
+			}
+			ref, placed = want, true
 		}
-		if !placed {
-			out = append(out, want)
-			placed = true
-		}
+		out = append(out, ref)
 	}
 	if !placed {
 		out = append(out, want)

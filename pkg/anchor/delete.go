@@ -12,19 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// isOwner is the match of DeleteIndexed: the anchor decodes to owner exactly.
-func isOwner(owner Owner) func(Owner) error {
-	return func(got Owner) error {
-		if got != owner {
-			return fmt.Errorf("it is the anchor of %s, not of %s: %w", got, owner, ErrForeign)
-		}
-		return nil
-	}
-}
-
 // deleteIfOwners deletes cm, as just read from the hub, through DeleteAsChecked when it
-// decodes, has no ownerReferences, match accepts it and it is not already terminating.
-func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialObjectMetadata, match func(Owner) error) error {
+// decodes to owner exactly, has no ownerReferences and is not already terminating.
+func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialObjectMetadata, owner Owner) error {
 	key := client.ObjectKeyFromObject(cm)
 	got, err := Decode(cm.Name, cm.Labels)
 	if err != nil {
@@ -33,8 +23,8 @@ func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialOb
 	if len(cm.OwnerReferences) > 0 {
 		return fmt.Errorf("deleting anchor %s: it has ownerReferences, so it is not an anchor: %w", key, ErrForeign)
 	}
-	if err := match(got); err != nil {
-		return fmt.Errorf("deleting anchor %s: %w", key, err)
+	if got != owner {
+		return fmt.Errorf("deleting anchor %s: it is the anchor of %s, not of %s: %w", key, got, owner, ErrForeign)
 	}
 	if cm.DeletionTimestamp != nil {
 		return nil
@@ -47,10 +37,9 @@ func deleteIfOwners(ctx context.Context, hub client.Writer, cm *metav1.PartialOb
 	return nil
 }
 
-// DeleteAsChecked deletes the anchor cm as it was checked, with its UID and
-// resourceVersion as preconditions (a conflict is an error wrapping it) and background
-// propagation. An anchor already gone is no error: gone reports it. Every anchor
-// deletion, by a finalizer or by the resync, goes through here.
+// DeleteAsChecked deletes the anchor cm as checked, its UID and resourceVersion as
+// preconditions (a conflict is an error wrapping it), in the background; gone reports it
+// already gone, no error. Every anchor deletion, by a finalizer or the resync, is here.
 func DeleteAsChecked(ctx context.Context, hub client.Writer, cm metav1.Object) (gone bool, err error) {
 	// Metadata list items carry no reliable kind: delete through the typed object.
 	uid, rv := cm.GetUID(), cm.GetResourceVersion()

@@ -1,8 +1,6 @@
-// Package anchor holds what the gateway path and the resync need of anchors: their
-// identity (names, labels, legacy decoding), attaching downstream objects to them, and
-// deleting them, every delete through DeleteAsChecked. The wire format and the reasons
-// are in docs/design.md (Anchors; Wire formats; Gateway path). The resync that collects
-// orphaned anchors is the sub-package resync.
+// Package anchor is what the gateway path and the resync need of anchors: identity (names,
+// labels, legacy decoding), attaching to them, and deleting, always through DeleteAsChecked
+// (docs/design.md: Anchors; Wire formats; Gateway path). Sub-package resync collects orphans.
 //
 // Open identity.go first. The files:
 //

@@ -171,7 +171,6 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 		return malformed("%q is not a lowercase canonical UUID", uid)
 	}
 
-	values := make(map[string]string, 5)
 	for _, k := range []string{LabelClusterName, LabelGroup, LabelKind, LabelName, LabelNamespace} {
 		v, ok := labels[k]
 		if !ok {
@@ -180,35 +179,34 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
 			return malformed("label %s=%q: %s", k, v, strings.Join(errs, "; "))
 		}
-		values[k] = v
 	}
 
-	project, err := ProjectFromClusterName(values[LabelClusterName])
+	project, err := ProjectFromClusterName(labels[LabelClusterName])
 	if err != nil {
 		return Owner{}, fmt.Errorf("decoding anchor %q: %w", name, err)
 	}
-	if g := values[LabelGroup]; g != "" {
+	if g := labels[LabelGroup]; g != "" {
 		if errs := validation.IsDNS1123Subdomain(g); len(errs) > 0 {
 			return malformed("group %q: %s", g, strings.Join(errs, "; "))
 		}
 	}
 	// A kind's lowercase form is a DNS-1035 label (CRD validation; built-ins too).
-	kind := values[LabelKind]
+	kind := labels[LabelKind]
 	if errs := validation.IsDNS1035Label(strings.ToLower(kind)); len(errs) > 0 {
 		return malformed("kind %q: %s", kind, strings.Join(errs, "; "))
 	}
-	ns := values[LabelNamespace]
+	ns := labels[LabelNamespace]
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return malformed("namespace %q: %s", ns, strings.Join(errs, "; "))
 	}
-	objName := values[LabelName]
+	objName := labels[LabelName]
 	if errs := validation.IsDNS1123Subdomain(objName); len(errs) > 0 {
 		return malformed("name %q: %s", objName, strings.Join(errs, "; "))
 	}
 
 	return Owner{
 		Project:   project,
-		Group:     values[LabelGroup],
+		Group:     labels[LabelGroup],
 		Kind:      kind,
 		Namespace: ns,
 		Name:      objName,
@@ -220,13 +218,7 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 // its name and labels, it has no ownerReferences, and its namespace is named ns-<uuid>.
 // Data is not checked, so metadata-only caches can use it.
 func IsAnchor(obj metav1.Object) bool {
-	if obj == nil {
-		return false
-	}
-	if len(obj.GetOwnerReferences()) > 0 {
-		return false
-	}
-	if !IsMappedNamespaceName(obj.GetNamespace()) {
+	if obj == nil || len(obj.GetOwnerReferences()) > 0 || !IsMappedNamespaceName(obj.GetNamespace()) {
 		return false
 	}
 	_, err := Decode(obj.GetName(), obj.GetLabels())
@@ -246,8 +238,7 @@ func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
+	for i, c := range []byte(s) {
 		switch i {
 		case 8, 13, 18, 23:
 			if c != '-' {

@@ -22,13 +22,9 @@ type NameIndex interface {
 // deleted and the caller retries.
 const IndexWait = 10 * time.Second
 
-// DeleteIndexed deletes owner's anchor with at most two calls to the hub, never a list
-// (docs/design.md, Anchor deletes cost two calls): a live GET of the anchor in
-// hubNamespace, judged as Delete judges it, then DeleteAsChecked. index answers only
-// the ambiguity check (a ConfigMap of that name in another ns-<uuid> namespace:
-// ErrAmbiguous) and, when hubNamespace is "" (unknown), where the anchor is; none cached
-// there means nothing to delete and no call. An index that cannot answer within
-// IndexWait is an error. Nothing to delete is not an error. hub must be uncached.
+// DeleteIndexed deletes owner's anchor by a live GET in hubNamespace ("": where index shows
+// it) and DeleteAsChecked (docs/design.md, Anchor deletes cost two calls); index showing
+// another ns-<uuid> one is ErrAmbiguous. Nothing to delete is no error. hub must be uncached.
 func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubNamespace string, owner Owner) error {
 	if err := owner.Validate(); err != nil {
 		return fmt.Errorf("deleting the anchor of %s: %w", owner, err)
@@ -40,49 +36,39 @@ func DeleteIndexed(ctx context.Context, hub client.Client, index NameIndex, hubN
 		return fmt.Errorf("deleting the anchor of %s: no anchor index", owner)
 	}
 	name := Name(owner.UID)
-	cached, err := indexedAnchorsNamed(ctx, index, name)
-	if err != nil {
-		return err
-	}
-	target, err := anchorNamespace(name, hubNamespace, cached)
+	target, err := anchorNamespace(ctx, index, name, hubNamespace)
 	if err != nil || target == "" {
 		return err
 	}
-	cm, err := getAnchorMetadata(ctx, hub, client.ObjectKey{Namespace: target, Name: name})
-	if err != nil || cm == nil {
-		return err
+	key := client.ObjectKey{Namespace: target, Name: name}
+	cm := &metav1.PartialObjectMetadata{}
+	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	err = hub.Get(ctx, key, cm)
+	if NotFoundProvesAbsence(err, corev1.Resource("configmaps"), name) {
+		return nil
 	}
-	return deleteIfOwners(ctx, hub, cm, isOwner(owner))
+	if err != nil {
+		return fmt.Errorf("reading anchor %s: %w", key, err)
+	}
+	return deleteIfOwners(ctx, hub, cm, owner)
 }
 
-// indexedAnchorsNamed returns the items of index named name in namespaces named
-// ns-<uuid>, waiting at most IndexWait for the index.
-func indexedAnchorsNamed(ctx context.Context, index NameIndex, name string) ([]metav1.PartialObjectMetadata, error) {
+// anchorNamespace returns where the anchor named name is to be read: the one namespace
+// among hubNamespace and the ns-<uuid> ones index shows it in (waiting at most IndexWait),
+// "" when there is none, ErrAmbiguous when there are more.
+func anchorNamespace(ctx context.Context, index NameIndex, name, hubNamespace string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, IndexWait)
 	defer cancel()
 	items, err := index.Named(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("looking up anchor %s in the hub's anchor cache: %w", name, err)
+		return "", fmt.Errorf("looking up anchor %s in the hub's anchor cache: %w", name, err)
 	}
-	var found []metav1.PartialObjectMetadata
-	for _, item := range items {
-		if item.Name == name && IsMappedNamespaceName(item.Namespace) {
-			found = append(found, item)
-		}
-	}
-	return found, nil
-}
-
-// anchorNamespace returns where the anchor named name is to be read: the one namespace
-// among hubNamespace and the cached items', "" when there is none, ErrAmbiguous when
-// there are more.
-func anchorNamespace(name, hubNamespace string, cached []metav1.PartialObjectMetadata) (string, error) {
 	namespaces := []string{}
 	if hubNamespace != "" {
 		namespaces = append(namespaces, hubNamespace)
 	}
-	for _, item := range cached {
-		if item.Namespace != hubNamespace {
+	for _, item := range items {
+		if item.Name == name && IsMappedNamespaceName(item.Namespace) && item.Namespace != hubNamespace {
 			namespaces = append(namespaces, item.Namespace)
 		}
 	}
@@ -94,19 +80,4 @@ func anchorNamespace(name, hubNamespace string, cached []metav1.PartialObjectMet
 	default:
 		return "", fmt.Errorf("deleting anchor %s: the anchor cache shows it in namespaces %s, deleting none: %w", name, strings.Join(namespaces, ", "), ErrAmbiguous)
 	}
-}
-
-// getAnchorMetadata reads the metadata of the ConfigMap key live, or nil when the API
-// server proves it absent (NotFoundProvesAbsence).
-func getAnchorMetadata(ctx context.Context, hub client.Reader, key client.ObjectKey) (*metav1.PartialObjectMetadata, error) {
-	cm := &metav1.PartialObjectMetadata{}
-	cm.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-	err := hub.Get(ctx, key, cm)
-	if NotFoundProvesAbsence(err, corev1.Resource("configmaps"), key.Name) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading anchor %s: %w", key, err)
-	}
-	return cm, nil
 }
