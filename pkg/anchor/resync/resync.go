@@ -280,12 +280,27 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 		d.holder = r.cfg.Holder()
 		rep, err := newPass(d, project, plane, mem, log).run(ctx)
 		<-r.workers
+		err = cutShort(ctx, err)
+		r.record(rep, err, log)
 		if ctx.Err() != nil {
 			return
 		}
-		r.record(rep, err, log)
 		delay = r.nextDelay(rep, err)
 	}
+}
+
+// cutShort is the error a pass ended with, as an abort when the project's context ended
+// by its end (the project was lost, or the replica stops): such a pass may have deleted
+// anchors, so it is recorded like any abort (its deletions counted, no per-project gauge
+// written for a project no longer held), never as a failure and never unrecorded.
+func cutShort(ctx context.Context, err error) error {
+	if ctx.Err() == nil || errors.Is(err, errAborted) {
+		return err
+	}
+	if err == nil {
+		err = context.Cause(ctx)
+	}
+	return fmt.Errorf("%w: the project's context ended: %w", errAborted, err)
 }
 
 // liveReader returns an uncached reader of the plane on the cluster's connections,
