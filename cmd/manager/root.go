@@ -84,7 +84,7 @@ func sweepCommand(common *commonFlags, r runners) *cobra.Command {
 			"it exits with code 3 when a row is blocked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := s.config(common)
+			c, err := s.config()
 			if err != nil {
 				return err
 			}

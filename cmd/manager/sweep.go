@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -177,19 +178,17 @@ func (s *sweepFlags) register(fs *pflag.FlagSet) {
 
 // sweepConfig is a parsed `manager sweep` command line.
 type sweepConfig struct {
-	kubeconfigPath, providerNamespace, leaseNamespace string
-	opts                                              resync.Options
-	projects                                          []string
-	output                                            string
-	force                                             bool
+	opts     resync.Options
+	projects []string
+	output   string
+	force    bool
 	// cutOver, when set, runs the cut-over check with these options instead of a pass.
 	cutOver *cutover.Options
 }
 
 // config checks the sweep's command line and returns what the sweep runs with.
-func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
-	c := sweepConfig{kubeconfigPath: common.kubeconfig, providerNamespace: common.providerNamespace, leaseNamespace: common.leaseNamespace,
-		projects: s.projects, output: s.output, force: s.force}
+func (s *sweepFlags) config() (sweepConfig, error) {
+	c := sweepConfig{projects: s.projects, output: s.output, force: s.force}
 	if s.cutOverCheck {
 		return s.cutOverConfig(c)
 	}
@@ -256,14 +255,8 @@ func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
 const exitCutOverBlocked = 3
 
 // runCutOverCheck is `manager sweep --cut-over-check`: it runs the check over the hub and
-// every project's plane and prints its rows.
-func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
-	ctx := cmd.Context()
-	cfg, err := common.hubConfig()
-	if err != nil {
-		return err
-	}
-	setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+// every project's plane and prints its rows to out.
+func runCutOverCheck(ctx context.Context, out io.Writer, cfg *rest.Config, providerNamespace string, c sweepConfig) error {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = cutover.PlaneTimeout
@@ -273,7 +266,7 @@ func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) err
 		return fmt.Errorf("building the hub client: %w", err)
 	}
 	planes, rows, err := cutover.Planes(ctx, hub, cutover.Secrets{
-		Namespace: c.providerNamespace, Label: kubeconfig.DefaultKubeconfigSecretLabel, ProjectAnnotation: shard.AnnotationProject,
+		Namespace: providerNamespace, Label: kubeconfig.DefaultKubeconfigSecretLabel, ProjectAnnotation: shard.AnnotationProject,
 	}, c.projects)
 	if err != nil {
 		return err
@@ -282,7 +275,7 @@ func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) err
 	if err != nil {
 		return err
 	}
-	return writeCutOver(cmd.OutOrStdout(), append(rows, found...), c.output)
+	return writeCutOver(out, append(rows, found...), c.output)
 }
 
 // writeCutOver prints the rows, sorted, and returns an exitError (exitCutOverBlocked)
@@ -301,23 +294,23 @@ func writeCutOver(out io.Writer, rows []cutover.Row, format string) error {
 // runSweep is `manager sweep`: one resync pass over every project (or those --project
 // names) without sharding, or the cut-over check.
 func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
-	if c.cutOver != nil {
-		return runCutOverCheck(cmd, common, c)
-	}
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	hub, err := common.hubConfig()
 	if err != nil {
 		return err
 	}
 	log := setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+	if c.cutOver != nil {
+		return runCutOverCheck(ctx, out, hub, common.providerNamespace, c)
+	}
 	if !c.opts.DryRun && !c.force {
-		if err := refuseWhileReplicasRun(ctx, hub, c.leaseNamespaceOrDefault()); err != nil {
+		if err := refuseWhileReplicasRun(ctx, hub, cmp.Or(common.leaseNamespace, common.providerNamespace)); err != nil {
 			return err
 		}
 	}
 	p := newSweepPrinter(out, c.output, c.projects)
 	reports, unowned, err := resync.Sweep(ctx, resync.SweepOptions{
-		Hub: hub, ProviderNamespace: c.providerNamespace, LeaseNamespace: c.leaseNamespace,
+		Hub: hub, ProviderNamespace: common.providerNamespace, LeaseNamespace: common.leaseNamespace,
 		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
 		Resync: c.opts, Scheme: app.Scheme(), Logger: log,
 		Projects: c.projects, OnReport: p.report,
@@ -326,13 +319,6 @@ func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 		err = werr
 	}
 	return err
-}
-
-func (c sweepConfig) leaseNamespaceOrDefault() string {
-	if c.leaseNamespace != "" {
-		return c.leaseNamespace
-	}
-	return c.providerNamespace
 }
 
 // refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may
