@@ -73,32 +73,28 @@ func (k *kindsValue) Type() string { return "group/Kind,..." }
 // register adds the flags; the replica gets the loop's flags too.
 func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 	d := resync.Options{}.WithDefaults()
-	prefix := "resync-"
-	if replica {
-		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
-		durationVar(fs, &r.period, prefix+"period", d.Period, "time between two resync passes over one project")
-		durationVar(fs, &r.jitter, prefix+"initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
-		fs.IntVar(&r.workers, prefix+"workers", d.Workers, "resync passes running at once")
-	} else {
-		prefix = ""
-	}
-	r.prefix = prefix
 	dryRunUsage := "decide and report, delete nothing"
-	if !replica {
+	if replica {
+		r.prefix = "resync-"
+		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
+		durationVar(fs, &r.period, "resync-period", d.Period, "time between two resync passes over one project")
+		durationVar(fs, &r.jitter, "resync-initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
+		fs.IntVar(&r.workers, "resync-workers", d.Workers, "resync passes running at once")
+	} else {
 		dryRunUsage += " (the default without --delete; refused together with it)"
 	}
-	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, dryRunUsage)
-	durationVar(fs, &r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
-	durationVar(fs, &r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
-	fs.IntVar(&r.maxDeletions, prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
-	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
-	fs.Float64Var(&r.deletionQPS, prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
+	fs.BoolVar(&r.dryRun, r.prefix+"dry-run", false, dryRunUsage)
+	durationVar(fs, &r.confirmAfter, r.prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
+	durationVar(fs, &r.minAge, r.prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
+	fs.IntVar(&r.maxDeletions, r.prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
+	fs.IntVar(&r.haltAbove, r.prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
+	fs.Float64Var(&r.deletionQPS, r.prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
 	r.ownerKinds = kindsValue{def: resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds),
 		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} }}
-	fs.Var(&r.ownerKinds, prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
+	fs.Var(&r.ownerKinds, r.prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
 	r.extraDependentKinds = kindsValue{
 		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{ExtraDependentKinds: ks} }}
-	fs.Var(&r.extraDependentKinds, prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
+	fs.Var(&r.extraDependentKinds, r.prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
 }
 
 // refuseZeroLimits refuses a deletion cap, ceiling or rate of 0, which the options would
