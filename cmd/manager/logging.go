@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	goflag "flag"
 	"fmt"
 	"io"
@@ -97,12 +98,8 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 		level, stack = zapcore.DebugLevel, zapcore.WarnLevel
 		encoderConfig, newEncoder = zap.NewDevelopmentEncoderConfig(), zapcore.NewConsoleEncoder
 	}
-	if o.Level != nil {
-		level = o.Level
-	}
-	if o.StacktraceLevel != nil {
-		stack = o.StacktraceLevel
-	}
+	level = cmp.Or(o.Level, level)
+	stack = cmp.Or(o.StacktraceLevel, stack)
 	timeEncoder := o.TimeEncoder
 	if timeEncoder == nil {
 		timeEncoder = zapcore.EpochTimeEncoder
