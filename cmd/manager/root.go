@@ -79,7 +79,7 @@ func sweepCommand(common *commonFlags, r runners) *cobra.Command {
 			"it exits with code 3 when a row is blocked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := s.config()
+			c, err := s.config(cmd.Flags())
 			if err != nil {
 				return err
 			}

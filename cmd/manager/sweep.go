@@ -139,7 +139,6 @@ type sweepFlags struct {
 	resync                     resyncFlags
 	cutOverCheck               bool
 	cutOver                    cutover.Options // the replicas' settings the check compares with
-	fs                         *pflag.FlagSet
 }
 
 // cutOverFlag is a flag only --cut-over-check reads: a replica's gateway flag of the same
@@ -159,7 +158,6 @@ func (s *sweepFlags) cutOverFlags() []cutOverFlag {
 }
 
 func (s *sweepFlags) register(fs *pflag.FlagSet) {
-	s.fs = fs
 	fs.BoolVar(&s.once, "once", false, "run one pass and exit (required, except with --cut-over-check, which implies it)")
 	fs.BoolVar(&s.deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
 	fs.BoolVar(&s.force, "force", false, "with --delete, delete even while replicas hold valid member Leases (they may be deleting too); without it such a sweep is refused")
@@ -182,14 +180,14 @@ type sweepConfig struct {
 	cutOver *cutover.Options
 }
 
-// config checks the sweep's command line and returns what the sweep runs with.
-func (s *sweepFlags) config() (sweepConfig, error) {
+// config checks the sweep's command line, parsed by fs, and returns what the sweep runs with.
+func (s *sweepFlags) config(fs *pflag.FlagSet) (sweepConfig, error) {
 	c := sweepConfig{projects: s.projects, output: s.output, force: s.force}
 	if s.cutOverCheck {
 		return s.cutOverConfig(c)
 	}
 	for _, f := range s.cutOverFlags() {
-		if s.fs.Changed(f.name) {
+		if fs.Changed(f.name) {
 			return c, fmt.Errorf("--%s is only read by --cut-over-check (a resync pass does not program gateways)", f.name)
 		}
 	}
