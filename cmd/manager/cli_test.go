@@ -93,13 +93,13 @@ func TestCommandsAndWhereFlagsGo(t *testing.T) {
 	_, _, got, err := cli("--kubeconfig=x", "sweep", "--once", "--provider-namespace=y")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.command).To(Equal("manager sweep"))
-	g.Expect(got.sweep.kubeconfigPath).To(Equal("x"))
-	g.Expect(got.sweep.providerNamespace).To(Equal("y"))
+	g.Expect(got.common.kubeconfig).To(Equal("x"))
+	g.Expect(got.common.providerNamespace).To(Equal("y"))
 
 	_, _, got, err = cli("sweep", "--lease-namespace=l", "--once", "--kubeconfig", "z")
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(got.sweep.kubeconfigPath).To(Equal("z"), "a common flag after the subcommand, value as the next argument")
-	g.Expect(got.sweep.leaseNamespace).To(Equal("l"))
+	g.Expect(got.common.kubeconfig).To(Equal("z"), "a common flag after the subcommand, value as the next argument")
+	g.Expect(got.common.leaseNamespace).To(Equal("l"))
 
 	for _, args := range [][]string{{"--identity=a"}, {"run", "--identity=a"}, {"--kubeconfig=x", "run", "--identity=a"}} {
 		_, _, got, err = cli(args...)

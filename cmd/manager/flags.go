@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -110,13 +111,9 @@ func (g gatewayFlag) check(value string) error {
 	return nil
 }
 
+// gatewayFlagNamed returns the gatewayFlags entry of that name, which must exist.
 func gatewayFlagNamed(name string) gatewayFlag {
-	for _, g := range gatewayFlags {
-		if g.name == name {
-			return g
-		}
-	}
-	return gatewayFlag{name: name}
+	return gatewayFlags[slices.IndexFunc(gatewayFlags, func(g gatewayFlag) bool { return g.name == name })]
 }
 
 // gatewayFlags are the gateway.Config string flags, in the order Validate checks them.

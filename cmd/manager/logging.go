@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	goflag "flag"
 	"fmt"
 	"io"
@@ -34,30 +35,23 @@ var levelNames = map[string]zapcore.Level{
 }
 
 // levelValue is the value of --log-level and --zap-log-level; the later one given wins.
+// text is empty until one is given.
 type levelValue struct {
 	text  string
 	level zapcore.Level
-	given bool
 }
 
-// parseLevel reads a named level or a verbosity 0-10 (logr's V(n) is zap's level -n).
-func parseLevel(s string) (zapcore.Level, error) {
-	if l, ok := levelNames[strings.ToLower(s)]; ok {
-		return l, nil
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n < 0 || n > 10 {
-		return 0, fmt.Errorf("want debug, info, warn, error, panic or a verbosity 0-10 (higher is more verbose)")
-	}
-	return zapcore.Level(-n), nil
-}
-
+// Set reads a named level or a verbosity 0-10 (logr's V(n) is zap's level -n).
 func (v *levelValue) Set(s string) error {
-	l, err := parseLevel(s)
-	if err != nil {
-		return err
+	l, ok := levelNames[strings.ToLower(s)]
+	if !ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || n > 10 {
+			return fmt.Errorf("want debug, info, warn, error, panic or a verbosity 0-10 (higher is more verbose)")
+		}
+		l = zapcore.Level(-n)
 	}
-	v.text, v.level, v.given = s, l, true
+	v.text, v.level = s, l
 	return nil
 }
 
@@ -88,7 +82,7 @@ func (l *logFlags) register(fs *pflag.FlagSet) {
 
 func (l *logFlags) options() ctrlzap.Options {
 	o := l.zap
-	if l.level.given {
+	if l.level.text != "" {
 		o.Level = zap.NewAtomicLevelAt(l.level.level)
 	}
 	return o
@@ -104,12 +98,8 @@ func newZapLogger(o ctrlzap.Options, w io.Writer) *zap.Logger {
 		level, stack = zapcore.DebugLevel, zapcore.WarnLevel
 		encoderConfig, newEncoder = zap.NewDevelopmentEncoderConfig(), zapcore.NewConsoleEncoder
 	}
-	if o.Level != nil {
-		level = o.Level
-	}
-	if o.StacktraceLevel != nil {
-		stack = o.StacktraceLevel
-	}
+	level = cmp.Or(o.Level, level)
+	stack = cmp.Or(o.StacktraceLevel, stack)
 	timeEncoder := o.TimeEncoder
 	if timeEncoder == nil {
 		timeEncoder = zapcore.EpochTimeEncoder

@@ -35,9 +35,6 @@ func execute(ctx context.Context, args []string, out, errOut io.Writer, r runner
 	root.SetErr(errOut)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil {
-		if cmd == nil {
-			cmd = root
-		}
 		fmt.Fprintf(errOut, "%s: %v\n", cmd.CommandPath(), err)
 		var exit *exitError
 		if errors.As(err, &exit) {

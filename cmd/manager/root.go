@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"anchorage/internal/version"
 )
@@ -42,33 +41,29 @@ func newRootCommand(r runners) *cobra.Command {
 	// Ours, so that cobra does not take -v for it.
 	root.Flags().Bool("version", false, "print the version and exit")
 
-	replicaCmd, runCmd := replicaCommands(root, &common, r)
-	root.RunE = replicaCmd
-	root.AddCommand(runCmd, sweepCommand(&common, r), versionCommand())
+	run := runCommand(&common, r)
+	root.RunE = run.RunE
+	root.Flags().AddFlagSet(run.Flags())
+	root.AddCommand(run, sweepCommand(&common, r), versionCommand())
 	return root
 }
 
-// replicaCommands gives root the replica's flags and returns its run function and
-// `manager run`, which shares both.
-func replicaCommands(root *cobra.Command, common *commonFlags, r runners) (func(*cobra.Command, []string) error, *cobra.Command) {
+// runCommand is `manager run`; root runs the same function with the same flags.
+func runCommand(common *commonFlags, r runners) *cobra.Command {
 	var f replicaFlags
-	fs := pflag.NewFlagSet("replica", pflag.ContinueOnError)
-	f.register(fs)
-	runE := func(cmd *cobra.Command, _ []string) error {
-		if err := f.check(); err != nil {
-			return err
-		}
-		return r.replica(cmd, common, &f)
-	}
 	run := &cobra.Command{
 		Use:   "run",
 		Short: "Run one replica (what manager does with no subcommand)",
 		Args:  cobra.NoArgs,
-		RunE:  runE,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			return r.replica(cmd, common, &f)
+		},
 	}
-	root.Flags().AddFlagSet(fs)
-	run.Flags().AddFlagSet(fs)
-	return runE, run
+	f.register(run.Flags())
+	return run
 }
 
 func sweepCommand(common *commonFlags, r runners) *cobra.Command {
@@ -84,7 +79,7 @@ func sweepCommand(common *commonFlags, r runners) *cobra.Command {
 			"it exits with code 3 when a row is blocked.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := s.config(common)
+			c, err := s.config(cmd.Flags())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,32 +73,28 @@ func (k *kindsValue) Type() string { return "group/Kind,..." }
 // register adds the flags; the replica gets the loop's flags too.
 func (r *resyncFlags) register(fs *pflag.FlagSet, replica bool) {
 	d := resync.Options{}.WithDefaults()
-	prefix := "resync-"
-	if replica {
-		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
-		durationVar(fs, &r.period, prefix+"period", d.Period, "time between two resync passes over one project")
-		durationVar(fs, &r.jitter, prefix+"initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
-		fs.IntVar(&r.workers, prefix+"workers", d.Workers, "resync passes running at once")
-	} else {
-		prefix = ""
-	}
-	r.prefix = prefix
 	dryRunUsage := "decide and report, delete nothing"
-	if !replica {
+	if replica {
+		r.prefix = "resync-"
+		fs.BoolVar(&r.enabled, "resync", true, "run the anchor resync (collects anchors whose upstream owner is gone)")
+		durationVar(fs, &r.period, "resync-period", d.Period, "time between two resync passes over one project")
+		durationVar(fs, &r.jitter, "resync-initial-jitter", d.InitialJitter, "upper bound of the random delay of a project's first pass after it is claimed")
+		fs.IntVar(&r.workers, "resync-workers", d.Workers, "resync passes running at once")
+	} else {
 		dryRunUsage += " (the default without --delete; refused together with it)"
 	}
-	fs.BoolVar(&r.dryRun, prefix+"dry-run", false, dryRunUsage)
-	durationVar(fs, &r.confirmAfter, prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
-	durationVar(fs, &r.minAge, prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
-	fs.IntVar(&r.maxDeletions, prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
-	fs.IntVar(&r.haltAbove, prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
-	fs.Float64Var(&r.deletionQPS, prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
+	fs.BoolVar(&r.dryRun, r.prefix+"dry-run", false, dryRunUsage)
+	durationVar(fs, &r.confirmAfter, r.prefix+"confirm-after", d.ConfirmAfter, "a proof of absence must hold again this long after it was first seen")
+	durationVar(fs, &r.minAge, r.prefix+"min-age", d.MinAge, "anchors younger than this are never collected")
+	fs.IntVar(&r.maxDeletions, r.prefix+"max-deletions-per-pass", d.MaxDeletionsPerPass, "anchors one pass over one project may collect; the rest wait for the next pass")
+	fs.IntVar(&r.haltAbove, r.prefix+"halt-above", d.HaltAbove, "a pass in which more anchors of one project can be collected deletes none and raises an alert (terminating anchors and anchors kept for their dependents do not count)")
+	fs.Float64Var(&r.deletionQPS, r.prefix+"deletion-qps", float64(d.DeletionQPS), "anchor deletions per second")
 	r.ownerKinds = kindsValue{def: resync.FormatGroupKinds(resync.DefaultLiveOwnerKinds),
 		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{LiveOwnerKinds: ks} }}
-	fs.Var(&r.ownerKinds, prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
+	fs.Var(&r.ownerKinds, r.prefix+"owner-kinds", "owner kinds (group/Kind,..., Kind alone for the core group) read live on a project's plane to prove them absent; an anchor of any other kind stays unknown (kind-not-configured, the detail names what to grant). Each needs get on it in the plane's role (docs/operations.md, Owner kinds beyond the defaults). Secrets are refused")
 	r.extraDependentKinds = kindsValue{
 		option: func(ks []schema.GroupKind) resync.Options { return resync.Options{ExtraDependentKinds: ks} }}
-	fs.Var(&r.extraDependentKinds, prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
+	fs.Var(&r.extraDependentKinds, r.prefix+"extra-dependent-kinds", "off by default: hub kinds (group/Kind,...) the dependents check lists besides anchors and what the live path writes, for legacy dependents of other kinds (docs/operations.md, Legacy dependents of other kinds). Each needs its own list grant. Secrets and wildcards are refused")
 }
 
 // refuseZeroLimits refuses a deletion cap, ceiling or rate of 0, which the options would
@@ -142,7 +139,6 @@ type sweepFlags struct {
 	resync                     resyncFlags
 	cutOverCheck               bool
 	cutOver                    cutover.Options // the replicas' settings the check compares with
-	fs                         *pflag.FlagSet
 }
 
 // cutOverFlag is a flag only --cut-over-check reads: a replica's gateway flag of the same
@@ -162,7 +158,6 @@ func (s *sweepFlags) cutOverFlags() []cutOverFlag {
 }
 
 func (s *sweepFlags) register(fs *pflag.FlagSet) {
-	s.fs = fs
 	fs.BoolVar(&s.once, "once", false, "run one pass and exit (required, except with --cut-over-check, which implies it)")
 	fs.BoolVar(&s.deleteAnchors, "delete", false, "delete what the pass collects; without it the sweep is a dry run that decides and reports")
 	fs.BoolVar(&s.force, "force", false, "with --delete, delete even while replicas hold valid member Leases (they may be deleting too); without it such a sweep is refused")
@@ -177,24 +172,22 @@ func (s *sweepFlags) register(fs *pflag.FlagSet) {
 
 // sweepConfig is a parsed `manager sweep` command line.
 type sweepConfig struct {
-	kubeconfigPath, providerNamespace, leaseNamespace string
-	opts                                              resync.Options
-	projects                                          []string
-	output                                            string
-	force                                             bool
+	opts     resync.Options
+	projects []string
+	output   string
+	force    bool
 	// cutOver, when set, runs the cut-over check with these options instead of a pass.
 	cutOver *cutover.Options
 }
 
-// config checks the sweep's command line and returns what the sweep runs with.
-func (s *sweepFlags) config(common *commonFlags) (sweepConfig, error) {
-	c := sweepConfig{kubeconfigPath: common.kubeconfig, providerNamespace: common.providerNamespace, leaseNamespace: common.leaseNamespace,
-		projects: s.projects, output: s.output, force: s.force}
+// config checks the sweep's command line, parsed by fs, and returns what the sweep runs with.
+func (s *sweepFlags) config(fs *pflag.FlagSet) (sweepConfig, error) {
+	c := sweepConfig{projects: s.projects, output: s.output, force: s.force}
 	if s.cutOverCheck {
 		return s.cutOverConfig(c)
 	}
 	for _, f := range s.cutOverFlags() {
-		if s.fs.Changed(f.name) {
+		if fs.Changed(f.name) {
 			return c, fmt.Errorf("--%s is only read by --cut-over-check (a resync pass does not program gateways)", f.name)
 		}
 	}
@@ -256,14 +249,8 @@ func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
 const exitCutOverBlocked = 3
 
 // runCutOverCheck is `manager sweep --cut-over-check`: it runs the check over the hub and
-// every project's plane and prints its rows.
-func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
-	ctx := cmd.Context()
-	cfg, err := common.hubConfig()
-	if err != nil {
-		return err
-	}
-	setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+// every project's plane and prints its rows to out.
+func runCutOverCheck(ctx context.Context, out io.Writer, cfg *rest.Config, providerNamespace string, c sweepConfig) error {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = cutover.PlaneTimeout
@@ -273,7 +260,7 @@ func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) err
 		return fmt.Errorf("building the hub client: %w", err)
 	}
 	planes, rows, err := cutover.Planes(ctx, hub, cutover.Secrets{
-		Namespace: c.providerNamespace, Label: kubeconfig.DefaultKubeconfigSecretLabel, ProjectAnnotation: shard.AnnotationProject,
+		Namespace: providerNamespace, Label: kubeconfig.DefaultKubeconfigSecretLabel, ProjectAnnotation: shard.AnnotationProject,
 	}, c.projects)
 	if err != nil {
 		return err
@@ -282,7 +269,7 @@ func runCutOverCheck(cmd *cobra.Command, common *commonFlags, c sweepConfig) err
 	if err != nil {
 		return err
 	}
-	return writeCutOver(cmd.OutOrStdout(), append(rows, found...), c.output)
+	return writeCutOver(out, append(rows, found...), c.output)
 }
 
 // writeCutOver prints the rows, sorted, and returns an exitError (exitCutOverBlocked)
@@ -301,23 +288,23 @@ func writeCutOver(out io.Writer, rows []cutover.Row, format string) error {
 // runSweep is `manager sweep`: one resync pass over every project (or those --project
 // names) without sharding, or the cut-over check.
 func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
-	if c.cutOver != nil {
-		return runCutOverCheck(cmd, common, c)
-	}
 	ctx, out := cmd.Context(), cmd.OutOrStdout()
 	hub, err := common.hubConfig()
 	if err != nil {
 		return err
 	}
 	log := setupLogging(&common.log, cmd.ErrOrStderr(), "sweep")
+	if c.cutOver != nil {
+		return runCutOverCheck(ctx, out, hub, common.providerNamespace, c)
+	}
 	if !c.opts.DryRun && !c.force {
-		if err := refuseWhileReplicasRun(ctx, hub, c.leaseNamespaceOrDefault()); err != nil {
+		if err := refuseWhileReplicasRun(ctx, hub, cmp.Or(common.leaseNamespace, common.providerNamespace)); err != nil {
 			return err
 		}
 	}
 	p := newSweepPrinter(out, c.output, c.projects)
 	reports, unowned, err := resync.Sweep(ctx, resync.SweepOptions{
-		Hub: hub, ProviderNamespace: c.providerNamespace, LeaseNamespace: c.leaseNamespace,
+		Hub: hub, ProviderNamespace: common.providerNamespace, LeaseNamespace: common.leaseNamespace,
 		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
 		Resync: c.opts, Scheme: app.Scheme(), Logger: log,
 		Projects: c.projects, OnReport: p.report,
@@ -326,13 +313,6 @@ func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 		err = werr
 	}
 	return err
-}
-
-func (c sweepConfig) leaseNamespaceOrDefault() string {
-	if c.leaseNamespace != "" {
-		return c.leaseNamespace
-	}
-	return c.providerNamespace
 }
 
 // refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may

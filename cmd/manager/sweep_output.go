@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"slices"
@@ -18,20 +19,13 @@ type sweepPrinter struct {
 	mu      sync.Mutex
 	w       io.Writer
 	format  string
-	only    map[string]bool // nil: every project
+	only    []string // empty: every project
 	printed map[string]bool
 	err     error
 }
 
 func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinter {
-	p := &sweepPrinter{w: w, format: format, printed: map[string]bool{}}
-	if len(projects) > 0 {
-		p.only = map[string]bool{}
-		for _, name := range projects {
-			p.only[name] = true
-		}
-	}
-	return p
+	return &sweepPrinter{w: w, format: format, only: projects, printed: map[string]bool{}}
 }
 
 // report writes one project's row unless it was written already or is not asked for.
@@ -39,7 +33,7 @@ func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinte
 func (p *sweepPrinter) report(r resync.PassReport) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.printed[r.Project] || (p.only != nil && !p.only[r.Project]) || p.err != nil {
+	if p.printed[r.Project] || (len(p.only) > 0 && !slices.Contains(p.only, r.Project)) || p.err != nil {
 		return
 	}
 	p.printed[r.Project] = true
@@ -127,7 +121,8 @@ type unownedJSON struct {
 	anchorJSON
 }
 
-func projectJSONOf(r resync.PassReport) projectJSON {
+// writeProjectJSON prints one project's report as one JSON line (projectJSON).
+func writeProjectJSON(w io.Writer, r resync.PassReport) error {
 	out := projectJSON{
 		Kind: "project", Project: r.Project, Plane: r.Plane.String(), PlaneDetail: r.PlaneDetail,
 		DryRun: r.DryRun, Excluded: r.Excluded, SwitchedOff: r.SwitchedOff, Retired: r.Retired,
@@ -141,16 +136,13 @@ func projectJSONOf(r resync.PassReport) projectJSON {
 	for _, a := range r.Anchors {
 		out.Anchors = append(out.Anchors, anchorJSONOf(a))
 	}
-	return out
+	return json.NewEncoder(w).Encode(out)
 }
 
 func anchorJSONOf(a resync.AnchorReport) anchorJSON {
 	out := anchorJSON{
 		Namespace: a.Namespace, Name: a.Name, UID: string(a.UID), Decision: a.Decision.String(), Reason: string(a.Reason),
-		Action: string(a.Action), AgeSeconds: int64(a.Age / time.Second), Dependents: a.Dependents, Detail: a.Detail,
-	}
-	if out.Action == "" {
-		out.Action = "none"
+		Action: cmp.Or(string(a.Action), "none"), AgeSeconds: int64(a.Age / time.Second), Dependents: a.Dependents, Detail: a.Detail,
 	}
 	if a.Owner.Kind != "" {
 		out.Owner = &ownerJSON{Group: a.Owner.Group, Kind: a.Owner.Kind, Namespace: a.Owner.Namespace, Name: a.Owner.Name}
@@ -158,20 +150,12 @@ func anchorJSONOf(a resync.AnchorReport) anchorJSON {
 	return out
 }
 
-// writeProjectJSON prints one project's report as one JSON line (projectJSON).
-func writeProjectJSON(w io.Writer, r resync.PassReport) error {
-	return json.NewEncoder(w).Encode(projectJSONOf(r))
-}
-
 // writeUnownedJSON prints each unowned anchor as one JSON line (unownedJSON).
 func writeUnownedJSON(w io.Writer, unowned []resync.AnchorReport) error {
 	enc := json.NewEncoder(w)
 	for _, a := range unowned {
 		project, _ := anchor.ProjectFromClusterName(a.Labels[anchor.LabelClusterName]) // "" when they name none
-		line := unownedJSON{Kind: "unowned-anchor", Project: project, anchorJSON: anchorJSONOf(a)}
-		if line.Project == "" {
-			line.Project = a.Owner.Project
-		}
+		line := unownedJSON{Kind: "unowned-anchor", Project: cmp.Or(project, a.Owner.Project), anchorJSON: anchorJSONOf(a)}
 		if err := enc.Encode(line); err != nil {
 			return err
 		}

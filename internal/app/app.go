@@ -112,17 +112,13 @@ func (o *Options) defaults() error {
 	o.LeaseNamespace = cmp.Or(o.LeaseNamespace, o.ProviderNamespace)
 	o.MetricsAddr = cmp.Or(o.MetricsAddr, ":8443")
 	o.HealthAddr = cmp.Or(o.HealthAddr, ":8081")
-	if o.Registry == nil {
-		o.Registry = ctrlmetrics.Registry
-	}
+	o.Registry = cmp.Or[prometheus.Registerer](o.Registry, ctrlmetrics.Registry)
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrl.Log
 	}
 	o.HubCheckTimeout = cmp.Or(o.HubCheckTimeout, 10*time.Second)
 	o.ProjectCallTimeout = cmp.Or(o.ProjectCallTimeout, shard.DefaultPlaneCallTimeout)
-	if o.Resync.Clock == nil {
-		o.Resync.Clock = o.Clock
-	}
+	o.Resync.Clock = cmp.Or(o.Resync.Clock, o.Clock)
 	return nil
 }
 
