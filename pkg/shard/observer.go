@@ -286,15 +286,8 @@ func (o *leaseObserver) vanishedMembers() map[string]time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.clock.Now()
-	out := make(map[string]time.Time, len(o.vanished))
-	for h, at := range o.vanished {
-		if now.Sub(at) > vanishedKept {
-			delete(o.vanished, h)
-			continue
-		}
-		out[h] = at
-	}
-	return out
+	maps.DeleteFunc(o.vanished, func(_ string, at time.Time) bool { return now.Sub(at) > vanishedKept })
+	return maps.Clone(o.vanished)
 }
 
 // project returns the observed Lease of a project.
