@@ -7,9 +7,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// RoleMember is the LabelRole value of member Leases.
-const RoleMember = roleMember
-
 // ValidMembers returns, sorted, the pods whose member Lease may still be valid at now.
 // It compares remote renew times with the local clock: for one-shot operator checks only.
 func ValidMembers(leases []coordinationv1.Lease, now time.Time) []string {

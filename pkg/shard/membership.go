@@ -136,7 +136,7 @@ func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout ti
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := base.DeepCopy()
 	l.Name = MemberLeaseName(m.pod)
-	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, roleMember)
+	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, RoleMember)
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationWeight, strconv.FormatFloat(m.weight, 'g', -1, 64))
 	delete(l.Annotations, AnnotationExpiredBy)
 	if m.draining.Load() {

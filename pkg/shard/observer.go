@@ -189,7 +189,7 @@ func (o *leaseObserver) poke() {
 
 func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	switch l.Labels[LabelRole] {
-	case roleMember:
+	case RoleMember:
 		return o.members
 	case roleProject:
 		return o.projects
@@ -219,7 +219,7 @@ func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 			} else {
 				delete(o.recorded, l.Name)
 			}
-			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == RoleMember {
 				delete(o.vanished, h)
 			}
 		}
@@ -259,7 +259,7 @@ func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 	o.mu.Lock()
 	if t := o.table(l); t != nil {
-		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == RoleMember {
 			o.vanished[h] = o.clock.Now()
 		}
 		delete(t, l.Name)

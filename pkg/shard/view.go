@@ -66,7 +66,7 @@ func (m *membership) showLocked(sent time.Time) {
 
 // watched takes a Lease the watch delivered; one of this replica's writes shows the view.
 func (m *membership) watched(l *coordinationv1.Lease) {
-	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
+	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != RoleMember || l.Spec.RenewTime == nil {
 		return
 	}
 	v := shownVersion{rv: l.ResourceVersion, renewTime: l.Spec.RenewTime.UnixMicro()}
