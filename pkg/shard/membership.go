@@ -94,14 +94,6 @@ func (m *membership) valid(holder string) bool {
 	return holder != "" && h == holder && m.clock.Now().Before(until)
 }
 
-// renewSoon asks the renew loop to renew now (to publish the draining mark).
-func (m *membership) renewSoon() {
-	select {
-	case m.kick <- struct{}{}:
-	default:
-	}
-}
-
 // run joins, renews, lapses and rejoins until ctx ends, then releases the Lease.
 func (m *membership) run(ctx context.Context) {
 	for ctx.Err() == nil {

@@ -173,16 +173,17 @@ func (f *leaseFeed) Replace(items []any, _ string) error {
 	f.o.mu.Lock()
 	f.o.synced = true
 	f.o.mu.Unlock()
-	f.o.poke()
+	poke(f.o.notify)
 	return nil
 }
 
 // Resync is not used (no resync period).
 func (f *leaseFeed) Resync() error { return nil }
 
-func (o *leaseObserver) poke() {
+// poke wakes ch's reader unless a wake-up is already pending.
+func poke(ch chan<- struct{}) {
 	select {
-	case o.notify <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
@@ -228,7 +229,7 @@ func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 	if !own && o.watched != nil {
 		o.watched(l)
 	}
-	o.poke()
+	poke(o.notify)
 }
 
 // storeVerdict is what observe does with a Lease version.
@@ -265,7 +266,7 @@ func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 		delete(t, l.Name)
 	}
 	o.mu.Unlock()
-	o.poke()
+	poke(o.notify)
 }
 
 // record stores a Lease this process just wrote or read directly.
