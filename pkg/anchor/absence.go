@@ -2,6 +2,7 @@ package anchor
 
 import (
 	"errors"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,10 +22,6 @@ func NotFoundProvesAbsence(err error, gr schema.GroupResource, name string) bool
 		return false
 	}
 	d := s.Details
-	for _, c := range d.Causes {
-		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
-			return false
-		}
-	}
-	return d.Name == name && d.Group == gr.Group && d.Kind == gr.Resource
+	notStatus := func(c metav1.StatusCause) bool { return c.Type == metav1.CauseTypeUnexpectedServerResponse }
+	return !slices.ContainsFunc(d.Causes, notStatus) && d.Name == name && d.Group == gr.Group && d.Kind == gr.Resource
 }

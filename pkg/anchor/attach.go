@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -220,10 +221,7 @@ func IsAnchorReference(ref metav1.OwnerReference) bool {
 
 // HangsOn reports whether obj holds an ownerReference to the anchor named anchorName.
 func HangsOn(obj metav1.Object, anchorName string) bool {
-	for _, ref := range obj.GetOwnerReferences() {
-		if IsAnchorReference(ref) && ref.Name == anchorName {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(obj.GetOwnerReferences(), func(ref metav1.OwnerReference) bool {
+		return IsAnchorReference(ref) && ref.Name == anchorName
+	})
 }

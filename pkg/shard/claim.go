@@ -102,10 +102,10 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	l.ResourceVersion = h.rv
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationClaim, ClaimValue(h.holder, h.engagement))
 	wrote, err := s.writeProjectLease(claimCtx, h.holder, l, false)
-	if err != nil && !errors.Is(err, ErrValidityEnded) {
-		err = fmt.Errorf("writing claim: %w", err)
-	}
 	if err != nil {
+		if !errors.Is(err, ErrValidityEnded) {
+			err = fmt.Errorf("writing claim: %w", err)
+		}
 		fail(err)
 		return
 	}

@@ -206,12 +206,8 @@ func (c claimFailures) without(project string, members []Member, now time.Time) 
 	if len(failed) == 0 {
 		return members
 	}
-	out := make([]Member, 0, len(members))
-	for _, m := range members {
-		if f, ok := failed[m.Holder]; ok && now.Before(f.until) {
-			continue
-		}
-		out = append(out, m)
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(members), func(m Member) bool {
+		f, ok := failed[m.Holder]
+		return ok && now.Before(f.until)
+	})
 }

@@ -22,7 +22,7 @@ type planWorld struct {
 
 func (w planWorld) member(holder string, changedAgo time.Duration, annotations ...string) Observed {
 	l := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(PodOf(holder)), ResourceVersion: "7", Labels: map[string]string{LabelRole: roleMember}, Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(PodOf(holder)), ResourceVersion: "7", Labels: map[string]string{LabelRole: RoleMember}, Annotations: map[string]string{}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
 	}
 	for i := 0; i+1 < len(annotations); i += 2 {

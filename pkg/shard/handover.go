@@ -129,7 +129,7 @@ func (s *Shard) Shutdown() {
 		holder := s.Holder()
 		s.draining.Store(true)
 		s.member.draining.Store(true)
-		s.member.renewSoon()
+		poke(s.member.kick) // renew now, publishing the draining mark
 		s.log.Info("Shutting down: handing projects over", "holder", holder, "deadline", s.t.ShutdownDeadline)
 		deadline := s.clock.Now().Add(s.t.ShutdownDeadline)
 		for s.clock.Now().Before(deadline) {

@@ -174,7 +174,11 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 	h.mu.Unlock()
 
 	start := s.clock.Now()
-	wctx, cancel, stop := s.admittedContext(ctx, earliest(until, viewUntil), h.ctx)
+	deadline := until
+	if viewUntil.Before(deadline) {
+		deadline = viewUntil
+	}
+	wctx, cancel, stop := s.admittedContext(ctx, deadline, h.ctx)
 	release := sync.OnceFunc(func() {
 		stop()
 		cancel()
@@ -187,14 +191,6 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 		}
 	})
 	return wctx, release, nil
-}
-
-// earliest returns the earlier of a and b.
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // admittedContext ends at until (on the real clock) or with scope; stop detaches it.

@@ -7,29 +7,19 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
-// RoleMember is the LabelRole value of member Leases.
-const RoleMember = roleMember
-
 // ValidMembers returns, sorted, the pods whose member Lease may still be valid at now.
 // It compares remote renew times with the local clock: for one-shot operator checks only.
 func ValidMembers(leases []coordinationv1.Lease, now time.Time) []string {
 	var pods []string
 	for _, l := range leases {
-		if memberMayBeValid(l.Spec, now) {
-			pods = append(pods, PodOf(*l.Spec.HolderIdentity))
+		s := l.Spec
+		if s.HolderIdentity == nil || *s.HolderIdentity == "" {
+			continue
+		}
+		if s.RenewTime == nil || s.LeaseDurationSeconds == nil || now.Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds)*time.Second)) {
+			pods = append(pods, PodOf(*s.HolderIdentity))
 		}
 	}
 	sort.Strings(pods)
 	return pods
-}
-
-// memberMayBeValid decides one member Lease for ValidMembers.
-func memberMayBeValid(s coordinationv1.LeaseSpec, now time.Time) bool {
-	if s.HolderIdentity == nil || *s.HolderIdentity == "" {
-		return false
-	}
-	if s.RenewTime == nil || s.LeaseDurationSeconds == nil {
-		return true
-	}
-	return now.Before(s.RenewTime.Add(time.Duration(*s.LeaseDurationSeconds) * time.Second))
 }

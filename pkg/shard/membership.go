@@ -37,8 +37,7 @@ type membership struct {
 	mu                   sync.RWMutex
 	holder               string
 	validUntil           time.Time
-	rv                   string
-	last                 *coordinationv1.Lease // as this incarnation last wrote it
+	last                 *coordinationv1.Lease // as this incarnation last wrote or adopted it
 	joined               time.Time             // when the current incarnation's join was sent
 	sent                 []time.Time           // send times (renewTimes) of its recent renews
 	renews               []renewSent           // Lease view freshness (view.go): writes the watch has not shown,
@@ -77,7 +76,7 @@ func (m *membership) setValid(holder string, sent time.Time, wrote *coordination
 	if m.holder == "" {
 		m.joined, m.sent = sent, nil
 	}
-	m.holder, m.validUntil, m.rv, m.last = holder, sent.Add(m.t.RenewDeadline), wrote.ResourceVersion, wrote
+	m.holder, m.validUntil, m.last = holder, sent.Add(m.t.RenewDeadline), wrote
 	m.noteWriteLocked(sent, wrote)
 	m.tellLocked(false)
 }
@@ -93,14 +92,6 @@ func (m *membership) current() (string, time.Time) {
 func (m *membership) valid(holder string) bool {
 	h, until := m.current()
 	return holder != "" && h == holder && m.clock.Now().Before(until)
-}
-
-// renewSoon asks the renew loop to renew now (to publish the draining mark).
-func (m *membership) renewSoon() {
-	select {
-	case m.kick <- struct{}{}:
-	default:
-	}
 }
 
 // run joins, renews, lapses and rejoins until ctx ends, then releases the Lease.
@@ -137,7 +128,7 @@ func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout ti
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
 	l := base.DeepCopy()
 	l.Name = MemberLeaseName(m.pod)
-	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, roleMember)
+	metav1.SetMetaDataLabel(&l.ObjectMeta, LabelRole, RoleMember)
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationWeight, strconv.FormatFloat(m.weight, 'g', -1, 64))
 	delete(l.Annotations, AnnotationExpiredBy)
 	if m.draining.Load() {
@@ -246,14 +237,12 @@ const (
 // renew sends one conditional renew within allowed and until, and reports its outcome.
 func (m *membership) renew(ctx context.Context, holder string, until time.Time, allowed time.Duration) (renewOutcome, renewCall) {
 	m.mu.Lock()
-	rv := m.rv
-	base := m.last.DeepCopy()
+	base := m.last.DeepCopy() // with its resourceVersion: any other writer conflicts
 	sent := m.clock.Now()
 	m.sent = keepLast(append(m.sent, sent), rememberedRenews)
 	m.mu.Unlock()
 	cctx, cancel := m.callCtx(ctx, until, allowed)
 	defer cancel()
-	base.ResourceVersion = rv // any other writer conflicts
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
 	m.m.leaseWrite("member", true, err)
@@ -300,7 +289,7 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 	default: // another writer kept the holder (a weight edit): adopt its version only
 		m.mu.Lock()
 		if m.holder == holder {
-			m.rv, m.last = latest.ResourceVersion, latest
+			m.last = latest
 		}
 		m.mu.Unlock()
 	}
@@ -312,7 +301,7 @@ func (m *membership) credit(holder string, committed time.Time, latest *coordina
 	m.mu.Lock()
 	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
 	if m.holder == holder && !extend {
-		m.rv, m.last = latest.ResourceVersion, latest
+		m.last = latest
 	}
 	m.mu.Unlock()
 	if extend {

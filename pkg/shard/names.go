@@ -22,7 +22,7 @@ const (
 	AnnotationNextHolder = "anchorage.datumapis.com/next-holder" // asks for a planned hand-over to it
 	AnnotationDraining   = "anchorage.datumapis.com/draining"    // on a member Lease: shutting down
 
-	roleMember  = "member"
+	RoleMember  = "member" // the LabelRole value of member Leases
 	roleProject = "project"
 )
 

@@ -173,23 +173,24 @@ func (f *leaseFeed) Replace(items []any, _ string) error {
 	f.o.mu.Lock()
 	f.o.synced = true
 	f.o.mu.Unlock()
-	f.o.poke()
+	poke(f.o.notify)
 	return nil
 }
 
 // Resync is not used (no resync period).
 func (f *leaseFeed) Resync() error { return nil }
 
-func (o *leaseObserver) poke() {
+// poke wakes ch's reader unless a wake-up is already pending.
+func poke(ch chan<- struct{}) {
 	select {
-	case o.notify <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
 }
 
 func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	switch l.Labels[LabelRole] {
-	case roleMember:
+	case RoleMember:
 		return o.members
 	case roleProject:
 		return o.projects
@@ -219,7 +220,7 @@ func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 			} else {
 				delete(o.recorded, l.Name)
 			}
-			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+			if h := t[l.Name].Holder(); h != "" && l.Labels[LabelRole] == RoleMember {
 				delete(o.vanished, h)
 			}
 		}
@@ -228,7 +229,7 @@ func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 	if !own && o.watched != nil {
 		o.watched(l)
 	}
-	o.poke()
+	poke(o.notify)
 }
 
 // storeVerdict is what observe does with a Lease version.
@@ -259,13 +260,13 @@ func storeDecision(prev, version string, own, lagging bool) storeVerdict {
 func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 	o.mu.Lock()
 	if t := o.table(l); t != nil {
-		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == roleMember {
+		if h := (Observed{Lease: l}).Holder(); h != "" && l.Labels[LabelRole] == RoleMember {
 			o.vanished[h] = o.clock.Now()
 		}
 		delete(t, l.Name)
 	}
 	o.mu.Unlock()
-	o.poke()
+	poke(o.notify)
 }
 
 // record stores a Lease this process just wrote or read directly.
@@ -286,15 +287,8 @@ func (o *leaseObserver) vanishedMembers() map[string]time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := o.clock.Now()
-	out := make(map[string]time.Time, len(o.vanished))
-	for h, at := range o.vanished {
-		if now.Sub(at) > vanishedKept {
-			delete(o.vanished, h)
-			continue
-		}
-		out[h] = at
-	}
-	return out
+	maps.DeleteFunc(o.vanished, func(_ string, at time.Time) bool { return now.Sub(at) > vanishedKept })
+	return maps.Clone(o.vanished)
 }
 
 // project returns the observed Lease of a project.

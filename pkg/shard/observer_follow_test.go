@@ -126,7 +126,7 @@ func (h *scriptedHub) refusals() int {
 
 func memberLeaseOf(pod string) coordinationv1.Lease {
 	return coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(pod), Labels: map[string]string{LabelRole: roleMember}},
+		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(pod), Labels: map[string]string{LabelRole: RoleMember}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(pod + "/1")},
 	}
 }

@@ -33,7 +33,7 @@ type boundedCalls struct {
 }
 
 func (b boundedCalls) RoundTrip(req *http.Request) (*http.Response, error) {
-	if isWatch(req) {
+	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" { // watches are not bounded
 		return b.next.RoundTrip(req)
 	}
 	ctx, cancel := context.WithTimeout(req.Context(), b.timeout)
@@ -56,11 +56,6 @@ func (b boundedCalls) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // WrappedRoundTripper lets client-go's transport debugging see through the wrapper.
 func (b boundedCalls) WrappedRoundTripper() http.RoundTripper { return b.next }
-
-func isWatch(req *http.Request) bool {
-	w := req.URL.Query().Get("watch")
-	return w == "true" || w == "1"
-}
 
 // cappedBody fails past left more bytes; closing it ends the request's deadline.
 type cappedBody struct {

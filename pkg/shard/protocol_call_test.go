@@ -30,7 +30,7 @@ func TestCoordinatorWritesStopAtTheEndOfValidity(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("b/1")},
 	}
 	member := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("b"), Namespace: "ns", ResourceVersion: "4", Labels: map[string]string{LabelRole: roleMember}},
+		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("b"), Namespace: "ns", ResourceVersion: "4", Labels: map[string]string{LabelRole: RoleMember}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("b/1")},
 	}
 	writes := map[string]func(s *Shard, coordinator string) bool{
@@ -88,7 +88,7 @@ func TestProtocolEventsEndWithValidity(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("b/1")},
 	}
 	member := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("b"), Namespace: "ns", ResourceVersion: "4", Labels: map[string]string{LabelRole: roleMember}},
+		ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("b"), Namespace: "ns", ResourceVersion: "4", Labels: map[string]string{LabelRole: RoleMember}},
 		Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To("b/1")},
 	}
 	writes := map[string]func(s *Shard) bool{

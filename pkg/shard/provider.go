@@ -93,7 +93,7 @@ func (s *Shard) resolveProject(ctx context.Context, name, project string) {
 	s.mu.Unlock()
 	if current {
 		s.log.V(1).Info("Discovered project", "project", project, "secret", name)
-		s.observer.poke()
+		poke(s.observer.notify)
 	}
 }
 
@@ -110,7 +110,7 @@ func (s *Shard) discoveryEnded(ctx context.Context, name string) bool {
 	}
 	s.mu.Unlock()
 	if forget {
-		s.observer.poke()
+		poke(s.observer.notify)
 	}
 	return forget
 }

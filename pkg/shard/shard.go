@@ -144,7 +144,7 @@ func New(opts Options) (*Shard, error) {
 	s.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "anchorage-shard", Host: opts.Pod})
 	s.member = &membership{
 		pod: opts.Pod, weight: opts.Weight, t: t, clock: opts.Clock, leases: renewCS.CoordinationV1().Leases(opts.Namespace),
-		log: s.log, m: s.m, observer: opts.Observer, onLapse: s.voidAll, onJoin: func(string) { s.observer.poke() }, kick: make(chan struct{}, 1),
+		log: s.log, m: s.m, observer: opts.Observer, onLapse: s.voidAll, onJoin: func(string) { poke(s.observer.notify) }, kick: make(chan struct{}, 1),
 	}
 	s.observer.watched = s.member.watched
 	s.observer.log = s.log.WithName("lease-observer")

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -29,18 +30,13 @@ func DefaultTimings() Timings {
 // WithDefaults fills zero fields.
 func (t Timings) WithDefaults() Timings {
 	d := DefaultTimings()
-	orDefault := func(v *time.Duration, def time.Duration) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	orDefault(&t.LeaseDuration, d.LeaseDuration)
-	orDefault(&t.RenewDeadline, d.RenewDeadline)
-	orDefault(&t.RetryPeriod, d.RetryPeriod)
-	orDefault(&t.ClaimDeadline, 2*t.LeaseDuration)
-	orDefault(&t.CallTimeout, (t.LeaseDuration-t.RenewDeadline)/2)
-	orDefault(&t.DrainDeadline, 2*t.RenewDeadline)
-	orDefault(&t.ShutdownDeadline, 4*t.LeaseDuration)
+	t.LeaseDuration = cmp.Or(t.LeaseDuration, d.LeaseDuration)
+	t.RenewDeadline = cmp.Or(t.RenewDeadline, d.RenewDeadline)
+	t.RetryPeriod = cmp.Or(t.RetryPeriod, d.RetryPeriod)
+	t.ClaimDeadline = cmp.Or(t.ClaimDeadline, 2*t.LeaseDuration)
+	t.CallTimeout = cmp.Or(t.CallTimeout, (t.LeaseDuration-t.RenewDeadline)/2)
+	t.DrainDeadline = cmp.Or(t.DrainDeadline, 2*t.RenewDeadline)
+	t.ShutdownDeadline = cmp.Or(t.ShutdownDeadline, 4*t.LeaseDuration)
 	return t
 }
 

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -39,13 +40,11 @@ func (m *membership) noteWriteLocked(sent time.Time, wrote *coordinationv1.Lease
 	if wrote.Spec.RenewTime != nil {
 		v.renewTime = wrote.Spec.RenewTime.UnixMicro()
 	}
-	for i, e := range m.shownEarly {
-		if e == v {
-			m.shownEarly = append(m.shownEarly[:i], m.shownEarly[i+1:]...)
-			m.showLocked(sent)
-			m.renews = m.renews[:0] // all sent before this one
-			return
-		}
+	if i := slices.Index(m.shownEarly, v); i >= 0 {
+		m.shownEarly = slices.Delete(m.shownEarly, i, i+1)
+		m.showLocked(sent)
+		m.renews = m.renews[:0] // all sent before this one
+		return
 	}
 	m.renews = keepLast(append(m.renews, renewSent{shownVersion: v, sent: sent}), renewsKept)
 }
@@ -66,17 +65,14 @@ func (m *membership) showLocked(sent time.Time) {
 
 // watched takes a Lease the watch delivered; one of this replica's writes shows the view.
 func (m *membership) watched(l *coordinationv1.Lease) {
-	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != roleMember || l.Spec.RenewTime == nil {
+	if l.Name != MemberLeaseName(m.pod) || l.Labels[LabelRole] != RoleMember || l.Spec.RenewTime == nil {
 		return
 	}
 	v := shownVersion{rv: l.ResourceVersion, renewTime: l.Spec.RenewTime.UnixMicro()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, r := range m.renews {
-		if r.shownVersion != v {
-			continue
-		}
-		m.showLocked(r.sent)
+	if i := slices.IndexFunc(m.renews, func(r renewSent) bool { return r.shownVersion == v }); i >= 0 {
+		m.showLocked(m.renews[i].sent)
 		m.renews = append(m.renews[:0], m.renews[i+1:]...)
 		return
 	}

@@ -57,7 +57,7 @@ func TestViewFreshOnlyFromWatchedOwnRenews(t *testing.T) {
 	o.watched = m.watched
 	lease := func(pod, rv string, renewed time.Time) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(pod), ResourceVersion: rv, Labels: map[string]string{LabelRole: roleMember}},
+			ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName(pod), ResourceVersion: rv, Labels: map[string]string{LabelRole: RoleMember}},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(pod + "/1"), RenewTime: &metav1.MicroTime{Time: renewed}},
 		}
 	}
@@ -119,7 +119,7 @@ func TestRenewsKeptAreBounded(t *testing.T) {
 	for i := range 3 * renewsKept {
 		lastSent = t0.Add(time.Duration(i) * time.Second)
 		last = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("a"), ResourceVersion: strconv.Itoa(100 + i), Labels: map[string]string{LabelRole: roleMember}},
+			ObjectMeta: metav1.ObjectMeta{Name: MemberLeaseName("a"), ResourceVersion: strconv.Itoa(100 + i), Labels: map[string]string{LabelRole: RoleMember}},
 			Spec:       coordinationv1.LeaseSpec{RenewTime: &metav1.MicroTime{Time: lastSent}},
 		}
 		m.setValid("a/1", lastSent, last)
