@@ -148,8 +148,3 @@ func downstreamRoute(up *gatewayv1.HTTPRoute, hubNS string, parents []gatewayv1.
 	}
 	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: *spec}, nil
 }
-
-// objectMeta returns metadata naming name in namespace.
-func objectMeta(name, namespace string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: namespace}
-}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -90,7 +91,7 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 		}
 	}
 	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
-		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
+		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: s.gw.Name, Namespace: w.ns}}); err != nil {
 			return err
 		}
 		for _, name := range certificateNamesToDelete(s.gw, w.written.namesOf(w.owner.UID, kindCertificate, w.ns)) {
