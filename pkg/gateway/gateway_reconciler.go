@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -182,7 +181,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	want := map[string]bool{}
 	for _, c := range certs {
 		want[c.GetName()] = true
-		if _, err := w.apply(ctx, kindCertificate, c, copyCertificateSpec); err != nil {
+		if _, err := w.apply(ctx, kindCertificate, c, setCertificateSpec); err != nil {
 			return nil, err
 		}
 	}
@@ -203,8 +202,4 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 func copyGatewaySpec(dst, src client.Object) error {
 	dst.(*gatewayv1.Gateway).Spec = *src.(*gatewayv1.Gateway).Spec.DeepCopy()
 	return nil
-}
-
-func copyCertificateSpec(dst, src client.Object) error {
-	return setCertificateSpec(dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured))
 }
