@@ -176,16 +176,12 @@ type createsOnceTransport struct{ next http.RoundTripper }
 
 func (t createsOnceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err == nil && r.Method == http.MethodPost && retriedByClientGo(resp.StatusCode) {
+	// client-go resends a 429 or 5xx that carries Retry-After.
+	if err == nil && r.Method == http.MethodPost && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= http.StatusInternalServerError) {
 		resp.Header = resp.Header.Clone()
 		resp.Header.Del("Retry-After")
 	}
 	return resp, err
-}
-
-// retriedByClientGo reports whether client-go resends an answer of code with Retry-After.
-func retriedByClientGo(code int) bool {
-	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 }
 
 // WrappedRoundTripper lets client-go reach the real transport to cancel requests.
