@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -99,14 +100,15 @@ func certificateRef(name, namespace string) *unstructured.Unstructured {
 }
 
 // setCertificateSpec copies the fields this manager owns (dnsNames, secretName,
-// issuerRef) from src into dst, leaving the rest of dst's spec alone.
-func setCertificateSpec(dst, src *unstructured.Unstructured) error {
+// issuerRef) from src into dst, both Certificates, leaving the rest of dst's spec alone.
+func setCertificateSpec(dst, src client.Object) error {
+	d, s := dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured)
 	for _, field := range []string{"dnsNames", "secretName", "issuerRef"} {
-		v, ok, err := unstructured.NestedFieldCopy(src.Object, "spec", field)
+		v, ok, err := unstructured.NestedFieldCopy(s.Object, "spec", field)
 		if err != nil || !ok {
 			return fmt.Errorf("certificate %s: spec.%s missing in the desired object", src.GetName(), field)
 		}
-		if err := unstructured.SetNestedField(dst.Object, v, "spec", field); err != nil {
+		if err := unstructured.SetNestedField(d.Object, v, "spec", field); err != nil {
 			return fmt.Errorf("certificate %s: setting spec.%s: %w", dst.GetName(), field, err)
 		}
 	}
@@ -147,9 +149,4 @@ func downstreamRoute(up *gatewayv1.HTTPRoute, hubNS string, parents []gatewayv1.
 		spec.ParentRefs = append(spec.ParentRefs, ref)
 	}
 	return &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: *spec}, nil
-}
-
-// objectMeta returns metadata naming name in namespace.
-func objectMeta(name, namespace string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Name: name, Namespace: namespace}
 }

@@ -135,13 +135,14 @@ func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1
 }
 
 // pickHTTPSListenerName returns the existing listener's name for host if there is one
-// and it is free, else the derived name, else its digest form.
+// and it is free, else "https-<host>", else "https-" and host's digest: derived from
+// host alone, so removing a hostname renames no other listener.
 func pickHTTPSListenerName(gateway string, host gatewayv1.Hostname, existing *gatewayv1.Gateway, used map[gatewayv1.SectionName]bool) (gatewayv1.SectionName, error) {
 	var candidates []gatewayv1.SectionName
 	if l := findListener(existing, gatewayv1.HTTPSProtocolType, HTTPSPort, &host); l != nil {
 		candidates = append(candidates, l.Name)
 	}
-	candidates = append(candidates, httpsListenerName(gateway, host), gatewayv1.SectionName(httpsListenerPrefix+digest(string(host), 16)))
+	candidates = append(candidates, gatewayv1.SectionName(httpsListenerPrefix+string(host)), gatewayv1.SectionName(httpsListenerPrefix+digest(string(host), 16)))
 	for _, c := range candidates {
 		if used[c] {
 			continue
@@ -398,17 +399,6 @@ const (
 // the Secret it writes (wire format: <gateway>-<listener>).
 func CertificateName(gateway string, listener gatewayv1.SectionName) string {
 	return gateway + "-" + string(listener)
-}
-
-// httpsListenerName names the HTTPS listener for hostname: "https-<hostname>", or
-// "https-" and a digest when the certificate name would be too long. It depends only
-// on gateway and hostname, so removing a hostname renames no other listener.
-func httpsListenerName(gateway string, hostname gatewayv1.Hostname) gatewayv1.SectionName {
-	readable := gatewayv1.SectionName(httpsListenerPrefix + string(hostname))
-	if len(validation.IsDNS1123Subdomain(CertificateName(gateway, readable))) == 0 {
-		return readable
-	}
-	return gatewayv1.SectionName(httpsListenerPrefix + digest(string(hostname), 16))
 }
 
 // backendServiceName names the Service of the backend of the proxy's rule at index rule:

@@ -300,11 +300,15 @@ func TestBuildProxyObjectsAreControlledByTheProxy(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
+	listener, err := pickHTTPSListenerName("web", "a.example.com", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		reason, got, want string
 	}{
 		{"certificate: <gateway>-<listener>", CertificateName("web", "https-a.example.com"), "web-https-a.example.com"},
-		{"listener: https-<hostname>", string(httpsListenerName("web", "a.example.com")), "https-a.example.com"},
+		{"listener: https-<hostname>", string(listener), "https-a.example.com"},
 		{"service: <proxy>-backend-<rule>", backendServiceName("web", 3), "web-backend-3"},
 		{"service: a dotted proxy name is no DNS-1035 label", backendServiceName("web.v2", 0), "backend-" + digest("web.v2", 12) + "-0"},
 		{"service: a proxy name starting with a digit", backendServiceName("1web", 0), "backend-" + digest("1web", 12) + "-0"},

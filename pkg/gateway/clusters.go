@@ -113,7 +113,12 @@ func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Requ
 	if s == nil || err != nil {
 		return reconcile.Result{}, quietIfNotHeld(admitted, err)
 	}
-	err = runPhases(admitted, s, steps.phases)
+	for _, p := range steps.phases {
+		var done bool
+		if done, err = p(admitted, s); done || err != nil {
+			break
+		}
+	}
 	if steps.finish == nil {
 		return reconcile.Result{}, err
 	}
@@ -125,17 +130,6 @@ func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Requ
 		return reconcile.Result{}, err
 	}
 	return result, nil
-}
-
-// runPhases runs phases in order until one is done or fails, and returns the error
-// that ended them.
-func runPhases[S any](ctx context.Context, s *S, phases []phase[S]) error {
-	for _, p := range phases {
-		if done, err := p(ctx, s); done || err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // refused ends a request that admission refused (see Admission).

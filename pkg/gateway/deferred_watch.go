@@ -64,8 +64,17 @@ func (p *projectGates) gateOf(project multicluster.ClusterName) *gate {
 
 // open opens project's gate, if the project is engaged, and starts its deferred watches.
 func (p *projectGates) open(project multicluster.ClusterName) {
-	if g := p.gateOf(project); g != nil {
-		g.openNow()
+	g := p.gateOf(project)
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	pending := g.pending // none once open: whenOpen keeps nothing then
+	g.open, g.pending = true, nil
+	g.mu.Unlock()
+	for _, start := range pending {
+		// Starting a watch waits for its informer to sync: not on the reconcile's time.
+		go start()
 	}
 }
 
@@ -78,17 +87,6 @@ func (p *projectGates) isOpen(project multicluster.ClusterName) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.open
-}
-
-func (g *gate) openNow() {
-	g.mu.Lock()
-	pending := g.pending // none once open: whenOpen keeps nothing then
-	g.open, g.pending = true, nil
-	g.mu.Unlock()
-	for _, start := range pending {
-		// Starting a watch waits for its informer to sync: not on the reconcile's time.
-		go start()
-	}
 }
 
 // whenOpen reports whether g is open; if not, it keeps start for the opening.

@@ -365,8 +365,7 @@ type proxySlots struct {
 	cap     int
 	clk     clock.WithDelayedExecution
 	enqueue func(mcreconcile.Request)
-
-	mu       sync.Mutex
+	// rankings needs no lock of its own: the LRU is safe for concurrent use.
 	rankings *lru.Cache[string, *ranking]
 }
 
@@ -423,9 +422,7 @@ func (p *proxySlots) refusal(ctx context.Context, project string, reader client.
 
 func (p *proxySlots) rankingOf(ctx context.Context, project string, reader client.Reader, key types.NamespacedName) (*ranking, error) {
 	now := p.clk.Now()
-	p.mu.Lock()
 	r, ok := p.rankings.Get(project)
-	p.mu.Unlock()
 	if ok && now.Sub(r.at) < rankFreshFor {
 		if _, known := r.rank[key]; known {
 			return r, nil
@@ -436,9 +433,7 @@ func (p *proxySlots) rankingOf(ctx context.Context, project string, reader clien
 		return nil, fmt.Errorf("listing the project's proxies to rank them: %w", err)
 	}
 	r = rankProxies(list.Items, now)
-	p.mu.Lock()
 	p.rankings.Add(project, r)
-	p.mu.Unlock()
 	return r, nil
 }
 
@@ -467,9 +462,7 @@ func (p *proxySlots) released(project string, gone types.NamespacedName) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
 	r, ok := p.rankings.Get(project)
-	p.mu.Unlock()
 	if !ok {
 		return
 	}
@@ -478,7 +471,5 @@ func (p *proxySlots) released(project string, gone types.NamespacedName) {
 		next := mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: r.order[p.cap]}}
 		p.clk.AfterFunc(slotHandOverDelay, func() { p.enqueue(next) })
 	}
-	p.mu.Lock()
 	p.rankings.Remove(project) // the next reconcile ranks again without the gone proxy
-	p.mu.Unlock()
 }

@@ -200,3 +200,8 @@ func kindOf(obj client.Object) string {
 	}
 	return fmt.Sprintf("%T", obj)
 }
+
+// objectMeta returns metadata naming name in namespace.
+func objectMeta(name, namespace string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Name: name, Namespace: namespace}
+}

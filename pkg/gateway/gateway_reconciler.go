@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -90,7 +90,7 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 		}
 	}
 	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
-		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: objectMeta(s.gw.Name, w.ns)}); err != nil {
+		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: s.gw.Name, Namespace: w.ns}}); err != nil {
 			return err
 		}
 		for _, name := range certificateNamesToDelete(s.gw, w.written.namesOf(w.owner.UID, kindCertificate, w.ns)) {
@@ -181,7 +181,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	want := map[string]bool{}
 	for _, c := range certs {
 		want[c.GetName()] = true
-		if _, err := w.apply(ctx, kindCertificate, c, copyCertificateSpec); err != nil {
+		if _, err := w.apply(ctx, kindCertificate, c, setCertificateSpec); err != nil {
 			return nil, err
 		}
 	}
@@ -202,8 +202,4 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 func copyGatewaySpec(dst, src client.Object) error {
 	dst.(*gatewayv1.Gateway).Spec = *src.(*gatewayv1.Gateway).Spec.DeepCopy()
 	return nil
-}
-
-func copyCertificateSpec(dst, src client.Object) error {
-	return setCertificateSpec(dst.(*unstructured.Unstructured), src.(*unstructured.Unstructured))
 }

@@ -54,21 +54,6 @@ func judgeLive(live client.Object, uid types.UID, finalizer string) guardVerdict
 	return guardPass
 }
 
-// liveGuard reads cached's object through reader, which must not be a cache, and
-// judges it; it also returns the object read (nil when gone). Not knowing is not
-// passing: any other error is returned.
-func liveGuard(ctx context.Context, reader client.Reader, cached client.Object, finalizer string) (guardVerdict, client.Object, error) {
-	live := newEmptyLike(cached)
-	err := reader.Get(ctx, client.ObjectKeyFromObject(cached), live)
-	if apierrors.IsNotFound(err) {
-		return judgeLive(nil, cached.GetUID(), finalizer), nil, nil
-	}
-	if err != nil {
-		return "", nil, fmt.Errorf("reading %s live for the live guard: %w", client.ObjectKeyFromObject(cached), err)
-	}
-	return judgeLive(live, cached.GetUID(), finalizer), live, nil
-}
-
 // newEmptyLike returns an empty object of obj's type (and kind, for unstructured).
 func newEmptyLike(obj client.Object) client.Object {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -110,17 +95,21 @@ func (r *guardRefusal) Error() string {
 }
 
 // checkLive reads every owner live, in order: a counted *guardRefusal for the first
-// that fails, the read error, or, when every owner passes, the first one as read.
+// that fails, the read error (not knowing is not passing), or, when every owner
+// passes, the first one as read.
 func (g ownersGuard) checkLive(ctx context.Context) (client.Object, error) {
 	var first client.Object
 	for i, o := range g.owners {
-		v, live, err := liveGuard(ctx, g.reader, o.obj, o.finalizer)
-		if err != nil {
-			return nil, err
+		key := client.ObjectKeyFromObject(o.obj)
+		live := newEmptyLike(o.obj)
+		if err := g.reader.Get(ctx, key, live); apierrors.IsNotFound(err) {
+			live = nil
+		} else if err != nil {
+			return nil, fmt.Errorf("reading %s live for the live guard: %w", key, err)
 		}
-		if v != guardPass {
+		if v := judgeLive(live, o.obj.GetUID(), o.finalizer); v != guardPass {
 			g.metrics.guardRefusal(o.kind, v)
-			return nil, &guardRefusal{kind: o.kind, key: client.ObjectKeyFromObject(o.obj), verdict: v}
+			return nil, &guardRefusal{kind: o.kind, key: key, verdict: v}
 		}
 		if i == 0 {
 			first = live
@@ -187,16 +176,12 @@ type createsOnceTransport struct{ next http.RoundTripper }
 
 func (t createsOnceTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.next.RoundTrip(r)
-	if err == nil && r.Method == http.MethodPost && retriedByClientGo(resp.StatusCode) {
+	// client-go resends a 429 or 5xx that carries Retry-After.
+	if err == nil && r.Method == http.MethodPost && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= http.StatusInternalServerError) {
 		resp.Header = resp.Header.Clone()
 		resp.Header.Del("Retry-After")
 	}
 	return resp, err
-}
-
-// retriedByClientGo reports whether client-go resends an answer of code with Retry-After.
-func retriedByClientGo(code int) bool {
-	return code == http.StatusTooManyRequests || code >= http.StatusInternalServerError
 }
 
 // WrappedRoundTripper lets client-go reach the real transport to cancel requests.

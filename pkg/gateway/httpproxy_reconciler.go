@@ -121,8 +121,10 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	if s.proxy.DeletionTimestamp == nil {
 		return false, nil
 	}
-	// The previous manager's replicator finalizer is honoured as ours.
-	finalizers := proxyFinalizersHeld(s.proxy)
+	// Ours, and the previous manager's replicator finalizer, honoured as ours.
+	finalizers := slices.DeleteFunc([]string{v1alpha.HTTPProxyFinalizer, v1alpha.HTTPProxyReplicatorFinalizer}, func(f string) bool {
+		return !controllerutil.ContainsFinalizer(s.proxy, f)
+	})
 	if len(finalizers) == 0 {
 		return true, nil
 	}
@@ -184,18 +186,6 @@ func (r *HTTPProxyReconciler) withinCap(ctx context.Context, s *proxyScope) (boo
 	}
 	s.requeueAfter = slotRecheck
 	return true, nil
-}
-
-// proxyFinalizersHeld returns the finalizers on proxy that finalize removes: ours and
-// the previous manager's replicator's.
-func proxyFinalizersHeld(proxy *v1alpha.HTTPProxy) []string {
-	var out []string
-	for _, f := range []string{v1alpha.HTTPProxyFinalizer, v1alpha.HTTPProxyReplicatorFinalizer} {
-		if controllerutil.ContainsFinalizer(proxy, f) {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // deleteControlled deletes the objects of list's kind in proxy's namespace that proxy

@@ -89,7 +89,7 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 // anchor, then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
 	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
-		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: objectMeta(s.route.Name, w.ns)}); err != nil {
+		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: s.route.Name, Namespace: w.ns}}); err != nil {
 			return err
 		}
 		return r.deleteBackendObjects(ctx, s, w, nil)

@@ -191,25 +191,19 @@ func (p *ProxyConditions) Collect(ch chan<- prometheus.Metric) {
 	defer p.mu.Unlock()
 	for project, e := range p.projects {
 		for _, typ := range proxyConditionTypes {
-			counts := e.countByStatus(typ)
+			counts := map[metav1.ConditionStatus]int{}
+			for _, conds := range e.proxies {
+				st, ok := conds[typ]
+				if !ok {
+					st = metav1.ConditionUnknown
+				}
+				counts[st]++
+			}
 			for _, st := range conditionStatuses {
 				ch <- prometheus.MustNewConstMetric(p.desc, prometheus.GaugeValue, float64(counts[st]), project, typ, string(st))
 			}
 		}
 	}
-}
-
-// countByStatus counts the project's proxies by the status of condition typ.
-func (e *engagedProject) countByStatus(typ string) map[metav1.ConditionStatus]int {
-	counts := map[metav1.ConditionStatus]int{}
-	for _, conds := range e.proxies {
-		st, ok := conds[typ]
-		if !ok {
-			st = metav1.ConditionUnknown
-		}
-		counts[st]++
-	}
-	return counts
 }
 
 // Engage implements multicluster.Aware: the project is counted until ctx ends. A
