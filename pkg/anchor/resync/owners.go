@@ -89,21 +89,15 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 	gvk := mapping.GroupVersionKind
 	gvk.Kind += "List"
 	for cont := ""; ; {
-		if err := p.live(ctx); err != nil {
-			return ownerList{}, err
-		}
 		page := &metav1.PartialObjectMetadataList{}
 		page.SetGroupVersionKind(gvk)
 		var listErr error
-		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-			defer cancel()
+		err := p.liveRead(ctx, func(ctx context.Context) error {
 			// No resourceVersion: a quorum read, never the watch cache.
-			if err := p.plane.Live.List(rctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
+			if err := p.plane.Live.List(ctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
 				listErr = fmt.Errorf("listing %s in %s: %w", mapping.Resource.GroupResource(), b.Namespace, err)
 			}
-			p.noteRead(listErr)
-			return nil
+			return listErr
 		})
 		if err != nil {
 			return ownerList{}, err

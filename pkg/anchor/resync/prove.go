@@ -101,16 +101,10 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	}
 	st := NamespaceUnknown
 	if !p.unreachable {
-		if err := p.live(ctx); err != nil {
-			return st, err
-		}
-		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-			defer cancel()
+		err := p.liveRead(ctx, func(ctx context.Context) error {
 			var err error
-			st, err = p.plane.readNamespace(rctx, ns, hubNS)
-			p.noteRead(err)
-			return nil
+			st, err = p.plane.readNamespace(ctx, ns, hubNS)
+			return err
 		})
 		if err != nil {
 			return st, err
@@ -148,34 +142,35 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 	if detail, ok := p.forbidden[gk]; ok {
 		return Observation{State: Forbidden}, detail, nil
 	}
-	if err := p.live(ctx); err != nil {
-		return Observation{State: Failed}, "", err
-	}
-	var obs Observation
+	obs := Observation{State: Failed}
 	var detail string
-	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-		defer cancel()
-		o, err := p.plane.readLive(rctx, owner)
-		obs = o
+	err := p.liveRead(ctx, func(ctx context.Context) error {
+		var err error
+		obs, err = p.plane.readLive(ctx, owner)
 		if err != nil {
 			detail = err.Error()
 		}
-		if o.State == Forbidden {
+		if obs.State == Forbidden {
 			p.forbidden[gk] = detail
 		}
-		p.noteRead(err)
-		return nil
+		return err
 	})
 	return obs, detail, err
 }
 
-// live waits for the project's live-read rate limiter.
-func (p *pass) live(ctx context.Context) error {
+// liveRead waits for the project's live-read rate limiter, then runs read in a step of
+// its own, bounded by liveTimeout, and counts its error (noteRead); only an abort is an
+// error.
+func (p *pass) liveRead(ctx context.Context, read func(ctx context.Context) error) error {
 	if err := p.memory.live.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to read the plane: %w", errAborted, err)
 	}
-	return nil
+	return p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
+		defer cancel()
+		p.noteRead(read(rctx))
+		return nil
+	})
 }
 
 // noteRead counts the unreachable failures in a row; a success resets the count.
