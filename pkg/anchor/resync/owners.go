@@ -5,7 +5,6 @@ package resync
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -117,13 +116,4 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 			return out, nil
 		}
 	}
-}
-
-// ownerReadable reports whether a GET would read owners of gk (configured, not refused).
-func (p *pass) ownerReadable(gk schema.GroupKind) bool {
-	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
-		return false
-	}
-	_, refused := p.forbidden[gk]
-	return !refused
 }

@@ -114,9 +114,11 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	return st, nil
 }
 
-// proveOwner reads owner live: from a batched list (owners.go) if it may, else a GET.
+// proveOwner reads owner live: from a batched list (owners.go) if a GET would read it
+// (configured, not refused), else a GET.
 func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
-	if !p.unreachable && p.ownerReadable(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
+	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
+	if _, refused := p.forbidden[gk]; !p.unreachable && !refused && slices.Contains(p.opts.LiveOwnerKinds, gk) {
 		obs, ok, err := p.batchedOwner(ctx, owner)
 		if err != nil || ok {
 			return obs, "", err
