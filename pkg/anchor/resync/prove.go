@@ -67,7 +67,7 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	read, lost, mass := namespaceLoss(p.namespaces)
 	if !mass {
 		if p.planeCheck.LossAcknowledged && p.recordIdentity && !p.opts.DryRun {
-			return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
+			return p.step(ctx, func(ctx context.Context, w client.Writer, r client.Reader) error {
 				if err := clearLossAcknowledgement(ctx, r, w, p.leaseNamespace, p.project, p.planeCheck.Current); err != nil {
 					p.log.Info("Clearing the acknowledgement on the plane identity record failed", "error", err.Error())
 				}
@@ -167,7 +167,7 @@ func (p *pass) liveRead(ctx context.Context, read func(ctx context.Context) erro
 	if err := p.memory.live.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to read the plane: %w", errAborted, err)
 	}
-	return p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+	return p.step(ctx, func(ctx context.Context, _ client.Writer, _ client.Reader) error {
 		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 		defer cancel()
 		p.noteRead(read(rctx))
