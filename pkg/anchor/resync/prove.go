@@ -4,10 +4,13 @@ package resync
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -189,6 +192,23 @@ func (p *pass) noteRead(err error) {
 		p.unreachable = true
 		p.log.Info("Treating the plane as unreachable for the rest of the pass", "failedReads", p.failures, "lastError", err.Error())
 	}
+}
+
+// unreachable reports whether a failed read counts toward the plane being unreachable:
+// transport errors, timeouts, 5xx and 401 do; 403, 404, 429 and other client errors do
+// not (docs/design.md, Unknown, and charging failures to what failed).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusUnauthorized || code >= http.StatusInternalServerError ||
+			apierrors.IsUnauthorized(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	}
+	// Anything else but a missing mapping is the transport or a timeout.
+	return !meta.IsNoMatchError(err)
 }
 
 // remember records the proofs held now, first seen when, and forgets the rest.
