@@ -80,11 +80,6 @@ type projectLoop struct {
 	cancel  context.CancelFunc
 }
 
-// newDeletionLimiter returns the rate limiter of a replica's deletions.
-func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
-	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, deletionBurst)
-}
-
 // New builds a Resync, to add to the multicluster manager (which registers it with the shard).
 func New(cfg Config) (*Resync, error) {
 	if err := cfg.Options.Validate(); err != nil {
@@ -117,7 +112,7 @@ func New(cfg Config) (*Resync, error) {
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
 			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, observer: cfg.Observer, hubClock: cfg.HubClock,
-			opts: opts, deletes: newDeletionLimiter(opts), recordIdentity: true,
+			opts: opts, deletes: flowcontrol.NewTokenBucketRateLimiter(opts.DeletionQPS, deletionBurst), recordIdentity: true,
 		},
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -94,7 +95,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		deps: passDeps{
 			holder: "sweep", admission: openAdmission{}, hub: staticHub{c: hub},
 			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
-			events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
+			events: recorder, opts: ro, deletes: flowcontrol.NewTokenBucketRateLimiter(ro.DeletionQPS, deletionBurst), recordIdentity: !ro.DryRun,
 		},
 		log: opts.Logger, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
