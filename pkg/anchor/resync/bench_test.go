@@ -268,7 +268,7 @@ func (h *benchHub) passMaker(b *testing.B, opts Options) func() *pass {
 			b.Fatal(err)
 		}
 	}
-	mem := newProjectMemory(opts)
+	mem := newProjectMemory()
 	mem.live = flowcontrol.NewFakeAlwaysRateLimiter()
 	return func() *pass {
 		return newPass(passDeps{

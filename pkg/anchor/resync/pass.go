@@ -59,7 +59,7 @@ type projectMemory struct {
 	live       flowcontrol.RateLimiter
 }
 
-func newProjectMemory(o Options) *projectMemory {
+func newProjectMemory() *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(liveQPS, liveBurst)}
 }
 

@@ -253,7 +253,7 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 	} else {
 		log.Info("The project's cache cannot be read without starting informers; every owner is read live")
 	}
-	mem := newProjectMemory(r.opts)
+	mem := newProjectMemory()
 	delay := time.Duration(0)
 	if r.opts.InitialJitter > 0 {
 		delay = rand.N(r.opts.InitialJitter)

@@ -214,7 +214,7 @@ func (s *sweeper) deliver(r PassReport) {
 func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassReport, error) {
 	mem := s.memory[project]
 	if mem == nil {
-		mem = newProjectMemory(s.deps.opts)
+		mem = newProjectMemory()
 		s.memory[project] = mem
 	}
 	rep, err := newPass(s.deps, project, plane, mem, s.log.WithValues("project", project)).run(ctx)
