@@ -253,7 +253,8 @@ func (p *pass) examine(ctx context.Context) error {
 			it := &items[len(items)-1]
 			it.facts = Facts{
 				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
-				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
+				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1,
+				Timing: Timing{MinAge: p.opts.MinAge, ConfirmAfter: p.opts.ConfirmAfter, StuckAfter: p.opts.StuckAfter, ClaimPasses: p.opts.ClaimPasses},
 			}
 			// IsAnchor without decoding twice: looksLikeAnchor checked name and namespace.
 			if owner, err := anchor.Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
