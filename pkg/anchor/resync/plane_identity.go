@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -143,13 +144,7 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Writer, le
 // ownerReferences and, when acknowledged, the acknowledgement; on cm's resourceVersion.
 func rewriteRecord(ctx context.Context, writer client.Writer, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
 	cm = cm.DeepCopy()
-	var refs []metav1.OwnerReference
-	for _, ref := range cm.OwnerReferences {
-		if ref.Kind != "Secret" {
-			refs = append(refs, ref)
-		}
-	}
-	cm.OwnerReferences = refs
+	cm.OwnerReferences = slices.DeleteFunc(cm.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.Kind == "Secret" })
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
