@@ -38,14 +38,9 @@ type AnchorCache struct {
 	store toolscache.Indexer
 }
 
-// AnchorCacheOptions configure NewAnchorCache. Zero values are built from the config.
-type AnchorCacheOptions struct {
-	HTTPClient *http.Client
-	Mapper     meta.RESTMapper
-}
-
-// NewAnchorCache builds the anchor cache of the hub at cfg.
-func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptions) (*AnchorCache, error) {
+// NewAnchorCache builds the anchor cache of the hub at cfg, through hc and mapper (built
+// from cfg when nil).
+func NewAnchorCache(ctx context.Context, cfg *rest.Config, hc *http.Client, mapper meta.RESTMapper) (*AnchorCache, error) {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor label selector: %w", err)
@@ -55,8 +50,8 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 		return nil, fmt.Errorf("building the anchor cache scheme: %w", err)
 	}
 	c, err := cache.New(cfg, cache.Options{
-		HTTPClient:                  opts.HTTPClient,
-		Mapper:                      opts.Mapper,
+		HTTPClient:                  hc,
+		Mapper:                      mapper,
 		Scheme:                      scheme,
 		DefaultLabelSelector:        labels.NewSelector().Add(*req),
 		DefaultTransform:            slimAnchor,
@@ -226,7 +221,7 @@ func nameBucket(name string) string {
 // StartSynced runs the cache outside a manager until synced; stop ends it, returning Start's error.
 func StartSynced(ctx context.Context, cfg *rest.Config) (c *AnchorCache, stop func() error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	c, err = NewAnchorCache(ctx, cfg, AnchorCacheOptions{})
+	c, err = NewAnchorCache(ctx, cfg, nil, nil)
 	if err != nil {
 		cancel()
 		return nil, nil, err

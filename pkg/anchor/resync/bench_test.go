@@ -195,7 +195,7 @@ func setupBenchHub(ctx context.Context) *benchHub {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	c, err := NewAnchorCache(ctx, hubConfig, AnchorCacheOptions{})
+	c, err := NewAnchorCache(ctx, hubConfig, nil, nil)
 	if err != nil {
 		return fail(err)
 	}

@@ -124,7 +124,7 @@ func New(cfg Config) (*Resync, error) {
 // AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to mgr.
 func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
-	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
+	anchors, err := NewAnchorCache(ctx, local.GetConfig(), local.GetHTTPClient(), local.GetRESTMapper())
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
