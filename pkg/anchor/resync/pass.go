@@ -214,7 +214,7 @@ func (p *pass) examine(ctx context.Context) error {
 		p.memory.secretName = sec.Name
 		p.memory.retiredAt = time.Time{}
 		p.secret = sec
-		p.rep.Excluded = excluded(sec)
+		p.rep.Excluded = strings.EqualFold(sec.Annotations[AnnotationExclude], "true")
 		if p.plane.SecretUID != "" && p.plane.SecretUID != sec.UID {
 			// Built from a Secret replaced since: its reads prove nothing.
 			p.rep.Plane = PlaneUnverified
