@@ -218,7 +218,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 	deps := idx.byOwner[it.obj.UID]
 	it.deps = []string{}
 	for _, d := range deps {
-		it.deps = append(it.deps, dependentRef(d))
+		it.deps = append(it.deps, fmt.Sprintf("%s %s (uid %s)", d.GroupVersionKind().GroupKind(), d.Name, d.UID))
 	}
 	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
 	if p.retired {

@@ -381,8 +381,3 @@ func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (typ
 func (idx dependentsIndex) forget(uid types.UID) {
 	delete(idx.existing, uid)
 }
-
-// dependentRef names a dependent in reports and Events.
-func dependentRef(dep *metav1.PartialObjectMetadata) string {
-	return fmt.Sprintf("%s %s (uid %s)", dep.GroupVersionKind().GroupKind(), dep.Name, dep.UID)
-}
