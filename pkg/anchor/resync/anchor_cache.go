@@ -154,7 +154,15 @@ func slimAnchor(obj any) (any, error) {
 	name, rest := own[:len(o.Name)], own[len(o.Name):]
 	uid, rest := rest[:len(o.UID)], rest[len(o.UID):]
 	rv, ownerName := rest[:len(o.ResourceVersion)], rest[len(o.ResourceVersion):]
-	return newCachedAnchor(o, name, types.UID(uid), rv, ownerName), nil
+	c := &cachedAnchor{
+		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),
+		name:     name, namespace: shared(o.Namespace), uid: types.UID(uid), resourceVersion: rv,
+		labels: slimLabels(o.Labels, ownerName), created: o.CreationTimestamp,
+	}
+	if o.OwnerReferences != nil || o.DeletionTimestamp != nil || o.Finalizers != nil {
+		c.rare = &cachedRare{ownerReferences: o.OwnerReferences, deletionTimestamp: o.DeletionTimestamp, finalizers: o.Finalizers}
+	}
+	return c, nil
 }
 
 // sharedLabelValues are the anchor labels whose values repeat across anchors.
