@@ -57,10 +57,14 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err := ro.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("resync options: %w", err)
 	}
-	opts, err := opts.withDefaults()
-	if err != nil {
-		return nil, nil, err
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := corev1.AddToScheme(opts.Scheme); err != nil {
+			return nil, nil, err
+		}
 	}
+	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
+	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
 	hub, err := client.New(opts.Hub, client.Options{Scheme: opts.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the hub client: %w", err)
@@ -106,19 +110,6 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	out := slices.AppendSeq(make([]PassReport, 0, len(s.reports)), maps.Values(s.reports))
 	slices.SortFunc(out, func(a, b PassReport) int { return strings.Compare(a.Project, b.Project) })
 	return out, unownedReports(anchors, s.reports, opts.Projects, ro.Clock.Now()), err
-}
-
-// withDefaults fills in the scheme, the lease namespace and the Secret label.
-func (opts SweepOptions) withDefaults() (SweepOptions, error) {
-	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		if err := corev1.AddToScheme(opts.Scheme); err != nil {
-			return opts, err
-		}
-	}
-	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
-	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
-	return opts, nil
 }
 
 // covers reports whether a sweep of projects (every project when none) covers project.
