@@ -38,14 +38,9 @@ type AnchorCache struct {
 	store toolscache.Indexer
 }
 
-// AnchorCacheOptions configure NewAnchorCache. Zero values are built from the config.
-type AnchorCacheOptions struct {
-	HTTPClient *http.Client
-	Mapper     meta.RESTMapper
-}
-
-// NewAnchorCache builds the anchor cache of the hub at cfg.
-func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptions) (*AnchorCache, error) {
+// NewAnchorCache builds the anchor cache of the hub at cfg, through hc and mapper (built
+// from cfg when nil).
+func NewAnchorCache(ctx context.Context, cfg *rest.Config, hc *http.Client, mapper meta.RESTMapper) (*AnchorCache, error) {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor label selector: %w", err)
@@ -55,8 +50,8 @@ func NewAnchorCache(ctx context.Context, cfg *rest.Config, opts AnchorCacheOptio
 		return nil, fmt.Errorf("building the anchor cache scheme: %w", err)
 	}
 	c, err := cache.New(cfg, cache.Options{
-		HTTPClient:                  opts.HTTPClient,
-		Mapper:                      opts.Mapper,
+		HTTPClient:                  hc,
+		Mapper:                      mapper,
 		Scheme:                      scheme,
 		DefaultLabelSelector:        labels.NewSelector().Add(*req),
 		DefaultTransform:            slimAnchor,
@@ -159,7 +154,15 @@ func slimAnchor(obj any) (any, error) {
 	name, rest := own[:len(o.Name)], own[len(o.Name):]
 	uid, rest := rest[:len(o.UID)], rest[len(o.UID):]
 	rv, ownerName := rest[:len(o.ResourceVersion)], rest[len(o.ResourceVersion):]
-	return newCachedAnchor(o, name, types.UID(uid), rv, ownerName), nil
+	c := &cachedAnchor{
+		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),
+		name:     name, namespace: shared(o.Namespace), uid: types.UID(uid), resourceVersion: rv,
+		labels: slimLabels(o.Labels, ownerName), created: o.CreationTimestamp,
+	}
+	if o.OwnerReferences != nil || o.DeletionTimestamp != nil || o.Finalizers != nil {
+		c.rare = &cachedRare{ownerReferences: o.OwnerReferences, deletionTimestamp: o.DeletionTimestamp, finalizers: o.Finalizers}
+	}
+	return c, nil
 }
 
 // sharedLabelValues are the anchor labels whose values repeat across anchors.
@@ -226,7 +229,7 @@ func nameBucket(name string) string {
 // StartSynced runs the cache outside a manager until synced; stop ends it, returning Start's error.
 func StartSynced(ctx context.Context, cfg *rest.Config) (c *AnchorCache, stop func() error, err error) {
 	ctx, cancel := context.WithCancel(ctx)
-	c, err = NewAnchorCache(ctx, cfg, AnchorCacheOptions{})
+	c, err = NewAnchorCache(ctx, cfg, nil, nil)
 	if err != nil {
 		cancel()
 		return nil, nil, err

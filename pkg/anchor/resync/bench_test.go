@@ -195,7 +195,7 @@ func setupBenchHub(ctx context.Context) *benchHub {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	c, err := NewAnchorCache(ctx, hubConfig, AnchorCacheOptions{})
+	c, err := NewAnchorCache(ctx, hubConfig, nil, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -268,7 +268,7 @@ func (h *benchHub) passMaker(b *testing.B, opts Options) func() *pass {
 			b.Fatal(err)
 		}
 	}
-	mem := newProjectMemory(opts)
+	mem := newProjectMemory()
 	mem.live = flowcontrol.NewFakeAlwaysRateLimiter()
 	return func() *pass {
 		return newPass(passDeps{

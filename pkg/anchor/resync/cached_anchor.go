@@ -72,16 +72,3 @@ func (c *cachedAnchor) DeepCopyObject() runtime.Object {
 	}
 	return &out
 }
-
-// newCachedAnchor returns o's cachedAnchor, holding the strings given (slimAnchor).
-func newCachedAnchor(o *metav1.PartialObjectMetadata, name string, uid types.UID, resourceVersion, ownerName string) *cachedAnchor {
-	c := &cachedAnchor{
-		typeMeta: unique.Make(metav1.TypeMeta{APIVersion: o.APIVersion, Kind: o.Kind}),
-		name:     name, namespace: shared(o.Namespace), uid: uid, resourceVersion: resourceVersion,
-		labels: slimLabels(o.Labels, ownerName), created: o.CreationTimestamp,
-	}
-	if o.OwnerReferences != nil || o.DeletionTimestamp != nil || o.Finalizers != nil {
-		c.rare = &cachedRare{ownerReferences: o.OwnerReferences, deletionTimestamp: o.DeletionTimestamp, finalizers: o.Finalizers}
-	}
-	return c
-}

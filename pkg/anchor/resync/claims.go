@@ -26,7 +26,7 @@ func (p *pass) releaseClaims(ctx context.Context) error {
 		return nil
 	}
 	var claims []metav1.PartialObjectMetadata
-	if err := p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
+	if err := p.step(ctx, func(ctx context.Context, _ client.Writer, r client.Reader) error {
 		list := coreMetaList("ConfigMapList")
 		err := r.List(ctx, list, client.InNamespace(p.opts.ClaimsNamespace), client.HasLabels{anchor.LabelClusterName})
 		if err != nil {
@@ -83,7 +83,7 @@ func (p *pass) release(ctx context.Context, claim *metav1.PartialObjectMetadata,
 		p.log.Info("Would release a hostname claim: its Gateway is gone", "hostname", claim.Name, "gateway", owner.Namespace+"/"+owner.Name, "dryRun", p.opts.DryRun, "switchedOff", p.rep.SwitchedOff)
 		return nil
 	}
-	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
+	return p.step(ctx, func(ctx context.Context, w client.Writer, _ client.Reader) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: claim.Name}}
 		uid, rv := claim.UID, claim.ResourceVersion
 		err := w.Delete(ctx, cm, client.Preconditions{UID: &uid, ResourceVersion: &rv})

@@ -115,7 +115,7 @@ func (p *pass) readSwitch(ctx context.Context) error {
 	if !p.switchReadAt.IsZero() && time.Since(p.switchReadAt) < switchFresh {
 		return nil
 	}
-	return p.step(ctx, func(ctx context.Context, _ client.Client, r client.Reader) error {
+	return p.step(ctx, func(ctx context.Context, _ client.Writer, r client.Reader) error {
 		p.switchReadAt = time.Now()
 		on, err := deletionSwitch(ctx, r, p.leaseNamespace)
 		p.rep.SwitchedOff = !on
@@ -177,7 +177,7 @@ func (p *pass) collectNamespace(ctx context.Context, ns string, candidates []*it
 // per kind (kinds discovered once per pass). listErr is a failed read; err, an abort.
 func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.PartialObjectMetadata, listErr, err error) {
 	if p.kinds == nil {
-		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+		err = p.step(ctx, func(ctx context.Context, _ client.Writer, _ client.Reader) error {
 			p.kinds, p.kindsErr = p.dependents.Kinds(ctx)
 			return nil
 		})
@@ -189,7 +189,7 @@ func (p *pass) listNamespace(ctx context.Context, ns string) (objs []metav1.Part
 		return nil, p.kindsErr, nil
 	}
 	for _, kind := range p.kinds {
-		err = p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+		err = p.step(ctx, func(ctx context.Context, _ client.Writer, _ client.Reader) error {
 			for cont := ""; ; {
 				items, next, err := p.dependents.List(ctx, kind, ns, cont)
 				objs, listErr = append(objs, items...), err
@@ -218,7 +218,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 	deps := idx.byOwner[it.obj.UID]
 	it.deps = []string{}
 	for _, d := range deps {
-		it.deps = append(it.deps, dependentRef(d))
+		it.deps = append(it.deps, fmt.Sprintf("%s %s (uid %s)", d.GroupVersionKind().GroupKind(), d.Name, d.UID))
 	}
 	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
 	if p.retired {
@@ -351,7 +351,7 @@ func (p *pass) delete(ctx context.Context, it *item) error {
 	if err := p.deletes.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to delete: %w", errAborted, err)
 	}
-	return p.step(ctx, func(ctx context.Context, w client.Client, _ client.Reader) error {
+	return p.step(ctx, func(ctx context.Context, w client.Writer, _ client.Reader) error {
 		log := p.log.WithValues("anchor", klog.KObj(it.obj), "uid", it.obj.UID, "owner", it.owner.String(), "proof", it.verdict.Reason, "labels", it.obj.Labels, "dependents", it.deps)
 		log.Info("Deleting anchor")
 		gone, err := anchor.DeleteAsChecked(ctx, w, it.obj)

@@ -30,7 +30,7 @@ func (d Decision) String() string {
 	return decisionNames[d]
 }
 
-// Reason says why a Decision was reached; each belongs to one decision (ReasonsOf).
+// Reason says why a Decision was reached; each belongs to one decision.
 type Reason string
 
 // Reasons for Keep.
@@ -85,9 +85,6 @@ var reasonsByDecision = map[Decision][]Reason{
 	Unknown: {ReasonMalformed, ReasonAmbiguous, ReasonKindNotServed, ReasonReadError, ReasonForbidden, ReasonKindNotConfigured, ReasonPlaneChanged, ReasonPlaneUnverified,
 		ReasonFinalizerStuck, ReasonForeignDependent, ReasonDependentsError, ReasonNotHeld, ReasonNoProjectSecret, ReasonUnreadableKubeconfig},
 }
-
-// ReasonsOf lists the reasons that lead to d.
-func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) }
 
 // PlaneState is what a pass knows of the project plane's identity.
 type PlaneState int

@@ -431,3 +431,6 @@ func TestNamespaceLoss(t *testing.T) {
 		}
 	}
 }
+
+// ReasonsOf lists the reasons that lead to d.
+func ReasonsOf(d Decision) []Reason { return slices.Clone(reasonsByDecision[d]) }

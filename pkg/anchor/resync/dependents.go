@@ -212,11 +212,6 @@ func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing
 	return true
 }
 
-// gkOf returns a listed dependent's group and kind.
-func gkOf(dep *metav1.PartialObjectMetadata) schema.GroupKind {
-	return dep.GroupVersionKind().GroupKind()
-}
-
 // judge decides what dep means for deleting the anchor (docs/design.md, No cascade into
 // live objects).
 func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
@@ -294,7 +289,7 @@ func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey,
 		return ownerKey{}, false
 	}
 	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
-	return key, ok && !foreign && wouldWrite(j.writes, schema.GroupKind{Group: key.Group, Kind: key.Kind}, key.Name, gkOf(dep), dep.Name)
+	return key, ok && !foreign && wouldWrite(j.writes, schema.GroupKind{Group: key.Group, Kind: key.Kind}, key.Name, dep.GroupVersionKind().GroupKind(), dep.Name)
 }
 
 // needsOwn reports whether the anchor's own owner would write a dependent: it is then
@@ -363,7 +358,7 @@ func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
 		for _, ref := range o.OwnerReferences {
 			idx.byOwner[ref.UID] = append(idx.byOwner[ref.UID], o)
 		}
-		if gkOf(o) == anchorKind && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
+		if o.GroupVersionKind().GroupKind() == anchorKind && o.DeletionTimestamp == nil && anchor.IsAnchor(o) {
 			if owner, err := anchor.Decode(o.Name, o.Labels); err == nil {
 				idx.anchors[keyOf(owner)] = append(idx.anchors[keyOf(owner)], o.UID)
 			}
@@ -385,9 +380,4 @@ func (idx dependentsIndex) sibling(owner anchor.Owner, anchorUID types.UID) (typ
 // forget drops an anchor about to be deleted from existing.
 func (idx dependentsIndex) forget(uid types.UID) {
 	delete(idx.existing, uid)
-}
-
-// dependentRef names a dependent in reports and Events.
-func dependentRef(dep *metav1.PartialObjectMetadata) string {
-	return fmt.Sprintf("%s %s (uid %s)", gkOf(dep), dep.Name, dep.UID)
 }

@@ -7,7 +7,7 @@
 // (examine, prove), decides each anchor, then acts (remember, collect, release claims):
 //
 //   - pass.go: one pass over one project, its phases, its state by phase, and examine
-//   - prove.go: the prove and remember phases (live reads, proofs kept for confirmation)
+//   - prove.go: the prove and remember phases (live reads, unreachable planes, proofs kept)
 //   - owners.go: batched live lists of owners, one per kind and upstream namespace
 //   - collect.go: the collect phase (ceiling, cap, dependents, switch, delete)
 //   - dependents.go: listing and judging the hub objects that hang on an anchor
@@ -19,7 +19,6 @@
 //   - gates.go: operator switches, kubeconfig Secrets, tombstones
 //   - plane_identity.go: the plane identity record: read, written, acknowledged, compared
 //   - live.go: Plane, reads of a project's owner cache and API server
-//   - failures.go: which failed reads make a plane unreachable
 //   - anchor_source.go: AnchorSource, and the sweep's one list of the hub's anchors
 //   - anchor_cache.go, cached_anchor.go: the metadata-only hub anchor cache
 //   - strict_cache.go: StrictCacheOption and StrictReader, a project cluster's cache

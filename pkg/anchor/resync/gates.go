@@ -98,11 +98,6 @@ func (s secrets) list(ctx context.Context, hub client.Reader) ([]metav1.PartialO
 	return list.Items, nil
 }
 
-// excluded reports whether a Secret excludes its project from deletions.
-func excluded(sec metav1.Object) bool {
-	return sec != nil && strings.EqualFold(sec.GetAnnotations()[AnnotationExclude], "true")
-}
-
 // deletionSwitch reads the runtime switch; one that cannot be read counts as off.
 func deletionSwitch(ctx context.Context, hub client.Reader, leaseNamespace string) (on bool, err error) {
 	ns := coreMeta("Namespace")

@@ -107,7 +107,11 @@ func (p Plane) readLive(ctx context.Context, owner anchor.Owner) (Observation, e
 	case apierrors.IsNotFound(err):
 		return Observation{State: NotServed}, err
 	case apierrors.IsForbidden(err):
-		return Observation{State: Forbidden}, fmt.Errorf("%s: %w", forbiddenDetail("get", mapping.Resource.GroupResource(), owner.Namespace), err)
+		where := "in namespace " + owner.Namespace
+		if owner.Namespace == "" {
+			where = "at cluster scope"
+		}
+		return Observation{State: Forbidden}, fmt.Errorf("forbidden: the manager may not get %s %s on the project's plane; anchors of this kind stay unknown until it may: %w", mapping.Resource.GroupResource(), where, err)
 	}
 	return Observation{State: Failed}, fmt.Errorf("reading %s live: %w", owner, err)
 }

@@ -128,7 +128,7 @@ func TestAnchorCacheHoldsLabelledConfigMapsByProject(t *testing.T) {
 	} {
 		g.Expect(c.Create(ctx, cm)).To(Succeed())
 	}
-	ac, err := NewAnchorCache(ctx, hubConfig, AnchorCacheOptions{})
+	ac, err := NewAnchorCache(ctx, hubConfig, nil, nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = ac.Start(ctx) }()
 	g.Expect(ac.WaitForCacheSync(ctx)).To(BeTrue())

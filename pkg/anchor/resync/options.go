@@ -177,7 +177,3 @@ func FormatGroupKinds(kinds []schema.GroupKind) string {
 	}
 	return strings.Join(parts, ",")
 }
-
-func (o Options) timing() Timing {
-	return Timing{MinAge: o.MinAge, ConfirmAfter: o.ConfirmAfter, StuckAfter: o.StuckAfter, ClaimPasses: o.ClaimPasses}
-}

@@ -5,7 +5,6 @@ package resync
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,21 +88,15 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 	gvk := mapping.GroupVersionKind
 	gvk.Kind += "List"
 	for cont := ""; ; {
-		if err := p.live(ctx); err != nil {
-			return ownerList{}, err
-		}
 		page := &metav1.PartialObjectMetadataList{}
 		page.SetGroupVersionKind(gvk)
 		var listErr error
-		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-			defer cancel()
+		err := p.liveRead(ctx, func(ctx context.Context) error {
 			// No resourceVersion: a quorum read, never the watch cache.
-			if err := p.plane.Live.List(rctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
+			if err := p.plane.Live.List(ctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
 				listErr = fmt.Errorf("listing %s in %s: %w", mapping.Resource.GroupResource(), b.Namespace, err)
 			}
-			p.noteRead(listErr)
-			return nil
+			return listErr
 		})
 		if err != nil {
 			return ownerList{}, err
@@ -123,13 +116,4 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 			return out, nil
 		}
 	}
-}
-
-// ownerReadable reports whether a GET would read owners of gk (configured, not refused).
-func (p *pass) ownerReadable(gk schema.GroupKind) bool {
-	if !slices.Contains(p.opts.LiveOwnerKinds, gk) {
-		return false
-	}
-	_, refused := p.forbidden[gk]
-	return !refused
 }

@@ -59,7 +59,7 @@ type projectMemory struct {
 	live       flowcontrol.RateLimiter
 }
 
-func newProjectMemory(o Options) *projectMemory {
+func newProjectMemory() *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(liveQPS, liveBurst)}
 }
 
@@ -187,7 +187,7 @@ func (p *pass) phases(ctx context.Context) error {
 }
 
 // step runs f inside the project's admission with the hub clients.
-func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Client, r client.Reader) error) error {
+func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Writer, r client.Reader) error) error {
 	sctx, release, err := p.admission.Enter(ctx, p.project)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errAborted, err)
@@ -197,13 +197,13 @@ func (p *pass) step(ctx context.Context, f func(ctx context.Context, w client.Cl
 	if err != nil {
 		return fmt.Errorf("%w: %w", errAborted, err)
 	}
-	return f(sctx, countingClient{w, &p.calls}, countingReader{r, &p.calls})
+	return f(sctx, countingWriter{w, &p.calls}, countingReader{r, &p.calls})
 }
 
 // examine reads the Secret, checks the plane identity and decides every anchor from the
 // owner's cache. A project with no Secret goes on only if a tombstone retires it.
 func (p *pass) examine(ctx context.Context) error {
-	err := p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
+	err := p.step(ctx, func(ctx context.Context, w client.Writer, r client.Reader) error {
 		sec, err := p.secrets.findKnown(ctx, r, p.project, p.memory.secretName)
 		if err != nil {
 			return err
@@ -214,7 +214,7 @@ func (p *pass) examine(ctx context.Context) error {
 		p.memory.secretName = sec.Name
 		p.memory.retiredAt = time.Time{}
 		p.secret = sec
-		p.rep.Excluded = excluded(sec)
+		p.rep.Excluded = strings.EqualFold(sec.Annotations[AnnotationExclude], "true")
 		if p.plane.SecretUID != "" && p.plane.SecretUID != sec.UID {
 			// Built from a Secret replaced since: its reads prove nothing.
 			p.rep.Plane = PlaneUnverified
@@ -229,7 +229,7 @@ func (p *pass) examine(ctx context.Context) error {
 		return err
 	}
 	// A step of its own: the reads above may have used up most of the first one.
-	return p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
+	return p.step(ctx, func(ctx context.Context, _ client.Writer, _ client.Reader) error {
 		objs, err := p.anchors.ProjectAnchors(ctx, p.project)
 		if err != nil {
 			return err
@@ -253,7 +253,8 @@ func (p *pass) examine(ctx context.Context) error {
 			it := &items[len(items)-1]
 			it.facts = Facts{
 				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
-				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1, Timing: p.opts.timing(),
+				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1,
+				Timing: Timing{MinAge: p.opts.MinAge, ConfirmAfter: p.opts.ConfirmAfter, StuckAfter: p.opts.StuckAfter, ClaimPasses: p.opts.ClaimPasses},
 			}
 			// IsAnchor without decoding twice: looksLikeAnchor checked name and namespace.
 			if owner, err := anchor.Decode(obj.Name, obj.Labels); err != nil || len(obj.OwnerReferences) > 0 {
@@ -291,7 +292,7 @@ func looksLikeAnchor(obj *metav1.PartialObjectMetadata) bool {
 }
 
 // checkPlane reads the plane identity, compares it with the record and halts on a change.
-func (p *pass) checkPlane(ctx context.Context, w client.Client, r client.Reader) {
+func (p *pass) checkPlane(ctx context.Context, w client.Writer, r client.Reader) {
 	p.rep.Plane = PlaneUnverified
 	rctx, cancel := context.WithTimeout(ctx, liveTimeout)
 	current, err := p.plane.readPlaneIdentity(rctx)
@@ -329,7 +330,7 @@ func (p *pass) haltPlane(detail string) {
 // examineRetired handles a project that matches no Secret: without a tombstone the pass
 // aborts; with one, the project is retired (docs/design.md, Projects with no Secret) and,
 // once that is confirmed, its plane identity record is dropped.
-func (p *pass) examineRetired(ctx context.Context, w client.Client, r client.Reader) error {
+func (p *pass) examineRetired(ctx context.Context, w client.Writer, r client.Reader) error {
 	tombs, err := tombstones(ctx, r, p.leaseNamespace)
 	if err != nil {
 		return err

@@ -63,7 +63,7 @@ func newPassFixture(t *testing.T) *passFixture {
 		Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
 		LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}},
 	}.WithDefaults()
-	f.memory = newProjectMemory(f.opts)
+	f.memory = newProjectMemory()
 	f.provider = "prov-" + rand.String(6)
 	for _, name := range []string{f.provider, "up-" + rand.String(6)} {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +48,7 @@ type planeCheck struct {
 // checkPlane compares the plane's current identity with project's record, writing the
 // record when there is none (and record is set), noting a new Secret's UID once
 // verified, and honouring an acknowledgement (docs/design.md, Plane identity).
-func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, error) {
+func checkPlane(ctx context.Context, hub client.Reader, writer client.Writer, leaseNamespace, project string, secret *metav1.PartialObjectMetadata, current types.UID, record bool) (planeCheck, error) {
 	pc := planeCheck{State: PlaneUnverified, Current: current}
 	key := client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}
 	cm := &corev1.ConfigMap{}
@@ -141,15 +142,9 @@ func checkPlane(ctx context.Context, hub client.Reader, writer client.Client, le
 
 // rewriteRecord notes the plane uid and verifying Secret on cm, drops Secret
 // ownerReferences and, when acknowledged, the acknowledgement; on cm's resourceVersion.
-func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
+func rewriteRecord(ctx context.Context, writer client.Writer, cm *corev1.ConfigMap, uid, secretUID types.UID, acknowledged bool) error {
 	cm = cm.DeepCopy()
-	var refs []metav1.OwnerReference
-	for _, ref := range cm.OwnerReferences {
-		if ref.Kind != "Secret" {
-			refs = append(refs, ref)
-		}
-	}
-	cm.OwnerReferences = refs
+	cm.OwnerReferences = slices.DeleteFunc(cm.OwnerReferences, func(ref metav1.OwnerReference) bool { return ref.Kind == "Secret" })
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
@@ -161,7 +156,7 @@ func rewriteRecord(ctx context.Context, writer client.Client, cm *corev1.ConfigM
 }
 
 // clearLossAcknowledgement removes an acknowledgement of the recorded plane.
-func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string, current types.UID) error {
+func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer client.Writer, leaseNamespace, project string, current types.UID) error {
 	cm := &corev1.ConfigMap{}
 	if err := hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm); err != nil {
 		return err
@@ -175,7 +170,7 @@ func clearLossAcknowledgement(ctx context.Context, hub client.Reader, writer cli
 
 // dropPlaneRecord deletes a retired project's plane identity record with UID and
 // resourceVersion preconditions: the only delete of a record. gone: there was none.
-func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Client, leaseNamespace, project string) (gone bool, err error) {
+func dropPlaneRecord(ctx context.Context, hub client.Reader, writer client.Writer, leaseNamespace, project string) (gone bool, err error) {
 	cm := &corev1.ConfigMap{}
 	err = hub.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: PlaneIdentityName(project)}, cm)
 	if apierrors.IsNotFound(err) {

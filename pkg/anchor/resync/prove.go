@@ -4,10 +4,13 @@ package resync
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,7 +70,7 @@ func (p *pass) checkNamespaceLoss(ctx context.Context) error {
 	read, lost, mass := namespaceLoss(p.namespaces)
 	if !mass {
 		if p.planeCheck.LossAcknowledged && p.recordIdentity && !p.opts.DryRun {
-			return p.step(ctx, func(ctx context.Context, w client.Client, r client.Reader) error {
+			return p.step(ctx, func(ctx context.Context, w client.Writer, r client.Reader) error {
 				if err := clearLossAcknowledgement(ctx, r, w, p.leaseNamespace, p.project, p.planeCheck.Current); err != nil {
 					p.log.Info("Clearing the acknowledgement on the plane identity record failed", "error", err.Error())
 				}
@@ -101,16 +104,10 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	}
 	st := NamespaceUnknown
 	if !p.unreachable {
-		if err := p.live(ctx); err != nil {
-			return st, err
-		}
-		err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-			rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-			defer cancel()
+		err := p.liveRead(ctx, func(ctx context.Context) error {
 			var err error
-			st, err = p.plane.readNamespace(rctx, ns, hubNS)
-			p.noteRead(err)
-			return nil
+			st, err = p.plane.readNamespace(ctx, ns, hubNS)
+			return err
 		})
 		if err != nil {
 			return st, err
@@ -120,9 +117,11 @@ func (p *pass) namespaceState(ctx context.Context, ns, hubNS string) (NamespaceS
 	return st, nil
 }
 
-// proveOwner reads owner live: from a batched list (owners.go) if it may, else a GET.
+// proveOwner reads owner live: from a batched list (owners.go) if a GET would read it
+// (configured, not refused), else a GET.
 func (p *pass) proveOwner(ctx context.Context, owner anchor.Owner) (Observation, string, error) {
-	if !p.unreachable && p.ownerReadable(schema.GroupKind{Group: owner.Group, Kind: owner.Kind}) {
+	gk := schema.GroupKind{Group: owner.Group, Kind: owner.Kind}
+	if _, refused := p.forbidden[gk]; !p.unreachable && !refused && slices.Contains(p.opts.LiveOwnerKinds, gk) {
 		obs, ok, err := p.batchedOwner(ctx, owner)
 		if err != nil || ok {
 			return obs, "", err
@@ -143,39 +142,40 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 		if _, err := p.plane.Mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
 			return Observation{State: NotServed}, err.Error(), nil
 		}
-		return Observation{State: NotConfigured}, notConfiguredDetail(gk), nil
+		return Observation{State: NotConfigured}, fmt.Sprintf("kind-not-configured: the resync reads %s owners on no plane (add it to --resync-owner-kinds, and get on it to the plane's role, anchorage-project); anchors of this kind stay unknown until then", gk.String()), nil
 	}
 	if detail, ok := p.forbidden[gk]; ok {
 		return Observation{State: Forbidden}, detail, nil
 	}
-	if err := p.live(ctx); err != nil {
-		return Observation{State: Failed}, "", err
-	}
-	var obs Observation
+	obs := Observation{State: Failed}
 	var detail string
-	err := p.step(ctx, func(ctx context.Context, _ client.Client, _ client.Reader) error {
-		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
-		defer cancel()
-		o, err := p.plane.readLive(rctx, owner)
-		obs = o
+	err := p.liveRead(ctx, func(ctx context.Context) error {
+		var err error
+		obs, err = p.plane.readLive(ctx, owner)
 		if err != nil {
 			detail = err.Error()
 		}
-		if o.State == Forbidden {
+		if obs.State == Forbidden {
 			p.forbidden[gk] = detail
 		}
-		p.noteRead(err)
-		return nil
+		return err
 	})
 	return obs, detail, err
 }
 
-// live waits for the project's live-read rate limiter.
-func (p *pass) live(ctx context.Context) error {
+// liveRead waits for the project's live-read rate limiter, then runs read in a step of
+// its own, bounded by liveTimeout, and counts its error (noteRead); only an abort is an
+// error.
+func (p *pass) liveRead(ctx context.Context, read func(ctx context.Context) error) error {
 	if err := p.memory.live.Wait(ctx); err != nil {
 		return fmt.Errorf("%w: waiting to read the plane: %w", errAborted, err)
 	}
-	return nil
+	return p.step(ctx, func(ctx context.Context, _ client.Writer, _ client.Reader) error {
+		rctx, cancel := context.WithTimeout(ctx, liveTimeout)
+		defer cancel()
+		p.noteRead(read(rctx))
+		return nil
+	})
 }
 
 // noteRead counts the unreachable failures in a row; a success resets the count.
@@ -192,6 +192,23 @@ func (p *pass) noteRead(err error) {
 		p.unreachable = true
 		p.log.Info("Treating the plane as unreachable for the rest of the pass", "failedReads", p.failures, "lastError", err.Error())
 	}
+}
+
+// unreachable reports whether a failed read counts toward the plane being unreachable:
+// transport errors, timeouts, 5xx and 401 do; 403, 404, 429 and other client errors do
+// not (docs/design.md, Unknown, and charging failures to what failed).
+func unreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		code := status.Status().Code
+		return code == http.StatusUnauthorized || code >= http.StatusInternalServerError ||
+			apierrors.IsUnauthorized(err) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)
+	}
+	// Anything else but a missing mapping is the transport or a timeout.
+	return !meta.IsNoMatchError(err)
 }
 
 // remember records the proofs held now, first seen when, and forgets the rest.

@@ -80,11 +80,6 @@ type projectLoop struct {
 	cancel  context.CancelFunc
 }
 
-// newDeletionLimiter returns the rate limiter of a replica's deletions.
-func newDeletionLimiter(o Options) flowcontrol.RateLimiter {
-	return flowcontrol.NewTokenBucketRateLimiter(o.DeletionQPS, deletionBurst)
-}
-
 // New builds a Resync, to add to the multicluster manager (which registers it with the shard).
 func New(cfg Config) (*Resync, error) {
 	if err := cfg.Options.Validate(); err != nil {
@@ -117,7 +112,7 @@ func New(cfg Config) (*Resync, error) {
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
 			leaseNamespace: cfg.LeaseNamespace, events: cfg.Events, enqueue: cfg.Enqueue, observer: cfg.Observer, hubClock: cfg.HubClock,
-			opts: opts, deletes: newDeletionLimiter(opts), recordIdentity: true,
+			opts: opts, deletes: flowcontrol.NewTokenBucketRateLimiter(opts.DeletionQPS, deletionBurst), recordIdentity: true,
 		},
 		workers: make(chan struct{}, opts.Workers),
 		started: make(chan struct{}),
@@ -129,7 +124,7 @@ func New(cfg Config) (*Resync, error) {
 // AddAnchorCache builds the hub anchor cache on mgr's hub connection and adds it to mgr.
 func AddAnchorCache(ctx context.Context, mgr mcmanager.Manager) (*AnchorCache, error) {
 	local := mgr.GetLocalManager()
-	anchors, err := NewAnchorCache(ctx, local.GetConfig(), AnchorCacheOptions{HTTPClient: local.GetHTTPClient(), Mapper: local.GetRESTMapper()})
+	anchors, err := NewAnchorCache(ctx, local.GetConfig(), local.GetHTTPClient(), local.GetRESTMapper())
 	if err != nil {
 		return nil, fmt.Errorf("building the anchor cache: %w", err)
 	}
@@ -258,7 +253,7 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 	} else {
 		log.Info("The project's cache cannot be read without starting informers; every owner is read live")
 	}
-	mem := newProjectMemory(r.opts)
+	mem := newProjectMemory()
 	delay := time.Duration(0)
 	if r.opts.InitialJitter > 0 {
 		delay = rand.N(r.opts.InitialJitter)

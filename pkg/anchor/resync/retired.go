@@ -55,7 +55,7 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 	for _, project := range retired {
 		mem := r.retired[project]
 		if mem == nil {
-			mem = newProjectMemory(r.opts)
+			mem = newProjectMemory()
 			r.retired[project] = mem
 		}
 		log := r.log.WithValues("project", project, "retired", true)

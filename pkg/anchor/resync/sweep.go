@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -56,10 +57,14 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	if err := ro.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("resync options: %w", err)
 	}
-	opts, err := opts.withDefaults()
-	if err != nil {
-		return nil, nil, err
+	if opts.Scheme == nil {
+		opts.Scheme = runtime.NewScheme()
+		if err := corev1.AddToScheme(opts.Scheme); err != nil {
+			return nil, nil, err
+		}
 	}
+	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
+	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
 	hub, err := client.New(opts.Hub, client.Options{Scheme: opts.Scheme})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the hub client: %w", err)
@@ -94,7 +99,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		deps: passDeps{
 			holder: "sweep", admission: openAdmission{}, hub: staticHub{c: hub},
 			anchors: anchors, dependents: deps, secrets: sec, leaseNamespace: opts.LeaseNamespace,
-			events: recorder, opts: ro, deletes: newDeletionLimiter(ro), recordIdentity: !ro.DryRun,
+			events: recorder, opts: ro, deletes: flowcontrol.NewTokenBucketRateLimiter(ro.DeletionQPS, deletionBurst), recordIdentity: !ro.DryRun,
 		},
 		log: opts.Logger, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
@@ -104,50 +109,24 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 	err = s.passAll(ctx, plan.planes)
 	out := slices.AppendSeq(make([]PassReport, 0, len(s.reports)), maps.Values(s.reports))
 	slices.SortFunc(out, func(a, b PassReport) int { return strings.Compare(a.Project, b.Project) })
-	return out, unownedReports(anchors, s.reports, plan.selected, ro.Clock.Now()), err
+	return out, unownedReports(anchors, s.reports, opts.Projects, ro.Clock.Now()), err
 }
 
-// withDefaults fills in the scheme, the lease namespace and the Secret label.
-func (opts SweepOptions) withDefaults() (SweepOptions, error) {
-	if opts.Scheme == nil {
-		opts.Scheme = runtime.NewScheme()
-		if err := corev1.AddToScheme(opts.Scheme); err != nil {
-			return opts, err
-		}
-	}
-	opts.LeaseNamespace = cmp.Or(opts.LeaseNamespace, opts.ProviderNamespace)
-	opts.SecretLabel = cmp.Or(opts.SecretLabel, DefaultSecretLabel)
-	return opts, nil
+// covers reports whether a sweep of projects (every project when none) covers project.
+func covers(projects []string, project string) bool {
+	return len(projects) == 0 || slices.Contains(projects, project)
 }
-
-// projectSelection is the set of projects a sweep covers; nil covers every project.
-type projectSelection map[string]bool
-
-func selectProjects(names []string) projectSelection {
-	if len(names) == 0 {
-		return nil
-	}
-	sel := projectSelection{}
-	for _, n := range names {
-		sel[n] = true
-	}
-	return sel
-}
-
-// covers reports whether the sweep covers project.
-func (s projectSelection) covers(project string) bool { return s == nil || s[project] }
 
 // sweepPlan is a plane per project to pass over, and the rows final before any pass.
 type sweepPlan struct {
-	selected projectSelection
-	planes   map[string]Plane
-	settled  []PassReport
+	planes  map[string]Plane
+	settled []PassReport
 }
 
 // planSweep decides, from Secrets and tombstones, which projects get a pass or a row.
 func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (sweepPlan, error) {
-	plan := sweepPlan{selected: selectProjects(opts.Projects)}
-	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, plan.selected)
+	var plan sweepPlan
+	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, opts.Projects)
 	if err != nil {
 		return plan, err
 	}
@@ -157,7 +136,7 @@ func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOp
 		return plan, err
 	}
 	for project := range anchors.byProject {
-		if !plan.selected.covers(project) || found.has(project) || retired[project] == "" {
+		if !covers(opts.Projects, project) || found.has(project) || retired[project] == "" {
 			continue
 		}
 		plan.planes[project] = Plane{}
@@ -213,7 +192,7 @@ func (s *sweeper) deliver(r PassReport) {
 func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassReport, error) {
 	mem := s.memory[project]
 	if mem == nil {
-		mem = newProjectMemory(s.deps.opts)
+		mem = newProjectMemory()
 		s.memory[project] = mem
 	}
 	rep, err := newPass(s.deps, project, plane, mem, s.log.WithValues("project", project)).run(ctx)
@@ -293,7 +272,7 @@ func (f foundPlanes) has(project string) bool {
 }
 
 // sweepPlanes builds a live-only Plane per covered project with one kubeconfig Secret.
-func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, selected projectSelection) (foundPlanes, error) {
+func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, projects []string) (foundPlanes, error) {
 	found := foundPlanes{planes: map[string]Plane{}, duplicates: map[string][]string{}, unreadable: map[string]unreadableSecret{}}
 	list := &corev1.SecretList{}
 	if err := hub.List(ctx, list, client.InNamespace(sec.namespace), client.MatchingLabels{sec.label: "true"}); err != nil {
@@ -302,7 +281,7 @@ func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *ru
 	byProject := map[string][]*corev1.Secret{}
 	for i := range list.Items {
 		s := &list.Items[i]
-		if project := sec.projectOf(s); selected.covers(project) {
+		if project := sec.projectOf(s); covers(projects, project) {
 			byProject[project] = append(byProject[project], s)
 		}
 	}
@@ -350,10 +329,10 @@ func planeOfSecret(s *corev1.Secret, scheme *runtime.Scheme) (Plane, error) {
 }
 
 // unownedReports lists the anchors of covered projects with no pass report.
-func unownedReports(anchors *listedAnchors, reports map[string]PassReport, selected projectSelection, now time.Time) []AnchorReport {
+func unownedReports(anchors *listedAnchors, reports map[string]PassReport, projects []string, now time.Time) []AnchorReport {
 	var out []AnchorReport
 	for project, items := range anchors.byProject {
-		if _, ok := reports[project]; ok || !selected.covers(project) {
+		if _, ok := reports[project]; ok || !covers(projects, project) {
 			continue
 		}
 		out = append(out, untouchedAnchors(items, Verdict{Decision: Unknown, Reason: ReasonNoProjectSecret}, fmt.Sprintf("project %q", project), now)...)
