@@ -53,6 +53,13 @@ const proxyReadsAuditRule = `- level: Metadata
   resources: [{group: "networking.datumapis.com", resources: ["httpproxies"]}]
 `
 
+// guardReadsAuditRule records the GETs of HTTPProxies, Gateways and HTTPRoutes (the
+// objects the live guard reads), at Metadata level.
+const guardReadsAuditRule = `- level: Metadata
+  verbs: ["get"]
+  resources: [{group: "networking.datumapis.com", resources: ["httpproxies"]}, {group: "gateway.networking.k8s.io", resources: ["gateways", "httproutes"]}]
+`
+
 // allRequestsAuditPolicy records every request, reads and watches included, at
 // Metadata level (never a body): what a test counting requests by verb needs.
 const allRequestsAuditPolicy = `apiVersion: audit.k8s.io/v1
@@ -80,6 +87,9 @@ type PlaneOptions struct {
 	// AuditProxyReads records the GETs of HTTPProxies too (who read which proxy, when),
 	// for a run that ties a hub create to the live guard's read of its proxy.
 	AuditProxyReads bool
+	// AuditGuardReads records the GETs of HTTPProxies, Gateways and HTTPRoutes, for a
+	// test that ties each hub create to the live guard's reads before it.
+	AuditGuardReads bool
 	// CRDs installed at start.
 	CRDs []*apiextensionsv1.CustomResourceDefinition
 	// GarbageCollector starts kube-controller-manager with the garbage collector and
@@ -157,7 +167,9 @@ func StartControlPlane(name string, opts PlaneOptions) (*ControlPlane, error) {
 	if opts.AuditSecretReads {
 		extra += secretReadsAuditRule
 	}
-	if opts.AuditProxyReads {
+	if opts.AuditGuardReads {
+		extra += guardReadsAuditRule
+	} else if opts.AuditProxyReads {
 		extra += proxyReadsAuditRule
 	}
 	policyText := strings.Replace(auditPolicy, "- level: None\n", extra+"- level: None\n", 1)

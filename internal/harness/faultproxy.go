@@ -43,6 +43,16 @@ type FaultProxy struct {
 	nextID        int
 	applied       map[string]int
 	sent          int
+	answered      []FaultAnswer
+}
+
+// FaultAnswer is one request the proxy answered itself with a fault's status, never
+// forwarding it: when it came, what it was, and the client's user agent.
+type FaultAnswer struct {
+	At        time.Time
+	Info      RequestInfo
+	UserAgent string
+	Status    int
 }
 
 // idRule is a rule with the id AddRules removes it by.
@@ -219,6 +229,14 @@ func (p *FaultProxy) Applied() (applied map[string]int, sent int) {
 	return out, p.sent
 }
 
+// Answered returns the requests the proxy answered with a fault's status so far, in the
+// order they came (the API server's audit log never sees them).
+func (p *FaultProxy) Answered() []FaultAnswer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.answered)
+}
+
 // Close stops the proxy and drops every connection.
 func (p *FaultProxy) Close() error {
 	p.Clear()
@@ -282,6 +300,9 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rule, hit := p.decide(info)
 	switch {
 	case hit && rule.Status != 0:
+		p.mu.Lock()
+		p.answered = append(p.answered, FaultAnswer{At: time.Now(), Info: info, UserAgent: r.UserAgent(), Status: rule.Status})
+		p.mu.Unlock()
 		writeStatus(w, rule.Status)
 		return
 	case hit && rule.Drop:

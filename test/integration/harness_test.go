@@ -58,17 +58,17 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer hub.Stop()
-	if planeA, err = harness.StartControlPlane("project-a", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeA, err = harness.StartControlPlane("project-a", harness.PlaneOptions{CRDs: projectCRDs, AuditGuardReads: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer planeA.Stop()
-	if planeB, err = harness.StartControlPlane("project-b", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeB, err = harness.StartControlPlane("project-b", harness.PlaneOptions{CRDs: projectCRDs, AuditGuardReads: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer planeB.Stop()
-	if planeC, err = harness.StartControlPlane("project-c", harness.PlaneOptions{CRDs: projectCRDs}); err != nil {
+	if planeC, err = harness.StartControlPlane("project-c", harness.PlaneOptions{CRDs: projectCRDs, AuditGuardReads: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,17 +32,8 @@ import (
 	"anchorage/pkg/shard"
 )
 
-// readToWriteTolerance is how much later than a proxy's delete request a hub create for
-// it may arrive and still be allowed. The live guard reads the proxy and then sends the
-// create (docs/design.md, Residual windows, 4): a delete the project's API server
-// receives after that read cannot stop a create already on its way. What fits in the
-// window is the delete's own commit, one read's response back to the replica and the
-// create's request to the hub, all on one machine and a few milliseconds each when the
-// machine is idle. 100 ms was too little for a busy 2-core machine's scheduling delays
-// (a CI run saw 151 ms); 500 ms stays far below what a create from a stale decision
-// shows (up to five seconds). A wall-clock bound across two API servers: replacing it
-// with an order of events is open work.
-const readToWriteTolerance = 500 * time.Millisecond
+// The live guard's promise is checked by the order of the audit logs' events alone
+// (unguardedHubCreates), with no bound on the time between a read and a create.
 
 // Shape of the race: proxies created over createSpread, each deleted 0 to maxLifetime
 // after its creation; the owner of the first project paused from pauseAt after the first
@@ -73,9 +66,10 @@ type raceProject struct {
 // TestProxyDeletedSoonAfterCreation: many proxies in two projects, each deleted 0 to 3 s
 // after it was created (seeded; ANCHORAGE_RACE_SEED replays a run), three replicas, and
 // the owner of one project paused past the Lease in the middle. From the API servers'
-// audit logs: no hub object of a proxy (the anchors of its Gateway and HTTPRoute, the
-// downstream Gateway, HTTPRoute and Certificates) is created later than the proxy's
-// delete request plus readToWriteTolerance; and at the end nothing of any proxy is left,
+// audit logs: every hub create for a proxy's objects (the anchors of its Gateway and
+// HTTPRoute, the downstream Gateway, HTTPRoute and Certificates) follows a live guard
+// read of its own, which saw the proxy before its delete committed when the create
+// came after that (unguardedHubCreates); and at the end nothing of any proxy is left,
 // upstream or on the hub.
 func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	needEnvtest(t)
@@ -156,12 +150,12 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	}
 	t.Logf("nothing left %s after the last delete", time.Since(settled).Round(time.Millisecond))
 
-	late, checked, maxLate := hubCreatesAfterDeletion(g, projects, anchors.owners())
-	t.Logf("checked %d hub creates of %d proxies; latest relative to its proxy's delete request: %s (tolerance %s)",
-		checked, len(proxies), maxLate.Round(time.Millisecond), readToWriteTolerance)
+	unguarded, checked, maxLate := unguardedHubCreates(g, projects, anchors.owners(), nil)
+	t.Logf("checked %d hub creates of %d proxies; latest relative to its proxy's delete commit: %s",
+		checked, len(proxies), maxLate.Round(time.Millisecond))
 	t.Logf("live guard refusals over the replicas: %v", guardRefusals(ms))
 	g.Expect(anchors.err()).NotTo(HaveOccurred(), "the anchor watch")
-	g.Expect(late).To(BeEmpty(), "hub creates later than the proxy's delete request + %s (seed %d)", readToWriteTolerance, seed)
+	g.Expect(unguarded).To(BeEmpty(), "hub creates without a live guard read of their own (seed %d)", seed)
 }
 
 // addRaceProject registers project name on plane and creates its upstream namespace
@@ -261,7 +255,7 @@ func pauseOwner(t *testing.T, e *harness.Env, ms []*harness.Manager, project str
 // records names, not labels.
 type anchorWatch struct {
 	mu     sync.Mutex
-	owner  map[string]string
+	owner  map[string]anchor.Owner
 	failed error
 }
 
@@ -275,7 +269,7 @@ func watchAnchors(t *testing.T, projects []raceProject) *anchorWatch {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	a := &anchorWatch{owner: map[string]string{}}
+	a := &anchorWatch{owner: map[string]anchor.Owner{}}
 	for _, p := range projects {
 		w, err := wc.Watch(ctx, &corev1.ConfigMapList{}, client.InNamespace(p.hubNS))
 		if err != nil {
@@ -291,7 +285,7 @@ func watchAnchors(t *testing.T, projects []raceProject) *anchorWatch {
 				owner, err := anchor.Decode(cm.Name, cm.Labels)
 				a.mu.Lock()
 				if err == nil {
-					a.owner[cm.Name] = owner.Name
+					a.owner[cm.Name] = owner
 				} else if strings.HasPrefix(cm.Name, anchor.NamePrefix) {
 					a.failed = fmt.Errorf("anchor %s/%s: %w", cm.Namespace, cm.Name, err)
 				}
@@ -307,14 +301,10 @@ func watchAnchors(t *testing.T, projects []raceProject) *anchorWatch {
 	return a
 }
 
-func (a *anchorWatch) owners() map[string]string {
+func (a *anchorWatch) owners() map[string]anchor.Owner {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := map[string]string{}
-	for k, v := range a.owner {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(a.owner)
 }
 
 func (a *anchorWatch) err() error {
@@ -323,72 +313,156 @@ func (a *anchorWatch) err() error {
 	return a.failed
 }
 
-// hubCreatesAfterDeletion compares, from the audit logs, every successful hub create
-// for one of the race's proxies with the proxy's delete, committed on its project plane.
-// It returns the creates later than that plus readToWriteTolerance, how many creates it
-// checked, and the largest lateness seen (negative when every create came before its
-// proxy's delete).
-func hubCreatesAfterDeletion(g Gomega, projects []raceProject, anchorOwners map[string]string) (late []string, checked int, maxLate time.Duration) {
+// guardedObject is one upstream object of a proxy whose reconciler writes the hub (its
+// Gateway or HTTPRoute, named as the proxy), as one replica (its user agent) sees it.
+// That replica reconciles it one reconcile at a time, and before each hub create its
+// live guard reads the object and then the proxy (createsGuarded).
+type guardedObject struct{ agent, project, resource, proxy string }
+
+// guardTrace is what the audit logs show of one guardedObject: the object's live
+// reads, its proxy's (by the same replica, whoever asked) and the hub creates its
+// reconciler sent, answered or not.
+type guardTrace struct {
+	objectReads, proxyReads []time.Time
+	creates                 []hubCreate
+}
+
+// hubCreate is one create a replica sent for a proxy's object, and how to name it.
+type hubCreate struct {
+	at   time.Time
+	what string
+}
+
+// unguardedHubCreates checks, from the audit logs, the live guard's promise for every
+// create a replica sent to the hub for an object of a proxy of projects (docs/design.md,
+// Residual windows, 4), by order alone: since that replica's previous create for the
+// same upstream object, the object was read live (each create has a guard read of its
+// own: a create resent past its read, or made with none, has not), and, for a create
+// the hub received after the proxy's delete committed, the proxy was read live before
+// that commit (a read begun after it saw the proxy terminating, and the guard refused).
+// faulted names, by proxy, the creates a fault proxy answered before the hub saw them.
+// It returns the creates that break the promise, how many it checked, and the latest
+// create relative to its proxy's delete commit (for the log).
+func unguardedHubCreates(g Gomega, projects []raceProject, anchorOwners map[string]anchor.Owner, faulted map[string][]harness.FaultAnswer) (unguarded []string, checked int, maxLate time.Duration) {
 	hubEvents, err := hub.AuditEvents()
 	g.Expect(err).NotTo(HaveOccurred())
 	maxLate = -time.Hour
 	for _, p := range projects {
 		events, err := p.plane.AuditEvents()
 		g.Expect(err).NotTo(HaveOccurred())
-		deleted := map[string]time.Time{}
+		committed := map[string]time.Time{}
+		traces := map[guardedObject]*guardTrace{}
+		trace := func(k guardedObject) *guardTrace {
+			if traces[k] == nil {
+				traces[k] = &guardTrace{}
+			}
+			return traces[k]
+		}
+		var proxyReads []harness.AuditEvent
 		for _, ev := range events {
 			ref := ev.ObjectRef
-			if ev.Verb != "delete" || ref.Resource != "httpproxies" || ref.Namespace != p.ns.Name || !succeeded(ev) {
+			if ref.Namespace != p.ns.Name || !succeeded(ev) {
 				continue
 			}
-			// The delete's commit, as bench's ProxyDeletions takes it: a live read served
-			// before it rightly sees the proxy live.
-			if at, ok := deleted[ref.Name]; !ok || ev.StageTimestamp.Before(at) {
-				deleted[ref.Name] = ev.StageTimestamp
+			switch {
+			case ev.Verb == "delete" && ref.Resource == "httpproxies":
+				// Committed when answered: a read served before rightly saw it live.
+				if at, ok := committed[ref.Name]; !ok || ev.StageTimestamp.Before(at) {
+					committed[ref.Name] = ev.StageTimestamp
+				}
+			case ev.Verb == "get" && ref.Resource == "httpproxies":
+				proxyReads = append(proxyReads, ev)
+			case ev.Verb == "get" && (ref.Resource == "gateways" || ref.Resource == "httproutes"):
+				t := trace(guardedObject{ev.UserAgent, p.name, ref.Resource, ref.Name})
+				t.objectReads = append(t.objectReads, ev.RequestReceivedTimestamp)
+			}
+		}
+		for proxy, answers := range faulted {
+			for _, a := range answers {
+				// Its name is in the body: only the kind says whose reconciler sent it.
+				resource := map[string]string{"gateways": "gateways", "certificates": "gateways", "httproutes": "httproutes"}[a.Info.Resource]
+				if a.Info.Verb == "create" && a.Info.Namespace == p.hubNS && resource != "" {
+					t := trace(guardedObject{a.UserAgent, p.name, resource, proxy})
+					t.creates = append(t.creates, hubCreate{a.At, fmt.Sprintf("%s create answered %d by the fault proxy", a.Info.Resource, a.Status)})
+				}
 			}
 		}
 		for _, ev := range hubEvents {
 			ref := ev.ObjectRef
-			if ev.Verb != "create" || ref.Namespace != p.hubNS || !succeeded(ev) {
+			if ev.Verb != "create" || ref.Namespace != p.hubNS || !strings.HasPrefix(ev.UserAgent, "anchorage/") {
 				continue
 			}
-			proxy := proxyOfHubObject(ref.Resource, ref.Name, anchorOwners)
+			resource, proxy := guardedBy(ref.Resource, ref.Name, anchorOwners)
 			if proxy == "" {
 				g.Expect(ref.Resource == "configmaps" && strings.HasPrefix(ref.Name, anchor.NamePrefix)).To(BeFalse(),
 					"hub create of anchor %s/%s whose owner the watch never saw", ref.Namespace, ref.Name)
 				continue
 			}
-			at, ok := deleted[proxy]
-			g.Expect(ok).To(BeTrue(), "no delete request of proxy %s/%s in the audit log", p.name, proxy)
+			at, ok := committed[proxy]
+			g.Expect(ok).To(BeTrue(), "no delete of proxy %s/%s in the audit log", p.name, proxy)
 			checked++
-			lateness := ev.RequestReceivedTimestamp.Sub(at)
-			maxLate = max(maxLate, lateness)
-			if lateness > readToWriteTolerance {
-				late = append(late, fmt.Sprintf("%s %s/%s (proxy %s/%s) created %s after the proxy's delete request, by %s",
-					ref.Resource, ref.Namespace, ref.Name, p.name, proxy, lateness.Round(time.Millisecond), ev.User.Username))
+			maxLate = max(maxLate, ev.RequestReceivedTimestamp.Sub(at))
+			t := trace(guardedObject{ev.UserAgent, p.name, resource, proxy})
+			t.creates = append(t.creates, hubCreate{ev.RequestReceivedTimestamp, fmt.Sprintf(
+				"%s %s/%s (proxy %s/%s, answered %d) by %s, %s after the proxy's delete commit", ref.Resource, ref.Namespace, ref.Name,
+				p.name, proxy, ev.ResponseStatus.Code, ev.UserAgent, ev.RequestReceivedTimestamp.Sub(at).Round(time.Millisecond))})
+		}
+		for k, t := range traces {
+			for _, ev := range proxyReads {
+				if ev.UserAgent == k.agent && ev.ObjectRef.Name == k.proxy {
+					t.proxyReads = append(t.proxyReads, ev.RequestReceivedTimestamp)
+				}
 			}
+			unguarded = append(unguarded, t.unguarded(committed[k.proxy])...)
 		}
 	}
-	sort.Strings(late)
-	return late, checked, maxLate
+	sort.Strings(unguarded)
+	return unguarded, checked, maxLate
 }
 
-// proxyOfHubObject names the proxy a hub object was created for: anchors by their
-// owner (the proxy's Gateway and HTTPRoute carry its name), the downstream Gateway and
-// HTTPRoute by their name, Certificates by the "<gateway>-https-" their names begin
-// with. "" for anything else (the hub namespace itself is shared by every proxy).
-func proxyOfHubObject(resource, name string, anchorOwners map[string]string) string {
+// unguarded returns the creates of t without a read of the object since the previous
+// create, or, received after committed, without a read of the proxy in that span that
+// began before committed.
+func (t *guardTrace) unguarded(committed time.Time) []string {
+	sort.Slice(t.creates, func(i, j int) bool { return t.creates[i].at.Before(t.creates[j].at) })
+	readIn := func(reads []time.Time, from, to time.Time) bool {
+		return slices.ContainsFunc(reads, func(r time.Time) bool { return r.After(from) && r.Before(to) })
+	}
+	var out []string
+	var previous time.Time
+	for _, c := range t.creates {
+		switch {
+		case !readIn(t.objectReads, previous, c.at):
+			out = append(out, c.what+": no guard read since the previous create")
+		case c.at.After(committed) && !readIn(t.proxyReads, previous, committed):
+			out = append(out, c.what+": no read of the proxy before its delete committed since the previous create")
+		}
+		previous = c.at
+	}
+	return out
+}
+
+// guardedBy names the upstream object whose reconciler creates a hub object, by its
+// resource ("gateways" or "httproutes") and its name, the proxy's: the Gateway's for the
+// downstream Gateway, its Certificates ("<gateway>-https-...") and its anchor, the
+// HTTPRoute's for the downstream HTTPRoute and its anchor. "" for anything else (the
+// hub namespace itself serves every proxy).
+func guardedBy(resource, name string, anchorOwners map[string]anchor.Owner) (upstreamResource, proxy string) {
 	switch resource {
 	case "configmaps":
-		return anchorOwners[name]
+		if o, ok := anchorOwners[name]; ok && o.Kind == "Gateway" {
+			return "gateways", o.Name
+		} else if ok && o.Kind == "HTTPRoute" {
+			return "httproutes", o.Name
+		}
 	case "gateways", "httproutes":
-		return name
+		return resource, name
 	case "certificates":
 		if proxy, _, ok := strings.Cut(name, "-https-"); ok {
-			return proxy
+			return "gateways", proxy
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func succeeded(ev harness.AuditEvent) bool {
