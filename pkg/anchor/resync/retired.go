@@ -69,10 +69,11 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 		d.admission, d.hub = r.cfg.RetiredAdmission, r.cfg.RetiredHub
 		rep, err := newPass(d, project, Plane{SecretUID: noSecretUID}, mem, log).run(ctx)
 		<-r.workers
+		err = cutShort(ctx, err)
+		r.record(rep, err, log)
 		if ctx.Err() != nil {
 			return delay
 		}
-		r.record(rep, err, log)
 		if err == nil && !rep.PendingConfirmation.IsZero() {
 			delay = min(delay, r.nextDelay(rep, nil))
 		}
