@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -134,4 +136,57 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	t.Fatal("condition not reached within a second")
+}
+
+// TestFairQueuePriority: a request added above zero goes ahead of its own project's
+// ordinary requests, first come first among equals, but never ahead of another project's
+// turn; a requeue at the priority it was handed out with keeps its place, delayed or not.
+func TestFairQueuePriority(t *testing.T) {
+	q, clk := newTestFairQueue(2)
+	at := func(p int) priorityqueue.AddOpts { return priorityqueue.AddOpts{Priority: &p} }
+	q.Add(req("a", "a-0"))
+	for i := range 3 {
+		q.Add(req("b", fmt.Sprintf("b-%d", i)))
+	}
+	q.AddWithOpts(at(terminatingPriority), req("b", "gone-1"))
+	q.AddWithOpts(at(terminatingPriority), req("b", "gone-2"))
+	q.AddWithOpts(at(-100), req("b", "b-1")) // low priority: stays where it is
+	q.AddWithOpts(at(terminatingPriority), req("b", "b-2"))
+	want := []struct {
+		req      mcreconcile.Request
+		priority int
+	}{
+		{req("a", "a-0"), 0}, // a's turn came first
+		{req("b", "gone-1"), terminatingPriority},
+		{req("b", "gone-2"), terminatingPriority},
+		{req("b", "b-2"), terminatingPriority}, // raised while queued: behind the equals
+	}
+	for _, w := range want {
+		got, priority, _ := q.GetWithPriority()
+		if got != w.req || priority != w.priority {
+			t.Fatalf("handed out %v at %d, want %v at %d", got, priority, w.req, w.priority)
+		}
+		if got.ClusterName == "b" {
+			q.Done(got) // keep b below its bound
+		}
+	}
+
+	// A failed terminating request is requeued at its priority, rate limited: once due,
+	// it goes ahead of b's ordinary requests again.
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true, Priority: ptr.To(terminatingPriority)}, req("b", "gone-1"))
+	q.AddWithOpts(priorityqueue.AddOpts{After: time.Minute}, req("b", "gone-1")) // later, ordinary: the earlier, higher add stands
+	clk.Step(time.Second)
+	if got, priority, _ := q.GetWithPriority(); got != req("b", "gone-1") || priority != terminatingPriority {
+		t.Fatalf("after its delay, handed out %v at %d, want b/gone-1 at %d", got, priority, terminatingPriority)
+	}
+	// Added again while worked, at its priority: queued first when done.
+	q.AddWithOpts(at(terminatingPriority), req("b", "gone-1"))
+	q.Done(req("b", "gone-1"))
+	if got, priority, _ := q.GetWithPriority(); got != req("b", "gone-1") || priority != terminatingPriority {
+		t.Fatalf("added again while worked, handed out %v at %d, want b/gone-1 first", got, priority)
+	}
+	q.Done(req("b", "gone-1"))
+	if got, priority, _ := q.GetWithPriority(); got != req("b", "b-0") || priority != 0 {
+		t.Fatalf("handed out %v at %d, want the ordinary b/b-0", got, priority)
+	}
 }

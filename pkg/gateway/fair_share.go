@@ -16,7 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -172,7 +174,11 @@ func (c limitedSubResource) Apply(ctx context.Context, obj runtime.ApplyConfigur
 
 // fairQueue is each gateway controller's work queue: one line per project, served round
 // robin over the projects with fewer than perProject being worked. It keeps client-go's
-// queue contract; of several delayed adds of one request the earliest wins.
+// queue contract; of several delayed adds of one request the earliest wins. It is a
+// controller-runtime priority queue too, so the controller hands it priorities instead
+// of wrapping it: a request added at a priority above zero goes ahead of the ordinary
+// ones in its own project's line (first come first among equals), never ahead of
+// another project's turn, and keeps the higher of its priorities until handed out.
 type fairQueue struct {
 	perProject int
 	limiter    workqueue.TypedRateLimiter[mcreconcile.Request]
@@ -187,41 +193,88 @@ type fairQueue struct {
 	// queued are in a line; working handed out and not Done; again added while worked.
 	queued, working, again map[mcreconcile.Request]bool
 	inFlight               map[multicluster.ClusterName]int
-	// waiting is the time each delayed request is due.
-	waiting      map[mcreconcile.Request]time.Time
+	// priority is the priority above zero of a request queued or added again.
+	priority map[mcreconcile.Request]int
+	// waiting is each delayed request's due time and priority.
+	waiting      map[mcreconcile.Request]delayedAdd
 	shuttingDown bool
 }
+
+// delayedAdd is a request's pending AddAfter.
+type delayedAdd struct {
+	due      time.Time
+	priority int
+}
+
+var _ priorityqueue.PriorityQueue[mcreconcile.Request] = (*fairQueue)(nil)
 
 func newFairQueue(perProject int, limiter workqueue.TypedRateLimiter[mcreconcile.Request], clk clock.WithDelayedExecution) *fairQueue {
 	q := &fairQueue{
 		perProject: max(perProject, 1), limiter: limiter, clk: clk,
 		lines:  map[multicluster.ClusterName][]mcreconcile.Request{},
 		queued: map[mcreconcile.Request]bool{}, working: map[mcreconcile.Request]bool{}, again: map[mcreconcile.Request]bool{},
-		inFlight: map[multicluster.ClusterName]int{}, waiting: map[mcreconcile.Request]time.Time{},
+		inFlight: map[multicluster.ClusterName]int{}, priority: map[mcreconcile.Request]int{},
+		waiting: map[mcreconcile.Request]delayedAdd{},
 	}
 	q.cond = sync.NewCond(&q.mu)
 	return q
 }
 
-// Add queues req at the end of its project's line, unless it is queued already.
+// Add queues req in its project's line, unless it is queued already.
 func (q *fairQueue) Add(req mcreconcile.Request) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.addLocked(req)
+	q.addLocked(req, 0)
 }
 
-func (q *fairQueue) addLocked(req mcreconcile.Request) {
-	switch {
-	case q.shuttingDown || q.queued[req]:
+// AddWithOpts adds each item as AddRateLimited, AddAfter or Add would, at opts.Priority.
+func (q *fairQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...mcreconcile.Request) {
+	priority := ptr.Deref(opts.Priority, 0)
+	for _, req := range items {
+		switch {
+		case opts.RateLimited:
+			q.addAfter(req, q.limiter.When(req), priority)
+		case opts.After > 0:
+			q.addAfter(req, opts.After, priority)
+		default:
+			q.mu.Lock()
+			q.addLocked(req, priority)
+			q.mu.Unlock()
+		}
+	}
+}
+
+// addLocked queues req at the end of its project's line, or at priority above zero
+// behind the requests of its line queued at that priority or higher.
+func (q *fairQueue) addLocked(req mcreconcile.Request, priority int) {
+	if q.shuttingDown {
 		return
+	}
+	raised := priority > q.priority[req]
+	if raised {
+		q.priority[req] = priority
+	}
+	switch {
 	case q.working[req]:
 		q.again[req] = true
 		return
+	case q.queued[req] && !raised:
+		return
+	case q.queued[req]:
+		q.lines[req.ClusterName] = slices.DeleteFunc(q.lines[req.ClusterName], func(r mcreconcile.Request) bool { return r == req })
 	}
-	if len(q.lines[req.ClusterName]) == 0 {
+	line := q.lines[req.ClusterName]
+	if len(line) == 0 {
 		q.turns = append(q.turns, req.ClusterName)
 	}
-	q.lines[req.ClusterName] = append(q.lines[req.ClusterName], req)
+	at := len(line)
+	if priority > 0 {
+		at = slices.IndexFunc(line, func(r mcreconcile.Request) bool { return q.priority[r] < priority })
+		if at < 0 {
+			at = len(line)
+		}
+	}
+	q.lines[req.ClusterName] = slices.Insert(line, at, req)
 	q.queued[req] = true
 	q.toldDepth()
 	q.cond.Signal()
@@ -230,14 +283,22 @@ func (q *fairQueue) addLocked(req mcreconcile.Request) {
 // Get hands out the next request of the first project in turn below perProject, whose
 // turn moves to the end; it waits while none qualifies.
 func (q *fairQueue) Get() (mcreconcile.Request, bool) {
+	req, _, shutdown := q.GetWithPriority()
+	return req, shutdown
+}
+
+// GetWithPriority is Get, also giving the priority req was queued at.
+func (q *fairQueue) GetWithPriority() (mcreconcile.Request, int, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for {
 		if q.shuttingDown {
-			return mcreconcile.Request{}, true
+			return mcreconcile.Request{}, 0, true
 		}
 		if req, ok := q.nextLocked(); ok {
-			return req, false
+			priority := q.priority[req]
+			delete(q.priority, req)
+			return req, priority, false
 		}
 		q.cond.Wait()
 	}
@@ -279,40 +340,48 @@ func (q *fairQueue) Done(req mcreconcile.Request) {
 	}
 	if q.again[req] {
 		delete(q.again, req)
-		q.addLocked(req)
+		q.addLocked(req, q.priority[req])
 	}
 	// A project below its bound may unblock a worker that found none.
 	q.cond.Broadcast()
 }
 
 // AddAfter queues req once d has passed on the queue's clock.
-func (q *fairQueue) AddAfter(req mcreconcile.Request, d time.Duration) {
-	if d <= 0 {
-		q.Add(req)
-		return
-	}
+func (q *fairQueue) AddAfter(req mcreconcile.Request, d time.Duration) { q.addAfter(req, d, 0) }
+
+func (q *fairQueue) addAfter(req mcreconcile.Request, d time.Duration, priority int) {
 	q.mu.Lock()
-	due := q.clk.Now().Add(d)
-	if at, ok := q.waiting[req]; q.shuttingDown || (ok && !at.After(due)) {
+	if d <= 0 {
+		q.addLocked(req, priority)
 		q.mu.Unlock()
 		return
 	}
-	q.waiting[req] = due
+	due := q.clk.Now().Add(d)
+	w, ok := q.waiting[req]
+	if q.shuttingDown || (ok && !w.due.After(due)) {
+		if ok && priority > w.priority {
+			q.waiting[req] = delayedAdd{w.due, priority}
+		}
+		q.mu.Unlock()
+		return
+	}
+	q.waiting[req] = delayedAdd{due, max(priority, w.priority)}
 	q.mu.Unlock()
 	// Outside the lock: a fake clock runs the func within AfterFunc or Step.
 	q.clk.AfterFunc(d, func() {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		if at, ok := q.waiting[req]; !ok || !at.Equal(due) {
+		w, ok := q.waiting[req]
+		if !ok || !w.due.Equal(due) {
 			return // an earlier add replaced this one
 		}
 		delete(q.waiting, req)
-		q.addLocked(req)
+		q.addLocked(req, w.priority)
 	})
 }
 
 // AddRateLimited queues req after the rate limiter's delay for it.
-func (q *fairQueue) AddRateLimited(req mcreconcile.Request) { q.AddAfter(req, q.limiter.When(req)) }
+func (q *fairQueue) AddRateLimited(req mcreconcile.Request) { q.addAfter(req, q.limiter.When(req), 0) }
 
 // Forget clears req's failures in the rate limiter.
 func (q *fairQueue) Forget(req mcreconcile.Request) { q.limiter.Forget(req) }

@@ -8,11 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mchandler "sigs.k8s.io/multicluster-runtime/pkg/handler"
-	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 )
 
 // gatewayAt is a Gateway named name at resourceVersion rv, terminating when deleting,
@@ -45,8 +43,8 @@ func TestStartedTerminating(t *testing.T) {
 	}
 }
 
-// TestTerminatingRequestGoesFirst feeds a controller's priority queue the way its
-// watches do (the For watch's handler for every update, finalizersFirst's handler
+// TestTerminatingRequestGoesFirst feeds a controller's queue (the fair queue, which the
+// controller uses as its priority queue unwrapped) the way its watches do (the For watch's handler for every update, finalizersFirst's handler
 // beside it) with a backlog of live updates, then one more update: the request handed
 // out first is that update's only when it is the one where the object started
 // terminating with our finalizer; otherwise the backlog goes first, in order.
@@ -62,7 +60,7 @@ func TestTerminatingRequestGoesFirst(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			q := priorityqueue.New[mcreconcile.Request]("test")
+			q, _ := newTestFairQueue(1)
 			defer q.ShutDown()
 			forWatch := mchandler.WithLowPriorityWhenUnchanged(mchandler.EnqueueRequestForObject)("p", nil)
 			first := enqueueTerminatingFirst(GatewayFinalizer)("p", nil)
@@ -78,9 +76,12 @@ func TestTerminatingRequestGoesFirst(t *testing.T) {
 			if n := q.Len(); n != 4 {
 				t.Fatalf("queue holds %d requests, want 4 (one per object)", n)
 			}
-			got, _, _ := q.GetWithPriority()
+			got, priority, _ := q.GetWithPriority()
 			if want := (types.NamespacedName{Namespace: "ns", Name: tc.first}); got.NamespacedName != want || got.ClusterName != "p" {
 				t.Errorf("first request %v, want %s in p", got, want)
+			}
+			if wantFirst := tc.first == "last"; (priority == terminatingPriority) != wantFirst {
+				t.Errorf("first request handed out at priority %d", priority)
 			}
 		})
 	}
