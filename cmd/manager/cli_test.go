@@ -174,6 +174,8 @@ func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 		{"no retry period", []string{"--retry-period=0s"}, []string{"--retry-period must be positive"}},
 		{"a negative claim deadline", []string{"--claim-deadline=-1s"}, []string{"--claim-deadline"}},
 		{"a zero weight", []string{"--weight=0"}, []string{"--weight must be positive"}},
+		{"a NaN weight", []string{"--weight=NaN"}, []string{"--weight must be positive and finite"}},
+		{"an infinite weight", []string{"--weight=+Inf"}, []string{"--weight must be positive and finite"}},
 		{"a bad gateway class", []string{"--gateway-class=Not_A_Name"}, []string{"--gateway-class:", "Not_A_Name"}},
 		{"a bad downstream class", []string{"--downstream-gateway-class=-x"}, []string{"--downstream-gateway-class:"}},
 		{"a bad issuer kind", []string{"--issuer-kind=Vault"}, []string{"--issuer-kind:", "Issuer or ClusterIssuer"}},

@@ -209,8 +209,8 @@ func (f *replicaFlags) check() error {
 	if err := f.checkTimings(); err != nil {
 		return err
 	}
-	if f.weight <= 0 {
-		return fmt.Errorf("--weight must be positive, got %g", f.weight)
+	if !shard.ValidWeight(f.weight) {
+		return fmt.Errorf("--weight must be positive and finite, got %g", f.weight)
 	}
 	if err := f.checkGateway(); err != nil {
 		return err

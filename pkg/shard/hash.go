@@ -11,7 +11,7 @@ import (
 type Member struct {
 	Holder string  // "<pod>/<incarnation>"
 	Pod    string  // hashed, so a rejoin keeps the same projects
-	Weight float64 // scales the member's share; <= 0 counts as 1
+	Weight float64 // scales the member's share; one not ValidWeight counts as 1
 }
 
 // Rank orders members for a project by weighted rendezvous hashing, best (the owner) first.
@@ -42,7 +42,7 @@ func rendezvousScore(project string, m Member) float64 {
 	h := sha256.Sum256([]byte(m.Pod + "\x00" + project))
 	u := (float64(binary.BigEndian.Uint64(h[:8])>>11) + 0.5) / float64(1<<53)
 	w := m.Weight
-	if w <= 0 {
+	if !ValidWeight(w) {
 		w = 1
 	}
 	return -w / math.Log(u)

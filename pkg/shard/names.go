@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -74,14 +76,18 @@ func ClaimedBy(claim, holder string) bool {
 	return holder != "" && strings.HasPrefix(claim, holder+"#")
 }
 
-// ParseWeight reads a member weight annotation; empty means 1.
+// ParseWeight reads a member weight annotation; empty means 1. NaN and infinities are
+// refused: either would win or lose every project's rank whatever the other weights.
 func ParseWeight(v string) (float64, error) {
 	if v == "" {
 		return 1, nil
 	}
-	var w float64
-	if _, err := fmt.Sscanf(v, "%g", &w); err != nil || w <= 0 {
+	w, err := strconv.ParseFloat(v, 64)
+	if err != nil || !ValidWeight(w) {
 		return 0, fmt.Errorf("weight %q: want a positive number", v)
 	}
 	return w, nil
 }
+
+// ValidWeight reports whether w is a weight a member may have: positive and finite.
+func ValidWeight(w float64) bool { return w > 0 && !math.IsInf(w, 1) }

@@ -110,7 +110,7 @@ func New(opts Options) (*Shard, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	if opts.Weight <= 0 {
+	if !ValidWeight(opts.Weight) {
 		opts.Weight = 1
 	}
 	if opts.Exit == nil {

@@ -83,6 +83,41 @@ func TestRankHonoursWeights(t *testing.T) {
 	}
 }
 
+func TestParseWeight(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64 // 0: refused
+	}{
+		{"", 1}, {"2", 2}, {"0.5", 0.5}, {"1e3", 1000},
+		{"0", 0}, {"-1", 0}, {"NaN", 0}, {"+Inf", 0}, {"Inf", 0}, {"1.5x", 0}, {"x", 0},
+	} {
+		got, err := ParseWeight(tc.in)
+		if tc.want == 0 && err == nil {
+			t.Errorf("ParseWeight(%q) = %g, want refused", tc.in, got)
+		}
+		if tc.want != 0 && (err != nil || got != tc.want) {
+			t.Errorf("ParseWeight(%q) = %g, %v; want %g", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestRankIgnoresAnInvalidWeight: a NaN or infinite weight counts as 1, so it neither
+// wins nor loses every project.
+func TestRankIgnoresAnInvalidWeight(t *testing.T) {
+	for _, w := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		members := []Member{{Holder: "a/1", Pod: "a", Weight: w}, {Holder: "b/1", Pod: "b", Weight: 1}}
+		n := 0
+		for i := range 4000 {
+			if Rank(fmt.Sprintf("p%d", i), members)[0].Pod == "a" {
+				n++
+			}
+		}
+		if n < 1800 || n > 2200 {
+			t.Errorf("weight %g vs 1 won %d of 4000, want about 2000", w, n)
+		}
+	}
+}
+
 // NextAfter returns the member ranked after holder for project, wrapping around, or
 // ok=false when there is no other member.
 func NextAfter(project, holder string, members []Member) (Member, bool) {
