@@ -54,9 +54,11 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		fail(fmt.Errorf("building cluster: %w", err))
 		return
 	}
-	h.cluster = cl
 	built := s.clock.Now()
 	s.mu.Lock()
+	// Set with the copy of the indexers, under one lock: IndexField indexes this
+	// cluster itself exactly when its field is not in the copy.
+	h.cluster = cl
 	indexers := append([]fieldIndex(nil), s.indexers...)
 	awares := append([]multicluster.Aware(nil), s.awares...)
 	s.mu.Unlock()

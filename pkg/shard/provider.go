@@ -135,7 +135,9 @@ func (s *Shard) IndexField(ctx context.Context, obj client.Object, field string,
 	s.indexers = append(s.indexers, fieldIndex{obj: obj, field: field, extract: extract})
 	var clusters []cluster.Cluster
 	for _, h := range s.holdings {
-		clusters = append(clusters, h.cluster)
+		if h.cluster != nil { // else its claim indexes it with s.indexers
+			clusters = append(clusters, h.cluster)
+		}
 	}
 	s.mu.Unlock()
 	for _, cl := range clusters {

@@ -161,3 +161,17 @@ type fakeProjectCluster struct{ cluster.Cluster }
 func (fakeProjectCluster) GetConfig() *rest.Config {
 	return &rest.Config{Host: "https://plane.invalid"}
 }
+
+// TestIndexFieldLeavesAClusterBeingBuiltToItsClaim: a holding whose cluster is not
+// built yet is not indexed by IndexField (it has nothing to index, and its claim
+// indexes it with every recorded field); the field is recorded for it.
+func TestIndexFieldLeavesAClusterBeingBuiltToItsClaim(t *testing.T) {
+	s := &Shard{holdings: map[string]*holding{"p": {project: "p", holder: "pod/1"}}}
+	extract := func(client.Object) []string { return nil }
+	if err := s.IndexField(context.Background(), &corev1.ConfigMap{}, "data.key", extract); err != nil {
+		t.Fatalf("IndexField with a holding being built: %v", err)
+	}
+	if len(s.indexers) != 1 || s.indexers[0].field != "data.key" {
+		t.Fatalf("recorded indexers %+v, want the one field", s.indexers)
+	}
+}
