@@ -62,10 +62,13 @@ func TestDeferredWatchStartsOnlyOnceAProxyOrGatewayIsReconciled(t *testing.T) {
 	defer cancel()
 	startFor(t, d, ctx, "idle")
 	startFor(t, d, ctx, "busy")
-	time.Sleep(50 * time.Millisecond)
+	// Nothing opened a gate, so no start can be under way: each source is kept for
+	// its gate's opening.
 	if n := starts.Load(); n != 0 {
 		t.Fatalf("%d deferred sources started before any reconcile opened their project", n)
 	}
+	expectKept(t, gates, "idle", 1)
+	expectKept(t, gates, "busy", 1)
 
 	inner := &noopReconciler{}
 	r := opening{gates: gates, TypedReconciler: inner}
@@ -85,9 +88,24 @@ func TestDeferredWatchStartsOnlyOnceAProxyOrGatewayIsReconciled(t *testing.T) {
 	if n := starts.Load(); n != 4 {
 		t.Fatalf("sources engaged with an open project: %d starts, want 4", n)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// busy's starts are all counted; idle's source is still kept, unstarted.
 	if n := starts.Load(); n != 4 {
 		t.Fatalf("idle's sources started (%d starts) though nothing opened them", n)
+	}
+	expectKept(t, gates, "idle", 1)
+}
+
+// expectKept fails unless project's gate is closed and keeps n deferred starts.
+func expectKept(t *testing.T, gates *projectGates, project string, n int) {
+	t.Helper()
+	g := gates.gateOf(multicluster.ClusterName(project))
+	if g == nil {
+		t.Fatalf("%s has no gate", project)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.open || len(g.pending) != n {
+		t.Fatalf("%s's gate: open=%v keeping %d starts, want closed keeping %d", project, g.open, len(g.pending), n)
 	}
 }
 
@@ -97,14 +115,23 @@ func TestDeferredWatchOfAnEndedEngagementNeverStarts(t *testing.T) {
 	d := deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{countingSource{starts: &starts}, countingSource{starts: &starts}}, gates: gates}
 	ctx, cancel := context.WithCancel(context.Background())
 	startFor(t, d, ctx, "gone")
+	ended := gates.gateOf("gone")
 	cancel()
 	eventually(t, "the ended engagement's gate forgotten", func() bool {
-		gates.mu.Lock()
-		defer gates.mu.Unlock()
-		return gates.gates["gone"] == nil
+		return gates.gateOf("gone") == nil
 	})
-	gates.open("gone")
-	time.Sleep(50 * time.Millisecond)
+	gates.open("gone") // a late reconcile: the gate is forgotten, nothing to start
+	// Had the opening come before the gate was forgotten, its starts would run now:
+	// run them here, in this goroutine, so that the count below is final.
+	ended.mu.Lock()
+	pending := ended.pending
+	ended.mu.Unlock()
+	if len(pending) != 1 {
+		t.Fatalf("the ended engagement's gate keeps %d starts, want 1", len(pending))
+	}
+	for _, start := range pending {
+		start()
+	}
 	if n := starts.Load(); n != 0 {
 		t.Fatalf("a source of an ended engagement started (%d starts)", n)
 	}

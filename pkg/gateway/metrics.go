@@ -214,15 +214,17 @@ func (p *ProxyConditions) Engage(ctx context.Context, name multicluster.ClusterN
 	p.mu.Lock()
 	p.projects[project] = e
 	p.mu.Unlock()
-	go func() {
-		<-ctx.Done()
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.projects[project] == e {
-			delete(p.projects, project)
-		}
-	}()
+	context.AfterFunc(ctx, func() { p.disengaged(project, e) })
 	return nil
+}
+
+// disengaged forgets project's engagement e, unless a newer one replaced it.
+func (p *ProxyConditions) disengaged(project string, e *engagedProject) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.projects[project] == e {
+		delete(p.projects, project)
+	}
 }
 
 // Start implements manager.Runnable: the gauge needs nothing running.

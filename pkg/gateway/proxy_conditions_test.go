@@ -113,6 +113,9 @@ func TestHTTPProxyGaugeCountsEngagedProjectsOnly(t *testing.T) {
 
 	// Engaged again (a new cluster for the project): counted afresh, and the end of
 	// the first engagement leaves the second.
+	m.Proxies.mu.Lock()
+	firstEngagement := m.Proxies.projects["p1"]
+	m.Proxies.mu.Unlock()
 	second, loseSecond := context.WithCancel(context.Background())
 	defer loseSecond()
 	if err := m.Proxies.Engage(second, "p1", nil); err != nil {
@@ -120,7 +123,8 @@ func TestHTTPProxyGaugeCountsEngagedProjectsOnly(t *testing.T) {
 	}
 	m.proxyObserved("p1", proxyWith("a", map[string]metav1.ConditionStatus{"Accepted": metav1.ConditionTrue, "Programmed": metav1.ConditionFalse}))
 	loseFirst()
-	time.Sleep(50 * time.Millisecond) // give a wrongful removal the time to happen
+	// What loseFirst runs, run here too, so the check below follows it.
+	m.Proxies.disengaged("p1", firstEngagement)
 	expectProxies(t, reg, "the first engagement ended under the second", proxySeries("p1", [3]int{1, 0, 0}, [3]int{0, 1, 0}))
 
 	loseSecond()
