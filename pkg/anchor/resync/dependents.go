@@ -60,10 +60,9 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 
 // hubDependents lists the configured kinds through discovery and the metadata API.
 type hubDependents struct {
-	disc     discovery.DiscoveryInterface
-	meta     metadata.Interface
-	kinds    []schema.GroupKind
-	pageSize int64
+	disc  discovery.DiscoveryInterface
+	meta  metadata.Interface
+	kinds []schema.GroupKind
 }
 
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
@@ -85,7 +84,7 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 	if err != nil {
 		return nil, fmt.Errorf("building the hub metadata client: %w", err)
 	}
-	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds), pageSize: 500}, nil
+	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds)}, nil
 }
 
 // Kinds implements DependentLister. Discovery runs on every call, so a CRD installed
@@ -126,7 +125,7 @@ func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, error) {
 // List implements DependentLister. Every object is kept: a dependent's other owners are
 // looked up in these lists.
 func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace, cont string) ([]metav1.PartialObjectMetadata, string, error) {
-	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: h.pageSize, Continue: cont})
+	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: listPage, Continue: cont})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
 	}
