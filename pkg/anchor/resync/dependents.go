@@ -200,24 +200,24 @@ func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, 
 // placeholderName stands in for an anchor name when only labels are decoded.
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// hangsAlone reports whether dep refers to no object in existing but the anchor (an
-// unknown reference is no owner).
-func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) bool {
+// shared reports whether dep is being deleted or refers to an object in existing other
+// than the anchor (an unknown reference is no owner): it does not hang on the anchor alone.
+func (j dependentJudge) shared(dep *metav1.PartialObjectMetadata) bool {
+	if dep.DeletionTimestamp != nil {
+		return true
+	}
 	for _, ref := range dep.OwnerReferences {
-		if ref.UID != anchorUID && existing[ref.UID] {
-			return false
+		if ref.UID != j.anchorUID && j.existing[ref.UID] {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // judge decides what dep means for deleting the anchor (docs/design.md, No cascade into
 // live objects).
 func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
-	if dep.DeletionTimestamp != nil {
-		return dependentShared
-	}
-	if !hangsAlone(dep, j.anchorUID, j.existing) {
+	if j.shared(dep) {
 		return dependentShared
 	}
 	if _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
@@ -281,10 +281,7 @@ func (j dependentJudge) judgeOwn() dependentKind {
 // writer returns the owner of this project its labels name that would write dep, if dep
 // is not being deleted and hangs on the anchor alone.
 func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
-	if dep.DeletionTimestamp != nil {
-		return ownerKey{}, false
-	}
-	if !hangsAlone(dep, j.anchorUID, j.existing) {
+	if j.shared(dep) {
 		return ownerKey{}, false
 	}
 	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
