@@ -31,7 +31,7 @@ func listAnchors(ctx context.Context, hub client.Reader) (*listedAnchors, error)
 	out := &listedAnchors{byProject: map[string][]metav1.PartialObjectMetadata{}, byName: map[string][]metav1.PartialObjectMetadata{}}
 	for cont := ""; ; {
 		list := coreMetaList("ConfigMapList")
-		if err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(500), client.Continue(cont)); err != nil {
+		if err := hub.List(ctx, list, client.HasLabels{anchor.LabelClusterName}, client.Limit(listPage), client.Continue(cont)); err != nil {
 			return nil, fmt.Errorf("listing anchors on the hub: %w", err)
 		}
 		for _, item := range list.Items {

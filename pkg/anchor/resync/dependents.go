@@ -60,10 +60,9 @@ func DependentKindsOf(writes map[schema.GroupKind][]HubWrite, extra []schema.Gro
 
 // hubDependents lists the configured kinds through discovery and the metadata API.
 type hubDependents struct {
-	disc     discovery.DiscoveryInterface
-	meta     metadata.Interface
-	kinds    []schema.GroupKind
-	pageSize int64
+	disc  discovery.DiscoveryInterface
+	meta  metadata.Interface
+	kinds []schema.GroupKind
 }
 
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
@@ -85,7 +84,7 @@ func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.Gro
 	if err != nil {
 		return nil, fmt.Errorf("building the hub metadata client: %w", err)
 	}
-	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds), pageSize: 500}, nil
+	return &hubDependents{disc: disc, meta: md, kinds: slices.Clone(kinds)}, nil
 }
 
 // Kinds implements DependentLister. Discovery runs on every call, so a CRD installed
@@ -126,7 +125,7 @@ func (h *hubDependents) Kinds(_ context.Context) ([]DependentKind, error) {
 // List implements DependentLister. Every object is kept: a dependent's other owners are
 // looked up in these lists.
 func (h *hubDependents) List(ctx context.Context, kind DependentKind, namespace, cont string) ([]metav1.PartialObjectMetadata, string, error) {
-	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: h.pageSize, Continue: cont})
+	page, err := h.meta.Resource(kind.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{Limit: listPage, Continue: cont})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing %s in %s: %w", kind.Resource.GroupResource(), namespace, err)
 	}
@@ -201,24 +200,24 @@ func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, 
 // placeholderName stands in for an anchor name when only labels are decoded.
 var placeholderName = anchor.Name("00000000-0000-0000-0000-000000000000")
 
-// hangsAlone reports whether dep refers to no object in existing but the anchor (an
-// unknown reference is no owner).
-func hangsAlone(dep *metav1.PartialObjectMetadata, anchorUID types.UID, existing map[types.UID]bool) bool {
+// shared reports whether dep is being deleted or refers to an object in existing other
+// than the anchor (an unknown reference is no owner): it does not hang on the anchor alone.
+func (j dependentJudge) shared(dep *metav1.PartialObjectMetadata) bool {
+	if dep.DeletionTimestamp != nil {
+		return true
+	}
 	for _, ref := range dep.OwnerReferences {
-		if ref.UID != anchorUID && existing[ref.UID] {
-			return false
+		if ref.UID != j.anchorUID && j.existing[ref.UID] {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // judge decides what dep means for deleting the anchor (docs/design.md, No cascade into
 // live objects).
 func (j dependentJudge) judge(dep *metav1.PartialObjectMetadata) dependentKind {
-	if dep.DeletionTimestamp != nil {
-		return dependentShared
-	}
-	if !hangsAlone(dep, j.anchorUID, j.existing) {
+	if j.shared(dep) {
 		return dependentShared
 	}
 	if _, _, foreign := labelledOwner(dep.Labels, j.owner.Project); foreign {
@@ -282,10 +281,7 @@ func (j dependentJudge) judgeOwn() dependentKind {
 // writer returns the owner of this project its labels name that would write dep, if dep
 // is not being deleted and hangs on the anchor alone.
 func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
-	if dep.DeletionTimestamp != nil {
-		return ownerKey{}, false
-	}
-	if !hangsAlone(dep, j.anchorUID, j.existing) {
+	if j.shared(dep) {
 		return ownerKey{}, false
 	}
 	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)

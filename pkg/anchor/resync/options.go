@@ -63,6 +63,7 @@ const (
 	liveQPS, liveBurst             = 50, 100         // pace the live reads of one plane
 	dependentsQPS, dependentsBurst = 50, 100         // pace the hub lists of anchors' dependents
 	liveTimeout                    = 5 * time.Second // bounds each live read of a plane
+	listPage                       = 500             // bounds each page of a paged list (anchors, owners, dependents)
 )
 
 // Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take

@@ -18,9 +18,6 @@ import (
 // batchListMin is how many owners of one kind and namespace a pass lists instead of GETs.
 const batchListMin = 2
 
-// ownerListPage bounds each page of a batched owner list.
-const ownerListPage = 500
-
 // ownerBatch is the key of one batched list: an owner kind in an upstream namespace.
 type ownerBatch struct {
 	GK        schema.GroupKind
@@ -93,7 +90,7 @@ func (p *pass) listOwners(ctx context.Context, b ownerBatch) (ownerList, error) 
 		var listErr error
 		err := p.liveRead(ctx, func(ctx context.Context) error {
 			// No resourceVersion: a quorum read, never the watch cache.
-			if err := p.plane.Live.List(ctx, page, client.InNamespace(b.Namespace), client.Limit(ownerListPage), client.Continue(cont)); err != nil {
+			if err := p.plane.Live.List(ctx, page, client.InNamespace(b.Namespace), client.Limit(listPage), client.Continue(cont)); err != nil {
 				listErr = fmt.Errorf("listing %s in %s: %w", mapping.Resource.GroupResource(), b.Namespace, err)
 			}
 			return listErr

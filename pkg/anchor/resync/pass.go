@@ -163,7 +163,7 @@ func (p *pass) run(ctx context.Context) (PassReport, error) {
 		p.rep.Anchors = make([]AnchorReport, 0, len(p.items))
 	}
 	for _, it := range p.items {
-		p.rep.Anchors = append(p.rep.Anchors, p.reportOf(it))
+		p.rep.Anchors = append(p.rep.Anchors, reportOf(it, p.now()))
 	}
 	if err != nil {
 		p.rep.Aborted = err.Error()
@@ -362,10 +362,10 @@ func (p *pass) examineRetired(ctx context.Context, w client.Writer, r client.Rea
 	return nil
 }
 
-// reportOf turns an item into its report line.
-func (p *pass) reportOf(it *item) AnchorReport {
+// reportOf turns an item into its report line, its age at now.
+func reportOf(it *item, now time.Time) AnchorReport {
 	return AnchorReport{
 		Namespace: it.obj.Namespace, Name: it.obj.Name, UID: it.obj.UID, Owner: it.owner, Labels: it.obj.Labels,
-		Age: max(p.now().Sub(it.obj.CreationTimestamp.Time), 0), Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
+		Age: max(now.Sub(it.obj.CreationTimestamp.Time), 0), Verdict: it.verdict, Action: it.action, Dependents: it.deps, Detail: it.detail,
 	}
 }

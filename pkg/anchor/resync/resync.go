@@ -266,22 +266,28 @@ func (r *Resync) runProject(ctx context.Context, project string, cl cluster.Clus
 			return
 		case <-t.C():
 		}
-		select {
-		case r.workers <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		d := r.passDeps
-		d.holder = r.cfg.Holder()
-		rep, err := newPass(d, project, plane, mem, log).run(ctx)
-		<-r.workers
-		err = cutShort(ctx, err)
-		r.record(rep, err, log)
+		rep, err := r.runPass(ctx, r.passDeps, project, plane, mem, log)
 		if ctx.Err() != nil {
 			return
 		}
 		delay = r.nextDelay(rep, err)
 	}
+}
+
+// runPass runs one pass with d, holding a worker slot, and records it. Callers stop
+// when ctx has ended: then no pass ran, or it was recorded as cut short.
+func (r *Resync) runPass(ctx context.Context, d passDeps, project string, plane Plane, mem *projectMemory, log logr.Logger) (PassReport, error) {
+	select {
+	case r.workers <- struct{}{}:
+	case <-ctx.Done():
+		return PassReport{}, ctx.Err()
+	}
+	d.holder = r.cfg.Holder()
+	rep, err := newPass(d, project, plane, mem, log).run(ctx)
+	<-r.workers
+	err = cutShort(ctx, err)
+	r.record(rep, err, log)
+	return rep, err
 }
 
 // cutShort is the error a pass ended with, as an abort when the project's context ended

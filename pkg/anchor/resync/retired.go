@@ -59,18 +59,9 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 			r.retired[project] = mem
 		}
 		log := r.log.WithValues("project", project, "retired", true)
-		select {
-		case r.workers <- struct{}{}:
-		case <-ctx.Done():
-			return delay
-		}
 		d := r.passDeps
-		d.holder = r.cfg.Holder()
 		d.admission, d.hub = r.cfg.RetiredAdmission, r.cfg.RetiredHub
-		rep, err := newPass(d, project, Plane{SecretUID: noSecretUID}, mem, log).run(ctx)
-		<-r.workers
-		err = cutShort(ctx, err)
-		r.record(rep, err, log)
+		rep, err := r.runPass(ctx, d, project, Plane{SecretUID: noSecretUID}, mem, log)
 		if ctx.Err() != nil {
 			return delay
 		}

@@ -349,10 +349,7 @@ func untouchedAnchors(items []metav1.PartialObjectMetadata, v Verdict, detail st
 			continue
 		}
 		owner, _ := anchor.Decode(obj.Name, obj.Labels)
-		out = append(out, AnchorReport{
-			Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID, Owner: owner, Labels: obj.Labels,
-			Age: max(now.Sub(obj.CreationTimestamp.Time), 0), Verdict: v, Detail: detail,
-		})
+		out = append(out, reportOf(&item{obj: obj, owner: owner, verdict: v, detail: detail}, now))
 	}
 	return out
 }
