@@ -143,8 +143,6 @@ type Replica struct {
 	Shard *shard.Shard
 	// Gateway is the gateway data path.
 	Gateway *gateway.Setup
-	// Resync collects orphaned anchors of the held projects; nil when disabled.
-	Resync *resync.Resync
 }
 
 // Observer is told of what tests check about a replica's life.
@@ -239,10 +237,9 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("setting up the gateway controllers: %w", err)
 	}
-	var rs *resync.Resync
 	if !opts.Resync.Disabled {
 		opts.Resync.ClaimsNamespace = cmp.Or(opts.Resync.ClaimsNamespace, opts.Gateway.WithDefaults().HostnameClaimsNamespace)
-		rs, err = resync.Setup(ctx, mgr, resync.Config{
+		_, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},
 			ProviderNamespace: opts.ProviderNamespace, LeaseNamespace: opts.LeaseNamespace,
@@ -260,7 +257,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		return nil, fmt.Errorf("adding readiness check: %w", err)
 	}
 	sh.SetHubClients(local.GetClient(), local.GetAPIReader())
-	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw, Resync: rs}, nil
+	return &Replica{Options: opts, Manager: mgr, Provider: provider, Shard: sh, Gateway: gw}, nil
 }
 
 // MetricsServerOptions serves /metrics on addr, over HTTPS and authorized against the hub

@@ -34,17 +34,17 @@ func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 		return nil, err
 	}
 	return &kindMapper{
-		discovery: dc,
-		fallback:  sync.OnceValues(func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, httpClient) }),
-		mappings:  map[schema.GroupVersionKind]*meta.RESTMapping{},
+		RESTMapper: meta.NewLazyRESTMapperLoader(func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, httpClient) }),
+		discovery:  dc,
+		mappings:   map[schema.GroupVersionKind]*meta.RESTMapping{},
 	}, nil
 }
 
 // kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
-// go to fallback.
+// go to the embedded dynamic mapper, built on first use.
 type kindMapper struct {
+	meta.RESTMapper
 	discovery *discovery.DiscoveryClient
-	fallback  func() (meta.RESTMapper, error)
 
 	mu       sync.RWMutex
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
@@ -128,34 +128,4 @@ func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
 		}
 	}
 	return "", &meta.NoKindMatchError{GroupKind: gk}
-}
-
-// viaFallback calls method on m's fallback mapper, building it on first use.
-func viaFallback[A, T any](m *kindMapper, method func(meta.RESTMapper, A) (T, error), arg A) (T, error) {
-	f, err := m.fallback()
-	if err != nil {
-		var zero T
-		return zero, err
-	}
-	return method(f, arg)
-}
-
-func (m *kindMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	return viaFallback(m, meta.RESTMapper.KindFor, resource)
-}
-
-func (m *kindMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	return viaFallback(m, meta.RESTMapper.KindsFor, resource)
-}
-
-func (m *kindMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	return viaFallback(m, meta.RESTMapper.ResourceFor, input)
-}
-
-func (m *kindMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	return viaFallback(m, meta.RESTMapper.ResourcesFor, input)
-}
-
-func (m *kindMapper) ResourceSingularizer(resource string) (string, error) {
-	return viaFallback(m, meta.RESTMapper.ResourceSingularizer, resource)
 }
