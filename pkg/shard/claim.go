@@ -46,7 +46,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 			if err != nil {
 				return nil, err
 			}
-			return s.validityGuarded(c), nil
+			return guardedClient{Client: c, check: s.checkValid}, nil
 		}
 	}}, s.opts.ClusterOptions...)
 	cl, err := cluster.New(d.config, opts...)

@@ -169,14 +169,10 @@ func (s *Shard) hubClients() (client.Client, client.Reader, error) {
 	return s.hubWriter, s.hubReader, nil
 }
 
-// validityGuarded refuses c's writes once less than writeMargin of validity is left.
-func (s *Shard) validityGuarded(c client.Client) client.Client {
-	return guardedClient{Client: c, check: s.checkValid}
-}
-
 // writeMargin is the validity a write must have left to be sent (design.md, Residual windows).
 const writeMargin = 50 * time.Millisecond
 
+// checkValid refuses a guarded client's write once less than writeMargin of validity is left.
 func (s *Shard) checkValid() error {
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Add(writeMargin).Before(until) {
 		s.m.rejections.WithLabelValues(rejectInvalid).Inc()

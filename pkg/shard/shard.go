@@ -165,7 +165,7 @@ func leaseClientset(hub *rest.Config, timeout time.Duration, qps float32, burst 
 func (s *Shard) SetHubClients(c client.Client, r client.Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hubWriter, s.hubReader = s.validityGuarded(c), r
+	s.hubWriter, s.hubReader = guardedClient{Client: c, check: s.checkValid}, r
 }
 
 // Holder returns the current incarnation's identity ("" while not joined).
