@@ -76,7 +76,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		return
 	}
 	for _, a := range awares {
-		if err := a.Engage(h.ctx, h.clusterName(), cl); err != nil {
+		if err := a.Engage(h.ctx, multicluster.ClusterName(h.project), cl); err != nil {
 			fail(fmt.Errorf("engaging: %w", err))
 			return
 		}

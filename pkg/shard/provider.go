@@ -21,7 +21,7 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 	open := s.openHoldingsLocked()
 	s.mu.Unlock()
 	for _, h := range open {
-		if err := a.Engage(h.ctx, h.clusterName(), h.cluster); err != nil {
+		if err := a.Engage(h.ctx, multicluster.ClusterName(h.project), h.cluster); err != nil {
 			s.log.Error(err, "Engaging a late controller with a held project", "project", h.project)
 		}
 	}
