@@ -8,7 +8,7 @@
 //
 // Open shard.go first: Options, New and Runnable show how the parts fit.
 //
-//   - membership.go, renew_timeout.go: the member Lease (join, renew, lapse, rejoin),
+//   - membership.go: the member Lease (join, renew, lapse, rejoin),
 //     validity, and how long a renew may take.
 //   - observer.go, view.go: the Lease watch, and whether it is fresh enough to admit work.
 //   - state.go, hash.go: the pure Lease states; weighted rendezvous hashing (Rank).

@@ -119,7 +119,7 @@ func New(opts Options) (*Shard, error) {
 	if opts.MaxHandoversInFlight <= 0 {
 		opts.MaxHandoversInFlight = 8
 	}
-	// Renews get their own clientset, timing out at RenewDeadline (renew_timeout.go).
+	// Renews get their own clientset, timing out at RenewDeadline (nextRenewAllowance in membership.go).
 	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)
 	if err != nil {
 		return nil, err
