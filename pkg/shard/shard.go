@@ -161,6 +161,15 @@ func leaseClientset(hub *rest.Config, timeout time.Duration, qps float32, burst 
 	return cs, nil
 }
 
+// eventf records an Event about writer's protocol write only while writer is valid.
+func (s *Shard) eventf(writer string, obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	if !s.member.valid(writer) {
+		s.log.V(1).Info("Event dropped: its writer's validity ended", "reason", reason, "writer", writer)
+		return
+	}
+	s.events.Eventf(obj, eventtype, reason, messageFmt, args...)
+}
+
 // SetHubClients gives the shard the manager's hub client and uncached reader.
 func (s *Shard) SetHubClients(c client.Client, r client.Reader) {
 	s.mu.Lock()
