@@ -46,7 +46,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 			if err != nil {
 				return nil, err
 			}
-			return s.validityGuarded(c), nil
+			return guardedClient{Client: c, check: s.checkValid}, nil
 		}
 	}}, s.opts.ClusterOptions...)
 	cl, err := cluster.New(d.config, opts...)
@@ -78,7 +78,7 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 		return
 	}
 	for _, a := range awares {
-		if err := a.Engage(h.ctx, h.clusterName(), cl); err != nil {
+		if err := a.Engage(h.ctx, multicluster.ClusterName(h.project), cl); err != nil {
 			fail(fmt.Errorf("engaging: %w", err))
 			return
 		}

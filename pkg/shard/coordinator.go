@@ -120,16 +120,14 @@ func (s *Shard) assignPass(ctx context.Context, coordinator string) {
 		return
 	}
 	plan := PlanPass(in)
-	if len(plan.Confirm) > 0 {
-		cleared := runParallel(ctx, len(plan.Confirm), func(ctx context.Context, i int) bool {
-			return s.confirmExpired(ctx, plan.Confirm[i], coordinator)
-		})
-		if cleared > 0 {
-			if in, ok = s.passInput(); !ok {
-				return
-			}
-			plan = PlanPass(in)
+	cleared := runParallel(ctx, len(plan.Confirm), func(ctx context.Context, i int) bool {
+		return s.confirmExpired(ctx, plan.Confirm[i], coordinator)
+	})
+	if cleared > 0 {
+		if in, ok = s.passInput(); !ok {
+			return
 		}
+		plan = PlanPass(in)
 	}
 	s.mu.Lock()
 	for project, holder := range plan.Claimed {

@@ -103,8 +103,8 @@ func PlanPass(in PassInput) PassPlan {
 		}
 		switch {
 		case st == ProjectClaimOverdue: // the holder is out of this project's ranking
-			if next := rankedOtherThan(ranked, ob.Holder()); next != "" {
-				assign(next, "claim_overdue", ob.Holder())
+			if i := slices.IndexFunc(ranked, func(m Member) bool { return m.Holder != ob.Holder() }); i >= 0 {
+				assign(ranked[i].Holder, "claim_overdue", ob.Holder())
 			}
 		case len(ranked) == 0:
 			continue
@@ -146,16 +146,6 @@ func handOverInFlight(ob Observed, holding map[string]bool, now time.Time, t Tim
 		return false
 	}
 	return now.Sub(ob.Changed) < t.DrainDeadline+t.ClaimDeadline
-}
-
-// rankedOtherThan returns the best-ranked member other than holder, "" when none.
-func rankedOtherThan(ranked []Member, holder string) string {
-	for _, m := range ranked {
-		if m.Holder != holder {
-			return m.Holder
-		}
-	}
-	return ""
 }
 
 // claimFailures remembers overdue claims per project and member (design.md, Claim deadline).

@@ -38,9 +38,7 @@ func (s *Shard) lead(ctx context.Context, holder string) func() {
 
 // exportLeadingLocked sets the coordinator gauge from the current term (s.mu held).
 func (s *Shard) exportLeadingLocked() {
-	if s.m != nil {
-		s.m.coordinator.Set(map[bool]float64{true: 1}[s.leading != nil])
-	}
+	s.m.coordinator.Set(map[bool]float64{true: 1}[s.leading != nil])
 }
 
 // coordinatorRefusal returns the term and its validity's end while leading validly, or why not.

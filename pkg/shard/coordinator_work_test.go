@@ -90,7 +90,7 @@ func TestEnterCoordinatorAdmitsOnlyTheLeadingValidIncarnation(t *testing.T) {
 func TestLeadershipClearedOnlyByItsOwnTerm(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(now)
-	s := &Shard{clock: clk}
+	s := &Shard{clock: clk, m: newMetrics(prometheus.NewRegistry())}
 	s.member = &membership{clock: clk, holder: "pod/2", validUntil: now.Add(time.Second)}
 	endOld := s.lead(context.Background(), "pod/1")
 	endNew := s.lead(context.Background(), "pod/2")

@@ -8,7 +8,7 @@
 //
 // Open shard.go first: Options, New and Runnable show how the parts fit.
 //
-//   - membership.go, renew_timeout.go: the member Lease (join, renew, lapse, rejoin),
+//   - membership.go: the member Lease (join, renew, lapse, rejoin),
 //     validity, and how long a renew may take.
 //   - observer.go, view.go: the Lease watch, and whether it is fresh enough to admit work.
 //   - state.go, hash.go: the pure Lease states; weighted rendezvous hashing (Rank).
@@ -20,8 +20,8 @@
 //   - claim.go, handover.go: claiming a project; the planned hand-over, and shutdown.
 //   - provider.go: discovery (Engage), the gating provider and the guarded clients.
 //   - plane_calls.go, kubeconfig_check.go: bounds and refusals on project planes.
-//   - names.go, timing.go, metrics.go, events.go, rbac.go, members.go, record.go:
-//     names, timings, metrics, Events, RBAC, ValidMembers, records of admitted work.
+//   - names.go, timing.go, metrics.go, rbac.go, members.go, record.go: names, timings,
+//     metrics, RBAC, ValidMembers, records of admitted work; shard.go also sends the Events.
 //
 // # Words
 //

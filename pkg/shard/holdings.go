@@ -88,8 +88,6 @@ type holding struct {
 	idle     chan struct{} // closed when inflight drops to zero after closing
 }
 
-func (h *holding) clusterName() multicluster.ClusterName { return multicluster.ClusterName(h.project) }
-
 // view is what a holder sync reads of h (PlanHolderSync).
 func (h *holding) view() HoldingView {
 	h.mu.Lock()

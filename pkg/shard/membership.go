@@ -2,7 +2,6 @@ package shard
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -188,7 +187,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 // renewUntilLapse renews every RetryPeriod until validity ends, the Lease is taken or ctx ends.
 func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 	prompt := false
-	allowed := m.t.CallTimeout // renew_timeout.go
+	allowed := m.t.CallTimeout // nextRenewAllowance
 	var last renewCall
 	for {
 		_, until := m.current()
@@ -223,6 +222,22 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 // closeToLapse reports whether validity ends before a renew in a retry period could finish.
 func closeToLapse(until, now time.Time, retry, allowed time.Duration) bool {
 	return until.Sub(now) < retry+allowed
+}
+
+// renewCall is what one renew's call told about the hub.
+type renewCall struct {
+	took     time.Duration
+	timedOut bool // ran out of its allowance without an answer
+}
+
+// nextRenewAllowance is how long the renew after last may take: twice last's allowance
+// after a timeout, else twice what it took, within [CallTimeout, RenewDeadline].
+func nextRenewAllowance(allowed time.Duration, last renewCall, t Timings) time.Duration {
+	next := 2 * last.took
+	if last.timedOut {
+		next = 2 * allowed
+	}
+	return min(max(next, t.CallTimeout), t.RenewDeadline)
 }
 
 // renewOutcome is what one renew did to the incarnation.
@@ -346,6 +361,6 @@ func (m *membership) release(holder string) {
 	_, err = m.leases.Update(ctx, cur, metav1.UpdateOptions{})
 	m.m.leaseWrite("member", true, err)
 	if err != nil {
-		m.log.Info("Releasing member Lease failed", "error", fmt.Sprint(err))
+		m.log.Info("Releasing member Lease failed", "error", err.Error())
 	}
 }

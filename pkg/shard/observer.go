@@ -152,21 +152,15 @@ func (f *leaseFeed) Delete(obj any) error {
 
 // Replace takes a full list: those missing from it are gone; it marks the observer synced.
 func (f *leaseFeed) Replace(items []any, _ string) error {
-	listed := map[string]bool{}
+	f.mu.Lock()
+	gone := maps.Clone(f.known)
+	f.mu.Unlock()
 	for _, obj := range items {
 		if l, ok := obj.(*coordinationv1.Lease); ok {
-			listed[l.Name] = true
+			delete(gone, l.Name)
 			_ = f.Update(l)
 		}
 	}
-	f.mu.Lock()
-	var gone []*coordinationv1.Lease
-	for name, l := range f.known {
-		if !listed[name] {
-			gone = append(gone, l)
-		}
-	}
-	f.mu.Unlock()
 	for _, l := range gone {
 		_ = f.Delete(l)
 	}

@@ -21,7 +21,7 @@ func (s *Shard) AddAware(a multicluster.Aware) {
 	open := s.openHoldingsLocked()
 	s.mu.Unlock()
 	for _, h := range open {
-		if err := a.Engage(h.ctx, h.clusterName(), h.cluster); err != nil {
+		if err := a.Engage(h.ctx, multicluster.ClusterName(h.project), h.cluster); err != nil {
 			s.log.Error(err, "Engaging a late controller with a held project", "project", h.project)
 		}
 	}
@@ -171,14 +171,10 @@ func (s *Shard) hubClients() (client.Client, client.Reader, error) {
 	return s.hubWriter, s.hubReader, nil
 }
 
-// validityGuarded refuses c's writes once less than writeMargin of validity is left.
-func (s *Shard) validityGuarded(c client.Client) client.Client {
-	return guardedClient{Client: c, check: s.checkValid}
-}
-
 // writeMargin is the validity a write must have left to be sent (design.md, Residual windows).
 const writeMargin = 50 * time.Millisecond
 
+// checkValid refuses a guarded client's write once less than writeMargin of validity is left.
 func (s *Shard) checkValid() error {
 	if h, until := s.member.current(); h == "" || !s.clock.Now().Add(writeMargin).Before(until) {
 		s.m.rejections.WithLabelValues(rejectInvalid).Inc()

@@ -119,7 +119,7 @@ func New(opts Options) (*Shard, error) {
 	if opts.MaxHandoversInFlight <= 0 {
 		opts.MaxHandoversInFlight = 8
 	}
-	// Renews get their own clientset, timing out at RenewDeadline (renew_timeout.go).
+	// Renews get their own clientset, timing out at RenewDeadline (nextRenewAllowance in membership.go).
 	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)
 	if err != nil {
 		return nil, err
@@ -161,11 +161,20 @@ func leaseClientset(hub *rest.Config, timeout time.Duration, qps float32, burst 
 	return cs, nil
 }
 
+// eventf records an Event about writer's protocol write only while writer is valid.
+func (s *Shard) eventf(writer string, obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	if !s.member.valid(writer) {
+		s.log.V(1).Info("Event dropped: its writer's validity ended", "reason", reason, "writer", writer)
+		return
+	}
+	s.events.Eventf(obj, eventtype, reason, messageFmt, args...)
+}
+
 // SetHubClients gives the shard the manager's hub client and uncached reader.
 func (s *Shard) SetHubClients(c client.Client, r client.Reader) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.hubWriter, s.hubReader = s.validityGuarded(c), r
+	s.hubWriter, s.hubReader = guardedClient{Client: c, check: s.checkValid}, r
 }
 
 // Holder returns the current incarnation's identity ("" while not joined).
