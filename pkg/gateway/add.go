@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -94,15 +95,9 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err := opts.Config.Validate(); err != nil {
 		return nil, fmt.Errorf("gateway configuration: %w", err)
 	}
-	if opts.Clusters == nil {
-		opts.Clusters = ManagerClusters(mgr)
-	}
-	if opts.Admission == nil {
-		opts.Admission = OpenAdmission{}
-	}
-	if opts.Registry == nil {
-		opts.Registry = ctrlmetrics.Registry
-	}
+	opts.Clusters = cmp.Or(opts.Clusters, ManagerClusters(mgr))
+	opts.Admission = cmp.Or[Admission](opts.Admission, OpenAdmission{})
+	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, ctrlmetrics.Registry)
 	metrics, err := NewMetrics(opts.Registry)
 	if err != nil {
 		return nil, err

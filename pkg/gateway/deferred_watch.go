@@ -17,7 +17,7 @@ import (
 
 // projectGates holds one gate per engaged project: the deferred watches of a project
 // start once an HTTPProxy or one of our Gateways is reconciled there (docs/design.md,
-// Gateway path: An idle project costs three watches).
+// Gateway path: An idle project costs three watches). mu guards the gates too.
 type projectGates struct {
 	mu    sync.Mutex
 	gates map[multicluster.ClusterName]*gate
@@ -29,7 +29,6 @@ func newProjectGates() *projectGates {
 
 // gate starts the deferred watches of one project's engagement once opened.
 type gate struct {
-	mu      sync.Mutex
 	open    bool
 	pending []func()
 }
@@ -55,23 +54,15 @@ func (p *projectGates) disengaged(project multicluster.ClusterName, g *gate) {
 	}
 }
 
-// gateOf returns project's gate, nil when the project is not engaged.
-func (p *projectGates) gateOf(project multicluster.ClusterName) *gate {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.gates[project]
-}
-
 // open opens project's gate, if the project is engaged, and starts its deferred watches.
 func (p *projectGates) open(project multicluster.ClusterName) {
-	g := p.gateOf(project)
-	if g == nil {
-		return
+	var pending []func()
+	p.mu.Lock()
+	if g := p.gates[project]; g != nil {
+		pending = g.pending // none once open: whenOpen keeps nothing then
+		g.open, g.pending = true, nil
 	}
-	g.mu.Lock()
-	pending := g.pending // none once open: whenOpen keeps nothing then
-	g.open, g.pending = true, nil
-	g.mu.Unlock()
+	p.mu.Unlock()
 	for _, start := range pending {
 		// Starting a watch waits for its informer to sync: not on the reconcile's time.
 		go start()
@@ -80,19 +71,16 @@ func (p *projectGates) open(project multicluster.ClusterName) {
 
 // isOpen reports whether project's deferred watches have been started.
 func (p *projectGates) isOpen(project multicluster.ClusterName) bool {
-	g := p.gateOf(project)
-	if g == nil {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.open
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.gates[project]
+	return g != nil && g.open
 }
 
 // whenOpen reports whether g is open; if not, it keeps start for the opening.
-func (g *gate) whenOpen(start func()) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+func (p *projectGates) whenOpen(g *gate, start func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if g.open {
 		return true
 	}
@@ -148,7 +136,7 @@ func (s *gatedSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 			ctrllog.FromContext(ctx).Error(err, "Starting a deferred watch", "project", s.project)
 		}
 	}
-	if s.gate.whenOpen(deferred) {
+	if s.gates.whenOpen(s.gate, deferred) {
 		return s.startInners(ctx, q)
 	}
 	return nil

@@ -324,12 +324,7 @@ func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeSco
 			}
 		}
 	}
-	var kept []gatewayv1.Hostname
-	for _, h := range s.route.Spec.Hostnames {
-		if listened[h] {
-			kept = append(kept, h)
-		}
-	}
+	kept := slices.DeleteFunc(slices.Clone(s.route.Spec.Hostnames), func(h gatewayv1.Hostname) bool { return !listened[h] })
 	if len(kept) == 0 {
 		return &hostnamesNotHeldError{hostnames: s.route.Spec.Hostnames, pending: found == 0}
 	}
