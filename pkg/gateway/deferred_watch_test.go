@@ -98,12 +98,12 @@ func TestDeferredWatchStartsOnlyOnceAProxyOrGatewayIsReconciled(t *testing.T) {
 // expectKept fails unless project's gate is closed and keeps n deferred starts.
 func expectKept(t *testing.T, gates *projectGates, project string, n int) {
 	t.Helper()
-	g := gates.gateOf(multicluster.ClusterName(project))
+	gates.mu.Lock()
+	defer gates.mu.Unlock()
+	g := gates.gates[multicluster.ClusterName(project)]
 	if g == nil {
 		t.Fatalf("%s has no gate", project)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if g.open || len(g.pending) != n {
 		t.Fatalf("%s's gate: open=%v keeping %d starts, want closed keeping %d", project, g.open, len(g.pending), n)
 	}
@@ -115,17 +115,20 @@ func TestDeferredWatchOfAnEndedEngagementNeverStarts(t *testing.T) {
 	d := deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{countingSource{starts: &starts}, countingSource{starts: &starts}}, gates: gates}
 	ctx, cancel := context.WithCancel(context.Background())
 	startFor(t, d, ctx, "gone")
-	ended := gates.gateOf("gone")
+	gateOf := func() *gate {
+		gates.mu.Lock()
+		defer gates.mu.Unlock()
+		return gates.gates["gone"]
+	}
+	ended := gateOf()
 	cancel()
-	eventually(t, "the ended engagement's gate forgotten", func() bool {
-		return gates.gateOf("gone") == nil
-	})
+	eventually(t, "the ended engagement's gate forgotten", func() bool { return gateOf() == nil })
 	gates.open("gone") // a late reconcile: the gate is forgotten, nothing to start
 	// Had the opening come before the gate was forgotten, its starts would run now:
 	// run them here, in this goroutine, so that the count below is final.
-	ended.mu.Lock()
+	gates.mu.Lock()
 	pending := ended.pending
-	ended.mu.Unlock()
+	gates.mu.Unlock()
 	if len(pending) != 1 {
 		t.Fatalf("the ended engagement's gate keeps %d starts, want 1", len(pending))
 	}
