@@ -154,22 +154,28 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
+		written := false // a failed read is not counted as a write
 		switch {
 		case apierrors.IsNotFound(err):
 			wrote, err = m.leases.Create(cctx, m.desired(&coordinationv1.Lease{}, holder, sent), metav1.CreateOptions{})
+			written = true
 		case err != nil:
 		case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity == "":
 			wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
+			written = true
 		default:
 			if cur.ResourceVersion != seenRV {
 				seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
 				m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
 			} else if m.clock.Since(seenAt) >= m.t.LeaseDuration {
 				wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
+				written = true
 			}
 		}
 		cancel()
-		m.m.leaseWrite("member", wrote != nil, err)
+		if written {
+			m.m.leaseWrite("member", true, err)
+		}
 		if err == nil && wrote != nil {
 			m.setValid(holder, sent, wrote)
 			m.m.valid.Set(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,5 +321,36 @@ func TestRenewOfADeletedMemberLeaseLapsesAtOnce(t *testing.T) {
 	_, until := m.current()
 	if outcome, _ := m.renew(ctx, holder, until, tm.CallTimeout); outcome != renewTaken {
 		t.Errorf("a renew of a deleted member Lease came back %v, want renewTaken (lapse now)", outcome)
+	}
+}
+
+// TestJoinCountsWritesNotFailedReads: a join whose read of its member Lease fails
+// retries without counting a Lease write; the create that follows is counted once.
+func TestJoinCountsWritesNotFailedReads(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+	cs := fake.NewSimpleClientset()
+	reads := 0
+	cs.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if reads++; reads == 1 {
+			return true, nil, apierrors.NewServiceUnavailable("hub unavailable")
+		}
+		return false, nil, nil
+	})
+	tm := Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, CallTimeout: 400 * time.Millisecond}
+	m := &membership{pod: "pod", weight: 1, t: tm, clock: clk, leases: cs.CoordinationV1().Leases("ns"), log: logr.Discard(),
+		m: newMetrics(prometheus.NewRegistry()), kick: make(chan struct{}, 1)}
+	joined := make(chan bool)
+	go func() { joined <- m.join(context.Background(), HolderIdentity("pod", "1")) }()
+	for !clk.HasWaiters() { // the retry after the failed read
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(tm.RetryPeriod)
+	if !<-joined {
+		t.Fatal("join failed")
+	}
+	for result, want := range map[string]float64{"error": 0, "success": 1} {
+		if got := testutil.ToFloat64(m.m.leaseWrites.WithLabelValues("member", result)); got != want {
+			t.Errorf("member Lease writes counted %q: %v, want %v", result, got, want)
+		}
 	}
 }
