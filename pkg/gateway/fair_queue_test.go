@@ -189,4 +189,24 @@ func TestFairQueuePriority(t *testing.T) {
 	if got, priority, _ := q.GetWithPriority(); got != req("b", "b-0") || priority != 0 {
 		t.Fatalf("handed out %v at %d, want the ordinary b/b-0", got, priority)
 	}
+
+	// A request alone in its line, raised: its project keeps one turn, it is handed out
+	// once, and nothing is left of it.
+	q.Add(req("c", "alone"))
+	q.AddWithOpts(at(terminatingPriority), req("c", "alone"))
+	if len(q.turns) != 2 { // b's and c's
+		t.Fatalf("turns %v after raising c's only request, want b and c once each", q.turns)
+	}
+	if got := getNow(t, q); got != req("b", "b-1") {
+		t.Fatalf("handed out %v, want b's turn first", got)
+	}
+	if got := getNow(t, q); got != req("c", "alone") {
+		t.Fatalf("handed out %v, want c/alone", got)
+	}
+	q.mu.Lock()
+	_, more := q.nextLocked()
+	q.mu.Unlock()
+	if more || q.Len() != 0 {
+		t.Fatalf("after the queue emptied: another request handed out=%v, queued %d", more, q.Len())
+	}
 }

@@ -260,11 +260,11 @@ func (q *fairQueue) addLocked(req mcreconcile.Request, priority int) {
 		return
 	case q.queued[req] && !raised:
 		return
-	case q.queued[req]:
-		q.lines[req.ClusterName] = slices.DeleteFunc(q.lines[req.ClusterName], func(r mcreconcile.Request) bool { return r == req })
 	}
 	line := q.lines[req.ClusterName]
-	if len(line) == 0 {
+	if q.queued[req] { // raised: it moves up its line; its project keeps its turn
+		line = slices.DeleteFunc(line, func(r mcreconcile.Request) bool { return r == req })
+	} else if len(line) == 0 {
 		q.turns = append(q.turns, req.ClusterName)
 	}
 	at := len(line)
