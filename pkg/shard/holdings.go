@@ -23,13 +23,6 @@ const (
 	holdingClosed                          // lost, released or handed over
 )
 
-func (st holdingState) String() string {
-	if names := [...]string{"claiming", "open", "handing over", "closed"}; st >= 0 && int(st) < len(names) {
-		return names[st]
-	}
-	return fmt.Sprintf("holdingState(%d)", int(st))
-}
-
 // holdingMoves are the legal changes of a holding's state; nothing goes back to open.
 var holdingMoves = map[holdingState][]holdingState{
 	holdingClaiming:    {holdingOpen, holdingHandingOver, holdingClosed},
