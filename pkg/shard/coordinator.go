@@ -204,7 +204,7 @@ func (s *Shard) writeProjectLease(ctx context.Context, holder string, l *coordin
 	} else {
 		wrote, err = leases.Update(cctx, l, metav1.UpdateOptions{})
 	}
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err == nil {
 		s.observer.record(wrote)
 	}
@@ -251,7 +251,7 @@ func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob O
 	}
 	defer cancel()
 	err = s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, ob.Lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err != nil {
 		return false
 	}
@@ -278,7 +278,7 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 	l.Spec.HolderIdentity = nil
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationExpiredBy, coordinator)
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("member", true, err)
+	s.m.leaseWrite("member", err)
 	if err != nil {
 		return false
 	}

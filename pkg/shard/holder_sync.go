@@ -93,7 +93,7 @@ func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease)
 	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
 	defer cancel()
 	_, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		s.log.Info("Releasing a removed project's Lease failed", "project", l.Annotations[AnnotationProject], "error", err.Error())
 	}

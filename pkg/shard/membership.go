@@ -154,28 +154,24 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
-		written := false // a failed read is not counted as a write
-		switch {
+		switch { // each write is counted; a failed read is not
 		case apierrors.IsNotFound(err):
 			wrote, err = m.leases.Create(cctx, m.desired(&coordinationv1.Lease{}, holder, sent), metav1.CreateOptions{})
-			written = true
+			m.m.leaseWrite("member", err)
 		case err != nil:
 		case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity == "":
 			wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-			written = true
+			m.m.leaseWrite("member", err)
 		default:
 			if cur.ResourceVersion != seenRV {
 				seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
 				m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
 			} else if m.clock.Since(seenAt) >= m.t.LeaseDuration {
 				wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-				written = true
+				m.m.leaseWrite("member", err)
 			}
 		}
 		cancel()
-		if written {
-			m.m.leaseWrite("member", true, err)
-		}
 		if err == nil && wrote != nil {
 			m.setValid(holder, sent, wrote)
 			m.m.valid.Set(1)
@@ -266,7 +262,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	defer cancel()
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
-	m.m.leaseWrite("member", true, err)
+	m.m.leaseWrite("member", err)
 	switch {
 	case err == nil:
 		m.setValid(holder, sent, wrote)
@@ -365,7 +361,7 @@ func (m *membership) release(holder string) {
 	}
 	cur.Spec.HolderIdentity = nil
 	_, err = m.leases.Update(ctx, cur, metav1.UpdateOptions{})
-	m.m.leaseWrite("member", true, err)
+	m.m.leaseWrite("member", err)
 	if err != nil {
 		m.log.Info("Releasing member Lease failed", "error", err.Error())
 	}
