@@ -28,21 +28,11 @@ func (s *Shard) runElection(ctx context.Context) {
 			continue
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		go func() { // end the campaign when this incarnation is no longer current
-			tick := s.clock.NewTicker(s.t.RetryPeriod)
-			defer tick.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-tick.C():
-					if h, _ := s.member.current(); h != holder {
-						cancel()
-						return
-					}
-				}
+		go s.everyRetry(runCtx, nil, func() { // end the campaign when this incarnation is no longer current
+			if h, _ := s.member.current(); h != holder {
+				cancel()
 			}
-		}()
+		})
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Name: CoordinatorLeaseName, Namespace: s.opts.Namespace},
@@ -73,19 +63,12 @@ func (s *Shard) runElection(ctx context.Context) {
 
 // watchCoordinator exports whether a live coordinator is observed, on every replica.
 func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderElector) {
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, nil, func() {
 		members, _, _ := s.observer.snapshot()
 		live := liveHolders(members, s.clock.Now(), s.t.LeaseDuration)
 		leader := le.GetLeader()
 		s.m.noCoordinator.Set(map[bool]float64{false: 1}[leader != "" && live[leader]])
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-	}
+	})
 }
 
 // coordinate runs the passes while leading, after a warm-up (docs/design.md, Coordinator).
@@ -99,18 +82,11 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 		}
 	}
 	log.Info("Coordinating")
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, nil, func() {
 		if s.member.valid(holder) {
 			s.assignPass(ctx, holder)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-	}
+	})
 }
 
 // assignPass plans a pass and carries it out, planning again when a suspect was cleared.
@@ -218,6 +194,21 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 		return false
 	case <-clk.After(d):
 		return true
+	}
+}
+
+// everyRetry calls f at once, then every RetryPeriod and at each wake, until ctx ends.
+func (s *Shard) everyRetry(ctx context.Context, wake <-chan struct{}, f func()) {
+	tick := s.clock.NewTicker(s.t.RetryPeriod)
+	defer tick.Stop()
+	for {
+		f()
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C():
+		}
 	}
 }
 

@@ -11,20 +11,12 @@ import (
 
 // runHoldings reconciles this replica's holdings with the project Leases it observes.
 func (s *Shard) runHoldings(ctx context.Context) {
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, s.observer.notify, func() {
 		s.syncHoldings(ctx)
 		s.noteViewFreshness()
 		s.updateGauges()
-		select {
-		case <-ctx.Done():
-			s.voidAll(s.Holder())
-			return
-		case <-s.observer.notify:
-		case <-tick.C():
-		}
-	}
+	})
+	s.voidAll(s.Holder())
 }
 
 // syncHoldings plans one holder sync (PlanHolderSync) and carries it out.
