@@ -220,15 +220,14 @@ func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) 
 	var wg sync.WaitGroup
 	var done atomic.Int32
 	slots := make(chan struct{}, coordinatorWrites)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-slots }()
 			if f(ctx, i) {
 				done.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return int(done.Load())
