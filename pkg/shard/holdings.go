@@ -151,10 +151,7 @@ func (s *Shard) Enter(ctx context.Context, project string) (context.Context, fun
 		return nil, nil, err
 	}
 	start := s.clock.Now()
-	deadline := until
-	if viewUntil.Before(deadline) {
-		deadline = viewUntil
-	}
+	deadline := slices.MinFunc([]time.Time{until, viewUntil}, time.Time.Compare)
 	wctx, cancel, stop := s.admittedContext(ctx, deadline, h.ctx)
 	release := sync.OnceFunc(func() {
 		stop()
