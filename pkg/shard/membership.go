@@ -116,12 +116,9 @@ func (m *membership) run(ctx context.Context) {
 	}
 }
 
-// callCtx bounds a call by timeout and, when deadline is set, by deadline.
+// callCtx bounds a call by timeout and by deadline (on m.clock).
 func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if !deadline.IsZero() {
-		timeout = min(timeout, deadline.Sub(m.clock.Now()))
-	}
-	return context.WithTimeout(ctx, timeout)
+	return context.WithTimeout(ctx, min(timeout, deadline.Sub(m.clock.Now())))
 }
 
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
@@ -151,7 +148,7 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenAt time.Time
 	for ctx.Err() == nil {
 		sent := m.clock.Now()
-		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
 		switch { // each write is counted; a failed read is not
