@@ -182,7 +182,7 @@ func (s *Shard) writeProjectLease(ctx context.Context, holder string, l *coordin
 	}
 	s.m.leaseWrite("project", err)
 	if err == nil {
-		s.observer.record(wrote)
+		s.observer.observe(wrote, true)
 	}
 	return wrote, err
 }
@@ -261,7 +261,7 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 		return false
 	}
 	if cur.ResourceVersion != m.Lease.ResourceVersion {
-		s.observer.record(cur)
+		s.observer.observe(cur, true)
 		return false
 	}
 	l := cur.DeepCopy()
@@ -272,7 +272,7 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 	if err != nil {
 		return false
 	}
-	s.observer.record(wrote)
+	s.observer.observe(wrote, true)
 	s.eventf(coordinator, wrote, "Warning", "MemberExpired", "Member %s declared expired by %s after %s without a renew", m.Holder(), coordinator, s.t.LeaseDuration)
 	s.log.Info("Declared member expired", "member", m.Holder())
 	return true

@@ -112,7 +112,7 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	if err != nil {
 		return "lost"
 	}
-	s.observer.record(cur)
+	s.observer.observe(cur, true)
 	if cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == next && cur.Annotations[AnnotationNextHolder] == "" {
 		return "success"
 	}
