@@ -299,21 +299,11 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 		return renewTaken
 	case conflictOwnRenew:
 		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
-		m.credit(holder, committed, latest)
-	default: // another writer kept the holder (a weight edit): adopt its version only
-		m.mu.Lock()
-		if m.holder == holder {
-			m.last = latest
-		}
-		m.mu.Unlock()
 	}
-	return renewAdopted
-}
-
-// credit adopts latest and extends validity to committed + RenewDeadline if that is later.
-func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
+	// Adopt latest; an own renew also extends validity to committed + RenewDeadline if that
+	// is later (another writer that kept the holder, a weight edit, extends nothing).
 	m.mu.Lock()
-	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
+	extend := verdict == conflictOwnRenew && m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
 	if m.holder == holder && !extend {
 		m.last = latest
 	}
@@ -321,6 +311,7 @@ func (m *membership) credit(holder string, committed time.Time, latest *coordina
 	if extend {
 		m.setValid(holder, committed, latest)
 	}
+	return renewAdopted
 }
 
 // conflictVerdict is what the Lease read after a conflicting renew says about who wrote.
