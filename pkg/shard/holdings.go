@@ -103,13 +103,6 @@ func (h *holding) close() {
 	h.cancel()
 }
 
-// startHandingOver closes admission, leaving in-flight work; false when already begun or closed.
-func (h *holding) startHandingOver() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.moveLocked(holdingHandingOver)
-}
-
 func (h *holding) signalIdleLocked() {
 	if h.inflight == 0 && h.st != holdingOpen && h.idle != nil {
 		close(h.idle)
