@@ -136,7 +136,6 @@ func New(opts Options) (*Shard, error) {
 		handOverStarts: map[string]time.Time{},
 		handedOff:      map[string]handOff{},
 		claimFailures:  claimFailures{},
-		undiscovered:   map[string]time.Time{},
 	}
 	broadcaster := record.NewBroadcaster()
 	s.stopEvents = broadcaster.Shutdown
