@@ -33,16 +33,11 @@ func (s *Shard) claim(h *holding, d discovered, lease *coordinationv1.Lease) {
 	claimStart := s.clock.Now()
 	claimCtx, cancel := context.WithTimeout(h.ctx, s.t.ClaimDeadline)
 	defer cancel()
+	// Applied first, to cluster.New's zero Options: no earlier Scheme or NewClient to keep.
 	opts := append([]cluster.Option{func(o *cluster.Options) {
-		if s.opts.Scheme != nil {
-			o.Scheme = s.opts.Scheme
-		}
-		inner := o.NewClient
+		o.Scheme = s.opts.Scheme
 		o.NewClient = func(cfg *rest.Config, co client.Options) (client.Client, error) {
-			if inner == nil {
-				inner = client.New
-			}
-			c, err := inner(cfg, co)
+			c, err := client.New(cfg, co)
 			if err != nil {
 				return nil, err
 			}

@@ -28,21 +28,11 @@ func (s *Shard) runElection(ctx context.Context) {
 			continue
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		go func() { // end the campaign when this incarnation is no longer current
-			tick := s.clock.NewTicker(s.t.RetryPeriod)
-			defer tick.Stop()
-			for {
-				select {
-				case <-runCtx.Done():
-					return
-				case <-tick.C():
-					if h, _ := s.member.current(); h != holder {
-						cancel()
-						return
-					}
-				}
+		go s.everyRetry(runCtx, nil, func() { // end the campaign when this incarnation is no longer current
+			if h, _ := s.member.current(); h != holder {
+				cancel()
 			}
-		}()
+		})
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 			Lock: &resourcelock.LeaseLock{
 				LeaseMeta:  metav1.ObjectMeta{Name: CoordinatorLeaseName, Namespace: s.opts.Namespace},
@@ -73,19 +63,12 @@ func (s *Shard) runElection(ctx context.Context) {
 
 // watchCoordinator exports whether a live coordinator is observed, on every replica.
 func (s *Shard) watchCoordinator(ctx context.Context, le *leaderelection.LeaderElector) {
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, nil, func() {
 		members, _, _ := s.observer.snapshot()
 		live := liveHolders(members, s.clock.Now(), s.t.LeaseDuration)
 		leader := le.GetLeader()
 		s.m.noCoordinator.Set(map[bool]float64{false: 1}[leader != "" && live[leader]])
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-	}
+	})
 }
 
 // coordinate runs the passes while leading, after a warm-up (docs/design.md, Coordinator).
@@ -99,18 +82,11 @@ func (s *Shard) coordinate(ctx context.Context, holder string) {
 		}
 	}
 	log.Info("Coordinating")
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, nil, func() {
 		if s.member.valid(holder) {
 			s.assignPass(ctx, holder)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C():
-		}
-	}
+	})
 }
 
 // assignPass plans a pass and carries it out, planning again when a suspect was cleared.
@@ -204,9 +180,9 @@ func (s *Shard) writeProjectLease(ctx context.Context, holder string, l *coordin
 	} else {
 		wrote, err = leases.Update(cctx, l, metav1.UpdateOptions{})
 	}
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err == nil {
-		s.observer.record(wrote)
+		s.observer.observe(wrote, true)
 	}
 	return wrote, err
 }
@@ -221,6 +197,21 @@ func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	}
 }
 
+// everyRetry calls f at once, then every RetryPeriod and at each wake, until ctx ends.
+func (s *Shard) everyRetry(ctx context.Context, wake <-chan struct{}, f func()) {
+	tick := s.clock.NewTicker(s.t.RetryPeriod)
+	defer tick.Stop()
+	for {
+		f()
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-tick.C():
+		}
+	}
+}
+
 // coordinatorWrites bounds the Lease writes a coordinator pass has in flight at once.
 const coordinatorWrites = 64
 
@@ -229,15 +220,14 @@ func runParallel(ctx context.Context, n int, f func(context.Context, int) bool) 
 	var wg sync.WaitGroup
 	var done atomic.Int32
 	slots := make(chan struct{}, coordinatorWrites)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		slots <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
+		wg.Go(func() {
+			defer func() { <-slots }()
 			if f(ctx, i) {
 				done.Add(1)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return int(done.Load())
@@ -251,7 +241,7 @@ func (s *Shard) removeProjectLease(ctx context.Context, coordinator string, ob O
 	}
 	defer cancel()
 	err = s.cs.CoordinationV1().Leases(s.opts.Namespace).Delete(cctx, ob.Lease.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: ptr.To(ob.Lease.ResourceVersion)}})
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err != nil {
 		return false
 	}
@@ -271,18 +261,18 @@ func (s *Shard) confirmExpired(ctx context.Context, m Observed, coordinator stri
 		return false
 	}
 	if cur.ResourceVersion != m.Lease.ResourceVersion {
-		s.observer.record(cur)
+		s.observer.observe(cur, true)
 		return false
 	}
 	l := cur.DeepCopy()
 	l.Spec.HolderIdentity = nil
 	metav1.SetMetaDataAnnotation(&l.ObjectMeta, AnnotationExpiredBy, coordinator)
 	wrote, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("member", true, err)
+	s.m.leaseWrite("member", err)
 	if err != nil {
 		return false
 	}
-	s.observer.record(wrote)
+	s.observer.observe(wrote, true)
 	s.eventf(coordinator, wrote, "Warning", "MemberExpired", "Member %s declared expired by %s after %s without a renew", m.Holder(), coordinator, s.t.LeaseDuration)
 	s.log.Info("Declared member expired", "member", m.Holder())
 	return true

@@ -24,21 +24,16 @@ func (s *Shard) lead(ctx context.Context, holder string) func() {
 	term := &leadership{holder: holder, ctx: ctx}
 	s.mu.Lock()
 	s.leading = term
-	s.exportLeadingLocked()
+	s.m.coordinator.Set(1)
 	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		if s.leading == term {
 			s.leading = nil
-			s.exportLeadingLocked()
+			s.m.coordinator.Set(0)
 		}
 		s.mu.Unlock()
 	}
-}
-
-// exportLeadingLocked sets the coordinator gauge from the current term (s.mu held).
-func (s *Shard) exportLeadingLocked() {
-	s.m.coordinator.Set(map[bool]float64{true: 1}[s.leading != nil])
 }
 
 // coordinatorRefusal returns the term and its validity's end while leading validly, or why not.

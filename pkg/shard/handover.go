@@ -112,7 +112,7 @@ func (s *Shard) nextHolderConflictResult(name, holder, next string) string {
 	if err != nil {
 		return "lost"
 	}
-	s.observer.record(cur)
+	s.observer.observe(cur, true)
 	if cur.Spec.HolderIdentity != nil && *cur.Spec.HolderIdentity == next && cur.Annotations[AnnotationNextHolder] == "" {
 		return "success"
 	}
@@ -202,7 +202,10 @@ func (s *Shard) beginHandOverLocked(ctx context.Context, project string, h *hold
 		h = &holding{project: project, holder: *lease.Spec.HolderIdentity, ctx: hctx, cancel: cancel, st: holdingClaiming}
 		s.holdings[project] = h
 	}
-	if !h.startHandingOver() {
+	h.mu.Lock()
+	begun := h.moveLocked(holdingHandingOver) // admission closes; in-flight work goes on
+	h.mu.Unlock()
+	if !begun {
 		return // already handing over, or closed
 	}
 	s.handedOff[project] = handOff{holder: h.holder, lease: lease.UID, transitions: ptr.Deref(lease.Spec.LeaseTransitions, 0)}

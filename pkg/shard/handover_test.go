@@ -52,7 +52,7 @@ func TestHandOverWriteRetriedAfterItFailedForGood(t *testing.T) {
 				holdings: map[string]*holding{}, handedOff: map[string]handOff{}, handOverStarts: map[string]time.Time{},
 				undiscovered: map[string]time.Time{}, found: map[string]discovered{"secret-p": {project: "p", gen: 1}}}
 			s.member = &membership{clock: clk, t: s.t, holder: "a/1", validUntil: now.Add(time.Hour)}
-			s.observer.record(lease.DeepCopy())
+			s.observer.observe(lease.DeepCopy(), true)
 			s.observer.synced = true
 			if c.handedOff.holder != "" {
 				s.handedOff["p"] = c.handedOff

@@ -11,20 +11,12 @@ import (
 
 // runHoldings reconciles this replica's holdings with the project Leases it observes.
 func (s *Shard) runHoldings(ctx context.Context) {
-	tick := s.clock.NewTicker(s.t.RetryPeriod)
-	defer tick.Stop()
-	for {
+	s.everyRetry(ctx, s.observer.notify, func() {
 		s.syncHoldings(ctx)
 		s.noteViewFreshness()
 		s.updateGauges()
-		select {
-		case <-ctx.Done():
-			s.voidAll(s.Holder())
-			return
-		case <-s.observer.notify:
-		case <-tick.C():
-		}
-	}
+	})
+	s.voidAll(s.Holder())
 }
 
 // syncHoldings plans one holder sync (PlanHolderSync) and carries it out.
@@ -93,7 +85,7 @@ func (s *Shard) releaseProject(ctx context.Context, lease *coordinationv1.Lease)
 	cctx, cancel := context.WithTimeout(ctx, s.t.CallTimeout)
 	defer cancel()
 	_, err := s.cs.CoordinationV1().Leases(s.opts.Namespace).Update(cctx, l, metav1.UpdateOptions{})
-	s.m.leaseWrite("project", true, err)
+	s.m.leaseWrite("project", err)
 	if err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
 		s.log.Info("Releasing a removed project's Lease failed", "project", l.Annotations[AnnotationProject], "error", err.Error())
 	}

@@ -23,13 +23,6 @@ const (
 	holdingClosed                          // lost, released or handed over
 )
 
-func (st holdingState) String() string {
-	if names := [...]string{"claiming", "open", "handing over", "closed"}; st >= 0 && int(st) < len(names) {
-		return names[st]
-	}
-	return fmt.Sprintf("holdingState(%d)", int(st))
-}
-
 // holdingMoves are the legal changes of a holding's state; nothing goes back to open.
 var holdingMoves = map[holdingState][]holdingState{
 	holdingClaiming:    {holdingOpen, holdingHandingOver, holdingClosed},
@@ -110,13 +103,6 @@ func (h *holding) close() {
 	h.cancel()
 }
 
-// startHandingOver closes admission, leaving in-flight work; false when already begun or closed.
-func (h *holding) startHandingOver() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.moveLocked(holdingHandingOver)
-}
-
 func (h *holding) signalIdleLocked() {
 	if h.inflight == 0 && h.st != holdingOpen && h.idle != nil {
 		close(h.idle)
@@ -152,30 +138,13 @@ func (s *Shard) openHoldingsLocked() []*holding {
 // Enter admits one unit of work for project (docs/design.md, Per-project admission); its
 // context ends with validity, the view bound or the holding. Call release when done.
 func (s *Shard) Enter(ctx context.Context, project string) (context.Context, func(), error) {
-	// Freshness is read before the holding is looked up (see syncHoldings).
-	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
-	s.mu.Lock()
-	h := s.holdings[project]
-	s.mu.Unlock()
-	if h == nil {
-		s.m.rejections.WithLabelValues(rejectNotHeld).Inc()
-		return nil, nil, fmt.Errorf("project %q is not held by this replica: %w", project, multicluster.ErrClusterNotFound)
-	}
-	holder, until := s.member.current()
-	h.mu.Lock()
-	if reject, err := s.refusalLocked(project, h, holder, until, stale); err != nil {
-		h.mu.Unlock()
+	h, until, viewUntil, reject, err := s.admit(project, true)
+	if err != nil {
 		s.m.rejections.WithLabelValues(reject).Inc()
 		return nil, nil, err
 	}
-	h.inflight++
-	h.mu.Unlock()
-
 	start := s.clock.Now()
-	deadline := until
-	if viewUntil.Before(deadline) {
-		deadline = viewUntil
-	}
+	deadline := slices.MinFunc([]time.Time{until, viewUntil}, time.Time.Compare)
 	wctx, cancel, stop := s.admittedContext(ctx, deadline, h.ctx)
 	release := sync.OnceFunc(func() {
 		stop()
@@ -212,19 +181,29 @@ func (s *Shard) refusalLocked(project string, h *holding, holder string, until t
 	return "", nil
 }
 
-// Admits reports whether Enter would admit work for project now, counting nothing.
-func (s *Shard) Admits(project string) bool {
-	_, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
+// admit finds project's holding and checks admission, counting the work in flight when
+// enter; it returns the end of validity and the view bound, or the rejection's label.
+func (s *Shard) admit(project string, enter bool) (h *holding, until, viewUntil time.Time, reject string, err error) {
+	// Freshness is read before the holding is looked up (see syncHoldings).
+	viewUntil, stale := viewBound(s.member.viewFreshAt(), s.clock.Now(), s.t)
 	s.mu.Lock()
-	h := s.holdings[project]
+	h = s.holdings[project]
 	s.mu.Unlock()
 	if h == nil {
-		return false
+		return nil, until, viewUntil, rejectNotHeld, fmt.Errorf("project %q is not held by this replica: %w", project, multicluster.ErrClusterNotFound)
 	}
 	holder, until := s.member.current()
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	_, err := s.refusalLocked(project, h, holder, until, stale)
+	if reject, err = s.refusalLocked(project, h, holder, until, stale); err == nil && enter {
+		h.inflight++
+	}
+	return h, until, viewUntil, reject, err
+}
+
+// Admits reports whether Enter would admit work for project now, counting nothing.
+func (s *Shard) Admits(project string) bool {
+	_, _, _, _, err := s.admit(project, false)
 	return err == nil
 }
 

@@ -116,12 +116,9 @@ func (m *membership) run(ctx context.Context) {
 	}
 }
 
-// callCtx bounds a call by timeout and, when deadline is set, by deadline.
+// callCtx bounds a call by timeout and by deadline (on m.clock).
 func (m *membership) callCtx(ctx context.Context, deadline time.Time, timeout time.Duration) (context.Context, context.CancelFunc) {
-	if !deadline.IsZero() {
-		timeout = min(timeout, deadline.Sub(m.clock.Now()))
-	}
-	return context.WithTimeout(ctx, timeout)
+	return context.WithTimeout(ctx, min(timeout, deadline.Sub(m.clock.Now())))
 }
 
 func (m *membership) desired(base *coordinationv1.Lease, holder string, now time.Time) *coordinationv1.Lease {
@@ -151,31 +148,27 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 	var seenAt time.Time
 	for ctx.Err() == nil {
 		sent := m.clock.Now()
-		cctx, cancel := m.callCtx(ctx, time.Time{}, m.t.CallTimeout)
+		cctx, cancel := context.WithTimeout(ctx, m.t.CallTimeout)
 		cur, err := m.leases.Get(cctx, MemberLeaseName(m.pod), metav1.GetOptions{})
 		var wrote *coordinationv1.Lease
-		written := false // a failed read is not counted as a write
-		switch {
+		switch { // each write is counted; a failed read is not
 		case apierrors.IsNotFound(err):
 			wrote, err = m.leases.Create(cctx, m.desired(&coordinationv1.Lease{}, holder, sent), metav1.CreateOptions{})
-			written = true
+			m.m.leaseWrite("member", err)
 		case err != nil:
 		case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity == "":
 			wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-			written = true
+			m.m.leaseWrite("member", err)
 		default:
 			if cur.ResourceVersion != seenRV {
 				seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
 				m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
 			} else if m.clock.Since(seenAt) >= m.t.LeaseDuration {
 				wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-				written = true
+				m.m.leaseWrite("member", err)
 			}
 		}
 		cancel()
-		if written {
-			m.m.leaseWrite("member", true, err)
-		}
 		if err == nil && wrote != nil {
 			m.setValid(holder, sent, wrote)
 			m.m.valid.Set(1)
@@ -266,7 +259,7 @@ func (m *membership) renew(ctx context.Context, holder string, until time.Time, 
 	defer cancel()
 	wrote, err := m.leases.Update(cctx, m.desired(base, holder, sent), metav1.UpdateOptions{})
 	call := renewCall{took: m.clock.Since(sent), timedOut: err != nil && cctx.Err() != nil && ctx.Err() == nil}
-	m.m.leaseWrite("member", true, err)
+	m.m.leaseWrite("member", err)
 	switch {
 	case err == nil:
 		m.setValid(holder, sent, wrote)
@@ -306,21 +299,11 @@ func (m *membership) renewConflictOutcome(ctx context.Context, holder string, un
 		return renewTaken
 	case conflictOwnRenew:
 		m.log.V(1).Info("A renew committed unseen; crediting it", "holder", holder, "sent", committed)
-		m.credit(holder, committed, latest)
-	default: // another writer kept the holder (a weight edit): adopt its version only
-		m.mu.Lock()
-		if m.holder == holder {
-			m.last = latest
-		}
-		m.mu.Unlock()
 	}
-	return renewAdopted
-}
-
-// credit adopts latest and extends validity to committed + RenewDeadline if that is later.
-func (m *membership) credit(holder string, committed time.Time, latest *coordinationv1.Lease) {
+	// Adopt latest; an own renew also extends validity to committed + RenewDeadline if that
+	// is later (another writer that kept the holder, a weight edit, extends nothing).
 	m.mu.Lock()
-	extend := m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
+	extend := verdict == conflictOwnRenew && m.holder == holder && committed.Add(m.t.RenewDeadline).After(m.validUntil)
 	if m.holder == holder && !extend {
 		m.last = latest
 	}
@@ -328,6 +311,7 @@ func (m *membership) credit(holder string, committed time.Time, latest *coordina
 	if extend {
 		m.setValid(holder, committed, latest)
 	}
+	return renewAdopted
 }
 
 // conflictVerdict is what the Lease read after a conflicting renew says about who wrote.
@@ -365,7 +349,7 @@ func (m *membership) release(holder string) {
 	}
 	cur.Spec.HolderIdentity = nil
 	_, err = m.leases.Update(ctx, cur, metav1.UpdateOptions{})
-	m.m.leaseWrite("member", true, err)
+	m.m.leaseWrite("member", err)
 	if err != nil {
 		m.log.Info("Releasing member Lease failed", "error", err.Error())
 	}

@@ -67,11 +67,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// leaseWrite counts a Lease write that was sent (sent=false counts nothing).
-func (m *metrics) leaseWrite(kind string, sent bool, err error) {
-	if !sent && err == nil {
-		return
-	}
+// leaseWrite counts a Lease write that was sent, by its result.
+func (m *metrics) leaseWrite(kind string, err error) {
 	result := "success"
 	switch {
 	case apierrors.IsConflict(err):

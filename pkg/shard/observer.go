@@ -192,7 +192,7 @@ func (o *leaseObserver) table(l *coordinationv1.Lease) map[string]Observed {
 	return nil
 }
 
-// observe stores a Lease from the watch or, own, this process, unless not news.
+// observe stores a Lease from the watch or, own, one this process just wrote or read, unless not news.
 func (o *leaseObserver) observe(l *coordinationv1.Lease, own bool) {
 	o.mu.Lock()
 	t := o.table(l)
@@ -262,9 +262,6 @@ func (o *leaseObserver) forget(l *coordinationv1.Lease) {
 	o.mu.Unlock()
 	poke(o.notify)
 }
-
-// record stores a Lease this process just wrote or read directly.
-func (o *leaseObserver) record(l *coordinationv1.Lease) { o.observe(l, true) }
 
 // snapshot copies both tables.
 func (o *leaseObserver) snapshot() (members, projects map[string]Observed, synced bool) {

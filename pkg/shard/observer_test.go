@@ -58,7 +58,7 @@ func TestObserverFollowsAnEtcdRestore(t *testing.T) {
 	if got := holder(); got != "b/1" {
 		t.Fatalf("after the restore the observer holds %q, want the restored b/1", got)
 	}
-	o.record(lease("130", "c/1")) // this process writes
+	o.observe(lease("130", "c/1"), true) // this process writes
 	o.observe(lease("125", "b/1"), false)
 	if got := holder(); got != "c/1" {
 		t.Fatalf("the watch trailing an own write replaced it: %q", got)

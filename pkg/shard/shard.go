@@ -136,7 +136,6 @@ func New(opts Options) (*Shard, error) {
 		handOverStarts: map[string]time.Time{},
 		handedOff:      map[string]handOff{},
 		claimFailures:  claimFailures{},
-		undiscovered:   map[string]time.Time{},
 	}
 	broadcaster := record.NewBroadcaster()
 	s.stopEvents = broadcaster.Shutdown
@@ -198,14 +197,10 @@ func (s *Shard) Runnable() manager.Runnable {
 		memberCtx, stopMember := context.WithCancel(inner)
 		electionCtx, stopElection := context.WithCancel(inner)
 		var wg, memberDone, electionDone sync.WaitGroup
-		run := func(wg *sync.WaitGroup, ctx context.Context, f func(context.Context)) {
-			wg.Add(1)
-			go func() { defer wg.Done(); f(ctx) }()
-		}
-		run(&wg, inner, func(ctx context.Context) { s.observer.run(ctx, s.cs, s.opts.Namespace) })
-		run(&wg, inner, s.runHoldings)
-		run(&memberDone, memberCtx, s.member.run)
-		run(&electionDone, electionCtx, s.runElection)
+		wg.Go(func() { s.observer.run(inner, s.cs, s.opts.Namespace) })
+		wg.Go(func() { s.runHoldings(inner) })
+		memberDone.Go(func() { s.member.run(memberCtx) })
+		electionDone.Go(func() { s.runElection(electionCtx) })
 		<-ctx.Done()
 		s.Shutdown() // at once when the process already did it (internal/app Replica.Start)
 		stopMember()

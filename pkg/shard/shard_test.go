@@ -181,6 +181,15 @@ func lease(holder string, annotations map[string]string) *coordinationv1.Lease {
 	return l
 }
 
+// The states' names, for the diffs of the tests below.
+func (s MemberState) String() string {
+	return [...]string{"Released", "Live", "Suspect"}[s]
+}
+
+func (s ProjectState) String() string {
+	return [...]string{"Unassigned", "Orphaned", "Assigned", "ClaimOverdue", "Claimed"}[s]
+}
+
 func TestToMemberState(t *testing.T) {
 	now := time.Unix(1000, 0)
 	d := 15 * time.Second

@@ -29,10 +29,6 @@ const (
 	MemberSuspect                     // no change seen for LeaseDuration; not yet confirmed
 )
 
-func (s MemberState) String() string {
-	return [...]string{"Released", "Live", "Suspect"}[s]
-}
-
 // ToMemberState classifies a member Lease at now, and how long until that changes (0: never).
 func ToMemberState(o Observed, now time.Time, leaseDuration time.Duration) (MemberState, time.Duration) {
 	if o.Holder() == "" {
@@ -54,10 +50,6 @@ const (
 	ProjectClaimOverdue                     // not claimed within the claim deadline
 	ProjectClaimed                          // claimed by its live holder
 )
-
-func (s ProjectState) String() string {
-	return [...]string{"Unassigned", "Orphaned", "Assigned", "ClaimOverdue", "Claimed"}[s]
-}
 
 // ToProjectState classifies a project Lease at now, and how long until that changes.
 func ToProjectState(o Observed, live map[string]bool, now time.Time, claimDeadline time.Duration) (ProjectState, time.Duration) {

@@ -72,7 +72,7 @@ func TestViewFreshOnlyFromWatchedOwnRenews(t *testing.T) {
 		}
 	}
 
-	o.record(lease("a", "12", s2)) // this process's own write, stored directly
+	o.observe(lease("a", "12", s2), true) // this process's own write, stored directly
 	expectShown("after recording the own write", time.Time{})
 	o.observe(lease("b", "12", s2), false)
 	expectShown("after another member's Lease", time.Time{})
