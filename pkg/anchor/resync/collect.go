@@ -221,7 +221,7 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 		it.deps = append(it.deps, fmt.Sprintf("%s %s (uid %s)", d.GroupVersionKind().GroupKind(), d.Name, d.UID))
 	}
 	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
-	if p.retired {
+	if p.rep.Retired {
 		// Nothing of a retired project is live, so nothing of it claims.
 		for _, key := range j.otherOwnersToRead(deps) {
 			p.others[key] = otherOwner{State: Absent}

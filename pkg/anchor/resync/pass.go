@@ -108,9 +108,8 @@ type pass struct {
 	rep   PassReport
 	items []*item
 
-	// What examine learns: the Secret, retired (no Secret, a tombstone), the plane check.
+	// What examine learns besides the report's Plane and Retired: the Secret, the plane check.
 	secret     *metav1.PartialObjectMetadata
-	retired    bool
 	planeCheck planeCheck
 
 	// What the live reads of the plane found (examine and prove).
@@ -253,7 +252,7 @@ func (p *pass) examine(ctx context.Context) error {
 			it := &items[len(items)-1]
 			it.facts = Facts{
 				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
-				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1,
+				Plane: p.rep.Plane, Retired: p.rep.Retired, Ambiguous: names[obj.Name] > 1,
 				Timing: Timing{MinAge: p.opts.MinAge, ConfirmAfter: p.opts.ConfirmAfter, StuckAfter: p.opts.StuckAfter, ClaimPasses: p.opts.ClaimPasses},
 			}
 			// IsAnchor without decoding twice: looksLikeAnchor checked name and namespace.
@@ -263,7 +262,7 @@ func (p *pass) examine(ctx context.Context) error {
 				it.owner = owner
 				it.facts.Finalizer = p.opts.Finalizers[schema.GroupKind{Group: owner.Group, Kind: owner.Kind}]
 				it.facts.Earlier = p.memory.proofs[obj.UID]
-				if !p.retired {
+				if !p.rep.Retired {
 					it.facts.Cache = owners.read(ctx, owner)
 				}
 			}
@@ -340,7 +339,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Writer, r client.Rea
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
 	}
-	p.retired, p.rep.Retired = true, true
+	p.rep.Retired = true
 	p.rep.Plane = PlaneUnverified
 	p.rep.PlaneDetail = fmt.Sprintf("retired (tombstone %s/%s), no kubeconfig Secret", p.leaseNamespace, name)
 	now := p.now()
