@@ -285,8 +285,8 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 }
 
 // readOtherOwner reads the owner a dependent's labels name, and its namespace's state.
-func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (otherOwner, error) {
-	obs, _, err := p.readOwner(ctx, key.owner(""))
+func (p *pass) readOtherOwner(ctx context.Context, key anchor.Owner, hubNS string) (otherOwner, error) {
+	obs, _, err := p.readOwner(ctx, key)
 	if err != nil {
 		return otherOwner{}, err
 	}

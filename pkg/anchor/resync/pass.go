@@ -121,7 +121,7 @@ type pass struct {
 	unlistable  map[schema.GroupKind]bool
 
 	// What the collect phase reads once per pass.
-	others       map[ownerKey]otherOwner
+	others       map[anchor.Owner]otherOwner
 	enqueued     map[anchor.Owner]bool
 	switchReadAt time.Time       // when the runtime switch was last read (zero: not yet)
 	kinds        []DependentKind // the dependent kinds the hub serves (kindsErr if discovery failed)
@@ -153,7 +153,7 @@ func (p *pass) now() time.Time { return p.opts.Clock.Now() }
 func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
-	p.namespaces, p.others = map[string]NamespaceState{}, map[ownerKey]otherOwner{}
+	p.namespaces, p.others = map[string]NamespaceState{}, map[anchor.Owner]otherOwner{}
 	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
 	p.ownerLists, p.unlistable = map[ownerBatch]ownerList{}, map[schema.GroupKind]bool{}
 	err := p.phases(ctx)
