@@ -58,11 +58,10 @@ type Config struct {
 // Resync collects orphaned anchors of the projects this replica holds: a multicluster
 // Runnable running one loop per engaged project, at most Options.Workers passes at once.
 type Resync struct {
+	passDeps // shared by every pass; the holder is set per pass
 	cfg      Config
-	opts     Options
 	m        *resyncMetrics
 	log      logr.Logger
-	passDeps passDeps // shared by every pass; the holder is set per pass
 	workers  chan struct{}
 	started  chan struct{}
 	wg       sync.WaitGroup
@@ -107,7 +106,7 @@ func New(cfg Config) (*Resync, error) {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
 	}
 	return &Resync{
-		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
+		cfg: cfg, m: m, log: cfg.Logger.WithName("resync"),
 		passDeps: passDeps{
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
@@ -408,15 +407,14 @@ func (r *Resync) updateHaltedLocked() {
 // reportUnowned counts the cached unowned anchors and returns, sorted, their projects a
 // tombstone retires; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
-	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
-	all, err := s.list(ctx, r.cfg.HubReader)
+	all, err := r.secrets.list(ctx, r.cfg.HubReader)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
 		return nil, false
 	}
 	known := map[string]bool{}
 	for i := range all {
-		known[s.projectOf(&all[i])] = true
+		known[r.secrets.projectOf(&all[i])] = true
 	}
 	anchors, err := r.cfg.Anchors.All(ctx)
 	if err != nil {
@@ -444,7 +442,7 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 	if len(names) > 10 {
 		names = append(names[:10], "...")
 	}
-	tombs, err := tombstones(ctx, r.cfg.HubReader, r.cfg.LeaseNamespace)
+	tombs, err := tombstones(ctx, r.cfg.HubReader, r.leaseNamespace)
 	if err != nil {
 		r.log.Info("Reading the tombstones of retired projects failed", "error", err.Error())
 		return nil, false
