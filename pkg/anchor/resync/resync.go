@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -438,21 +437,20 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 	if count == 0 {
 		return nil, true
 	}
-	names := slices.Sorted(maps.Keys(projects))
-	if len(names) > 10 {
-		names = append(names[:10], "...")
-	}
 	tombs, err := tombstones(ctx, r.cfg.HubReader, r.leaseNamespace)
 	if err != nil {
 		r.log.Info("Reading the tombstones of retired projects failed", "error", err.Error())
 		return nil, false
 	}
-	for p := range projects {
+	names := slices.Sorted(maps.Keys(projects))
+	for _, p := range names {
 		if tombs[p] != "" {
 			retired = append(retired, p)
 		}
 	}
-	sort.Strings(retired)
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
 	how := "collected by the coordinator replica after the absence is confirmed on two passes"
 	if r.cfg.RetiredAdmission == nil {
 		how = "collected by `manager sweep --once` (replicas collect none: no coordinator admission configured)"
