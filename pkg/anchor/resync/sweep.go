@@ -219,11 +219,10 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 // passAll runs the first round, then, at the latest confirmation time, a round over the
 // projects with a proof to confirm.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
-	names := slices.Sorted(maps.Keys(planes))
 	var errs []error
-	pending := map[string]PassReport{}
+	var pending []PassReport // the first round's reports with a proof to confirm, by project
 	due := time.Time{}
-	for _, project := range names {
+	for _, project := range slices.Sorted(maps.Keys(planes)) {
 		rep, err := s.pass(ctx, project, planes[project])
 		if err != nil {
 			errs = append(errs, err)
@@ -232,7 +231,7 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 			s.deliver(rep)
 			continue
 		}
-		pending[project] = rep
+		pending = append(pending, rep)
 		if rep.PendingConfirmation.After(due) {
 			due = rep.PendingConfirmation
 		}
@@ -243,20 +242,15 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	clock := s.deps.opts.Clock
 	select {
 	case <-ctx.Done():
-		for _, project := range names {
-			if rep, ok := pending[project]; ok {
-				rep.Aborted = fmt.Sprintf("interrupted before the confirmation round: %v", ctx.Err())
-				s.deliver(rep)
-			}
+		for _, rep := range pending {
+			rep.Aborted = fmt.Sprintf("interrupted before the confirmation round: %v", ctx.Err())
+			s.deliver(rep)
 		}
 		return errors.Join(append(errs, ctx.Err())...)
 	case <-clock.After(due.Sub(clock.Now())):
 	}
-	for _, project := range names {
-		if _, ok := pending[project]; !ok {
-			continue
-		}
-		rep, err := s.pass(ctx, project, planes[project])
+	for _, first := range pending {
+		rep, err := s.pass(ctx, first.Project, planes[first.Project])
 		if err != nil {
 			errs = append(errs, err)
 		}
