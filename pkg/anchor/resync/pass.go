@@ -87,11 +87,9 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}
 	p := &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	p.dependents = countingDependents{d.dependents, &p.calls}
 	if plane.Live != nil {
 		p.plane.Live = countingReader{plane.Live, &p.calls}
-	}
-	if d.dependents != nil {
-		p.dependents = countingDependents{d.dependents, &p.calls}
 	}
 	return p
 }
