@@ -63,6 +63,14 @@ func newProjectMemory() *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(liveQPS, liveBurst)}
 }
 
+// memoryOf returns project's memory in mems, made on first use.
+func memoryOf(mems map[string]*projectMemory, project string) *projectMemory {
+	if mems[project] == nil {
+		mems[project] = newProjectMemory()
+	}
+	return mems[project]
+}
+
 // passDeps is what every pass of one runner (a Resync, a sweep, a test) shares.
 type passDeps struct {
 	holder         string

@@ -204,12 +204,7 @@ func (s *sweeper) deliver(r PassReport) {
 
 // pass runs one pass over project, keeping the project's memory between rounds.
 func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassReport, error) {
-	mem := s.memory[project]
-	if mem == nil {
-		mem = newProjectMemory()
-		s.memory[project] = mem
-	}
-	rep, err := newPass(s.deps, project, plane, mem, s.log.WithValues("project", project)).run(ctx)
+	rep, err := newPass(s.deps, project, plane, memoryOf(s.memory, project), s.log.WithValues("project", project)).run(ctx)
 	if err != nil {
 		err = fmt.Errorf("project %q: %w", project, err)
 	}
