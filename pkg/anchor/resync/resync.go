@@ -421,16 +421,11 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 		return nil, false
 	}
 	count := 0
-	projects := map[string]int{}
+	projects := map[string]bool{}
 	for i := range anchors {
-		a := &anchors[i]
-		if !looksLikeAnchor(a) {
-			continue
-		}
-		p := projectOfLabels(a.Labels)
-		if !known[p] {
+		if p := projectOfLabels(anchors[i].Labels); looksLikeAnchor(&anchors[i]) && !known[p] {
 			count++
-			projects[p]++
+			projects[p] = true
 		}
 	}
 	r.m.unowned.Set(float64(count))
