@@ -1,7 +1,5 @@
 package resync
 
-// The collect phase of a pass: ceiling, dependents, the switch and the delete.
-
 import (
 	"context"
 	"fmt"

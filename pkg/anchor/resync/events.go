@@ -1,8 +1,5 @@
 package resync
 
-// The Events a pass raises: on the project's Secret, and on the anchors it judges or
-// collects; every one only while the project is admitted.
-
 import (
 	"context"
 	"fmt"

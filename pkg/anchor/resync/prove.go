@@ -1,7 +1,5 @@
 package resync
 
-// The prove and remember phases of a pass: live reads of suspects, proofs kept.
-
 import (
 	"context"
 	"errors"

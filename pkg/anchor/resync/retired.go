@@ -1,7 +1,5 @@
 package resync
 
-// Retired projects: the coordinator passes over them (docs/design.md, Projects with no Secret).
-
 import (
 	"context"
 	"slices"
