@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"slices"
 	"strconv"
 	"unique"
 
@@ -96,13 +97,7 @@ func (a *AnchorCache) Named(ctx context.Context, name string) ([]metav1.PartialO
 	if err != nil {
 		return nil, err
 	}
-	out := items[:0]
-	for _, item := range items {
-		if item.Name == name {
-			out = append(out, item)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(items, func(item metav1.PartialObjectMetadata) bool { return item.Name != name }), nil
 }
 
 // All returns every cached item.

@@ -21,7 +21,7 @@ var gatewayKind = schema.GroupKind{Group: "gateway.networking.k8s.io", Kind: "Ga
 // live read proves absent (docs/design.md, Hostname claims), with UID and
 // resourceVersion preconditions; only on a pass that could delete anchors.
 func (p *pass) releaseClaims(ctx context.Context) error {
-	if p.opts.ClaimsNamespace == "" || p.secret == nil || p.retired || p.unreachable || p.rep.Halt != "" || p.rep.Plane != PlaneVerified ||
+	if p.opts.ClaimsNamespace == "" || p.secret == nil || p.rep.Retired || p.unreachable || p.rep.Halt != "" || p.rep.Plane != PlaneVerified ||
 		!slices.Contains(p.opts.LiveOwnerKinds, gatewayKind) {
 		return nil
 	}

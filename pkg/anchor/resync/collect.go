@@ -1,7 +1,5 @@
 package resync
 
-// The collect phase of a pass: ceiling, dependents, the switch and the delete.
-
 import (
 	"context"
 	"fmt"
@@ -221,35 +219,30 @@ func (p *pass) judgeDependents(ctx context.Context, it *item, idx dependentsInde
 		it.deps = append(it.deps, fmt.Sprintf("%s %s (uid %s)", d.GroupVersionKind().GroupKind(), d.Name, d.UID))
 	}
 	j := dependentJudge{anchorUID: it.obj.UID, owner: it.owner, proof: it.verdict.Proof, existing: idx.existing, other: p.others, writes: p.opts.Writes}
-	if p.retired {
-		// Nothing of a retired project is live, so nothing of it claims.
-		for _, key := range j.otherOwnersToRead(deps) {
-			p.others[key] = otherOwner{State: Absent}
+	for _, key := range j.otherOwnersToRead(deps) {
+		if _, ok := p.others[key]; ok {
+			continue
 		}
+		o, err := p.readOtherOwner(ctx, key, it.obj.Namespace)
+		if err != nil {
+			return err
+		}
+		p.others[key] = o
+	}
+	if p.rep.Retired {
+		// Nothing of a retired project is live, so nothing of it claims.
 		j.own.Fresh = Observation{State: Absent}
-	} else {
-		for _, key := range j.otherOwnersToRead(deps) {
-			if _, ok := p.others[key]; ok {
-				continue
-			}
-			o, err := p.readOtherOwner(ctx, key, it.obj.Namespace)
+	} else if j.needsOwn(deps) {
+		_, j.own.Sibling = idx.sibling(it.owner, it.obj.UID)
+		if final && !j.own.Sibling {
+			// The proof may be minutes old.
+			fresh, detail, err := p.readOwner(ctx, it.owner)
 			if err != nil {
 				return err
 			}
-			p.others[key] = o
-		}
-		if j.needsOwn(deps) {
-			_, j.own.Sibling = idx.sibling(it.owner, it.obj.UID)
-			if final && !j.own.Sibling {
-				// The proof may be minutes old.
-				fresh, detail, err := p.readOwner(ctx, it.owner)
-				if err != nil {
-					return err
-				}
-				j.own.Fresh = fresh
-				if detail != "" {
-					it.detail = "owner read again before the delete: " + detail
-				}
+			j.own.Fresh = fresh
+			if detail != "" {
+				it.detail = "owner read again before the delete: " + detail
 			}
 		}
 	}
@@ -284,9 +277,13 @@ func (p *pass) claimExpired(it *item, claimers []anchor.Owner) {
 		it.obj.Namespace, it.obj.Name, it.owner, it.detail, strings.Join(it.deps, ", ")))
 }
 
-// readOtherOwner reads the owner a dependent's labels name, and its namespace's state.
-func (p *pass) readOtherOwner(ctx context.Context, key ownerKey, hubNS string) (otherOwner, error) {
-	obs, _, err := p.readOwner(ctx, key.owner(""))
+// readOtherOwner reads the owner a dependent's labels name, and its namespace's state;
+// nothing of a retired project is live: its owners are absent, unread.
+func (p *pass) readOtherOwner(ctx context.Context, key anchor.Owner, hubNS string) (otherOwner, error) {
+	if p.rep.Retired {
+		return otherOwner{State: Absent}, nil
+	}
+	obs, _, err := p.readOwner(ctx, key)
 	if err != nil {
 		return otherOwner{}, err
 	}

@@ -147,15 +147,11 @@ const (
 	dependentUnreadable                      // labelled for an owner whose state could not be read
 )
 
-// ownerKey is an owner without its UID: what labels of a downstream object name.
-type ownerKey struct{ Project, Group, Kind, Namespace, Name string }
-
-func keyOf(o anchor.Owner) ownerKey {
-	return ownerKey{Project: o.Project, Group: o.Group, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}
-}
-
-func (k ownerKey) owner(uid types.UID) anchor.Owner {
-	return anchor.Owner{Project: k.Project, Group: k.Group, Kind: k.Kind, Namespace: k.Namespace, Name: k.Name, UID: uid}
+// keyOf is o without its UID: what labels of a downstream object name, the key of
+// the maps of owners judging dependents reads.
+func keyOf(o anchor.Owner) anchor.Owner {
+	o.UID = ""
+	return o
 }
 
 // otherOwner is a live read of another owner a dependent's labels name, with its
@@ -178,23 +174,23 @@ type dependentJudge struct {
 	owner     anchor.Owner
 	proof     Reason
 	existing  map[types.UID]bool // holds the UIDs of the objects still in the hub namespace
-	other     map[ownerKey]otherOwner
+	other     map[anchor.Owner]otherOwner
 	own       ownOwner
 	writes    map[schema.GroupKind][]HubWrite
 }
 
 // labelledOwner decodes the owner a dependent's labels name (ok); foreign: a cluster name
 // names (or may name) another project.
-func labelledOwner(labels map[string]string, project string) (key ownerKey, ok, foreign bool) {
+func labelledOwner(labels map[string]string, project string) (key anchor.Owner, ok, foreign bool) {
 	if o, err := anchor.Decode(placeholderName, labels); err == nil {
 		return keyOf(o), true, o.Project != project
 	}
 	v, has := labels[anchor.LabelClusterName]
 	if !has {
-		return ownerKey{}, false, false
+		return anchor.Owner{}, false, false
 	}
 	p, err := anchor.ProjectFromClusterName(v)
-	return ownerKey{}, false, err != nil || p != project
+	return anchor.Owner{}, false, err != nil || p != project
 }
 
 // placeholderName stands in for an anchor name when only labels are decoded.
@@ -280,9 +276,9 @@ func (j dependentJudge) judgeOwn() dependentKind {
 
 // writer returns the owner of this project its labels name that would write dep, if dep
 // is not being deleted and hangs on the anchor alone.
-func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key ownerKey, ok bool) {
+func (j dependentJudge) writer(dep *metav1.PartialObjectMetadata) (key anchor.Owner, ok bool) {
 	if j.shared(dep) {
-		return ownerKey{}, false
+		return anchor.Owner{}, false
 	}
 	key, ok, foreign := labelledOwner(dep.Labels, j.owner.Project)
 	return key, ok && !foreign && wouldWrite(j.writes, schema.GroupKind{Group: key.Group, Kind: key.Kind}, key.Name, dep.GroupVersionKind().GroupKind(), dep.Name)
@@ -299,8 +295,8 @@ func (j dependentJudge) needsOwn(deps []*metav1.PartialObjectMetadata) bool {
 
 // otherOwnersToRead returns the other owners that would write a dependent: judge needs
 // their live state.
-func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []ownerKey {
-	var out []ownerKey
+func (j dependentJudge) otherOwnersToRead(deps []*metav1.PartialObjectMetadata) []anchor.Owner {
+	var out []anchor.Owner
 	for _, dep := range deps {
 		if key, ok := j.writer(dep); ok && key != keyOf(j.owner) && !slices.Contains(out, key) {
 			out = append(out, key)
@@ -317,11 +313,10 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 		switch j.judge(dep) {
 		case dependentClaimed:
 			s.Claimed++
-			key, _, _ := labelledOwner(dep.Labels, j.owner.Project)
-			claimer := key.owner(j.other[key].UID)
-			if key == keyOf(j.owner) {
-				// Enqueue the object that has the name now.
-				claimer = key.owner("")
+			// The own owner's claimer keeps no UID: the object that has the name now.
+			claimer, _, _ := labelledOwner(dep.Labels, j.owner.Project)
+			if claimer != keyOf(j.owner) {
+				claimer.UID = j.other[claimer].UID
 			}
 			if !slices.Contains(claimers, claimer) {
 				claimers = append(claimers, claimer)
@@ -339,14 +334,14 @@ func (j dependentJudge) summarize(deps []*metav1.PartialObjectMetadata) (Depende
 type dependentsIndex struct {
 	existing map[types.UID]bool
 	byOwner  map[types.UID][]*metav1.PartialObjectMetadata
-	anchors  map[ownerKey][]types.UID
+	anchors  map[anchor.Owner][]types.UID
 }
 
 func indexDependents(objects []metav1.PartialObjectMetadata) dependentsIndex {
 	idx := dependentsIndex{
 		existing: make(map[types.UID]bool, len(objects)),
 		byOwner:  map[types.UID][]*metav1.PartialObjectMetadata{},
-		anchors:  map[ownerKey][]types.UID{},
+		anchors:  map[anchor.Owner][]types.UID{},
 	}
 	for i := range objects {
 		o := &objects[i]

@@ -45,10 +45,10 @@ func TestJudgeDependent(t *testing.T) {
 		reason   string
 		dep      *metav1.PartialObjectMetadata
 		proof    Reason
-		other    map[ownerKey]otherOwner
+		other    map[anchor.Owner]otherOwner
 		own      ownOwner
 		want     dependentKind
-		wantRead []ownerKey
+		wantRead []anchor.Owner
 	}{
 		{"another existing owner keeps it alive: the anchor may go", dep(owner.Labels(), metav1.OwnerReference{UID: liveOwnerUID}), ReasonNotFound, nil, ownOwner{}, dependentShared, nil},
 		{"a reference to an object not known to exist does not count as an owner", dep(owner.Labels(), metav1.OwnerReference{UID: otherUID}), ReasonNotFound, nil, ownOwner{}, dependentOrphan, nil},
@@ -62,17 +62,17 @@ func TestJudgeDependent(t *testing.T) {
 		{"only another project's cluster name", dep(otherCluster), ReasonNotFound, nil, ownOwner{}, dependentForeign, nil},
 		{"a cluster name that does not decode is not ours to judge", dep(map[string]string{anchor.LabelClusterName: "cluster-_a_b"}), ReasonNotFound, nil, ownOwner{}, dependentForeign, nil},
 		{"labels of another owner that is gone", routeDep, ReasonNotFound,
-			map[ownerKey]otherOwner{keyOf(sibling): {State: Absent}}, ownOwner{}, dependentOrphan, []ownerKey{keyOf(sibling)}},
+			map[anchor.Owner]otherOwner{keyOf(sibling): {State: Absent}}, ownOwner{}, dependentOrphan, []anchor.Owner{keyOf(sibling)}},
 		{"labels of another owner, live in this hub namespace: claimed", routeDep, ReasonNotFound,
-			map[ownerKey]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceMatches}}, ownOwner{}, dependentClaimed, []ownerKey{keyOf(sibling)}},
+			map[anchor.Owner]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceMatches}}, ownOwner{}, dependentClaimed, []anchor.Owner{keyOf(sibling)}},
 		{"labels of another owner, live in a recreated namespace", routeDep, ReasonNotFound,
-			map[ownerKey]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceRecreated}}, ownOwner{}, dependentOrphan, []ownerKey{keyOf(sibling)}},
+			map[anchor.Owner]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceRecreated}}, ownOwner{}, dependentOrphan, []anchor.Owner{keyOf(sibling)}},
 		{"labels of another owner that could not be read", routeDep, ReasonNotFound,
-			map[ownerKey]otherOwner{keyOf(sibling): {State: Failed}}, ownOwner{}, dependentUnreadable, []ownerKey{keyOf(sibling)}},
-		{"labels of another owner not read at all", routeDep, ReasonNotFound, nil, ownOwner{}, dependentUnreadable, []ownerKey{keyOf(sibling)}},
+			map[anchor.Owner]otherOwner{keyOf(sibling): {State: Failed}}, ownOwner{}, dependentUnreadable, []anchor.Owner{keyOf(sibling)}},
+		{"labels of another owner not read at all", routeDep, ReasonNotFound, nil, ownOwner{}, dependentUnreadable, []anchor.Owner{keyOf(sibling)}},
 		// Claims that end: only an owner that would write that kind and name claims.
 		{"labelled for another live owner that would not write that kind: nothing re-attaches it", obj(gateway, "edge-route", sibling.Labels()), ReasonNotFound,
-			map[ownerKey]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceMatches}}, ownOwner{}, dependentOrphan, nil},
+			map[anchor.Owner]otherOwner{keyOf(sibling): {State: Present, UID: liveOwnerUID, Namespace: NamespaceMatches}}, ownOwner{}, dependentOrphan, nil},
 		{"a Certificate <gateway>-<listener> of a recreated Gateway: claimed", obj(certificate, "edge-https-a.example", owner.Labels()), ReasonReplaced, nil, ownOwner{}, dependentClaimed, nil},
 		{"a Certificate not named for a listener of that Gateway", obj(certificate, "other-https", owner.Labels()), ReasonReplaced, nil, ownOwner{}, dependentOrphan, nil},
 		{"a kind the owner never writes, labelled for it", obj(route, "edge", owner.Labels()), ReasonReplaced, nil, ownOwner{}, dependentOrphan, nil},

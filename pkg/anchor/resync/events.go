@@ -1,15 +1,12 @@
 package resync
 
-// The Events a pass raises: on the project's Secret, and on the anchors it judges or
-// collects; every one only while the project is admitted.
-
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 )
@@ -54,15 +51,10 @@ func (p *pass) anchorEvent(it *item, eventtype, reason, action, note string) {
 // collectionNote is an Event's note about a collected anchor: enough to recreate it by
 // re-reconciling the owner.
 func collectionNote(it *item) string {
-	labels := make([]string, 0, len(it.obj.Labels))
-	for k, v := range it.obj.Labels {
-		labels = append(labels, k+"="+v)
-	}
-	sort.Strings(labels)
 	deps := "none"
 	if len(it.deps) > 0 {
 		deps = strings.Join(it.deps, ", ")
 	}
 	return fmt.Sprintf("Collected anchor %s/%s (uid %s) of %s: %s. Labels: %s. Dependents: %s.",
-		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, strings.Join(labels, ","), deps)
+		it.obj.Namespace, it.obj.Name, it.obj.UID, it.owner, it.verdict.Reason, labels.Set(it.obj.Labels), deps)
 }

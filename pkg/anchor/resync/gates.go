@@ -3,6 +3,7 @@ package resync
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,12 +75,7 @@ func (s secrets) findKnown(ctx context.Context, hub client.Reader, project, know
 	if err != nil {
 		return nil, err
 	}
-	var found []metav1.PartialObjectMetadata
-	for _, sec := range all {
-		if s.projectOf(&sec) == project {
-			found = append(found, sec)
-		}
-	}
+	found := slices.DeleteFunc(all, func(sec metav1.PartialObjectMetadata) bool { return s.projectOf(&sec) != project })
 	switch len(found) {
 	case 0:
 		return nil, nil

@@ -51,9 +51,6 @@ func (t hubClockTransport) WrappedRoundTripper() http.RoundTripper { return t.ne
 
 // observe records the offset a Date header received at local time at shows.
 func (h *HubClock) observe(date string, at time.Time) {
-	if date == "" {
-		return
-	}
 	served, err := http.ParseTime(date)
 	if err != nil {
 		return

@@ -36,7 +36,7 @@ func TestHeldSinceMarksAProjectFromItsEngagementUntilItIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Never started: the loops wait for Start, so no pass runs.
-	r := &Resync{opts: Options{Clock: clk}, m: m, started: make(chan struct{}), loops: map[string]*projectLoop{}, halted: map[string]string{}}
+	r := &Resync{passDeps: passDeps{opts: Options{Clock: clk}}, m: m, started: make(chan struct{}), loops: map[string]*projectLoop{}, halted: map[string]string{}}
 	ctx, lose := context.WithCancel(context.Background())
 	defer lose()
 

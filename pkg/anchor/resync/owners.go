@@ -1,7 +1,5 @@
 package resync
 
-// Batched live reads of owners: one list per owner kind and upstream namespace, not a GET each.
-
 import (
 	"context"
 	"fmt"

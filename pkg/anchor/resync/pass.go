@@ -63,6 +63,14 @@ func newProjectMemory() *projectMemory {
 	return &projectMemory{proofs: map[types.UID]Proof{}, claims: map[types.UID]int{}, live: flowcontrol.NewTokenBucketRateLimiter(liveQPS, liveBurst)}
 }
 
+// memoryOf returns project's memory in mems, made on first use.
+func memoryOf(mems map[string]*projectMemory, project string) *projectMemory {
+	if mems[project] == nil {
+		mems[project] = newProjectMemory()
+	}
+	return mems[project]
+}
+
 // passDeps is what every pass of one runner (a Resync, a sweep, a test) shares.
 type passDeps struct {
 	holder         string
@@ -87,11 +95,9 @@ func newPass(d passDeps, project string, plane Plane, mem *projectMemory, log lo
 		d.events = admittedEvents{admission: d.admission, project: project, next: d.events}
 	}
 	p := &pass{passDeps: d, project: project, plane: plane, memory: mem, log: log}
+	p.dependents = countingDependents{d.dependents, &p.calls}
 	if plane.Live != nil {
 		p.plane.Live = countingReader{plane.Live, &p.calls}
-	}
-	if d.dependents != nil {
-		p.dependents = countingDependents{d.dependents, &p.calls}
 	}
 	return p
 }
@@ -108,9 +114,8 @@ type pass struct {
 	rep   PassReport
 	items []*item
 
-	// What examine learns: the Secret, retired (no Secret, a tombstone), the plane check.
+	// What examine learns besides the report's Plane and Retired: the Secret, the plane check.
 	secret     *metav1.PartialObjectMetadata
-	retired    bool
 	planeCheck planeCheck
 
 	// What the live reads of the plane found (examine and prove).
@@ -122,7 +127,7 @@ type pass struct {
 	unlistable  map[schema.GroupKind]bool
 
 	// What the collect phase reads once per pass.
-	others       map[ownerKey]otherOwner
+	others       map[anchor.Owner]otherOwner
 	enqueued     map[anchor.Owner]bool
 	switchReadAt time.Time       // when the runtime switch was last read (zero: not yet)
 	kinds        []DependentKind // the dependent kinds the hub serves (kindsErr if discovery failed)
@@ -154,7 +159,7 @@ func (p *pass) now() time.Time { return p.opts.Clock.Now() }
 func (p *pass) run(ctx context.Context) (PassReport, error) {
 	started := time.Now()
 	p.rep = PassReport{Project: p.project, Holder: p.holder, Start: p.now(), DryRun: p.opts.DryRun}
-	p.namespaces, p.others = map[string]NamespaceState{}, map[ownerKey]otherOwner{}
+	p.namespaces, p.others = map[string]NamespaceState{}, map[anchor.Owner]otherOwner{}
 	p.forbidden, p.enqueued = map[schema.GroupKind]string{}, map[anchor.Owner]bool{}
 	p.ownerLists, p.unlistable = map[ownerBatch]ownerList{}, map[schema.GroupKind]bool{}
 	err := p.phases(ctx)
@@ -253,7 +258,7 @@ func (p *pass) examine(ctx context.Context) error {
 			it := &items[len(items)-1]
 			it.facts = Facts{
 				Now: now, HubNow: hubNow, AnchorUID: types.UID(strings.TrimPrefix(obj.Name, anchor.NamePrefix)), Created: obj.CreationTimestamp.Time,
-				Plane: p.rep.Plane, Retired: p.retired, Ambiguous: names[obj.Name] > 1,
+				Plane: p.rep.Plane, Retired: p.rep.Retired, Ambiguous: names[obj.Name] > 1,
 				Timing: Timing{MinAge: p.opts.MinAge, ConfirmAfter: p.opts.ConfirmAfter, StuckAfter: p.opts.StuckAfter, ClaimPasses: p.opts.ClaimPasses},
 			}
 			// IsAnchor without decoding twice: looksLikeAnchor checked name and namespace.
@@ -263,7 +268,7 @@ func (p *pass) examine(ctx context.Context) error {
 				it.owner = owner
 				it.facts.Finalizer = p.opts.Finalizers[schema.GroupKind{Group: owner.Group, Kind: owner.Kind}]
 				it.facts.Earlier = p.memory.proofs[obj.UID]
-				if !p.retired {
+				if !p.rep.Retired {
 					it.facts.Cache = owners.read(ctx, owner)
 				}
 			}
@@ -340,7 +345,7 @@ func (p *pass) examineRetired(ctx context.Context, w client.Writer, r client.Rea
 		p.memory.retiredAt = time.Time{}
 		return fmt.Errorf("%w: project %q matches no kubeconfig Secret", errAborted, p.project)
 	}
-	p.retired, p.rep.Retired = true, true
+	p.rep.Retired = true
 	p.rep.Plane = PlaneUnverified
 	p.rep.PlaneDetail = fmt.Sprintf("retired (tombstone %s/%s), no kubeconfig Secret", p.leaseNamespace, name)
 	now := p.now()

@@ -1,7 +1,5 @@
 package resync
 
-// The plane identity record (docs/design.md, Plane identity).
-
 import (
 	"context"
 	"crypto/sha256"

@@ -1,11 +1,10 @@
 package resync
 
-// The prove and remember phases of a pass: live reads of suspects, proofs kept.
-
 import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -234,15 +233,7 @@ func (p *pass) remember(context.Context) error {
 			}
 		}
 	}
-	for uid := range p.memory.proofs {
-		if !seen[uid] {
-			delete(p.memory.proofs, uid)
-		}
-	}
-	for uid := range p.memory.claims {
-		if !seen[uid] {
-			delete(p.memory.claims, uid)
-		}
-	}
+	maps.DeleteFunc(p.memory.proofs, func(uid types.UID, _ Proof) bool { return !seen[uid] })
+	maps.DeleteFunc(p.memory.claims, func(uid types.UID, _ int) bool { return !seen[uid] })
 	return nil
 }

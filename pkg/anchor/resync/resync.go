@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -58,11 +57,10 @@ type Config struct {
 // Resync collects orphaned anchors of the projects this replica holds: a multicluster
 // Runnable running one loop per engaged project, at most Options.Workers passes at once.
 type Resync struct {
+	passDeps // shared by every pass; the holder is set per pass
 	cfg      Config
-	opts     Options
 	m        *resyncMetrics
 	log      logr.Logger
-	passDeps passDeps // shared by every pass; the holder is set per pass
 	workers  chan struct{}
 	started  chan struct{}
 	wg       sync.WaitGroup
@@ -107,7 +105,7 @@ func New(cfg Config) (*Resync, error) {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
 	}
 	return &Resync{
-		cfg: cfg, opts: opts, m: m, log: cfg.Logger.WithName("resync"),
+		cfg: cfg, m: m, log: cfg.Logger.WithName("resync"),
 		passDeps: passDeps{
 			admission: cfg.Admission, hub: cfg.Hub, anchors: cfg.Anchors, dependents: cfg.Dependents,
 			secrets:        secrets{namespace: cfg.ProviderNamespace, label: cfg.SecretLabel, projectAnnotation: cfg.SecretProjectAnnotation},
@@ -408,15 +406,14 @@ func (r *Resync) updateHaltedLocked() {
 // reportUnowned counts the cached unowned anchors and returns, sorted, their projects a
 // tombstone retires; ok is false when a read failed.
 func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) {
-	s := secrets{namespace: r.cfg.ProviderNamespace, label: r.cfg.SecretLabel, projectAnnotation: r.cfg.SecretProjectAnnotation}
-	all, err := s.list(ctx, r.cfg.HubReader)
+	all, err := r.secrets.list(ctx, r.cfg.HubReader)
 	if err != nil {
 		r.log.Info("Reporting anchors of projects without a Secret failed", "error", err.Error())
 		return nil, false
 	}
 	known := map[string]bool{}
 	for i := range all {
-		known[s.projectOf(&all[i])] = true
+		known[r.secrets.projectOf(&all[i])] = true
 	}
 	anchors, err := r.cfg.Anchors.All(ctx)
 	if err != nil {
@@ -424,37 +421,31 @@ func (r *Resync) reportUnowned(ctx context.Context) (retired []string, ok bool) 
 		return nil, false
 	}
 	count := 0
-	projects := map[string]int{}
+	projects := map[string]bool{}
 	for i := range anchors {
-		a := &anchors[i]
-		if !looksLikeAnchor(a) {
-			continue
-		}
-		p := projectOfLabels(a.Labels)
-		if !known[p] {
+		if p := projectOfLabels(anchors[i].Labels); looksLikeAnchor(&anchors[i]) && !known[p] {
 			count++
-			projects[p]++
+			projects[p] = true
 		}
 	}
 	r.m.unowned.Set(float64(count))
 	if count == 0 {
 		return nil, true
 	}
-	names := slices.Sorted(maps.Keys(projects))
-	if len(names) > 10 {
-		names = append(names[:10], "...")
-	}
-	tombs, err := tombstones(ctx, r.cfg.HubReader, r.cfg.LeaseNamespace)
+	tombs, err := tombstones(ctx, r.cfg.HubReader, r.leaseNamespace)
 	if err != nil {
 		r.log.Info("Reading the tombstones of retired projects failed", "error", err.Error())
 		return nil, false
 	}
-	for p := range projects {
+	names := slices.Sorted(maps.Keys(projects))
+	for _, p := range names {
 		if tombs[p] != "" {
 			retired = append(retired, p)
 		}
 	}
-	sort.Strings(retired)
+	if len(names) > 10 {
+		names = append(names[:10], "...")
+	}
 	how := "collected by the coordinator replica after the absence is confirmed on two passes"
 	if r.cfg.RetiredAdmission == nil {
 		how = "collected by `manager sweep --once` (replicas collect none: no coordinator admission configured)"

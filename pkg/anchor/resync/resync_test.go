@@ -35,7 +35,7 @@ func TestPassCutShortIsRecordedAsAborted(t *testing.T) {
 				t.Fatal(err)
 			}
 			observed := &passLog{}
-			r := &Resync{opts: Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))},
+			r := &Resync{passDeps: passDeps{opts: Options{Clock: clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))}},
 				m: m, halted: map[string]string{}, cfg: Config{Observer: observed}}
 			rep := PassReport{Project: "p1", Anchors: []AnchorReport{
 				{Name: "anchor-1", Verdict: Verdict{Decision: Collect}, Action: ActionDeleted},

@@ -1,7 +1,5 @@
 package resync
 
-// Retired projects: the coordinator passes over them (docs/design.md, Projects with no Secret).
-
 import (
 	"context"
 	"slices"
@@ -53,15 +51,10 @@ func (r *Resync) collectRetired(ctx context.Context, retired []string) time.Dura
 
 	delay := r.opts.Period
 	for _, project := range retired {
-		mem := r.retired[project]
-		if mem == nil {
-			mem = newProjectMemory()
-			r.retired[project] = mem
-		}
 		log := r.log.WithValues("project", project, "retired", true)
 		d := r.passDeps
 		d.admission, d.hub = r.cfg.RetiredAdmission, r.cfg.RetiredHub
-		rep, err := r.runPass(ctx, d, project, Plane{SecretUID: noSecretUID}, mem, log)
+		rep, err := r.runPass(ctx, d, project, Plane{SecretUID: noSecretUID}, memoryOf(r.retired, project), log)
 		if ctx.Err() != nil {
 			return delay
 		}

@@ -78,7 +78,7 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		return nil, nil, err
 	}
 	sec := secrets{namespace: opts.ProviderNamespace, label: opts.SecretLabel, projectAnnotation: opts.SecretProjectAnnotation}
-	plan, err := planSweep(ctx, hub, sec, opts, anchors, ro)
+	planes, settled, err := planSweep(ctx, hub, sec, opts, anchors, ro)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,10 +103,10 @@ func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport
 		},
 		log: opts.Logger, memory: map[string]*projectMemory{}, reports: map[string]PassReport{}, onReport: opts.OnReport,
 	}
-	for _, r := range plan.settled {
+	for _, r := range settled {
 		s.deliver(r)
 	}
-	err = s.passAll(ctx, plan.planes)
+	err = s.passAll(ctx, planes)
 	out := slices.AppendSeq(make([]PassReport, 0, len(s.reports)), maps.Values(s.reports))
 	slices.SortFunc(out, func(a, b PassReport) int { return strings.Compare(a.Project, b.Project) })
 	return out, unownedReports(anchors, s.reports, opts.Projects, ro.Clock.Now()), err
@@ -117,58 +117,72 @@ func covers(projects []string, project string) bool {
 	return len(projects) == 0 || slices.Contains(projects, project)
 }
 
-// sweepPlan is a plane per project to pass over, and the rows final before any pass.
-type sweepPlan struct {
-	planes  map[string]Plane
-	settled []PassReport
-}
-
-// planSweep decides, from Secrets and tombstones, which projects get a pass or a row.
-func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (sweepPlan, error) {
-	var plan sweepPlan
-	found, err := sweepPlanes(ctx, hub, sec, opts.Scheme, opts.Projects)
-	if err != nil {
-		return plan, err
+// planSweep decides, from Secrets and tombstones, which projects get a pass (a
+// live-only Plane per covered project with one kubeconfig Secret, an empty one per
+// retired project) and which a row final before any pass.
+func planSweep(ctx context.Context, hub client.Reader, sec secrets, opts SweepOptions, anchors *listedAnchors, ro Options) (map[string]Plane, []PassReport, error) {
+	list := &corev1.SecretList{}
+	if err := hub.List(ctx, list, client.InNamespace(sec.namespace), client.MatchingLabels{sec.label: "true"}); err != nil {
+		return nil, nil, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
 	}
-	plan.planes = found.planes
 	retired, err := tombstones(ctx, hub, opts.LeaseNamespace)
 	if err != nil {
-		return plan, err
+		return nil, nil, err
 	}
-	for project := range anchors.byProject {
-		if !covers(opts.Projects, project) || found.has(project) || retired[project] == "" {
-			continue
+	byProject := map[string][]*corev1.Secret{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		if project := sec.projectOf(s); covers(opts.Projects, project) {
+			byProject[project] = append(byProject[project], s)
 		}
-		plan.planes[project] = Plane{}
 	}
 	row := func(project string) PassReport {
 		return PassReport{Project: project, Holder: "sweep", Start: ro.Clock.Now(), DryRun: ro.DryRun, Plane: PlaneUnverified}
 	}
-	for project, names := range found.duplicates {
-		r := row(project)
-		r.Aborted = fmt.Sprintf("named by %d kubeconfig Secrets (%s): skipped until only one names it", len(names), strings.Join(names, ", "))
-		plan.settled = append(plan.settled, r)
+	planes := map[string]Plane{}
+	var settled []PassReport
+	for project, named := range byProject {
+		if len(named) > 1 {
+			var names []string
+			for _, s := range named {
+				names = append(names, s.Name)
+			}
+			sort.Strings(names)
+			r := row(project)
+			r.Aborted = fmt.Sprintf("named by %d kubeconfig Secrets (%s): skipped until only one names it", len(names), strings.Join(names, ", "))
+			settled = append(settled, r)
+			continue
+		}
+		plane, err := planeOfSecret(named[0], opts.Scheme)
+		if err != nil {
+			r := row(project)
+			r.PlaneDetail = fmt.Sprintf("kubeconfig Secret %s/%s is unreadable: %v", sec.namespace, named[0].Name, err)
+			r.Aborted = fmt.Sprintf("not swept: kubeconfig Secret %s/%s: %v", sec.namespace, named[0].Name, err)
+			r.Anchors = untouchedAnchors(anchors.byProject[project], Verdict{Decision: Unknown, Reason: ReasonUnreadableKubeconfig},
+				fmt.Sprintf("Secret %s/%s", sec.namespace, named[0].Name), ro.Clock.Now())
+			settled = append(settled, r)
+			continue
+		}
+		planes[project] = plane
 	}
-	for project, bad := range found.unreadable {
-		r := row(project)
-		r.PlaneDetail = fmt.Sprintf("kubeconfig Secret %s/%s is unreadable: %v", sec.namespace, bad.secret, bad.err)
-		r.Aborted = fmt.Sprintf("not swept: kubeconfig Secret %s/%s: %v", sec.namespace, bad.secret, bad.err)
-		r.Anchors = untouchedAnchors(anchors.byProject[project], Verdict{Decision: Unknown, Reason: ReasonUnreadableKubeconfig},
-			fmt.Sprintf("Secret %s/%s", sec.namespace, bad.secret), ro.Clock.Now())
-		plan.settled = append(plan.settled, r)
+	for project := range anchors.byProject {
+		if !covers(opts.Projects, project) || byProject[project] != nil || retired[project] == "" {
+			continue
+		}
+		planes[project] = Plane{}
 	}
 	for _, project := range opts.Projects {
-		settled := slices.ContainsFunc(plan.settled, func(r PassReport) bool { return r.Project == project })
-		if found.has(project) || retired[project] != "" || slices.ContainsFunc(anchors.byProject[project], func(o metav1.PartialObjectMetadata) bool { return looksLikeAnchor(&o) }) || settled {
+		done := slices.ContainsFunc(settled, func(r PassReport) bool { return r.Project == project })
+		if byProject[project] != nil || retired[project] != "" || slices.ContainsFunc(anchors.byProject[project], func(o metav1.PartialObjectMetadata) bool { return looksLikeAnchor(&o) }) || done {
 			continue
 		}
 		r := row(project)
 		r.PlaneDetail = "no kubeconfig Secret"
 		r.Aborted = fmt.Sprintf("no kubeconfig Secret in %s names project %q and no anchor on the hub belongs to it", sec.namespace, project)
-		plan.settled = append(plan.settled, r)
+		settled = append(settled, r)
 	}
-	sort.Slice(plan.settled, func(i, j int) bool { return plan.settled[i].Project < plan.settled[j].Project })
-	return plan, nil
+	sort.Slice(settled, func(i, j int) bool { return settled[i].Project < settled[j].Project })
+	return planes, settled, nil
 }
 
 // sweeper runs the passes of one sweep and delivers each project's final report.
@@ -190,12 +204,7 @@ func (s *sweeper) deliver(r PassReport) {
 
 // pass runs one pass over project, keeping the project's memory between rounds.
 func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassReport, error) {
-	mem := s.memory[project]
-	if mem == nil {
-		mem = newProjectMemory()
-		s.memory[project] = mem
-	}
-	rep, err := newPass(s.deps, project, plane, mem, s.log.WithValues("project", project)).run(ctx)
+	rep, err := newPass(s.deps, project, plane, memoryOf(s.memory, project), s.log.WithValues("project", project)).run(ctx)
 	if err != nil {
 		err = fmt.Errorf("project %q: %w", project, err)
 	}
@@ -205,11 +214,10 @@ func (s *sweeper) pass(ctx context.Context, project string, plane Plane) (PassRe
 // passAll runs the first round, then, at the latest confirmation time, a round over the
 // projects with a proof to confirm.
 func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
-	names := slices.Sorted(maps.Keys(planes))
 	var errs []error
-	pending := map[string]PassReport{}
+	var pending []PassReport // the first round's reports with a proof to confirm, by project
 	due := time.Time{}
-	for _, project := range names {
+	for _, project := range slices.Sorted(maps.Keys(planes)) {
 		rep, err := s.pass(ctx, project, planes[project])
 		if err != nil {
 			errs = append(errs, err)
@@ -218,7 +226,7 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 			s.deliver(rep)
 			continue
 		}
-		pending[project] = rep
+		pending = append(pending, rep)
 		if rep.PendingConfirmation.After(due) {
 			due = rep.PendingConfirmation
 		}
@@ -229,78 +237,21 @@ func (s *sweeper) passAll(ctx context.Context, planes map[string]Plane) error {
 	clock := s.deps.opts.Clock
 	select {
 	case <-ctx.Done():
-		for _, project := range names {
-			if rep, ok := pending[project]; ok {
-				rep.Aborted = fmt.Sprintf("interrupted before the confirmation round: %v", ctx.Err())
-				s.deliver(rep)
-			}
+		for _, rep := range pending {
+			rep.Aborted = fmt.Sprintf("interrupted before the confirmation round: %v", ctx.Err())
+			s.deliver(rep)
 		}
 		return errors.Join(append(errs, ctx.Err())...)
 	case <-clock.After(due.Sub(clock.Now())):
 	}
-	for _, project := range names {
-		if _, ok := pending[project]; !ok {
-			continue
-		}
-		rep, err := s.pass(ctx, project, planes[project])
+	for _, first := range pending {
+		rep, err := s.pass(ctx, first.Project, planes[first.Project])
 		if err != nil {
 			errs = append(errs, err)
 		}
 		s.deliver(rep)
 	}
 	return errors.Join(errs...)
-}
-
-// foundPlanes is what the kubeconfig Secrets give: planes, duplicates, unreadable ones.
-type foundPlanes struct {
-	planes     map[string]Plane
-	duplicates map[string][]string
-	unreadable map[string]unreadableSecret
-}
-
-// unreadableSecret is a kubeconfig Secret that gives no client of its plane.
-type unreadableSecret struct {
-	secret string
-	err    error
-}
-
-// has reports whether a Secret names project.
-func (f foundPlanes) has(project string) bool {
-	_, plane := f.planes[project]
-	_, bad := f.unreadable[project]
-	return plane || bad || f.duplicates[project] != nil
-}
-
-// sweepPlanes builds a live-only Plane per covered project with one kubeconfig Secret.
-func sweepPlanes(ctx context.Context, hub client.Reader, sec secrets, scheme *runtime.Scheme, projects []string) (foundPlanes, error) {
-	found := foundPlanes{planes: map[string]Plane{}, duplicates: map[string][]string{}, unreadable: map[string]unreadableSecret{}}
-	list := &corev1.SecretList{}
-	if err := hub.List(ctx, list, client.InNamespace(sec.namespace), client.MatchingLabels{sec.label: "true"}); err != nil {
-		return found, fmt.Errorf("listing kubeconfig Secrets in %s: %w", sec.namespace, err)
-	}
-	byProject := map[string][]*corev1.Secret{}
-	for i := range list.Items {
-		s := &list.Items[i]
-		if project := sec.projectOf(s); covers(projects, project) {
-			byProject[project] = append(byProject[project], s)
-		}
-	}
-	for project, named := range byProject {
-		if len(named) > 1 {
-			for _, s := range named {
-				found.duplicates[project] = append(found.duplicates[project], s.Name)
-			}
-			sort.Strings(found.duplicates[project])
-			continue
-		}
-		plane, err := planeOfSecret(named[0], scheme)
-		if err != nil {
-			found.unreadable[project] = unreadableSecret{secret: named[0].Name, err: err}
-			continue
-		}
-		found.planes[project] = plane
-	}
-	return found, nil
 }
 
 // planeOfSecret builds a live-only client of the plane a kubeconfig Secret names.

@@ -36,19 +36,14 @@ var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 // <owner>-<suffix> counts.
 func wouldWrite(writes map[schema.GroupKind][]HubWrite, ownerKind schema.GroupKind, ownerName string, gk schema.GroupKind, name string) bool {
 	for _, w := range writes[ownerKind] {
-		if w.Group != gk.Group || w.Kind != gk.Kind {
-			continue
-		}
-		if w.PerBackendRef {
+		if w.Group != gk.Group || w.Kind != gk.Kind || w.PerBackendRef {
 			continue
 		}
 		if w.PerListener {
 			if rest, ok := strings.CutPrefix(name, ownerName+"-"); ok && rest != "" {
 				return true
 			}
-			continue
-		}
-		if name == ownerName {
+		} else if name == ownerName {
 			return true
 		}
 	}
