@@ -46,7 +46,9 @@ func TestSweepTableIsTheOperatorsTable(t *testing.T) {
 	reports := []resync.PassReport{{Project: "b"}, {Project: "a"}}
 	unowned := []resync.AnchorReport{{Namespace: "ns", Name: "anchor-1"}}
 	var want bytes.Buffer
-	g.Expect(resync.WriteTable(&want, append([]resync.PassReport(nil), reports...), unowned)).To(Succeed())
+	g.Expect(resync.WriteProjectTable(&want, reports[1])).To(Succeed())
+	g.Expect(resync.WriteProjectTable(&want, reports[0])).To(Succeed())
+	g.Expect(resync.WriteUnownedTable(&want, unowned)).To(Succeed())
 
 	var out bytes.Buffer
 	p := newSweepPrinter(&out, outputTable, nil)

@@ -23,6 +23,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/testenv"
+	"anchorage/internal/testenv/anchorcache"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
 )
@@ -130,16 +131,7 @@ func countedClient(t *testing.T, cfg *rest.Config, counter *callCounter) client.
 // list and watch are not counted) and waits for it to sync.
 func startAnchorCache(t *testing.T, ctx context.Context, cfg *rest.Config) *resync.AnchorCache {
 	t.Helper()
-	anchors, stop, err := resync.StartSynced(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("anchor cache: %v", err)
-		}
-	})
-	return anchors
+	return anchorcache.Start(t, ctx, cfg)
 }
 
 // proxyAnchorFixture is a terminating proxy in namespace "team" of project "proj"

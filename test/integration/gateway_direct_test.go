@@ -20,6 +20,7 @@ import (
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"anchorage/internal/harness"
+	"anchorage/internal/testenv/anchorcache"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/gateway"
@@ -75,16 +76,7 @@ func (o oneProject) Hub(context.Context, string) (client.Client, client.Reader, 
 // directly (SetupWithManager builds one for the manager), and waits for it to sync.
 func hubAnchorCache(t *testing.T) *resync.AnchorCache {
 	t.Helper()
-	anchors, stop, err := resync.StartSynced(context.Background(), hub.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := stop(); err != nil {
-			t.Errorf("anchor cache: %v", err)
-		}
-	})
-	return anchors
+	return anchorcache.Start(t, context.Background(), hub.Config)
 }
 
 // TestGatewayRecreateAfterFinalizeCreatesNothing drives the GatewayReconciler directly

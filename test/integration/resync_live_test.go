@@ -611,6 +611,9 @@ func sweepDryRun(ctx context.Context, g Gomega, e *harness.Env) ([]resync.PassRe
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer
-	g.Expect(resync.WriteTable(&out, reports, unowned)).To(Succeed())
+	for _, r := range reports {
+		g.Expect(resync.WriteProjectTable(&out, r)).To(Succeed())
+	}
+	g.Expect(resync.WriteUnownedTable(&out, unowned)).To(Succeed())
 	return reports, out.String()
 }

@@ -2,7 +2,6 @@ package resync
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -219,21 +218,4 @@ func nameBucket(name string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(name))
 	return strconv.FormatUint(uint64(h.Sum32()%nameBuckets), 16)
-}
-
-// StartSynced runs the cache outside a manager until synced; stop ends it, returning Start's error.
-func StartSynced(ctx context.Context, cfg *rest.Config) (c *AnchorCache, stop func() error, err error) {
-	ctx, cancel := context.WithCancel(ctx)
-	c, err = NewAnchorCache(ctx, cfg, nil, nil)
-	if err != nil {
-		cancel()
-		return nil, nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-	stop = func() error { cancel(); return <-done }
-	if !c.WaitForCacheSync(ctx) {
-		return nil, nil, errors.Join(errors.New("the anchor cache did not sync"), stop())
-	}
-	return c, stop, nil
 }

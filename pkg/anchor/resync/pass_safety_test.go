@@ -376,7 +376,7 @@ func TestPassRetiredProject(t *testing.T) {
 	err := hub.Get(f.ctx, client.ObjectKey{Namespace: f.provider, Name: PlaneIdentityName(f.project)}, &corev1.ConfigMap{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the retired project's plane record is dropped: %v", err)
 	var out strings.Builder
-	g.Expect(WriteTable(&out, []PassReport{second}, nil)).To(Succeed())
+	g.Expect(WriteProjectTable(&out, second)).To(Succeed())
 	g.Expect(out.String()).To(ContainSubstring("retired (tombstone"))
 }
 

@@ -5,25 +5,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
 )
-
-// WriteTable prints reports as the operator's table: one block per project, then the
-// unowned anchors.
-func WriteTable(w io.Writer, reports []PassReport, unowned []AnchorReport) error {
-	sort.Slice(reports, func(i, j int) bool { return reports[i].Project < reports[j].Project })
-	for _, r := range reports {
-		if err := WriteProjectTable(w, r); err != nil {
-			return err
-		}
-	}
-	return WriteUnownedTable(w, unowned)
-}
 
 // WriteProjectTable prints one project's block of the operator's table.
 func WriteProjectTable(w io.Writer, r PassReport) error {
