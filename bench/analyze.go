@@ -6,19 +6,14 @@ import (
 	"time"
 
 	"anchorage/internal/harness"
-	"anchorage/pkg/shard"
 )
 
 // Overlaps returns every pair of reconciles of one project by two different holder
 // incarnations whose intervals intersect (harness.Overlaps, the judgement the
 // integration tests make); frozen marks the reconciles a stopped process held.
 func Overlaps(records []Record, frozen func(Record) bool) []Overlap {
-	work := make([]shard.Record, len(records))
-	for i, r := range records {
-		work[i] = shard.Record{Holder: r.Holder, Project: r.Project, Start: r.Start, End: r.End, ValidUntil: r.ValidUntil, Claim: r.Claim}
-	}
 	var out []Overlap
-	for _, o := range harness.Overlaps(work) {
+	for _, o := range harness.Overlaps(records) {
 		a, b := records[o.EarlierRecord], records[o.LaterRecord]
 		sideA, sideB := a.Replica, b.Replica
 		if sideA == sideB {

@@ -46,7 +46,7 @@ const (
 
 // Record is one reconcile (one admitted unit of work) as a replica wrote it to its
 // record file (--record-file), one JSON object per line.
-type Record = shard.RecordLine
+type Record = shard.Record
 
 // Fault is one scheduled fault, as the runner applied it.
 type Fault struct {

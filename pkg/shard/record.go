@@ -8,27 +8,20 @@ import (
 	"time"
 )
 
-// Record is one admitted unit of work, for tests, audits and benchmarks.
+// Record is one admitted unit of work, for tests, audits and benchmarks; in a record
+// file it is one JSON object per line.
 type Record struct {
-	Holder, Project string
-	Start, End      time.Time
-	ValidUntil      time.Time
-	Claim           string // the engagement the work ran under
-}
-
-// Recorder receives Records.
-type Recorder interface{ Record(Record) }
-
-// RecordLine is the JSON form of a Record in a record file, one object per line.
-type RecordLine struct {
-	Replica    string    `json:"replica"`
+	Replica    string    `json:"replica"` // set by FileRecorder, from Holder
 	Holder     string    `json:"holder"`
 	Project    string    `json:"project"`
 	Start      time.Time `json:"start"`
 	End        time.Time `json:"end"`
 	ValidUntil time.Time `json:"validUntil,omitzero"`
-	Claim      string    `json:"claim,omitempty"`
+	Claim      string    `json:"claim,omitempty"` // the engagement the work ran under
 }
+
+// Recorder receives Records.
+type Recorder interface{ Record(Record) }
 
 // FileRecorder appends Records as JSON lines, one write(2) each; errors are only counted.
 type FileRecorder struct {
@@ -48,10 +41,8 @@ func NewFileRecorder(path string) (*FileRecorder, error) {
 
 // Record implements Recorder.
 func (r *FileRecorder) Record(rec Record) {
-	line, err := json.Marshal(RecordLine{
-		Replica: PodOf(rec.Holder), Holder: rec.Holder, Project: rec.Project,
-		Start: rec.Start, End: rec.End, ValidUntil: rec.ValidUntil, Claim: rec.Claim,
-	})
+	rec.Replica = PodOf(rec.Holder)
+	line, err := json.Marshal(rec)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err == nil {
