@@ -191,7 +191,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
-		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), func(o *cluster.Options) { o.MapperProvider = NewKindMapper }}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Observer: opts.Observer, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {
