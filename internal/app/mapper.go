@@ -30,8 +30,7 @@ func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 	}, nil
 }
 
-// kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
-// go to the embedded dynamic mapper, built on first use.
+// kindMapper is NewKindMapper's mapper; mappings holds those it has found.
 type kindMapper struct {
 	meta.RESTMapper
 	discovery *discovery.DiscoveryClient
