@@ -4,8 +4,8 @@
 //
 // Files: app.go (start here) holds Options, New and Start; discovery.go the kubeconfig
 // provider's discovery-only clusters; mapper.go the held projects' REST mapper, which
-// keeps only the kinds it is asked for; buildinfo.go the build info gauge; rbac.go and
-// cutover_rbac.go RBAC markers that no controller's code carries.
+// keeps only the kinds it is asked for; buildinfo.go the build info gauge; rbac.go the
+// RBAC markers that no controller's code carries.
 //
 // Words: a held project is one the shard has assigned to this replica (only those get a
 // cluster with informers); a discovery-only cluster carries a REST config and nothing else.
