@@ -309,10 +309,7 @@ func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 		Resync: c.opts, Scheme: app.Scheme(), Logger: log,
 		Projects: c.projects, OnReport: p.report,
 	})
-	if werr := p.finish(reports, unowned); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+	return cmp.Or(err, p.finish(reports, unowned))
 }
 
 // refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may
