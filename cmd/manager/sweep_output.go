@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -46,8 +45,7 @@ func (p *sweepPrinter) report(r resync.PassReport) {
 
 // finish writes the reports not streamed yet, then the unowned anchors.
 func (p *sweepPrinter) finish(reports []resync.PassReport, unowned []resync.AnchorReport) error {
-	sorted := slices.Clone(reports)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Project < sorted[j].Project })
+	sorted := slices.SortedFunc(slices.Values(reports), func(a, b resync.PassReport) int { return cmp.Compare(a.Project, b.Project) })
 	for _, r := range sorted {
 		p.report(r)
 	}
