@@ -252,9 +252,7 @@ const exitCutOverBlocked = 3
 // every project's plane and prints its rows to out.
 func runCutOverCheck(ctx context.Context, out io.Writer, cfg *rest.Config, providerNamespace string, c sweepConfig) error {
 	cfg = rest.CopyConfig(cfg)
-	if cfg.Timeout == 0 {
-		cfg.Timeout = cutover.PlaneTimeout
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, cutover.PlaneTimeout)
 	hub, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("building the hub client: %w", err)
