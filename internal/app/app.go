@@ -125,10 +125,8 @@ func (o *Options) defaults() error {
 // Scheme returns the scheme every anchorage client uses, hub and projects alike.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha.AddToScheme, gatewayv1.Install} {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("building scheme: %v", err))
-		}
+	if err := (&runtime.SchemeBuilder{clientgoscheme.AddToScheme, v1alpha.AddToScheme, gatewayv1.Install}).AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("building scheme: %v", err))
 	}
 	return s
 }
