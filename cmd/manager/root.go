@@ -96,7 +96,6 @@ func versionCommand() *cobra.Command {
 		Use:   "version",
 		Short: "Print the build's version, commit and date",
 		Args:  cobra.NoArgs,
-		// One line, or JSON with -o json.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			info, w := version.Get(), cmd.OutOrStdout()
 			switch output {

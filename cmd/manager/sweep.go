@@ -252,9 +252,7 @@ const exitCutOverBlocked = 3
 // every project's plane and prints its rows to out.
 func runCutOverCheck(ctx context.Context, out io.Writer, cfg *rest.Config, providerNamespace string, c sweepConfig) error {
 	cfg = rest.CopyConfig(cfg)
-	if cfg.Timeout == 0 {
-		cfg.Timeout = cutover.PlaneTimeout
-	}
+	cfg.Timeout = cmp.Or(cfg.Timeout, cutover.PlaneTimeout)
 	hub, err := client.New(cfg, client.Options{})
 	if err != nil {
 		return fmt.Errorf("building the hub client: %w", err)
@@ -309,10 +307,7 @@ func runSweep(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
 		Resync: c.opts, Scheme: app.Scheme(), Logger: log,
 		Projects: c.projects, OnReport: p.report,
 	})
-	if werr := p.finish(reports, unowned); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+	return cmp.Or(err, p.finish(reports, unowned))
 }
 
 // refuseWhileReplicasRun refuses a deleting sweep while any member Lease in namespace may

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -16,16 +15,21 @@ import (
 // sweepPrinter writes each project's row as soon as the sweep reports it final, the rest
 // at the end (sorted), then the anchors without a project Secret.
 type sweepPrinter struct {
-	mu      sync.Mutex
-	w       io.Writer
-	format  string
-	only    []string // empty: every project
-	printed map[string]bool
-	err     error
+	mu           sync.Mutex
+	w            io.Writer
+	writeProject func(io.Writer, resync.PassReport) error
+	writeUnowned func(io.Writer, []resync.AnchorReport) error
+	only         []string // empty: every project
+	printed      map[string]bool
+	err          error
 }
 
 func newSweepPrinter(w io.Writer, format string, projects []string) *sweepPrinter {
-	return &sweepPrinter{w: w, format: format, only: projects, printed: map[string]bool{}}
+	p := &sweepPrinter{w: w, writeProject: resync.WriteProjectTable, writeUnowned: resync.WriteUnownedTable, only: projects, printed: map[string]bool{}}
+	if format == outputJSON {
+		p.writeProject, p.writeUnowned = writeProjectJSON, writeUnownedJSON
+	}
+	return p
 }
 
 // report writes one project's row unless it was written already or is not asked for.
@@ -37,17 +41,12 @@ func (p *sweepPrinter) report(r resync.PassReport) {
 		return
 	}
 	p.printed[r.Project] = true
-	if p.format == outputJSON {
-		p.err = writeProjectJSON(p.w, r)
-	} else {
-		p.err = resync.WriteProjectTable(p.w, r)
-	}
+	p.err = p.writeProject(p.w, r)
 }
 
 // finish writes the reports not streamed yet, then the unowned anchors.
 func (p *sweepPrinter) finish(reports []resync.PassReport, unowned []resync.AnchorReport) error {
-	sorted := slices.Clone(reports)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Project < sorted[j].Project })
+	sorted := slices.SortedFunc(slices.Values(reports), func(a, b resync.PassReport) int { return cmp.Compare(a.Project, b.Project) })
 	for _, r := range sorted {
 		p.report(r)
 	}
@@ -56,10 +55,7 @@ func (p *sweepPrinter) finish(reports []resync.PassReport, unowned []resync.Anch
 	if p.err != nil {
 		return p.err
 	}
-	if p.format == outputJSON {
-		return writeUnownedJSON(p.w, unowned)
-	}
-	return resync.WriteUnownedTable(p.w, unowned)
+	return p.writeUnowned(p.w, unowned)
 }
 
 // projectJSON is a project line of the sweep's JSON Lines (`manager sweep -o json`),

@@ -4,8 +4,8 @@
 //
 // Files: app.go (start here) holds Options, New and Start; discovery.go the kubeconfig
 // provider's discovery-only clusters; mapper.go the held projects' REST mapper, which
-// keeps only the kinds it is asked for; buildinfo.go the build info gauge; rbac.go and
-// cutover_rbac.go RBAC markers that no controller's code carries.
+// keeps only the kinds it is asked for; buildinfo.go the build info gauge; rbac.go the
+// RBAC markers that no controller's code carries.
 //
 // Words: a held project is one the shard has assigned to this replica (only those get a
 // cluster with informers); a discovery-only cluster carries a REST config and nothing else.
@@ -125,10 +125,8 @@ func (o *Options) defaults() error {
 // Scheme returns the scheme every anchorage client uses, hub and projects alike.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1alpha.AddToScheme, gatewayv1.Install} {
-		if err := add(s); err != nil {
-			panic(fmt.Sprintf("building scheme: %v", err))
-		}
+	if err := (&runtime.SchemeBuilder{clientgoscheme.AddToScheme, v1alpha.AddToScheme, gatewayv1.Install}).AddToScheme(s); err != nil {
+		panic(fmt.Sprintf("building scheme: %v", err))
 	}
 	return s
 }
@@ -191,7 +189,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	sh, err := shard.New(shard.Options{
 		Hub: opts.Hub, Namespace: opts.LeaseNamespace, SecretNamespace: opts.ProviderNamespace,
 		Pod: opts.Identity, Weight: opts.Weight, Timings: opts.Timings, Clock: opts.Clock,
-		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), KindMapperOption()}, opts.ClusterOptions...), Registry: opts.Registry,
+		Scheme: scheme, ClusterOptions: append([]cluster.Option{resync.StrictCacheOption(), func(o *cluster.Options) { o.MapperProvider = NewKindMapper }}, opts.ClusterOptions...), Registry: opts.Registry,
 		Recorder: opts.Recorder, Observer: opts.Observer, Logger: opts.Logger, Exit: opts.Exit, WarmKinds: gateway.WatchedKinds(),
 	})
 	if err != nil {

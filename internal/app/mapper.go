@@ -13,17 +13,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
-
-// KindMapperOption gives a project cluster a kindMapper instead of controller-runtime's
-// dynamic REST mapper, which keeps the discovery of every group the plane serves
-// (docs/design.md, Gateway path: an idle project costs three watches).
-func KindMapperOption() cluster.Option {
-	return func(o *cluster.Options) {
-		o.MapperProvider = NewKindMapper
-	}
-}
 
 // NewKindMapper returns a REST mapper that asks the server about each kind it maps, one
 // group version at a time, and keeps those; a kind not served is asked again next time.
@@ -40,8 +30,7 @@ func NewKindMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, 
 	}, nil
 }
 
-// kindMapper caches the mappings it has found; the methods other than RESTMapping(s)
-// go to the embedded dynamic mapper, built on first use.
+// kindMapper is NewKindMapper's mapper; mappings holds those it has found.
 type kindMapper struct {
 	meta.RESTMapper
 	discovery *discovery.DiscoveryClient
