@@ -196,21 +196,12 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 		Name:       anchor.Name,
 		UID:        anchor.UID,
 	}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	placed := false
-	for _, ref := range refs {
-		if IsAnchorReference(ref) {
-			if placed {
-				continue
-			}
-			ref, placed = want, true
-		}
-		out = append(out, ref)
+	first := slices.IndexFunc(refs, IsAnchorReference)
+	out := slices.DeleteFunc(slices.Clone(refs), IsAnchorReference)
+	if first < 0 {
+		return append(out, want)
 	}
-	if !placed {
-		out = append(out, want)
-	}
-	return out
+	return slices.Insert(out, first, want)
 }
 
 // IsAnchorReference reports whether ref points at an anchor-named core ConfigMap, which
