@@ -86,19 +86,12 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 	}
 
 	orig := ns.DeepCopy()
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	changed := false
-	for k, v := range want {
-		if _, ok := ns.Labels[k]; !ok {
-			ns.Labels[k] = v
-			changed = true
-		}
-	}
-	if !changed {
+	labels := maps.Clone(want)
+	maps.Copy(labels, ns.Labels) // its own values stay
+	if maps.Equal(labels, ns.Labels) {
 		return nil
 	}
+	ns.Labels = labels
 	return hub.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
