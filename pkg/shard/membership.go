@@ -192,10 +192,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 		_, until := m.current()
 		// RetryPeriod runs from the last renew's send, not from its answer.
 		wait := min(max(m.t.RetryPeriod-last.took, 0), until.Sub(m.clock.Now()))
-		if prompt {
-			wait = 0
-		}
-		if wait > 0 {
+		if wait > 0 && !prompt {
 			select {
 			case <-ctx.Done():
 				return
