@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -327,10 +328,8 @@ func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time
 	}
 	if latest.Spec.RenewTime != nil {
 		renewed := latest.Spec.RenewTime.Time.Truncate(time.Microsecond)
-		for _, s := range sent {
-			if s.Truncate(time.Microsecond).Equal(renewed) {
-				return conflictOwnRenew, s
-			}
+		if i := slices.IndexFunc(sent, func(s time.Time) bool { return s.Truncate(time.Microsecond).Equal(renewed) }); i >= 0 {
+			return conflictOwnRenew, sent[i]
 		}
 	}
 	return conflictOtherWriter, time.Time{}
