@@ -157,17 +157,12 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 			wrote, err = m.leases.Create(cctx, m.desired(&coordinationv1.Lease{}, holder, sent), metav1.CreateOptions{})
 			m.m.leaseWrite("member", err)
 		case err != nil:
-		case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity == "":
+		case ptr.Deref(cur.Spec.HolderIdentity, "") != "" && cur.ResourceVersion != seenRV:
+			seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
+			m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
+		case ptr.Deref(cur.Spec.HolderIdentity, "") == "" || m.clock.Since(seenAt) >= m.t.LeaseDuration: // free, or left unchanged
 			wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
 			m.m.leaseWrite("member", err)
-		default:
-			if cur.ResourceVersion != seenRV {
-				seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
-				m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
-			} else if m.clock.Since(seenAt) >= m.t.LeaseDuration {
-				wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-				m.m.leaseWrite("member", err)
-			}
 		}
 		cancel()
 		if err == nil && wrote != nil {
