@@ -54,7 +54,7 @@ func EnsureMappedNamespace(ctx context.Context, hub client.Client, project strin
 // validateMappedNamespaceInput refuses inputs that would produce a namespace IsAnchor
 // rejects, or labels no one can read back.
 func validateMappedNamespaceInput(project string, upstreamNS *corev1.Namespace) error {
-	if !isUUID(string(upstreamNS.UID)) {
+	if !canonicalUUID.MatchString(string(upstreamNS.UID)) {
 		return fmt.Errorf("ensuring mapped namespace for namespace %q of project %q: UID %q is not a canonical UUID: %w", upstreamNS.Name, project, upstreamNS.UID, ErrMalformed)
 	}
 	if errs := validation.IsDNS1123Label(upstreamNS.Name); len(errs) > 0 {
@@ -86,19 +86,12 @@ func adoptMappedNamespace(ctx context.Context, hub client.Client, ns *corev1.Nam
 	}
 
 	orig := ns.DeepCopy()
-	if ns.Labels == nil {
-		ns.Labels = map[string]string{}
-	}
-	changed := false
-	for k, v := range want {
-		if _, ok := ns.Labels[k]; !ok {
-			ns.Labels[k] = v
-			changed = true
-		}
-	}
-	if !changed {
+	labels := maps.Clone(want)
+	maps.Copy(labels, ns.Labels) // its own values stay
+	if maps.Equal(labels, ns.Labels) {
 		return nil
 	}
+	ns.Labels = labels
 	return hub.Patch(ctx, ns, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}))
 }
 
@@ -196,21 +189,12 @@ func withAnchorReference(refs []metav1.OwnerReference, anchor *corev1.ConfigMap)
 		Name:       anchor.Name,
 		UID:        anchor.UID,
 	}
-	out := make([]metav1.OwnerReference, 0, len(refs)+1)
-	placed := false
-	for _, ref := range refs {
-		if IsAnchorReference(ref) {
-			if placed {
-				continue
-			}
-			ref, placed = want, true
-		}
-		out = append(out, ref)
+	first := slices.IndexFunc(refs, IsAnchorReference)
+	out := slices.DeleteFunc(slices.Clone(refs), IsAnchorReference)
+	if first < 0 {
+		return append(out, want)
 	}
-	if !placed {
-		out = append(out, want)
-	}
-	return out
+	return slices.Insert(out, first, want)
 }
 
 // IsAnchorReference reports whether ref points at an anchor-named core ConfigMap, which

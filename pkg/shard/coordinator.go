@@ -22,9 +22,7 @@ func (s *Shard) runElection(ctx context.Context) {
 	for ctx.Err() == nil {
 		holder, _ := s.member.current()
 		if holder == "" {
-			if !sleep(ctx, s.clock, s.t.RetryPeriod) {
-				return
-			}
+			sleep(ctx, s.clock, s.t.RetryPeriod) // the loop ends if ctx did
 			continue
 		}
 		runCtx, cancel := context.WithCancel(ctx)

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -156,17 +157,12 @@ func (m *membership) join(ctx context.Context, holder string) bool {
 			wrote, err = m.leases.Create(cctx, m.desired(&coordinationv1.Lease{}, holder, sent), metav1.CreateOptions{})
 			m.m.leaseWrite("member", err)
 		case err != nil:
-		case cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity == "":
+		case ptr.Deref(cur.Spec.HolderIdentity, "") != "" && cur.ResourceVersion != seenRV:
+			seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
+			m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
+		case ptr.Deref(cur.Spec.HolderIdentity, "") == "" || m.clock.Since(seenAt) >= m.t.LeaseDuration: // free, or left unchanged
 			wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
 			m.m.leaseWrite("member", err)
-		default:
-			if cur.ResourceVersion != seenRV {
-				seenRV, seenAt = cur.ResourceVersion, m.clock.Now()
-				m.log.Info("Waiting for the previous incarnation's member Lease to go unchanged", "previous", *cur.Spec.HolderIdentity, "wait", m.t.LeaseDuration)
-			} else if m.clock.Since(seenAt) >= m.t.LeaseDuration {
-				wrote, err = m.leases.Update(cctx, m.desired(cur, holder, sent), metav1.UpdateOptions{})
-				m.m.leaseWrite("member", err)
-			}
 		}
 		cancel()
 		if err == nil && wrote != nil {
@@ -192,10 +188,7 @@ func (m *membership) renewUntilLapse(ctx context.Context, holder string) {
 		_, until := m.current()
 		// RetryPeriod runs from the last renew's send, not from its answer.
 		wait := min(max(m.t.RetryPeriod-last.took, 0), until.Sub(m.clock.Now()))
-		if prompt {
-			wait = 0
-		}
-		if wait > 0 {
+		if wait > 0 && !prompt {
 			select {
 			case <-ctx.Done():
 				return
@@ -330,10 +323,8 @@ func judgeConflict(latest *coordinationv1.Lease, holder string, sent []time.Time
 	}
 	if latest.Spec.RenewTime != nil {
 		renewed := latest.Spec.RenewTime.Time.Truncate(time.Microsecond)
-		for _, s := range sent {
-			if s.Truncate(time.Microsecond).Equal(renewed) {
-				return conflictOwnRenew, s
-			}
+		if i := slices.IndexFunc(sent, func(s time.Time) bool { return s.Truncate(time.Microsecond).Equal(renewed) }); i >= 0 {
+			return conflictOwnRenew, sent[i]
 		}
 	}
 	return conflictOtherWriter, time.Time{}

@@ -79,9 +79,7 @@ func (o *leaseObserver) follow(ctx context.Context, lw toolscache.ListerWatcherW
 		if err != nil {
 			o.log.V(1).Info("Listing or watching Leases failed; trying again", "error", err.Error(), "failedInARow", failed)
 		}
-		if !sleep(ctx, o.clock, listAgainAfter(failed, o.retry)) {
-			return
-		}
+		sleep(ctx, o.clock, listAgainAfter(failed, o.retry)) // the loop ends if ctx did
 	}
 }
 

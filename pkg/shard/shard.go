@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,12 +105,8 @@ func New(opts Options) (*Shard, error) {
 	if opts.Pod == "" || opts.Namespace == "" || opts.Hub == nil {
 		return nil, errors.New("shard: pod, namespace and hub config are required")
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.RealClock{}
-	}
-	if opts.Registry == nil {
-		opts.Registry = prometheus.NewRegistry()
-	}
+	opts.Clock = cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
+	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, prometheus.NewRegistry())
 	if !ValidWeight(opts.Weight) {
 		opts.Weight = 1
 	}
