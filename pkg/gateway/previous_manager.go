@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -127,13 +126,13 @@ func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.P
 }
 
 // isPreviousBackendSliceOf reports whether obj is the hub EndpointSlice the previous
-// manager wrote for the route of routeUID (named after it, labelled for an upstream
-// EndpointSlice of its project and namespace), which the route adopts.
-func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID types.UID) bool {
+// manager wrote for route (named after its UID, labelled for an upstream EndpointSlice
+// of its project and namespace), which the route adopts.
+func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner) bool {
 	if _, ok := obj.(*discoveryv1.EndpointSlice); !ok {
 		return false
 	}
-	if !strings.HasPrefix(obj.GetName(), "route-"+string(routeUID)+"-rule-") {
+	if !strings.HasPrefix(obj.GetName(), "route-"+string(route.UID)+"-rule-") {
 		return false
 	}
 	labels := obj.GetLabels()
