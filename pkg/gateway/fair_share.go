@@ -221,26 +221,17 @@ func newFairQueue(perProject int, limiter workqueue.TypedRateLimiter[mcreconcile
 }
 
 // Add queues req in its project's line, unless it is queued already.
-func (q *fairQueue) Add(req mcreconcile.Request) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.addLocked(req, 0)
-}
+func (q *fairQueue) Add(req mcreconcile.Request) { q.addAfter(req, 0, 0) }
 
 // AddWithOpts adds each item as AddRateLimited, AddAfter or Add would, at opts.Priority.
 func (q *fairQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...mcreconcile.Request) {
 	priority := ptr.Deref(opts.Priority, 0)
 	for _, req := range items {
-		switch {
-		case opts.RateLimited:
-			q.addAfter(req, q.limiter.When(req), priority)
-		case opts.After > 0:
-			q.addAfter(req, opts.After, priority)
-		default:
-			q.mu.Lock()
-			q.addLocked(req, priority)
-			q.mu.Unlock()
+		d := opts.After
+		if opts.RateLimited {
+			d = q.limiter.When(req)
 		}
+		q.addAfter(req, d, priority)
 	}
 }
 
@@ -349,6 +340,7 @@ func (q *fairQueue) Done(req mcreconcile.Request) {
 // AddAfter queues req once d has passed on the queue's clock.
 func (q *fairQueue) AddAfter(req mcreconcile.Request, d time.Duration) { q.addAfter(req, d, 0) }
 
+// addAfter queues req at priority once d has passed, at once when d ≤ 0.
 func (q *fairQueue) addAfter(req mcreconcile.Request, d time.Duration, priority int) {
 	q.mu.Lock()
 	if d <= 0 {
