@@ -443,19 +443,14 @@ func enqueueTerminatingFirst(finalizer string) mchandler.TypedEventHandlerFunc[c
 					return
 				}
 				req := mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}}
-				addFirst(q, req)
+				if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+					pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(terminatingPriority)}, req)
+					return
+				}
+				q.Add(req)
 			},
 		}
 	}
-}
-
-// addFirst adds req at terminatingPriority when q is a priority queue.
-func addFirst(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], req mcreconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(terminatingPriority)}, req)
-		return
-	}
-	q.Add(req)
 }
 
 // finalizersFirst adds to a controller of obj's kind the watch that puts its
