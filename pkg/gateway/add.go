@@ -161,8 +161,9 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
-	// A Gateway matters to routes only once it is ours, which opens the gate.
-	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, parentChangesForRoutes())
+	// A Gateway matters to routes only once it is ours, which opens the gate. Not on a
+	// status-only update: routes read only a parent's existence, namespace and class.
+	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, ownChanges(""))
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
@@ -414,10 +415,6 @@ func ownChanges(ours string) predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool { return ownChangeMatters(e.ObjectOld, e.ObjectNew, ours) },
 	}
 }
-
-// parentChangesForRoutes filters the Gateway watch that brings its routes back: not on a
-// status-only update, as routes read only a parent's existence, namespace and class.
-func parentChangesForRoutes() predicate.Predicate { return ownChanges("") }
 
 // terminatingPriority is the queue priority of an object that started terminating
 // (docs/design.md, Finalizers): above the For watch's default (0) and the initial
