@@ -162,13 +162,9 @@ func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port g
 	}
 	for i := range gw.Spec.Listeners {
 		l := &gw.Spec.Listeners[i]
-		if l.Protocol != protocol || l.Port != port {
-			continue
+		if l.Protocol == protocol && l.Port == port && ptr.Equal(l.Hostname, host) {
+			return l
 		}
-		if (host == nil) != (l.Hostname == nil) || (host != nil && *host != *l.Hostname) {
-			continue
-		}
-		return l
 	}
 	return nil
 }
