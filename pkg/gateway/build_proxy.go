@@ -58,7 +58,7 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 			routeSpec.Hostnames = append(routeSpec.Hostnames, h)
 		}
 	}
-	owner := proxyOwnerReference(proxy)
+	owner := *metav1.NewControllerRef(proxy, v1alpha.GroupVersion.WithKind(kindHTTPProxy))
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: proxy.Namespace, OwnerReferences: []metav1.OwnerReference{owner}}
 	}
@@ -73,18 +73,6 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 		out.Services = append(out.Services, svc)
 	}
 	return out, nil
-}
-
-// proxyOwnerReference is the controller reference of every object the proxy produces.
-func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         v1alpha.GroupVersion.String(),
-		Kind:               kindHTTPProxy,
-		Name:               proxy.Name,
-		UID:                proxy.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
 }
 
 // buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on 80 and an HTTPS
