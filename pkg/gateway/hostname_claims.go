@@ -220,18 +220,14 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 			hosts = append(hosts, string(*l.Hostname))
 		}
 	}
-	if !listenersRefused(before) {
-		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
-	}
-	s.requeueAfter = claimRetryAfter
-}
-
-// listenersRefused reports whether gw's status has a listener refused for its hostname.
-func listenersRefused(gw *gatewayv1.Gateway) bool {
-	return slices.ContainsFunc(gw.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
+	wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
 		c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
 		return c != nil && c.Reason == ReasonHostnamesInUse
 	})
+	if !wasRefused {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
+	}
+	s.requeueAfter = claimRetryAfter
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
