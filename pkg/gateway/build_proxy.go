@@ -39,8 +39,10 @@ type proxyObjects struct {
 // buildProxyObjects returns what proxy produces. existing is its current Gateway, if
 // any, whose listener names are kept. An *invalidError means it cannot be programmed.
 func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
-	if h := ipHostname(proxy); h != "" {
-		return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
+	for _, h := range proxy.Spec.Hostnames {
+		if net.ParseIP(string(h)) != nil {
+			return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
+		}
 	}
 	gwSpec, err := buildGatewaySpec(proxy, existing, gatewayClass)
 	if err != nil {

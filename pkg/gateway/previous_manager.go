@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 
@@ -40,16 +39,6 @@ func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 			case b.Connector != nil:
 				return fmt.Sprintf("rule %d: a connector backend (%s) cannot be programmed by this manager; the objects programmed for the proxy are left as they are", i, b.Connector.Name)
 			}
-		}
-	}
-	return ""
-}
-
-// ipHostname returns the first of proxy's hostnames that is an IP address, or "".
-func ipHostname(proxy *v1alpha.HTTPProxy) string {
-	for _, h := range proxy.Spec.Hostnames {
-		if net.ParseIP(string(h)) != nil {
-			return string(h)
 		}
 	}
 	return ""
