@@ -500,20 +500,17 @@ func (p *proxySlots) rankingOf(ctx context.Context, project string, reader clien
 
 // rankProxies orders proxies oldest first; ties go by namespace and name.
 func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
-	type entry struct {
-		created time.Time
-		key     types.NamespacedName
-	}
-	entries := make([]entry, len(items))
+	byAge := make([]*v1alpha.HTTPProxy, len(items))
 	for i := range items {
-		entries[i] = entry{items[i].CreationTimestamp.Time, client.ObjectKeyFromObject(&items[i])}
+		byAge[i] = &items[i]
 	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name))
+	slices.SortFunc(byAge, func(a, b *v1alpha.HTTPProxy) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	r := &ranking{at: at, order: make([]types.NamespacedName, len(entries)), rank: make(map[types.NamespacedName]int, len(entries))}
-	for i, e := range entries {
-		r.order[i], r.rank[e.key] = e.key, i
+	r := &ranking{at: at, order: make([]types.NamespacedName, len(byAge)), rank: make(map[types.NamespacedName]int, len(byAge))}
+	for i, p := range byAge {
+		r.order[i] = client.ObjectKeyFromObject(p)
+		r.rank[r.order[i]] = i
 	}
 	return r
 }
