@@ -169,7 +169,9 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	}
 	// The previous manager's backend EndpointSlices, reconciled only to be finalized.
 	err = newController(mgr, "endpointslice", opts.Config, metrics).
-		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(carriesFinalizer(HTTPRouteFinalizer))).
+		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, HTTPRouteFinalizer)
+		}))).
 		Complete(&EndpointSliceReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the EndpointSlice controller: %w", err)

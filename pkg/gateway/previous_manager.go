@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -165,9 +163,4 @@ func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Requ
 // finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *upstream) (bool, error) {
 	return s.finalize(ctx, func(context.Context, hubWriter) error { return nil })
-}
-
-// carriesFinalizer selects the objects that carry finalizer.
-func carriesFinalizer(finalizer string) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, finalizer) })
 }
