@@ -30,7 +30,6 @@ import (
 // Threat model). Buckets are kept in an LRU; a rebuilt one starts full.
 type hubWriteLimits struct {
 	perSecond float64
-	burst     int
 	clk       clock.Clock
 	waited    *prometheus.CounterVec // seconds waited, by project; may be nil
 
@@ -46,7 +45,7 @@ func newHubWriteLimits(perSecond float64, clk clock.Clock, waited *prometheus.Co
 	if err != nil {
 		panic(fmt.Sprintf("hub write limits: %v", err)) // only for a size below 1
 	}
-	return &hubWriteLimits{perSecond: perSecond, burst: max(1, int(2*perSecond)), clk: clk, waited: waited, buckets: buckets}
+	return &hubWriteLimits{perSecond: perSecond, clk: clk, waited: waited, buckets: buckets}
 }
 
 // wait returns once project may send one more hub write, or with ctx's error.
@@ -54,7 +53,7 @@ func (l *hubWriteLimits) wait(ctx context.Context, project string) error {
 	l.mu.Lock()
 	b, ok := l.buckets.Get(project)
 	if !ok {
-		b = rate.NewLimiter(rate.Limit(l.perSecond), l.burst)
+		b = rate.NewLimiter(rate.Limit(l.perSecond), max(1, int(2*l.perSecond)))
 		l.buckets.Add(project, b)
 	}
 	now := l.clk.Now()
