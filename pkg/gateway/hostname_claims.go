@@ -74,15 +74,10 @@ func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway
 		return gw
 	}
 	out := gw.DeepCopy()
-	out.Spec.Listeners = nil
-	for _, l := range gw.Spec.Listeners {
-		if l.Hostname != nil {
-			if _, no := r[*l.Hostname]; no {
-				continue
-			}
-		}
-		out.Spec.Listeners = append(out.Spec.Listeners, *l.DeepCopy())
-	}
+	out.Spec.Listeners = slices.DeleteFunc(out.Spec.Listeners, func(l gatewayv1.Listener) bool {
+		_, no := r[ptr.Deref(l.Hostname, "")]
+		return l.Hostname != nil && no
+	})
 	return out
 }
 
