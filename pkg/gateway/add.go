@@ -161,14 +161,17 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the HTTPRoute controller: %w", err)
 	}
-	// A Gateway matters to routes only once it is ours, which opens the gate.
-	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, parentChangesForRoutes())
+	// A Gateway matters to routes only once it is ours, which opens the gate. Not on a
+	// status-only update: routes read only a parent's existence, namespace and class.
+	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, ownChanges(""))
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
 	}
 	// The previous manager's backend EndpointSlices, reconciled only to be finalized.
 	err = newController(mgr, "endpointslice", opts.Config, metrics).
-		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(carriesFinalizer(HTTPRouteFinalizer))).
+		For(&discoveryv1.EndpointSlice{}, mcbuilder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, HTTPRouteFinalizer)
+		}))).
 		Complete(&EndpointSliceReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the EndpointSlice controller: %w", err)
@@ -415,10 +418,6 @@ func ownChanges(ours string) predicate.Predicate {
 	}
 }
 
-// parentChangesForRoutes filters the Gateway watch that brings its routes back: not on a
-// status-only update, as routes read only a parent's existence, namespace and class.
-func parentChangesForRoutes() predicate.Predicate { return ownChanges("") }
-
 // terminatingPriority is the queue priority of an object that started terminating
 // (docs/design.md, Finalizers): above the For watch's default (0) and the initial
 // list's (LowPriority). Its requeues keep it.
@@ -443,19 +442,14 @@ func enqueueTerminatingFirst(finalizer string) mchandler.TypedEventHandlerFunc[c
 					return
 				}
 				req := mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(e.ObjectNew)}}
-				addFirst(q, req)
+				if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
+					pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(terminatingPriority)}, req)
+					return
+				}
+				q.Add(req)
 			},
 		}
 	}
-}
-
-// addFirst adds req at terminatingPriority when q is a priority queue.
-func addFirst(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], req mcreconcile.Request) {
-	if pq, ok := q.(priorityqueue.PriorityQueue[mcreconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(terminatingPriority)}, req)
-		return
-	}
-	q.Add(req)
 }
 
 // finalizersFirst adds to a controller of obj's kind the watch that puts its

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"anchorage/api/v1alpha"
 )
@@ -20,10 +21,8 @@ func refusedBackendHost(host string, reserved []string) string {
 	if h == "" {
 		return "no host"
 	}
-	for _, r := range h {
-		if r > 0x7f {
-			return fmt.Sprintf("host %q is not ASCII: write an internationalized name in its xn-- form", host)
-		}
+	if strings.ContainsFunc(h, func(r rune) bool { return r > unicode.MaxASCII }) {
+		return fmt.Sprintf("host %q is not ASCII: write an internationalized name in its xn-- form", host)
 	}
 	labels := strings.Split(h, ".")
 	if tld := labels[len(labels)-1]; tld != "" && tld[0] >= '0' && tld[0] <= '9' {

@@ -39,8 +39,10 @@ type proxyObjects struct {
 // buildProxyObjects returns what proxy produces. existing is its current Gateway, if
 // any, whose listener names are kept. An *invalidError means it cannot be programmed.
 func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
-	if h := ipHostname(proxy); h != "" {
-		return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
+	for _, h := range proxy.Spec.Hostnames {
+		if net.ParseIP(string(h)) != nil {
+			return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
+		}
 	}
 	gwSpec, err := buildGatewaySpec(proxy, existing, gatewayClass)
 	if err != nil {
@@ -58,7 +60,7 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 			routeSpec.Hostnames = append(routeSpec.Hostnames, h)
 		}
 	}
-	owner := proxyOwnerReference(proxy)
+	owner := *metav1.NewControllerRef(proxy, v1alpha.GroupVersion.WithKind(kindHTTPProxy))
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: proxy.Namespace, OwnerReferences: []metav1.OwnerReference{owner}}
 	}
@@ -73,18 +75,6 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 		out.Services = append(out.Services, svc)
 	}
 	return out, nil
-}
-
-// proxyOwnerReference is the controller reference of every object the proxy produces.
-func proxyOwnerReference(proxy *v1alpha.HTTPProxy) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         v1alpha.GroupVersion.String(),
-		Kind:               kindHTTPProxy,
-		Name:               proxy.Name,
-		UID:                proxy.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
 }
 
 // buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on 80 and an HTTPS
@@ -162,13 +152,9 @@ func findListener(gw *gatewayv1.Gateway, protocol gatewayv1.ProtocolType, port g
 	}
 	for i := range gw.Spec.Listeners {
 		l := &gw.Spec.Listeners[i]
-		if l.Protocol != protocol || l.Port != port {
-			continue
+		if l.Protocol == protocol && l.Port == port && ptr.Equal(l.Hostname, host) {
+			return l
 		}
-		if (host == nil) != (l.Hostname == nil) || (host != nil && *host != *l.Hostname) {
-			continue
-		}
-		return l
 	}
 	return nil
 }

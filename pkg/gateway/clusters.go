@@ -105,8 +105,12 @@ type reconcileSteps[S any] struct {
 // The gate covers every path), loads the scope, runs the phases and the finish step.
 func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Request, steps reconcileSteps[S]) (reconcile.Result, error) {
 	admitted, release, err := adm.Enter(ctx, string(req.ClusterName))
-	if err != nil {
-		return refused(ctx, err)
+	if err != nil { // refused (see Admission)
+		var retry interface{ RetryAfter() time.Duration }
+		if errors.As(err, &retry) {
+			return reconcile.Result{RequeueAfter: retry.RetryAfter()}, nil
+		}
+		return reconcile.Result{}, quietIfNotHeld(ctx, err)
 	}
 	defer release()
 	s, err := steps.load(admitted, req)
@@ -130,15 +134,6 @@ func admitAndRun[S any](ctx context.Context, adm Admission, req mcreconcile.Requ
 		return reconcile.Result{}, err
 	}
 	return result, nil
-}
-
-// refused ends a request that admission refused (see Admission).
-func refused(ctx context.Context, err error) (reconcile.Result, error) {
-	var retry interface{ RetryAfter() time.Duration }
-	if errors.As(err, &retry) {
-		return reconcile.Result{RequeueAfter: retry.RetryAfter()}, nil
-	}
-	return reconcile.Result{}, quietIfNotHeld(ctx, err)
 }
 
 // quietIfNotHeld drops the error of a request for a project this replica does not

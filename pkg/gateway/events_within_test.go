@@ -11,7 +11,7 @@ import (
 func TestEventsWithinDropsEventsOnceTheAdmittedContextEnds(t *testing.T) {
 	fake := events.NewFakeRecorder(4)
 	ctx, end := context.WithCancel(context.Background())
-	rec := eventsWithin(ctx, fake)
+	rec := admittedEvents{ctx: ctx, next: fake}
 	obj := &corev1.ConfigMap{}
 	rec.Eventf(obj, nil, corev1.EventTypeNormal, "Programmed", "Programming", "within validity")
 	end()

@@ -30,7 +30,6 @@ import (
 // Threat model). Buckets are kept in an LRU; a rebuilt one starts full.
 type hubWriteLimits struct {
 	perSecond float64
-	burst     int
 	clk       clock.Clock
 	waited    *prometheus.CounterVec // seconds waited, by project; may be nil
 
@@ -46,7 +45,7 @@ func newHubWriteLimits(perSecond float64, clk clock.Clock, waited *prometheus.Co
 	if err != nil {
 		panic(fmt.Sprintf("hub write limits: %v", err)) // only for a size below 1
 	}
-	return &hubWriteLimits{perSecond: perSecond, burst: max(1, int(2*perSecond)), clk: clk, waited: waited, buckets: buckets}
+	return &hubWriteLimits{perSecond: perSecond, clk: clk, waited: waited, buckets: buckets}
 }
 
 // wait returns once project may send one more hub write, or with ctx's error.
@@ -54,7 +53,7 @@ func (l *hubWriteLimits) wait(ctx context.Context, project string) error {
 	l.mu.Lock()
 	b, ok := l.buckets.Get(project)
 	if !ok {
-		b = rate.NewLimiter(rate.Limit(l.perSecond), l.burst)
+		b = rate.NewLimiter(rate.Limit(l.perSecond), max(1, int(2*l.perSecond)))
 		l.buckets.Add(project, b)
 	}
 	now := l.clk.Now()
@@ -221,26 +220,17 @@ func newFairQueue(perProject int, limiter workqueue.TypedRateLimiter[mcreconcile
 }
 
 // Add queues req in its project's line, unless it is queued already.
-func (q *fairQueue) Add(req mcreconcile.Request) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.addLocked(req, 0)
-}
+func (q *fairQueue) Add(req mcreconcile.Request) { q.addAfter(req, 0, 0) }
 
 // AddWithOpts adds each item as AddRateLimited, AddAfter or Add would, at opts.Priority.
 func (q *fairQueue) AddWithOpts(opts priorityqueue.AddOpts, items ...mcreconcile.Request) {
 	priority := ptr.Deref(opts.Priority, 0)
 	for _, req := range items {
-		switch {
-		case opts.RateLimited:
-			q.addAfter(req, q.limiter.When(req), priority)
-		case opts.After > 0:
-			q.addAfter(req, opts.After, priority)
-		default:
-			q.mu.Lock()
-			q.addLocked(req, priority)
-			q.mu.Unlock()
+		d := opts.After
+		if opts.RateLimited {
+			d = q.limiter.When(req)
 		}
+		q.addAfter(req, d, priority)
 	}
 }
 
@@ -349,6 +339,7 @@ func (q *fairQueue) Done(req mcreconcile.Request) {
 // AddAfter queues req once d has passed on the queue's clock.
 func (q *fairQueue) AddAfter(req mcreconcile.Request, d time.Duration) { q.addAfter(req, d, 0) }
 
+// addAfter queues req at priority once d has passed, at once when d ≤ 0.
 func (q *fairQueue) addAfter(req mcreconcile.Request, d time.Duration, priority int) {
 	q.mu.Lock()
 	if d <= 0 {
@@ -508,20 +499,17 @@ func (p *proxySlots) rankingOf(ctx context.Context, project string, reader clien
 
 // rankProxies orders proxies oldest first; ties go by namespace and name.
 func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
-	type entry struct {
-		created time.Time
-		key     types.NamespacedName
-	}
-	entries := make([]entry, len(items))
+	byAge := make([]*v1alpha.HTTPProxy, len(items))
 	for i := range items {
-		entries[i] = entry{items[i].CreationTimestamp.Time, client.ObjectKeyFromObject(&items[i])}
+		byAge[i] = &items[i]
 	}
-	slices.SortFunc(entries, func(a, b entry) int {
-		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name))
+	slices.SortFunc(byAge, func(a, b *v1alpha.HTTPProxy) int {
+		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
-	r := &ranking{at: at, order: make([]types.NamespacedName, len(entries)), rank: make(map[types.NamespacedName]int, len(entries))}
-	for i, e := range entries {
-		r.order[i], r.rank[e.key] = e.key, i
+	r := &ranking{at: at, order: make([]types.NamespacedName, len(byAge)), rank: make(map[types.NamespacedName]int, len(byAge))}
+	for i, p := range byAge {
+		r.order[i] = client.ObjectKeyFromObject(p)
+		r.rank[r.order[i]] = i
 	}
 	return r
 }

@@ -74,15 +74,10 @@ func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway
 		return gw
 	}
 	out := gw.DeepCopy()
-	out.Spec.Listeners = nil
-	for _, l := range gw.Spec.Listeners {
-		if l.Hostname != nil {
-			if _, no := r[*l.Hostname]; no {
-				continue
-			}
-		}
-		out.Spec.Listeners = append(out.Spec.Listeners, *l.DeepCopy())
-	}
+	out.Spec.Listeners = slices.DeleteFunc(out.Spec.Listeners, func(l gatewayv1.Listener) bool {
+		_, no := r[ptr.Deref(l.Hostname, "")]
+		return l.Hostname != nil && no
+	})
 	return out
 }
 
@@ -220,18 +215,14 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 			hosts = append(hosts, string(*l.Hostname))
 		}
 	}
-	if !listenersRefused(before) {
-		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
-	}
-	s.requeueAfter = claimRetryAfter
-}
-
-// listenersRefused reports whether gw's status has a listener refused for its hostname.
-func listenersRefused(gw *gatewayv1.Gateway) bool {
-	return slices.ContainsFunc(gw.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
+	wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
 		c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
 		return c != nil && c.Reason == ReasonHostnamesInUse
 	})
+	if !wasRefused {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
+	}
+	s.requeueAfter = claimRetryAfter
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.

@@ -110,7 +110,7 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 			metrics: r.Metrics,
 		},
 		log:    logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
-		events: eventsWithin(ctx, cl.GetEventRecorder(r.Config.EventSource)),
+		events: admittedEvents{ctx: ctx, next: cl.GetEventRecorder(r.Config.EventSource)},
 	}, nil
 }
 
@@ -341,17 +341,14 @@ func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, e
 
 // pruneServices deletes Services the proxy controls that no rule produces any more.
 func (r *HTTPProxyReconciler) pruneServices(ctx context.Context, s *proxyScope) error {
-	want := map[string]bool{}
-	for _, svc := range s.desired.Services {
-		want[svc.Name] = true
-	}
 	services := &corev1.ServiceList{}
 	if err := s.cluster.GetClient().List(ctx, services, client.InNamespace(s.proxy.Namespace)); err != nil {
 		return fmt.Errorf("listing Services in %s: %w", s.proxy.Namespace, err)
 	}
 	for i := range services.Items {
 		svc := &services.Items[i]
-		if want[svc.Name] || !metav1.IsControlledBy(svc, s.proxy) {
+		wanted := slices.ContainsFunc(s.desired.Services, func(d *corev1.Service) bool { return d.Name == svc.Name })
+		if wanted || !metav1.IsControlledBy(svc, s.proxy) {
 			continue
 		}
 		s.log.V(2).Info("Deleting backend Service no rule needs", "service", klog.KObj(svc))

@@ -58,7 +58,7 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	if existing.GetDeletionTimestamp() != nil {
 		return nil, fmt.Errorf("%s %s on the hub is being deleted; it is written again once it is gone", kind, key)
 	}
-	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil && !isPreviousBackendSliceOf(existing, w.owner, w.owner.UID) {
+	if err := notLabelledForAnotherOwner(existing, w.owner); err != nil && !isPreviousBackendSliceOf(existing, w.owner) {
 		return nil, fmt.Errorf("%s %s on the hub: %w", kind, key, err)
 	}
 	obj := existing.DeepCopyObject().(client.Object)

@@ -74,7 +74,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m.downstreamWrites, err = register(reg, m.downstreamWrites, "gateway metrics", err)
 	m.anchorDeletes, err = register(reg, m.anchorDeletes, "gateway metrics", err)
 	m.guardRefusals, err = register(reg, m.guardRefusals, "gateway metrics", err)
-	if m.Proxies, err = register(reg, NewProxyConditions(), "the HTTPProxy condition gauge", err); err != nil {
+	proxies := &ProxyConditions{
+		desc: prometheus.NewDesc("anchorage_httpproxies",
+			"HTTPProxies of the projects this replica holds, by condition (Accepted, Programmed) and status (True, False, Unknown).",
+			[]string{"project", "condition", "status"}, nil),
+		projects: map[string]*engagedProject{},
+	}
+	if m.Proxies, err = register(reg, proxies, "the HTTPProxy condition gauge", err); err != nil {
 		return nil, err
 	}
 	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate, kindService, kindEndpointSlice, kindBackendTLSPolicy} {
@@ -169,16 +175,6 @@ type ProxyConditions struct {
 // engagedProject is one engagement of a project and the last conditions of its proxies.
 type engagedProject struct {
 	proxies map[types.NamespacedName]map[string]metav1.ConditionStatus
-}
-
-// NewProxyConditions returns an empty gauge, not registered.
-func NewProxyConditions() *ProxyConditions {
-	return &ProxyConditions{
-		desc: prometheus.NewDesc("anchorage_httpproxies",
-			"HTTPProxies of the projects this replica holds, by condition (Accepted, Programmed) and status (True, False, Unknown).",
-			[]string{"project", "condition", "status"}, nil),
-		projects: map[string]*engagedProject{},
-	}
 }
 
 // Describe implements prometheus.Collector.

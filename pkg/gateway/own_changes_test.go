@@ -142,7 +142,7 @@ func TestParentChangesForRoutes(t *testing.T) {
 		return g
 	}
 	same := func(*gatewayv1.Gateway) {}
-	pred := parentChangesForRoutes()
+	pred := ownChanges("") // the Gateway watch of the HTTPRoute controller
 	for _, tc := range []struct {
 		name string
 		new  *gatewayv1.Gateway

@@ -3,18 +3,14 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -41,16 +37,6 @@ func unsupportedBackend(proxy *v1alpha.HTTPProxy) string {
 			case b.Connector != nil:
 				return fmt.Sprintf("rule %d: a connector backend (%s) cannot be programmed by this manager; the objects programmed for the proxy are left as they are", i, b.Connector.Name)
 			}
-		}
-	}
-	return ""
-}
-
-// ipHostname returns the first of proxy's hostnames that is an IP address, or "".
-func ipHostname(proxy *v1alpha.HTTPProxy) string {
-	for _, h := range proxy.Spec.Hostnames {
-		if net.ParseIP(string(h)) != nil {
-			return string(h)
 		}
 	}
 	return ""
@@ -127,13 +113,13 @@ func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.P
 }
 
 // isPreviousBackendSliceOf reports whether obj is the hub EndpointSlice the previous
-// manager wrote for the route of routeUID (named after it, labelled for an upstream
-// EndpointSlice of its project and namespace), which the route adopts.
-func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner, routeUID types.UID) bool {
+// manager wrote for route (named after its UID, labelled for an upstream EndpointSlice
+// of its project and namespace), which the route adopts.
+func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner) bool {
 	if _, ok := obj.(*discoveryv1.EndpointSlice); !ok {
 		return false
 	}
-	if !strings.HasPrefix(obj.GetName(), "route-"+string(routeUID)+"-rule-") {
+	if !strings.HasPrefix(obj.GetName(), "route-"+string(route.UID)+"-rule-") {
 		return false
 	}
 	labels := obj.GetLabels()
@@ -177,9 +163,4 @@ func (r *EndpointSliceReconciler) load(ctx context.Context, req mcreconcile.Requ
 // finalize deletes a terminating slice's anchor and removes the finalizer.
 func (r *EndpointSliceReconciler) finalize(ctx context.Context, s *upstream) (bool, error) {
 	return s.finalize(ctx, func(context.Context, hubWriter) error { return nil })
-}
-
-// carriesFinalizer selects the objects that carry finalizer.
-func carriesFinalizer(finalizer string) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool { return controllerutil.ContainsFinalizer(o, finalizer) })
 }

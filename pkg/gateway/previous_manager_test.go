@@ -173,7 +173,7 @@ func TestIsPreviousBackendSliceOf(t *testing.T) {
 		{"labelled for a Gateway", hubSlice(own, map[string]string{anchor.LabelClusterName: "cluster-acme", anchor.LabelGroup: gatewayv1.GroupName, anchor.LabelKind: "Gateway", anchor.LabelNamespace: "team"}), false},
 	}
 	for _, tc := range cases {
-		if got := isPreviousBackendSliceOf(tc.obj, route, types.UID(route.UID)); got != tc.want {
+		if got := isPreviousBackendSliceOf(tc.obj, route); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
 		}
 	}

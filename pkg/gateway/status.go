@@ -214,12 +214,8 @@ func adoptLiveStatus(obj, live client.Object) {
 	}
 }
 
-// eventsWithin limits rec to ctx, the admitted context: an event recorded after it
+// admittedEvents limits next to ctx, the admitted context: an event recorded after it
 // ended is dropped, and every note is bounded (docs/design.md, Open work, 2).
-func eventsWithin(ctx context.Context, rec events.EventRecorder) events.EventRecorder {
-	return admittedEvents{ctx: ctx, next: rec}
-}
-
 type admittedEvents struct {
 	ctx  context.Context
 	next events.EventRecorder
