@@ -22,6 +22,10 @@ KUBECTL ?= kubectl
 DEPLOY_DIR ?= config/default
 # Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
 RUN_FLAGS ?=
+# The hub-faults schedule of make bench-smoke-suspectexpires: a watch stall on every
+# replica first and no fault within it that would explain (and so excuse) a hand-over,
+# so that whether the reverted rule is caught does not hang on a drawn schedule.
+SUSPECT_SEED ?= 20
 
 .PHONY: help all test unit lint k8s-binaries edge-translate manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-fair-share bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
@@ -154,12 +158,8 @@ bench-smoke-nogate: k8s-binaries bench-binaries
 ## bench-smoke-suspectexpires: the smoke run's hub-faults schedule against the manager
 ## with bench/mutants/suspectexpires.patch applied (a member the coordinator has not
 ## seen renew loses its projects at once; never shipped). It is expected to fail: it
-## shows the hub-faults gate catches the second owner. The schedule is pinned
-## (SUSPECT_SEED): it opens with a watch stall on every replica and no fault that would
-## explain a hand-over follows within the stall, so the result does not hang on the draw
-## (a drawn schedule can put a hub restart just before a stall, which explains, and so
-## excuses, what the stall did). BENCH_FLAGS=--hub-faults-seed=N replays another.
-SUSPECT_SEED ?= 20
+## shows the hub-faults gate catches the second owner, on the pinned schedule
+## SUSPECT_SEED (bench/README.md says why).
 bench-smoke-suspectexpires: k8s-binaries bench-binaries
 	hack/mutant.sh suspectexpires bin/manager-suspectexpires
 	bin/bench --smoke --coordinators anchorage-suspectexpires --scenarios hub-faults --hub-faults-seed=$(SUSPECT_SEED) --out bench/out/smoke-suspectexpires $(BENCH_FLAGS)
