@@ -54,7 +54,7 @@ func EnsureMappedNamespace(ctx context.Context, hub client.Client, project strin
 // validateMappedNamespaceInput refuses inputs that would produce a namespace IsAnchor
 // rejects, or labels no one can read back.
 func validateMappedNamespaceInput(project string, upstreamNS *corev1.Namespace) error {
-	if !canonicalUUID.MatchString(string(upstreamNS.UID)) {
+	if !isUUID(string(upstreamNS.UID)) {
 		return fmt.Errorf("ensuring mapped namespace for namespace %q of project %q: UID %q is not a canonical UUID: %w", upstreamNS.Name, project, upstreamNS.UID, ErrMalformed)
 	}
 	if errs := validation.IsDNS1123Label(upstreamNS.Name); len(errs) > 0 {

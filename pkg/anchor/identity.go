@@ -3,7 +3,6 @@ package anchor
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,7 +143,7 @@ func Name(uid types.UID) string {
 // anchor's form at all (anchor-<canonical UUID>).
 func UIDOfName(name string) (types.UID, bool) {
 	uid, ok := strings.CutPrefix(name, NamePrefix)
-	if !ok || !canonicalUUID.MatchString(uid) {
+	if !ok || !isUUID(uid) {
 		return "", false
 	}
 	return types.UID(uid), true
@@ -168,7 +167,7 @@ func Decode(name string, labels map[string]string) (Owner, error) {
 	if !ok {
 		return malformed("name lacks the %q prefix", NamePrefix)
 	}
-	if !canonicalUUID.MatchString(uid) {
+	if !isUUID(uid) {
 		return malformed("%q is not a lowercase canonical UUID", uid)
 	}
 
@@ -230,9 +229,26 @@ func IsAnchor(obj metav1.Object) bool {
 // namespaces have no labels.
 func IsMappedNamespaceName(name string) bool {
 	uid, ok := strings.CutPrefix(name, NamespacePrefix)
-	return ok && canonicalUUID.MatchString(uid)
+	return ok && isUUID(uid)
 }
 
-// canonicalUUID is a UUID in the lowercase canonical 8-4-4-4-12 form the API server
-// writes; other spellings are refused.
-var canonicalUUID = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+// isUUID reports whether s is a UUID in the lowercase canonical 8-4-4-4-12 form the
+// API server writes; other spellings are refused.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range []byte(s) {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
+}

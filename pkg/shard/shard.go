@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -105,8 +104,12 @@ func New(opts Options) (*Shard, error) {
 	if opts.Pod == "" || opts.Namespace == "" || opts.Hub == nil {
 		return nil, errors.New("shard: pod, namespace and hub config are required")
 	}
-	opts.Clock = cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
-	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, prometheus.NewRegistry())
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
 	if !ValidWeight(opts.Weight) {
 		opts.Weight = 1
 	}
