@@ -20,7 +20,7 @@ CONTAINER_TOOL ?= docker
 KUBECTL ?= kubectl
 # What make deploy and make undeploy apply and delete: config/default or an overlay.
 DEPLOY_DIR ?= config/default
-# Extra flags for make run, e.g. RUN_FLAGS=--provider-namespace=dev.
+# Extra flags for make run, e.g. RUN_FLAGS=--config=dev.yaml.
 RUN_FLAGS ?=
 # The hub-faults schedule of make bench-smoke-suspectexpires: a watch stall on every
 # replica first and no fault within it that would explain (and so excuse) a hand-over,

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,9 +11,13 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"anchorage/internal/benchclock"
 	"anchorage/internal/harness"
 	"anchorage/internal/proc"
+	"anchorage/pkg/config"
 	"anchorage/pkg/shard"
 )
 
@@ -43,15 +48,15 @@ type Replica struct {
 	peakRSS uint64
 }
 
-// ReplicaOptions adjust a replica's flags.
+// ReplicaOptions adjust a replica's flags and, for anchorage, its configuration file.
 type ReplicaOptions struct {
 	// NoResync turns the anchor resync off (ownership-only runs).
 	NoResync bool
 	// ResyncPeriod replaces the scenarios' 5 s resync period when set.
 	ResyncPeriod time.Duration
-	// Timings replaces harness.FastTimings when set: anchorage's four timing flags; the
-	// baseline's fence Lease gets its LeaseDuration and renews and probes every
-	// RetryPeriod.
+	// Timings replaces harness.FastTimings when set: anchorage's four timings (the
+	// sharding keys of its configuration file); the baseline's fence Lease gets its
+	// LeaseDuration and renews and probes every RetryPeriod.
 	Timings *shard.Timings
 	// HubFaults puts a harness.FaultProxy (Replica.Proxy) between the replica and the hub.
 	HubFaults bool
@@ -74,36 +79,41 @@ func (r *Run) StartReplica(bins Binaries, c Coordinator, name string, o ReplicaO
 		RecordPath: filepath.Join(r.Dir, name+".records.jsonl"),
 		LogPath:    filepath.Join(r.Dir, name+".log"),
 	}
-	args := []string{
-		"--kubeconfig=" + kc, "--identity=" + name,
-		"--provider-namespace=" + r.Namespace, "--lease-namespace=" + r.Namespace,
-		"--record-file=" + rep.RecordPath,
-		"--resync-period=5s", "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
-	}
-	if o.ResyncPeriod > 0 {
-		args = append(args, "--resync-period="+o.ResyncPeriod.String())
-	}
+	args := []string{"--kubeconfig=" + kc, "--identity=" + name, "--record-file=" + rep.RecordPath}
+	resyncPeriod := cmp.Or(o.ResyncPeriod, 5*time.Second)
 	timings, renew, probe := harness.FastTimings, fenceRenew, shardedProbe
 	if o.Timings != nil {
 		timings, renew, probe = *o.Timings, o.Timings.RetryPeriod, o.Timings.RetryPeriod
 	}
 	switch c {
 	case Sharded:
-		args = append(args, "--lease-duration="+timings.LeaseDuration.String(),
-			"--renew="+renew.String(), "--probe="+probe.String())
+		args = append(args, "--provider-namespace="+r.Namespace, "--lease-namespace="+r.Namespace,
+			"--resync-period="+resyncPeriod.String(), "--resync-initial-jitter=1s", "--resync-confirm-after=2s", "--resync-min-age=5s",
+			"--lease-duration="+timings.LeaseDuration.String(), "--renew="+renew.String(), "--probe="+probe.String())
 		if o.NoResync {
 			args = append(args, "--resync=false")
 		}
 	default:
-		args = append(args, harness.TimingFlags(timings)...)
+		// The manager takes what the replicas share from a configuration file: one per
+		// replica, beside its log, since the options are the replica's.
+		configPath := filepath.Join(r.Dir, name+".config.yaml")
+		err := harness.WriteConfig(configPath, func(mc *config.ManagerConfiguration) {
+			mc.ProviderNamespace, mc.LeaseNamespace = r.Namespace, ptr.To(r.Namespace)
+			mc.Resync.Enabled = !o.NoResync
+			mc.Resync.Period = metav1.Duration{Duration: resyncPeriod}
+			mc.Resync.InitialJitter = metav1.Duration{Duration: time.Second}
+			mc.Resync.ConfirmAfter = metav1.Duration{Duration: 2 * time.Second}
+			mc.Resync.MinAge = metav1.Duration{Duration: 5 * time.Second}
+			// The bench's hubs run no edge controller to report status.
+			mc.Gateway.AssumeWrittenIsProgrammed = true
+			harness.SetTimings(mc, timings)
+		})
+		if err != nil {
+			return nil, err
+		}
 		// Verbosity 1 adds what the shard says about failed Lease calls (a renew that
 		// failed, and why, and how long it took): what a lapsed membership is read from.
-		args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--log-level=1")
-		// The bench's hubs run no edge controller to report status.
-		args = append(args, "--assume-written-is-programmed")
-		if o.NoResync {
-			args = append(args, "--resync=false")
-		}
+		args = append(args, "--config="+configPath, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--log-level=1")
 	}
 	bin, ok := bins[c]
 	if o.Binary != "" {

@@ -1,8 +1,8 @@
 // Package config_test checks the deployment manifests: config/default renders with
 // kustomize and passes server-side dry-run on a real API server, its RBAC keeps the
-// least-privilege promises, its Deployment's flags are ones the manager accepts, the
-// generated RBAC is fresh, and the alert component renders into rules whose metrics the
-// manager exports.
+// least-privilege promises, its Deployment's flags and the configuration file it mounts
+// are ones the manager accepts, the generated RBAC is fresh, and the alert component
+// renders into rules whose metrics the manager exports.
 package config_test
 
 import (
@@ -160,7 +160,7 @@ func TestDefaultAppliesToAnAPIServer(t *testing.T) {
 		kinds = append(kinds, o.GetKind())
 	}
 	g.Expect(kinds).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRole", "Role", "ClusterRoleBinding", "RoleBinding",
-		"Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy"))
+		"Deployment", "PodDisruptionBudget", "Service", "NetworkPolicy", "ConfigMap"))
 	for _, o := range objs {
 		err := c.Create(ctx, o.DeepCopy(), client.DryRunAll, client.FieldOwner("anchorage-config-test"))
 		g.Expect(err).NotTo(HaveOccurred(), "server-side dry-run of %s %s", o.GetKind(), o.GetName())
@@ -172,7 +172,9 @@ func TestDefaultAppliesToAnAPIServer(t *testing.T) {
 
 // TestDefaultDeployment checks what the manifests promise beyond validity: three
 // replicas named by the downward API, readiness tied to member validity, a disruption
-// budget and a metrics Service that select the manager's pods, non-root.
+// budget and a metrics Service that select the manager's pods, non-root, and the
+// configuration file --config names mounted from the ConfigMap, loading as the manager
+// loads it and naming the deployment's namespace.
 func TestDefaultDeployment(t *testing.T) {
 	g := NewWithT(t)
 	objs := render(t, configDir("default"))
@@ -193,6 +195,9 @@ func TestDefaultDeployment(t *testing.T) {
 	}
 	g.Expect(fieldOf).To(HaveKeyWithValue("POD_NAME", "metadata.name"), "the pod name through the downward API")
 	g.Expect(ctr.Args).To(ContainElement("--identity=$(POD_NAME)"))
+	loaded := loadMountedConfig(t, objs, dep)
+	g.Expect(loaded.ProviderNamespace).To(Equal(deployNamespace), "the provider namespace is the deployment's")
+	g.Expect(loaded.LeaseNamespaceOrProvider()).To(Equal(deployNamespace), "the lease namespace is the deployment's")
 	g.Expect(ctr.ReadinessProbe).NotTo(BeNil())
 	g.Expect(ctr.ReadinessProbe.HTTPGet).NotTo(BeNil())
 	g.Expect(ctr.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"), "readiness is the member-validity check")
@@ -458,16 +463,18 @@ func anyGrants(rules []rbacv1.PolicyRule, group, resource string, verbs ...strin
 }
 
 // TestDeploymentFlagsAreAccepted runs the real manager binary with the Deployment's
-// arguments (the downward-API variables filled in) against a hub that is not there: it
-// must get as far as looking for the hub, so every flag in the manifest is one the
-// binary knows and accepts.
+// arguments (the downward-API variables filled in, --config naming a copy of the
+// mounted file) against a hub that is not there: it must get as far as looking for the
+// hub, so every flag in the manifest, and every key of its configuration file, is one
+// the binary knows and accepts.
 func TestDeploymentFlagsAreAccepted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the manager binary")
 	}
 	g := NewWithT(t)
+	objs := render(t, configDir("default"))
 	var dep appsv1.Deployment
-	decode(t, byKind(t, render(t, configDir("default")), "Deployment"), &dep)
+	decode(t, byKind(t, objs, "Deployment"), &dep)
 	ctr := dep.Spec.Template.Spec.Containers[0]
 	g.Expect(ctr.Command).To(BeEmpty(), "the image's entrypoint is the manager")
 
@@ -485,8 +492,9 @@ current-context: hub
 	for _, a := range ctr.Args {
 		args = append(args, os.Expand(strings.ReplaceAll(strings.ReplaceAll(a, "$(", "${"), ")", "}"), func(k string) string { return env[k] }))
 	}
+	args = withLocalConfig(t, objs, dep, args)
 	// Later flags win: point it at the dead hub, and keep its ports free.
-	args = append(args, "--kubeconfig="+kubeconfig, "--hub-timeout=2s", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "POD_NAME=anchorage-manager-0", "KUBECONFIG=")
 	out, err := cmd.CombinedOutput()

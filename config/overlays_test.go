@@ -27,8 +27,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/testenv"
+	"anchorage/pkg/config"
 )
 
 // leaseNamespace is where config/overlays/split-namespaces puts the Leases.
@@ -137,8 +139,8 @@ func TestOverlaysApplyToAnAPIServer(t *testing.T) {
 
 // TestOverlayRemoteHub: the manager runs in an ordinary cluster and reaches the hub
 // through a mounted kubeconfig Secret. The runtime half's Deployment passes
-// --kubeconfig into a Secret volume, names the hub's namespaces instead of its own pod
-// namespace, mounts no token of the runtime cluster and ships no RBAC; the hub half is
+// --kubeconfig into a Secret volume, its configuration file names the hub's namespaces
+// instead of its own pod namespace, it mounts no token of the runtime cluster and ships no RBAC; the hub half is
 // config/rbac with a token for the identity it binds, and nothing that runs pods.
 // Together the halves hold everything config/default holds.
 func TestOverlayRemoteHub(t *testing.T) {
@@ -157,12 +159,15 @@ func TestOverlayRemoteHub(t *testing.T) {
 		g.Expect(a).NotTo(ContainSubstring("$(POD_NAMESPACE)"), "the pod's namespace is the runtime cluster's, not the hub's: %s", a)
 	}
 	g.Expect(kubeconfig).NotTo(BeEmpty(), "the runtime Deployment passes --kubeconfig: %v", ctr.Args)
-	g.Expect(ctr.Args).To(ContainElements("--provider-namespace="+deployNamespace, "--lease-namespace="+deployNamespace))
+	loaded := loadMountedConfig(t, runtimeObjs, dep)
+	g.Expect(loaded.ProviderNamespace).To(Equal(deployNamespace), "the hub's provider namespace")
+	g.Expect(loaded.LeaseNamespaceOrProvider()).To(Equal(deployNamespace), "the hub's lease namespace")
 
-	// The path is a file of a Secret volume mounted into the container.
+	// The path is a file of a Secret volume mounted into the container (the deepest
+	// mount holding it: the configuration's is its parent directory).
 	var mount *corev1.VolumeMount
 	for i, m := range ctr.VolumeMounts {
-		if strings.HasPrefix(kubeconfig, m.MountPath+"/") {
+		if strings.HasPrefix(kubeconfig, m.MountPath+"/") && (mount == nil || len(m.MountPath) > len(mount.MountPath)) {
 			mount = &ctr.VolumeMounts[i]
 		}
 	}
@@ -212,21 +217,23 @@ func TestOverlayRemoteHub(t *testing.T) {
 
 // TestOverlayRemoteHubRunsWithTheMountedKubeconfig runs the real manager binary with
 // the runtime Deployment's arguments, the mounted directory replaced by one holding a
-// kubeconfig for a hub that is not there, and no in-cluster environment: the manager
+// kubeconfig for a hub that is not there (and --config by a copy of the mounted file),
+// and no in-cluster environment: the manager
 // must look for that hub, so it reads the mounted kubeconfig and assumes nothing of the
 // cluster it runs in.
 func TestOverlayRemoteHubRunsWithTheMountedKubeconfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the manager binary")
 	}
-	dep := deploymentOf(t, render(t, configDir("overlays", "remote-hub", "runtime")))
+	objs := render(t, configDir("overlays", "remote-hub", "runtime"))
+	dep := deploymentOf(t, objs)
 	dir := t.TempDir()
 	writeDeadHubKubeconfig(t, filepath.Join(dir, "kubeconfig"))
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		args = append(args, strings.ReplaceAll(expandPodEnv(a), hubKubeconfigDir, dir))
 	}
-	out := runManagerAgainstDeadHub(t, args)
+	out := runManagerAgainstDeadHub(t, withLocalConfig(t, objs, dep, args))
 	if !strings.Contains(out, "127.0.0.1:1") {
 		t.Errorf("the manager did not look for the hub of the mounted kubeconfig:\n%s", out)
 	}
@@ -236,6 +243,109 @@ func TestOverlayRemoteHubRunsWithTheMountedKubeconfig(t *testing.T) {
 func expandPodEnv(arg string) string {
 	env := map[string]string{"POD_NAME": "anchorage-manager-0", "POD_NAMESPACE": deployNamespace}
 	return os.Expand(strings.ReplaceAll(strings.ReplaceAll(arg, "$(", "${"), ")", "}"), func(k string) string { return env[k] })
+}
+
+// mountedConfig finds the configuration file the Deployment's --config names in the
+// rendered objs: the path is a file of a read-only ConfigMap volume mounted into the
+// container, and the file is that ConfigMap's key. It returns the path and the content.
+func mountedConfig(t *testing.T, objs []*unstructured.Unstructured, dep appsv1.Deployment) (string, []byte) {
+	t.Helper()
+	ctr := dep.Spec.Template.Spec.Containers[0]
+	var path string
+	for _, a := range ctr.Args {
+		if v, ok := strings.CutPrefix(a, "--config="); ok {
+			path = v
+		}
+	}
+	if path == "" {
+		t.Fatalf("the Deployment passes no --config: %v", ctr.Args)
+	}
+	// The deepest mount holding the path is the one the container sees it through.
+	var mount *corev1.VolumeMount
+	for i, m := range ctr.VolumeMounts {
+		if strings.HasPrefix(path, strings.TrimSuffix(m.MountPath, "/")+"/") && (mount == nil || len(m.MountPath) > len(mount.MountPath)) {
+			mount = &ctr.VolumeMounts[i]
+		}
+	}
+	if mount == nil {
+		t.Fatalf("--config=%s is under no volume mount of the container", path)
+	}
+	if !mount.ReadOnly {
+		t.Errorf("the configuration's volume %s is mounted writable", mount.Name)
+	}
+	var cm *corev1.ConfigMapVolumeSource
+	for _, v := range dep.Spec.Template.Spec.Volumes {
+		if v.Name == mount.Name {
+			cm = v.ConfigMap
+		}
+	}
+	if cm == nil {
+		t.Fatalf("--config=%s: volume %s is no ConfigMap volume", path, mount.Name)
+	}
+	file := strings.TrimPrefix(path, strings.TrimSuffix(mount.MountPath, "/")+"/")
+	key := file
+	if len(cm.Items) > 0 {
+		key = ""
+		for _, it := range cm.Items {
+			if it.Path == file {
+				key = it.Key
+			}
+		}
+		if key == "" {
+			t.Fatalf("--config=%s: ConfigMap %s projects no key to %s", path, cm.Name, file)
+		}
+	}
+	var rendered corev1.ConfigMap
+	decode(t, byName(t, objs, "ConfigMap", cm.Name), &rendered)
+	data, ok := rendered.Data[key]
+	if !ok {
+		t.Fatalf("--config=%s: ConfigMap %s has no key %s", path, cm.Name, key)
+	}
+	return path, []byte(data)
+}
+
+// loadMountedConfig loads the configuration file the Deployment mounts (mountedConfig)
+// as the manager does, failing on what the manager would refuse at start.
+func loadMountedConfig(t *testing.T, objs []*unstructured.Unstructured, dep appsv1.Deployment) *config.Loaded {
+	t.Helper()
+	_, data := mountedConfig(t, objs, dep)
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := config.Load(file)
+	if err != nil {
+		t.Fatalf("the mounted configuration: %v", err)
+	}
+	return loaded
+}
+
+// withLocalConfig readies the Deployment's args for a run outside any cluster:
+// --config names a copy of the mounted file (mountedConfig) with a short hubTimeout,
+// so that a dead hub fails the run in seconds.
+func withLocalConfig(t *testing.T, objs []*unstructured.Unstructured, dep appsv1.Deployment, args []string) []string {
+	t.Helper()
+	path, data := mountedConfig(t, objs, dep)
+	var doc map[string]any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("the mounted configuration: %v", err)
+	}
+	doc["hubTimeout"] = "2s"
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	local := slices.Clone(args)
+	for i, a := range local {
+		if a == "--config="+path {
+			local[i] = "--config=" + file
+		}
+	}
+	return local
 }
 
 // writeDeadHubKubeconfig writes a kubeconfig for a hub at 127.0.0.1:1, where nothing
@@ -253,12 +363,12 @@ current-context: hub
 	}
 }
 
-// runManagerAgainstDeadHub runs the manager with args (ports freed, a short hub
-// timeout) outside any cluster, expects it to fail looking for the hub, and returns
-// its output.
+// runManagerAgainstDeadHub runs the manager with args (ports freed; withLocalConfig
+// gives the short hub timeout) outside any cluster, expects it to fail looking for the
+// hub, and returns its output.
 func runManagerAgainstDeadHub(t *testing.T, args []string) string {
 	t.Helper()
-	args = append(args, "--hub-timeout=2s", "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	args = append(args, "--metrics-bind-address=0", "--health-probe-bind-address=0")
 	cmd := exec.Command(managerBinary(t), args...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG=", "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=")
 	out, err := cmd.CombinedOutput()
@@ -283,7 +393,8 @@ func TestOverlayCutOverRunsNoReplica(t *testing.T) {
 
 // TestOverlaySplitNamespaces: the Lease rules are granted in the lease namespace only,
 // the Secret rules in the provider namespace only, the Lease rules are exactly the
-// generated ones, and the Deployment passes --lease-namespace. The grants are then
+// generated ones, and the configuration file the Deployment mounts names both
+// namespaces. The grants are then
 // applied to a real API server and checked with SubjectAccessReviews.
 func TestOverlaySplitNamespaces(t *testing.T) {
 	g := NewWithT(t)
@@ -312,9 +423,9 @@ func TestOverlaySplitNamespaces(t *testing.T) {
 	g.Expect(roles[deployNamespace].Rules).To(Equal(generatedRules(t, "", "secrets")))
 
 	dep := deploymentOf(t, objs)
-	args := dep.Spec.Template.Spec.Containers[0].Args
-	g.Expect(args).To(ContainElement("--lease-namespace=" + leaseNamespace))
-	g.Expect(args).To(ContainElement("--provider-namespace=$(POD_NAMESPACE)"))
+	loaded := loadMountedConfig(t, objs, dep)
+	g.Expect(loaded.LeaseNamespaceOrProvider()).To(Equal(leaseNamespace))
+	g.Expect(loaded.ProviderNamespace).To(Equal(deployNamespace))
 	g.Expect(dep.Namespace).To(Equal(deployNamespace))
 
 	if hubConfig == nil {
@@ -396,19 +507,21 @@ func checkSplitGrantsOnAPIServer(t *testing.T, objs []*unstructured.Unstructured
 }
 
 // TestOverlaySplitNamespacesFlagsAreAccepted runs the real manager binary with the
-// overlay's Deployment arguments: the split namespaces are flags it accepts.
+// overlay's Deployment arguments and configuration file: it accepts the split
+// namespaces.
 func TestOverlaySplitNamespacesFlagsAreAccepted(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the manager binary")
 	}
-	dep := deploymentOf(t, render(t, configDir("overlays", "split-namespaces")))
+	objs := render(t, configDir("overlays", "split-namespaces"))
+	dep := deploymentOf(t, objs)
 	kubeconfig := filepath.Join(t.TempDir(), "hub.kubeconfig")
 	writeDeadHubKubeconfig(t, kubeconfig)
 	var args []string
 	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
 		args = append(args, expandPodEnv(a))
 	}
-	runManagerAgainstDeadHub(t, append(args, "--kubeconfig="+kubeconfig))
+	runManagerAgainstDeadHub(t, append(withLocalConfig(t, objs, dep, args), "--kubeconfig="+kubeconfig))
 }
 
 // TestSampleIsAcceptedByTheAPIServer installs the HTTPProxy CRD (config/crd) on the

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -34,6 +33,10 @@ func (d *demo) startReplicas(ctx context.Context) error {
 	} else {
 		d.say("they run as ServiceAccount %s/%s, bound only to config/default's ClusterRole and Role, as in a cluster", providerNamespace, serviceAccount)
 	}
+	configPath := filepath.Join(d.dir, configFile)
+	if err := writeConfig(configPath); err != nil {
+		return err
+	}
 	for _, name := range []string{"replica-a", "replica-b", "replica-c"} {
 		kc := saKubeconfig
 		if d.cfg.admin {
@@ -45,7 +48,7 @@ func (d *demo) startReplicas(ctx context.Context) error {
 		if err := os.WriteFile(path, kc, 0o600); err != nil {
 			return err
 		}
-		r, err := startReplica(d.cfg.manager, d.dir, name, path, d.cfg.logLevel)
+		r, err := startReplica(d.cfg.manager, d.dir, configPath, name, path, d.cfg.logLevel)
 		if err != nil {
 			return err
 		}
@@ -53,7 +56,8 @@ func (d *demo) startReplicas(ctx context.Context) error {
 		d.say("%s  pid %d, metrics http://%s/metrics, log %s", name, r.proc.Pid(), r.metrics, r.logPath)
 	}
 	d.res.replicas = len(d.replicas)
-	d.say("each runs: %s --kubeconfig=<hub> --identity=<name> %s", filepath.Base(d.cfg.manager), strings.Join(replicaFlags(), " "))
+	d.say("each runs: %s --config=%s --kubeconfig=<hub> --identity=<name>; the file holds the namespace %s, short resync and Lease timings, and the reserved backend domains but localhost",
+		filepath.Base(d.cfg.manager), configPath, providerNamespace)
 	err = poll(ctx, claimWithin, "the replicas to become ready", func(ctx context.Context) (bool, error) {
 		for _, r := range d.replicas {
 			if !r.running() {

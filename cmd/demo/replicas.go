@@ -16,9 +16,12 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
 	"anchorage/internal/harness"
 	"anchorage/internal/proc"
-	"anchorage/pkg/gateway"
+	managerconfig "anchorage/pkg/config"
 )
 
 // Resync timings the replicas run with: short, so the story fits in a couple of
@@ -31,20 +34,27 @@ const (
 	resyncMinAge       = 5 * time.Second
 )
 
-// replicaFlags are the flags every replica gets beside its identity, kubeconfig and
-// addresses.
-func replicaFlags() []string {
-	return append([]string{
-		"--provider-namespace=" + providerNamespace,
-		"--lease-namespace=" + providerNamespace,
-		"--resync-period=" + resyncPeriod.String(),
-		"--resync-initial-jitter=" + resyncJitter.String(),
-		"--resync-confirm-after=" + resyncConfirmAfter.String(),
-		"--resync-min-age=" + resyncMinAge.String(),
+// configFile is the configuration file (--config) every replica reads, in the demo's
+// directory: what the replicas share is in it, as in a deployment; what differs per
+// process (kubeconfig, identity, addresses, log level) stays on the command line.
+const configFile = "config.yaml"
+
+// writeConfig writes the replicas' configuration file to path: the demo's namespace for
+// the kubeconfig Secrets and the Leases, the short resync and protocol timings, and
+// every default reserved backend domain but localhost.
+func writeConfig(path string) error {
+	return harness.WriteConfig(path, func(c *managerconfig.ManagerConfiguration) {
+		c.ProviderNamespace = providerNamespace
+		c.LeaseNamespace = ptr.To(providerNamespace)
+		c.Resync.Period = metav1.Duration{Duration: resyncPeriod}
+		c.Resync.InitialJitter = metav1.Duration{Duration: resyncJitter}
+		c.Resync.ConfirmAfter = metav1.Duration{Duration: resyncConfirmAfter}
+		c.Resync.MinAge = metav1.Duration{Duration: resyncMinAge}
 		// The demo's own backend is a .localhost name on loopback (traffic.go), which
-		// the default reserved domains refuse: every default but localhost.
-		"--backend-reserved-domains=" + strings.Join(slices.DeleteFunc(slices.Clone(gateway.DefaultBackendReservedDomains), func(d string) bool { return d == "localhost" }), ","),
-	}, harness.TimingFlags(harness.FastTimings)...)
+		// the default reserved domains refuse.
+		c.Gateway.BackendReservedDomains = slices.DeleteFunc(c.Gateway.BackendReservedDomains, func(d string) bool { return d == "localhost" })
+		harness.SetTimings(c, harness.FastTimings)
+	})
 }
 
 // replica is one manager process.
@@ -58,8 +68,9 @@ type replica struct {
 	killed     bool
 }
 
-// startReplica starts the manager binary as replica name, logging to a file in dir.
-func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error) {
+// startReplica starts the manager binary as replica name with the configuration file
+// configPath, logging to a file in dir.
+func startReplica(bin, dir, configPath, name, kubeconfig, logLevel string) (*replica, error) {
 	r := &replica{name: name, kubeconfig: kubeconfig, logPath: filepath.Join(dir, name+".log")}
 	var err error
 	if r.metrics, err = freeAddr(); err != nil {
@@ -68,7 +79,8 @@ func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error)
 	if r.health, err = freeAddr(); err != nil {
 		return nil, err
 	}
-	args := append([]string{
+	args := []string{
+		"--config=" + configPath,
 		"--kubeconfig=" + kubeconfig,
 		"--identity=" + name,
 		"--metrics-bind-address=" + r.metrics,
@@ -77,7 +89,7 @@ func startReplica(bin, dir, name, kubeconfig, logLevel string) (*replica, error)
 		"--metrics-secure=false",
 		"--health-probe-bind-address=" + r.health,
 		"--log-level=" + logLevel,
-	}, replicaFlags()...)
+	}
 	if r.proc, err = proc.Start(name, bin, r.logPath, args...); err != nil {
 		return nil, err
 	}

@@ -5,15 +5,24 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"anchorage/internal/version"
+	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/config"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
 )
 
 // errNotRun is what the test runners return when a command they did not expect ran.
@@ -24,6 +33,7 @@ type parsed struct {
 	command string
 	common  *commonFlags
 	replica *replicaFlags
+	loaded  *config.Loaded
 	sweep   sweepConfig
 }
 
@@ -31,12 +41,12 @@ type parsed struct {
 // instead of running a replica or a sweep.
 func cli(args ...string) (stdout, stderr string, got parsed, err error) {
 	r := runners{
-		replica: func(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error {
-			got = parsed{command: cmd.CommandPath(), common: common, replica: f}
+		replica: func(cmd *cobra.Command, common *commonFlags, f *replicaFlags, l *config.Loaded) error {
+			got = parsed{command: cmd.CommandPath(), common: common, replica: f, loaded: l}
 			return nil
 		},
 		sweep: func(cmd *cobra.Command, common *commonFlags, c sweepConfig) error {
-			got = parsed{command: cmd.CommandPath(), common: common, sweep: c}
+			got = parsed{command: cmd.CommandPath(), common: common, loaded: c.loaded, sweep: c}
 			return nil
 		},
 	}
@@ -50,16 +60,26 @@ func cli(args ...string) (stdout, stderr string, got parsed, err error) {
 }
 
 // parseReplica parses a replica command line (`manager ARGS`) without running it.
-func parseReplica(args ...string) (replicaFlags, error) {
+func parseReplica(args ...string) (parsed, error) {
 	_, _, got, err := cli(args...)
-	if err != nil {
-		return replicaFlags{}, err
+	if err == nil && got.replica == nil {
+		err = errNotRun
 	}
-	if got.replica == nil {
-		return replicaFlags{}, errNotRun
-	}
-	return *got.replica, nil
+	return got, err
 }
+
+// writeConfig writes a configuration file and returns its --config flag.
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "--config=" + path
+}
+
+// ourConfig is the head of this manager's configuration document.
+const ourConfig = "apiVersion: config.anchorage.datumapis.com/v1alpha1\nkind: ManagerConfiguration\n"
 
 // parseSweep parses a sweep command line (`manager sweep ARGS`) without running it.
 func parseSweep(args ...string) (sweepConfig, error) {
@@ -90,28 +110,36 @@ func TestHelpGoesToStdoutAndListsTheCommands(t *testing.T) {
 
 func TestCommandsAndWhereFlagsGo(t *testing.T) {
 	g := NewWithT(t)
-	_, _, got, err := cli("--kubeconfig=x", "sweep", "--once", "--provider-namespace=y")
+	cfg := writeConfig(t, ourConfig+"providerNamespace: provider-y\nleaseNamespace: leases-l\n")
+	_, _, got, err := cli("--kubeconfig=x", "sweep", "--once", cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.command).To(Equal("manager sweep"))
 	g.Expect(got.common.kubeconfig).To(Equal("x"))
-	g.Expect(got.common.providerNamespace).To(Equal("y"))
+	g.Expect(got.loaded.ProviderNamespace).To(Equal("provider-y"), "the sweep reads the replicas' file")
+	g.Expect(got.loaded.LeaseNamespaceOrProvider()).To(Equal("leases-l"))
 
-	_, _, got, err = cli("sweep", "--lease-namespace=l", "--once", "--kubeconfig", "z")
+	_, _, got, err = cli(cfg, "sweep", "--once", "--kubeconfig", "z")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.common.kubeconfig).To(Equal("z"), "a common flag after the subcommand, value as the next argument")
-	g.Expect(got.common.leaseNamespace).To(Equal("l"))
+	g.Expect(got.loaded.ProviderNamespace).To(Equal("provider-y"), "--config before the subcommand")
 
 	for _, args := range [][]string{{"--identity=a"}, {"run", "--identity=a"}, {"--kubeconfig=x", "run", "--identity=a"}} {
 		_, _, got, err = cli(args...)
 		g.Expect(err).NotTo(HaveOccurred(), "%q", args)
 		g.Expect(got.replica).NotTo(BeNil(), "%q did not run a replica", args)
 		g.Expect(got.replica.identity).To(Equal("a"))
+		g.Expect(got.loaded.ManagerConfiguration).To(Equal(config.Default()), "%q: no --config is every default", args)
 	}
 
 	_, _, _, err = cli("--kubeconfig=x", "sweep", "--once", "--identity=a")
 	g.Expect(err).To(MatchError(ContainSubstring("unknown flag: --identity")), "a replica flag is not the sweep's")
 	_, _, _, err = cli("--identity=a", "extra")
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown command "extra"`)))
+	// A flag that became a key is gone, not an override.
+	for _, gone := range []string{"--lease-duration=20s", "--provider-namespace=x", "--gateway-class=x", "--resync-dry-run", "--proxies-per-project=3"} {
+		_, _, _, err = cli("--identity=a", gone)
+		g.Expect(err).To(MatchError(ContainSubstring("unknown flag")), gone)
+	}
 }
 
 func TestVersion(t *testing.T) {
@@ -159,39 +187,29 @@ func TestLogLevelFlags(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "controller-runtime's zap flags are accepted")
 }
 
+// TestBadFlagErrorsNameTheFlag: what is wrong on the command line or in the file is
+// named (the file's checks themselves: pkg/config's TestValidate).
 func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 	cases := []struct {
 		reason string
 		args   []string
 		want   []string
 	}{
-		{"a duration without its unit", []string{"--lease-duration=15"}, []string{"--lease-duration", "15s"}},
-		{"a sweep duration without its unit", []string{"sweep", "--once", "--confirm-after=30"}, []string{"--confirm-after", "30s"}},
-		{"lease shorter than renew", []string{"--lease-duration=8s"}, []string{"--lease-duration (8s) must be greater than --renew-deadline (10s)"}},
-		{"a negative lease", []string{"--lease-duration=-1s"}, []string{"--lease-duration must be positive, got -1s"}},
-		{"a zero renew deadline", []string{"--renew-deadline=0s"}, []string{"--renew-deadline must be positive"}},
-		{"renew too close to retry", []string{"--retry-period=9s"}, []string{"--renew-deadline (10s) must be greater than 1.2 x --retry-period (9s)"}},
-		{"no retry period", []string{"--retry-period=0s"}, []string{"--retry-period must be positive"}},
-		{"a negative claim deadline", []string{"--claim-deadline=-1s"}, []string{"--claim-deadline"}},
 		{"a zero weight", []string{"--weight=0"}, []string{"--weight must be positive"}},
 		{"a NaN weight", []string{"--weight=NaN"}, []string{"--weight must be positive and finite"}},
 		{"an infinite weight", []string{"--weight=+Inf"}, []string{"--weight must be positive and finite"}},
-		{"a bad gateway class", []string{"--gateway-class=Not_A_Name"}, []string{"--gateway-class:", "Not_A_Name"}},
-		{"a bad downstream class", []string{"--downstream-gateway-class=-x"}, []string{"--downstream-gateway-class:"}},
-		{"a bad issuer kind", []string{"--issuer-kind=Vault"}, []string{"--issuer-kind:", "Issuer or ClusterIssuer"}},
-		{"a bad issuer group", []string{"--issuer-group=UPPER"}, []string{"--issuer-group:"}},
-		{"a bad issuer name", []string{"--issuer-name=a/b"}, []string{"--issuer-name:"}},
-		{"a controller name without a domain", []string{"--controller-name=gateway"}, []string{"--controller-name:", "domain-prefixed"}},
-		{"no gateway worker", []string{"--gateway-workers=0"}, []string{"--gateway-workers must be at least 1, got 0"}},
-		{"no project worker", []string{"--project-workers=0"}, []string{"--project-workers must be at least 1, got 0"}},
-		{"no hub writes", []string{"--project-hub-writes-per-second=0"}, []string{"--project-hub-writes-per-second must be more than 0, got 0"}},
-		{"no proxies", []string{"--proxies-per-project=0"}, []string{"--proxies-per-project must be at least 1, got 0"}},
+		{"no such file", []string{"--config=/nonexistent/config.yaml"}, []string{"--config", "/nonexistent/config.yaml"}},
+		{"a key the file may not have", []string{writeConfig(t, ourConfig+"sharding:\n  leaseDuraton: 20s\n")}, []string{"--config", `unknown key "leaseDuraton"`}},
+		{"a duration without its unit", []string{writeConfig(t, ourConfig+"sharding:\n  leaseDuration: 15\n")}, []string{"--config", "sharding.leaseDuration: want a string (a duration such as 15s"}},
+		{"lease shorter than renew", []string{writeConfig(t, ourConfig+"sharding:\n  leaseDuration: 8s\n")}, []string{"sharding.leaseDuration (8s) must be greater than sharding.renewDeadline (10s)"}},
+		{"the sweep reads the same file", []string{"sweep", "--once", writeConfig(t, ourConfig+"resync:\n  haltAbove: 0\n")}, []string{"resync.haltAbove", "resync.dryRun"}},
 	}
 	for _, tc := range cases {
-		_, _, _, err := cli(append([]string{"--identity=a"}, tc.args...)...)
+		args := append([]string{"--identity=a"}, tc.args...)
 		if tc.args[0] == "sweep" {
-			_, _, _, err = cli(tc.args...)
+			args = tc.args
 		}
+		_, _, _, err := cli(args...)
 		if err == nil {
 			t.Errorf("%s: %q accepted", tc.reason, tc.args)
 			continue
@@ -204,22 +222,68 @@ func TestBadFlagErrorsNameTheFlag(t *testing.T) {
 	}
 }
 
-func TestGatewayFlagsSetTheGatewayConfig(t *testing.T) {
+// TestConfigReachesTheReplica: each key of the file reaches the option of the component
+// it configures.
+func TestConfigReachesTheReplica(t *testing.T) {
 	g := NewWithT(t)
-	f, err := parseReplica("--identity=a")
+	got, err := parseReplica("--identity=a", "--weight=2", writeConfig(t, ourConfig+`
+providerNamespace: p
+leaseNamespace: l
+hubTimeout: 3s
+sharding: {leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s, claimDeadline: 90s, projectCallTimeout: 7s}
+resync: {enabled: true, dryRun: true, period: 20m, minAge: 10m, maxDeletionsPerPass: 5, haltAbove: 9, deletionsPerSecond: 2.5, workers: 3, ownerKinds: [networking.datumapis.com/HTTPProxy, ConfigMap], extraDependentKinds: []}
+gateway:
+  gatewayClassName: up
+  downstreamGatewayClassName: down
+  controllerName: example.com/gc
+  certificateIssuer: {name: le, kind: Issuer, group: example.com}
+  hostnameClaimsNamespace: claims
+  assumeWrittenIsProgrammed: true
+  backendReservedDomains: []
+  workers: 2
+  projectWorkers: 1
+  projectHubWritesPerSecond: 7.5
+  proxiesPerProject: 30
+clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
+`))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.gateway.WithDefaults()).To(Equal(gateway.Config{}.WithDefaults()), "the flags' defaults are pkg/gateway's")
-
-	f, err = parseReplica("--identity=a", "--gateway-class=up", "--downstream-gateway-class=down", "--controller-name=example.com/gc",
-		"--issuer-name=le", "--issuer-kind=Issuer", "--issuer-group=example.com", "--gateway-workers=2", "--hostname-claims-namespace=claims",
-		"--project-workers=1", "--project-hub-writes-per-second=7.5", "--proxies-per-project=30")
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(f.gateway).To(Equal(gateway.Config{
+	hub := &rest.Config{Host: "https://hub"}
+	o := replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil)
+	g.Expect(o.Weight).To(Equal(2.0))
+	g.Expect([]string{o.ProviderNamespace, o.LeaseNamespace}).To(Equal([]string{"p", "l"}))
+	g.Expect(o.HubCheckTimeout).To(Equal(3 * time.Second))
+	g.Expect(o.ProjectCallTimeout).To(Equal(7 * time.Second))
+	g.Expect(o.Timings).To(Equal(shard.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second, ClaimDeadline: 90 * time.Second}.WithDefaults()))
+	g.Expect(o.Gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
-		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30,
-		HostnameClaimsNamespace: "claims", BackendReservedDomains: gateway.DefaultBackendReservedDomains,
+		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30, AssumeWrittenIsProgrammed: true,
+		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{},
 	}))
+	g.Expect(o.Gateway.WithDefaults().BackendReservedDomains).To(BeEmpty(), "an empty list refuses no domain; it is not the default")
+	g.Expect(o.Resync).To(Equal(resync.Options{
+		DryRun: true, Period: 20 * time.Minute, InitialJitter: 30 * time.Second, ConfirmAfter: 30 * time.Second, MinAge: 10 * time.Minute,
+		MaxDeletionsPerPass: 5, HaltAbove: 9, DeletionQPS: 2.5, Workers: 3,
+		LiveOwnerKinds:      []schema.GroupKind{{Group: "networking.datumapis.com", Kind: "HTTPProxy"}, {Kind: "ConfigMap"}},
+		ExtraDependentKinds: []schema.GroupKind{},
+	}))
+	project := &rest.Config{}
+	for _, opt := range o.ProjectRESTOptions {
+		g.Expect(opt(project)).To(Succeed())
+	}
+	g.Expect([]any{project.QPS, project.Burst}).To(Equal([]any{float32(13), 14}))
+	t.Setenv("KUBECONFIG", "")
+	hubFile := writeKubeconfig(t, &rest.Config{Host: "https://hub.example:6443", BearerToken: "x"})
+	hub, err = got.common.hubConfig(got.loaded)
+	g.Expect(err).To(HaveOccurred(), "no --kubeconfig and none in the file")
+	got.common.kubeconfig = hubFile
+	hub, err = got.common.hubConfig(got.loaded)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect([]any{hub.Host, hub.QPS, hub.Burst}).To(Equal([]any{"https://hub.example:6443", float32(11), 12}))
+
+	got, err = parseReplica("--identity=a", writeConfig(t, ourConfig+"resync: {enabled: false}\n"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil).Resync.Disabled).To(BeTrue())
 }
 
 func TestMissingKubeconfigSaysWhatToDo(t *testing.T) {
@@ -227,7 +291,7 @@ func TestMissingKubeconfigSaysWhatToDo(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "")
-	_, err := (&commonFlags{}).hubConfig()
+	_, err := (&commonFlags{}).hubConfig(&config.Loaded{ManagerConfiguration: config.Default()})
 	if err == nil {
 		t.Fatal("no kubeconfig anywhere, and still a hub config")
 	}

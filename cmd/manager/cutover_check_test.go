@@ -6,14 +6,19 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/cobra"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,7 +28,17 @@ import (
 	"anchorage/internal/cutover"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
 )
+
+// previousConfig is the previous manager's configuration file, as it runs today.
+var previousConfig = func() string {
+	b, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "pkg", "config", "testdata", "network-services-operator.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func TestCutOverCheckFlags(t *testing.T) {
 	g := NewWithT(t)
@@ -40,11 +55,17 @@ func TestCutOverCheckFlags(t *testing.T) {
 		GatewayClass: gateway.DefaultGatewayClassName, IssuerName: gateway.DefaultIssuerName, DownstreamGatewayClass: gateway.DefaultDownstreamGatewayClassName, Workers: 4,
 	}))
 
-	c, err = parseSweep("--once", "--cut-over-check", "-o", "json", "--project=a,b", "--gateway-class=datum-external-global-proxy",
-		"--issuer-name=letsencrypt", "--downstream-gateway-class=edge", "--dry-run")
+	c, err = parseSweep("--once", "--cut-over-check", "-o", "json", "--project=a,b", "--dry-run", writeConfig(t, ourConfig+`
+gateway: {gatewayClassName: datum-external-global-proxy, certificateIssuer: {name: letsencrypt}, downstreamGatewayClassName: edge}
+`))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt", DownstreamGatewayClass: "edge", Projects: []string{"a", "b"}}))
 	g.Expect(c.output).To(Equal(outputJSON))
+
+	// The previous manager's own file: the check compares with what its keys became.
+	c, err = parseSweep("--cut-over-check", writeConfig(t, previousConfig))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt-prod", DownstreamGatewayClass: "datum-downstream-gateway"}))
 
 	c, err = parseSweep("--once")
 	g.Expect(err).NotTo(HaveOccurred())
@@ -59,15 +80,49 @@ func TestCutOverCheckFlags(t *testing.T) {
 		{"with --once too", []string{"--once", "--cut-over-check", "--delete", "--force"}, "--cut-over-check and --delete exclude each other"},
 		{"an unknown output", []string{"--cut-over-check", "-o", "yaml"}, `--output "yaml"`},
 		{"an empty project", []string{"--cut-over-check", "--project=a,,b"}, "--project: an empty project name"},
-		{"a class the replicas would refuse", []string{"--cut-over-check", "--gateway-class=Not_A_Class"}, "--gateway-class: gateway class"},
-		{"an issuer the replicas would refuse", []string{"--cut-over-check", "--issuer-name=UPPER"}, "--issuer-name: certificate issuer name"},
-		{"the check's flags without the check", []string{"--once", "--gateway-class=x"}, "--gateway-class is only read by --cut-over-check"},
-		{"the check's flags without the check", []string{"--once", "--issuer-name=x"}, "--issuer-name is only read by --cut-over-check"},
-		{"no --once and no check", []string{"--gateway-class=x"}, "--gateway-class is only read by --cut-over-check"},
+		{"a class the replicas would refuse", []string{"--cut-over-check", writeConfig(t, ourConfig+"gateway: {gatewayClassName: Not_A_Class}\n")}, `gateway class "Not_A_Class"`},
+		{"the replicas' flags are the file's", []string{"--cut-over-check", "--gateway-class=x"}, "unknown flag: --gateway-class"},
 	} {
 		_, err := parseSweep(tc.args...)
 		g.Expect(err).To(MatchError(ContainSubstring(tc.want)), "%s: %q", tc.reason, tc.args)
 	}
+}
+
+// TestPreviousManagersConfigReachesTheReplica: the previous manager's file, read as it
+// is, sets each setting it shares with this manager on the component it configures,
+// and every key it has that this manager does not serve is reported, none dropped.
+func TestPreviousManagersConfigReachesTheReplica(t *testing.T) {
+	g := NewWithT(t)
+	got, err := parseReplica("--identity=a", writeConfig(t, previousConfig))
+	g.Expect(err).NotTo(HaveOccurred())
+	o := replicaOptions(got.replica, got.loaded, &rest.Config{}, logr.Discard(), nil)
+	g.Expect(o.Gateway.GatewayClassName).To(Equal("datum-external-global-proxy"), "httpProxy.gatewayClassName")
+	g.Expect(o.Gateway.ControllerName).To(Equal("gateway.networking.datumapis.com/external-global-proxy-controller"), "gateway.controllerName")
+	g.Expect(o.Gateway.DownstreamGatewayClassName).To(Equal("datum-downstream-gateway"), "gateway.downstreamGatewayClassName")
+	g.Expect(o.Gateway.HostnameClaimsNamespace).To(Equal("datum-downstream-gateway-hostnames"), "gateway.downstreamHostnameAccountingNamespace")
+	g.Expect(o.Gateway.CertificateIssuer).To(Equal(gateway.IssuerRef{Name: "letsencrypt-prod", Kind: "ClusterIssuer", Group: "cert-manager.io"}), "clusterIssuerMap[auto]")
+	g.Expect(o.Timings).To(Equal(shard.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second}.WithDefaults()), "leaderElection")
+	project := &rest.Config{}
+	for _, opt := range o.ProjectRESTOptions {
+		g.Expect(opt(project)).To(Succeed())
+	}
+	g.Expect([]any{project.QPS, project.Burst}).To(Equal([]any{float32(25), 100}), "projectClient, its burst defaulted as the previous manager did")
+
+	// downstreamResourceManagement.kubeconfigPath is the hub when --kubeconfig is not given.
+	hubFile := writeKubeconfig(t, &rest.Config{Host: "https://downstream.example:6443", BearerToken: "x"})
+	got.loaded.HubKubeconfig = hubFile // the document's path, on this machine
+	hub, err := got.common.hubConfig(got.loaded)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect([]any{hub.Host, hub.QPS, hub.Burst}).To(Equal([]any{"https://downstream.example:6443", float32(80), 160}), "downstreamClient")
+
+	// Logged once at start: every key, what it became or why it is not served.
+	var log bytes.Buffer
+	logKeys(funcr.New(func(prefix, args string) { log.WriteString(args + "\n") }, funcr.Options{}), got.loaded)
+	for _, key := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam", "domainVerificationConfig",
+		"gateway.targetDomain", "gateway.coraza", "gateway.disableHostnameVerification", "gateway.resourceReplicator", "httpProxy.maxConcurrentReconciles"} {
+		g.Expect(log.String()).To(ContainSubstring(`"key"="`+key+`"`), "%s is not reported", key)
+	}
+	g.Expect(log.String()).To(ContainSubstring(`WARNING`), "a tenant loses hostname verification and the WAF: said as a warning")
 }
 
 // TestCutOverCheckExitCode: a blocked row ends the process with exit code 3 and one
@@ -125,7 +180,7 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 	c, err := client.New(cfg, client.Options{Scheme: app.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := t.Context()
-	const provider = "cut-over-provider"
+	const provider = "anchorage-system" // the default: the previous manager's file has no such key
 	for _, ns := range []string{provider, "shop"} {
 		g.Expect(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	}
@@ -163,7 +218,7 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 
 	check := func(extra ...string) (int, string, string) {
 		var out, errOut bytes.Buffer
-		args := append([]string{"--kubeconfig=" + hubKubeconfig, "sweep", "--cut-over-check", "--provider-namespace=" + provider}, extra...)
+		args := append([]string{"--kubeconfig=" + hubKubeconfig, "sweep", "--cut-over-check"}, extra...)
 		code := execute(ctx, args, &out, &errOut, defaultRunners)
 		return code, out.String(), errOut.String()
 	}
@@ -186,6 +241,24 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 	g.Expect(lines[len(lines)-1]).To(Equal("manager sweep: cut-over blocked: 2 of 4 rows are blocked (printed first); resolve them before anchorage starts"))
 
 	g.Expect(c.Delete(ctx, webhooks)).To(Succeed())
+	// The previous manager's own file: its class is the Gateway's, so only the listeners
+	// change; each of its keys is a row.
+	code, out, errOut = check("-o", "json", writeConfig(t, previousConfig))
+	g.Expect(code).To(Equal(0), "stderr:\n%s", errOut)
+	got = nil
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r cutover.Row
+		g.Expect(json.Unmarshal([]byte(line), &r)).To(Succeed(), line)
+		got = append(got, strings.Join([]string{string(r.Verdict), r.Project, r.Kind, r.Namespace, r.Name}, " "))
+	}
+	g.Expect(got).To(ContainElements(
+		"changed acme Gateway shop p",
+		"changed  ConfigKey  gateway.disableHostnameVerification",
+		"adopted  ConfigKey  httpProxy.gatewayClassName",
+		"left  ConfigKey  webhookServer",
+	), out)
+	g.Expect(strings.Count(out, `"kind":"Gateway"`)).To(Equal(1), "the class is the previous manager's: only the listeners change\n%s", out)
+
 	code, out, errOut = check()
 	g.Expect(code).To(Equal(0), "stderr:\n%s", errOut)
 	t.Logf("the check, passing:\n%s", out)

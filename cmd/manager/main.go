@@ -1,10 +1,12 @@
 // Command manager runs one anchorage replica and, as `manager sweep`, one anchor resync
-// pass or the cut-over check for an operator. It only parses flags and wires: the replica
-// is assembled by internal/app, the sweep by pkg/anchor/resync (flags: docs/operations.md).
+// pass or the cut-over check for an operator. It only parses flags, reads the
+// configuration file (pkg/config) and wires: the replica is assembled by internal/app,
+// the sweep by pkg/anchor/resync (flags and keys: docs/operations.md).
 //
 // Files: main.go (start here) runs a command line and the replica; root.go builds the
-// commands; flags.go holds the common and replica flags and their checks; sweep.go the
-// resync flags and the sweep; logging.go the logging flags and logger.
+// commands; flags.go holds the common and replica flags; sweep.go the sweep's flags and
+// the sweep; logging.go the logging flags and logger. Every setting the replicas share
+// is in the configuration file (--config, pkg/config).
 package main
 
 import (
@@ -14,10 +16,13 @@ import (
 	"io"
 	"os"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"anchorage/internal/app"
+	"anchorage/pkg/config"
 	"anchorage/pkg/shard"
 )
 
@@ -55,9 +60,9 @@ func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
 // runReplica runs one replica until ctx ends.
-func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error {
+func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags, l *config.Loaded) error {
 	log := setupLogging(&common.log, cmd.ErrOrStderr(), f.identity)
-	hub, err := common.hubConfig()
+	hub, err := common.hubConfig(l)
 	if err != nil {
 		return err
 	}
@@ -70,33 +75,56 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error 
 		defer fr.Close()
 		recorder = fr
 	}
+	logKeys(log, l)
 	ctx := cmd.Context()
-	replica, err := app.New(ctx, app.Options{
-		Hub:                hub,
-		ProviderNamespace:  common.providerNamespace,
-		LeaseNamespace:     common.leaseNamespace,
-		Identity:           f.identity,
-		MetricsAddr:        f.metricsAddr,
-		InsecureMetrics:    !f.metricsSecure,
-		HealthAddr:         f.healthAddr,
-		Logger:             log,
-		HubCheckTimeout:    f.hubTimeout,
-		ProjectCallTimeout: f.projectCallTimeout,
-		Timings:            f.timings(),
-		Weight:             f.weight,
-		Resync:             f.resync.options(),
-		Gateway:            f.gateway,
-		Recorder:           recorder,
-	})
+	replica, err := app.New(ctx, replicaOptions(f, l, hub, log, recorder))
 	if err != nil {
 		return err
 	}
 	if !f.metricsSecure && f.metricsAddr != "0" {
 		log.Info("Serving /metrics in plain HTTP without authentication (--metrics-secure=false): for local runs only", "address", f.metricsAddr)
 	}
-	log.Info("Starting replica", "providerNamespace", common.providerNamespace, "hub", hub.Host)
+	log.Info("Starting replica", "config", l.Path, "providerNamespace", l.ProviderNamespace, "hub", hub.Host)
 	if err := replica.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("running replica: %w", err)
 	}
 	return nil
+}
+
+// replicaOptions are the replica's options from its command line and configuration.
+func replicaOptions(f *replicaFlags, l *config.Loaded, hub *rest.Config, log logr.Logger, recorder shard.Recorder) app.Options {
+	project := l.Clients.Project
+	return app.Options{
+		Hub:                hub,
+		ProviderNamespace:  l.ProviderNamespace,
+		LeaseNamespace:     l.LeaseNamespaceOrProvider(),
+		Identity:           f.identity,
+		MetricsAddr:        f.metricsAddr,
+		InsecureMetrics:    !f.metricsSecure,
+		HealthAddr:         f.healthAddr,
+		Logger:             log,
+		HubCheckTimeout:    l.HubTimeout.Duration,
+		ProjectCallTimeout: l.Sharding.ProjectCallTimeout.Duration,
+		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.QPS, c.Burst = project.QPS, project.Burst; return nil }},
+		Timings:            l.Timings(),
+		Weight:             f.weight,
+		Resync:             l.ResyncOptions(),
+		Gateway:            l.GatewayConfig(),
+		Recorder:           recorder,
+	}
+}
+
+// logKeys says once, at start, what each key of a previous manager's configuration
+// became, and which are not served: none is ignored silently.
+func logKeys(log logr.Logger, l *config.Loaded) {
+	for _, k := range l.Keys {
+		switch {
+		case k.Became != "":
+			log.Info("Configuration key of the previous manager mapped", "key", k.Path, "became", k.Became)
+		case k.Lost:
+			log.Info("WARNING: configuration key of the previous manager not served: tenants lose what it did", "key", k.Path, "value", k.Value, "why", k.Why)
+		default:
+			log.Info("Configuration key of the previous manager not served by this manager", "key", k.Path, "value", k.Value, "why", k.Why)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"anchorage/internal/harness"
+	"anchorage/pkg/config"
 )
 
 // TestBinaryFailsWithOneClearLine runs the real binary: a bad flag or an unreachable hub
@@ -45,11 +46,12 @@ current-context: hub
 		want   string
 	}{
 		{"unknown flag", []string{"--identity=a", "--no-such-flag"}, "unknown flag: --no-such-flag"},
-		{"bad lease timings", []string{"--identity=a", "--lease-duration=5s"}, "--lease-duration (5s) must be greater than --renew-deadline (10s)"},
+		{"bad lease timings", []string{"--identity=a", writeConfig(t, ourConfig+"sharding: {leaseDuration: 5s}\n")}, "sharding.leaseDuration (5s) must be greater than sharding.renewDeadline (10s)"},
+		{"two problems, both named", []string{"--identity=a", writeConfig(t, ourConfig+"gateway: {workers: 0}\nresync: {deletionsPerSecond: 0}\n")}, "resync.deletionsPerSecond: Invalid value: 0: must be positive and finite; to delete nothing set resync.dryRun; gateway.workers: Invalid value: 0: must be at least 1"},
 		{"bad log level", []string{"--identity=a", "--log-level=loud"}, `invalid argument "loud" for "--log-level"`},
-		{"bad duration", []string{"--identity=a", "--lease-duration=15"}, "such as 15s"},
+		{"bad duration", []string{"--identity=a", writeConfig(t, ourConfig+"hubTimeout: 15\n")}, "hubTimeout: want a string (a duration such as 15s"},
 		{"sweep after a common flag, bad flag", []string{"--kubeconfig=" + kubeconfig, "sweep", "--once", "--output=yaml"}, `--output "yaml"`},
-		{"unreachable hub", []string{"--identity=a", "--kubeconfig=" + kubeconfig, "--hub-timeout=2s", "--metrics-bind-address=0", "--health-probe-bind-address=0"}, "hub http://" + deadAddr + " unreachable"},
+		{"unreachable hub", []string{"--identity=a", "--kubeconfig=" + kubeconfig, writeConfig(t, ourConfig+"hubTimeout: 2s\n"), "--metrics-bind-address=0", "--health-probe-bind-address=0"}, "hub http://" + deadAddr + " unreachable"},
 	}
 	for _, tc := range cases {
 		cmd := exec.Command(bin, tc.args...)
@@ -63,15 +65,19 @@ current-context: hub
 	}
 }
 
-// TestTimingFlagsSetTheManagersTimings: the flags the demo and bench give manager
-// processes (harness.TimingFlags) set exactly the timings an in-process test manager
-// runs with, so the three run one protocol.
-func TestTimingFlagsSetTheManagersTimings(t *testing.T) {
-	f, err := parseReplica(append([]string{"--identity=a"}, harness.TimingFlags(harness.FastTimings)...)...)
-	if err != nil {
-		t.Fatalf("the manager refuses harness.TimingFlags: %v", err)
+// TestHarnessConfigSetsTheManagersTimings: the file the demo and bench give manager
+// processes (harness.WriteConfig, SetTimings) sets exactly the timings an in-process test
+// manager runs with, so the three run one protocol.
+func TestHarnessConfigSetsTheManagersTimings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := harness.WriteConfig(path, func(c *config.ManagerConfiguration) { harness.SetTimings(c, harness.FastTimings) }); err != nil {
+		t.Fatal(err)
 	}
-	if got := f.timings(); got != harness.FastTimings {
-		t.Fatalf("timings from the flags = %+v, want harness.FastTimings %+v", got, harness.FastTimings)
+	got, err := parseReplica("--identity=a", "--config="+path)
+	if err != nil {
+		t.Fatalf("the manager refuses harness.WriteConfig's file: %v", err)
+	}
+	if timings := got.loaded.Timings(); timings != harness.FastTimings.WithDefaults() {
+		t.Fatalf("timings from the file = %+v, want harness.FastTimings %+v", timings, harness.FastTimings.WithDefaults())
 	}
 }

@@ -7,11 +7,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"anchorage/internal/version"
+	"anchorage/pkg/config"
 )
 
 // runners are what the commands do once their command line is parsed and checked.
 type runners struct {
-	replica func(cmd *cobra.Command, common *commonFlags, f *replicaFlags) error
+	replica func(cmd *cobra.Command, common *commonFlags, f *replicaFlags, l *config.Loaded) error
 	sweep   func(cmd *cobra.Command, common *commonFlags, c sweepConfig) error
 }
 
@@ -59,7 +60,11 @@ func runCommand(common *commonFlags, r runners) *cobra.Command {
 			if err := f.check(); err != nil {
 				return err
 			}
-			return r.replica(cmd, common, &f)
+			l, err := common.load()
+			if err != nil {
+				return err
+			}
+			return r.replica(cmd, common, &f, l)
 		},
 	}
 	f.register(run.Flags())
@@ -76,10 +81,16 @@ func sweepCommand(common *commonFlags, r runners) *cobra.Command {
 			"given; a deleting sweep is refused while replicas hold valid member Leases, unless --force.\n" +
 			"With --cut-over-check it runs no pass: it reads the hub and every project's plane, changes nothing, and\n" +
 			"prints one row per finding about the cut-over from the previous manager (blocked, changed, adopted, left);\n" +
-			"it exits with code 3 when a row is blocked.",
+			"it exits with code 3 when a row is blocked. Given the previous manager's configuration as --config, it also prints\n" +
+			"a row per key of it: what the key became here (adopted), or why it is not served (left, or changed when a\n" +
+			"tenant loses what it did).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := s.config(cmd.Flags())
+			l, err := common.load()
+			if err != nil {
+				return err
+			}
+			c, err := s.config(l)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,10 +39,17 @@ func TestDeletingSweepIsRefusedWhileReplicasRun(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	kubeconfig := writeKubeconfig(t, cfg)
 
+	inNamespace := func(leases string) string {
+		return writeConfig(t, ourConfig+"providerNamespace: "+ns+"\nleaseNamespace: "+leases+"\nresync: {confirmAfter: 1s}\n")
+	}
 	sweep := func(extra ...string) (string, error) {
 		var out, errOut bytes.Buffer
 		root := newRootCommand(defaultRunners)
-		root.SetArgs(append([]string{"--kubeconfig=" + kubeconfig, "sweep", "--once", "--provider-namespace=" + ns, "--confirm-after=1s"}, extra...))
+		args := []string{"--kubeconfig=" + kubeconfig, "sweep", "--once"}
+		if !strings.HasPrefix(extra[len(extra)-1], "--config=") {
+			extra = append(extra, inNamespace(ns))
+		}
+		root.SetArgs(append(args, extra...))
 		root.SetOut(&out)
 		root.SetErr(&errOut)
 		err := root.ExecuteContext(ctx)
@@ -61,7 +69,7 @@ func TestDeletingSweepIsRefusedWhileReplicasRun(t *testing.T) {
 	g.Expect(err.Error()).NotTo(ContainSubstring("manager-1"), "an expired Lease names no running replica")
 	g.Expect(err.Error()).To(ContainSubstring("scale the Deployment to 0, or pass --force"))
 
-	_, err = sweep()
+	_, err = sweep("--dry-run")
 	g.Expect(err).NotTo(HaveOccurred(), "a dry run needs no --force")
 	_, err = sweep("--delete", "--force")
 	g.Expect(err).NotTo(HaveOccurred(), "--force proceeds")
@@ -74,9 +82,9 @@ func TestDeletingSweepIsRefusedWhileReplicasRun(t *testing.T) {
 	// The lease namespace is where member Leases are looked for.
 	_, err = cs.CoordinationV1().Leases(ns).Create(ctx, memberLease(ns, "manager-2", time.Now(), 15), metav1.CreateOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	_, err = sweep("--delete", "--lease-namespace=default")
-	g.Expect(err).NotTo(HaveOccurred(), "no member Lease in --lease-namespace")
-	_, err = sweep("--delete", "--lease-namespace="+ns)
+	_, err = sweep("--delete", inNamespace("default"))
+	g.Expect(err).NotTo(HaveOccurred(), "no member Lease in leaseNamespace")
+	_, err = sweep("--delete", inNamespace(ns))
 	g.Expect(err).To(MatchError(ContainSubstring("manager-2")))
 }
 

@@ -13,13 +13,10 @@ func TestSweepFlags(t *testing.T) {
 		want   string
 	}{
 		{"the sweep runs one pass", []string{"--dry-run"}, "--once is required"},
-		{"an unknown flag", []string{"--once", "--resync-period=1m"}, "unknown flag: --resync-period"},
-		{"a cap above the ceiling", []string{"--once", "--max-deletions-per-pass=10", "--halt-above=5"}, "ceiling (5) must not be below the per-pass cap (10)"},
-		// A zero safety limit would become its default (50, 500, 10/s): an operator who
-		// writes 0 to mean "delete nothing" must be told, not obeyed otherwise.
-		{"a zero cap", []string{"--once", "--max-deletions-per-pass=0"}, "--max-deletions-per-pass=0"},
-		{"a zero ceiling", []string{"--once", "--halt-above=0"}, "--halt-above=0"},
-		{"a zero deletion rate", []string{"--once", "--deletion-qps=0"}, "--deletion-qps=0"},
+		{"a replica's resync flag", []string{"--once", "--resync-period=1m"}, "unknown flag: --resync-period"},
+		{"a resync setting is the file's", []string{"--once", "--min-age=1m"}, "unknown flag: --min-age"},
+		// A zero safety limit in the file is refused, naming the way to delete nothing.
+		{"a zero cap", []string{"--once", writeConfig(t, ourConfig+"resync: {maxDeletionsPerPass: 0}\n")}, "resync.maxDeletionsPerPass: Invalid value: 0: must be at least 1; to delete nothing set resync.dryRun"},
 	}
 	for _, tc := range cases {
 		_, err := parseSweep(tc.args...)
@@ -29,39 +26,33 @@ func TestSweepFlags(t *testing.T) {
 	}
 }
 
-func TestReplicaResyncFlags(t *testing.T) {
-	f, err := parseReplica("--identity=a", "--resync-min-age=10m", "--resync-dry-run", "--resync-period=20m")
+// TestSweepRunsTheFilesResync: the sweep's pass runs the file's resync settings, but
+// its period is long enough for the confirmation delay and it is on.
+func TestSweepRunsTheFilesResync(t *testing.T) {
+	c, err := parseSweep("--once", writeConfig(t, ourConfig+"resync: {enabled: false, minAge: 10m, confirmAfter: 9m, period: 10m, haltAbove: 7, maxDeletionsPerPass: 7}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := f.resync.options()
-	if o.Disabled || !o.DryRun || o.MinAge != 10*time.Minute || o.Period != 20*time.Minute {
-		t.Errorf("resync options %+v: want on, dry-run, minimum age 10m, period 20m", o)
-	}
-	if _, err := parseReplica("--identity=a", "--resync-max-deletions-per-pass=0"); err == nil || !strings.Contains(err.Error(), "--resync-max-deletions-per-pass=0") || !strings.Contains(err.Error(), "--resync-dry-run") {
-		t.Errorf("a zero deletion cap on a replica: got %v, want a refusal naming the flag and the way to delete nothing", err)
-	}
-	if _, err := parseReplica("--identity=a", "--resync-confirm-after=20m"); err == nil || !strings.Contains(err.Error(), "confirmation delay") {
-		t.Errorf("a confirmation delay beyond the period: got %v", err)
-	}
-	f, err = parseReplica("--identity=a", "--resync=false")
-	if err != nil || !f.resync.options().Disabled {
-		t.Errorf("--resync=false: got %v, disabled %t", err, f.resync.options().Disabled)
+	o := c.opts
+	if o.Disabled || o.MinAge != 10*time.Minute || o.ConfirmAfter != 9*time.Minute || o.Period != 18*time.Minute || o.HaltAbove != 7 {
+		t.Errorf("resync options %+v: want on, minimum age 10m, confirmation 9m, period 18m, ceiling 7", o)
 	}
 }
 
 // TestSweepIsADryRunUnlessAskedToDelete: an operator running the sweep to look at a
-// backlog deletes nothing unless the command line says --delete.
+// backlog deletes nothing unless the command line says --delete, whatever the file says.
 func TestSweepIsADryRunUnlessAskedToDelete(t *testing.T) {
+	notDry := writeConfig(t, ourConfig+"resync: {dryRun: false}\n")
+	dry := writeConfig(t, ourConfig+"resync: {dryRun: true}\n")
 	cases := []struct {
 		reason  string
 		args    []string
 		wantDry bool
 		wantErr string
 	}{
-		{"no flag: a dry run", []string{"--once"}, true, ""},
+		{"no flag: a dry run", []string{"--once", notDry}, true, ""},
 		{"--dry-run, as before: a dry run", []string{"--once", "--dry-run"}, true, ""},
-		{"--delete deletes", []string{"--once", "--delete"}, false, ""},
+		{"--delete deletes", []string{"--once", "--delete", dry}, false, ""},
 		{"both contradict each other", []string{"--once", "--delete", "--dry-run"}, false, "--delete and --dry-run"},
 	}
 	for _, tc := range cases {

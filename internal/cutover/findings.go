@@ -49,13 +49,13 @@ var Honoured = map[string][]string{
 	KindEndpointSlice: {FinalizerGC},
 }
 
-// Options are what the replicas will run with, as their flags say.
+// Options are what the replicas will run with, as their configuration file says.
 type Options struct {
-	// GatewayClass is the replicas' --gateway-class (default "anchorage").
+	// GatewayClass is the replicas' gateway.gatewayClassName (default "anchorage").
 	GatewayClass string
-	// IssuerName is the replicas' --issuer-name (default "anchorage").
+	// IssuerName is the replicas' gateway.certificateIssuer.name (default "anchorage").
 	IssuerName string
-	// DownstreamGatewayClass is the replicas' --downstream-gateway-class (default
+	// DownstreamGatewayClass is the replicas' gateway.downstreamGatewayClassName (default
 	// "anchorage-edge").
 	DownstreamGatewayClass string
 	// Projects, when not empty, limits the hub's per-project rows to these projects (the
@@ -216,7 +216,7 @@ func GatewayRows(project string, gws []gatewayv1.Gateway, left map[types.UID]boo
 		}
 		row := Row{Verdict: Changed, Project: project, Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name}
 		if class := string(gw.Spec.GatewayClassName); class != opts.GatewayClass {
-			row.Detail = fmt.Sprintf("HTTPProxy %s's Gateway: gatewayClassName %q becomes %q (--gateway-class); GatewayClass %q must exist on this plane, its controllerName the replicas' --controller-name",
+			row.Detail = fmt.Sprintf("HTTPProxy %s's Gateway: gatewayClassName %q becomes %q (gateway.gatewayClassName); GatewayClass %q must exist on this plane, its controllerName the replicas' gateway.controllerName",
 				proxy, class, opts.GatewayClass, opts.GatewayClass)
 			rows = append(rows, row)
 		}
@@ -371,7 +371,7 @@ func HubGatewayRows(gws []gatewayv1.Gateway, left LeftObjects, opts Options) []R
 		if class := string(gw.Spec.GatewayClassName); class != opts.DownstreamGatewayClass {
 			rows = append(rows, Row{
 				Verdict: Changed, Kind: KindGateway, Namespace: gw.Namespace, Name: gw.Name,
-				Detail: fmt.Sprintf("downstream copy of %s Gateway %s/%s: gatewayClassName %q becomes %q (--downstream-gateway-class); the edge serving %q takes it over and must run on the hub before anchorage starts",
+				Detail: fmt.Sprintf("downstream copy of %s Gateway %s/%s: gatewayClassName %q becomes %q (gateway.downstreamGatewayClassName); the edge serving %q takes it over and must run on the hub before anchorage starts",
 					up.whose(), up.Namespace, up.Name, class, opts.DownstreamGatewayClass, opts.DownstreamGatewayClass),
 			})
 		}
@@ -399,7 +399,7 @@ func HubCertificateRows(certs []unstructured.Unstructured, left LeftObjects, opt
 		if issuer != opts.IssuerName {
 			rows = append(rows, Row{
 				Verdict: Changed, Kind: KindCertificate, Namespace: c.GetNamespace(), Name: c.GetName(),
-				Detail: fmt.Sprintf("certificate of %s Gateway %s/%s: issuerRef.name %q becomes %q (--issuer-name), so cert-manager re-issues it from %q, which must exist and be ready on the hub before anchorage starts",
+				Detail: fmt.Sprintf("certificate of %s Gateway %s/%s: issuerRef.name %q becomes %q (gateway.certificateIssuer.name), so cert-manager re-issues it from %q, which must exist and be ready on the hub before anchorage starts",
 					up.whose(), up.Namespace, up.Name, issuer, opts.IssuerName, opts.IssuerName),
 			})
 		}

@@ -151,7 +151,7 @@ func TestGatewayRows(t *testing.T) {
 		want []string // details, in order
 	}{
 		{"the previous manager's class", gateway(controlledBy(objMeta("p", nil, false), "p"), "datum-external-global-proxy", "default-http"),
-			[]string{`gatewayClassName "datum-external-global-proxy" becomes "anchorage" (--gateway-class)`}},
+			[]string{`gatewayClassName "datum-external-global-proxy" becomes "anchorage" (gateway.gatewayClassName)`}},
 		{"already anchorage's class", gateway(controlledBy(objMeta("p", nil, false), "p"), "anchorage", "default-http", "default-https"), nil},
 		{"per-hostname HTTP listeners", gateway(controlledBy(objMeta("p", nil, false), "p"), "anchorage", "default-http", "http-hostname-0", "https-hostname-0", "http-hostname-1"),
 			[]string{`listeners http-hostname-0, http-hostname-1 become the one listener "http"`}},
@@ -256,7 +256,7 @@ func TestHubGatewayRows(t *testing.T) {
 	}
 	rows := HubGatewayRows(gws, left, Options{})
 	expectRows(t, "hub gateways", rows, "changed  Gateway ns-1 p")
-	expectDetail(t, "hub gateways", rows, "project acme's Gateway shop/p", `"datum-downstream-gateway" becomes "anchorage-edge" (--downstream-gateway-class)`)
+	expectDetail(t, "hub gateways", rows, "project acme's Gateway shop/p", `"datum-downstream-gateway" becomes "anchorage-edge" (gateway.downstreamGatewayClassName)`)
 	expectRows(t, "another project asked for", HubGatewayRows(gws, left, Options{Projects: []string{"other"}}))
 }
 
@@ -276,9 +276,9 @@ func TestHubCertificateRows(t *testing.T) {
 		cert("other", "letsencrypt-prod", "Other"),
 	}, LeftObjects{}, Options{})
 	expectRows(t, "certificates", rows, "changed  Certificate ns-1 p-https-hostname-0")
-	expectDetail(t, "certificates", rows, `issuerRef.name "letsencrypt-prod" becomes "anchorage" (--issuer-name)`, "re-issues")
+	expectDetail(t, "certificates", rows, `issuerRef.name "letsencrypt-prod" becomes "anchorage" (gateway.certificateIssuer.name)`, "re-issues")
 	rows = HubCertificateRows([]unstructured.Unstructured{cert("p-default-https", "anchorage", "Gateway")}, LeftObjects{}, Options{IssuerName: "le"})
-	expectRows(t, "another --issuer-name", rows, "changed  Certificate ns-1 p-default-https")
+	expectRows(t, "another gateway.certificateIssuer.name", rows, "changed  Certificate ns-1 p-default-https")
 	rows = HubCertificateRows([]unstructured.Unstructured{cert("p-default-https", "x", "Gateway")}, LeftObjects{Gateways: map[Upstream]bool{{"acme", "shop", "p"}: true}}, Options{})
 	expectRows(t, "a left proxy's", rows)
 }

@@ -3,21 +3,25 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"anchorage/internal/app"
+	"anchorage/pkg/config"
 	"anchorage/pkg/shard"
 )
 
 // FastTimings are the shortened protocol timings every replica outside production runs
 // with: the integration tests' in-process managers (WithTimings) and the demo's and
-// bench's manager processes (TimingFlags), so a hand-over takes seconds, not the
+// bench's manager processes (SetTimings), so a hand-over takes seconds, not the
 // production defaults' tens of seconds. The claim deadline leaves room for engaging a
 // project's informers on a loaded 2-core machine running three replicas.
 var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}
@@ -27,15 +31,38 @@ func WithTimings(t shard.Timings) func(*app.Options) {
 	return func(o *app.Options) { o.Timings = t }
 }
 
-// TimingFlags are the manager's command-line flags (cmd/manager) for t, so a manager
-// process runs the timings an in-process manager gets from WithTimings. The manager has
-// flags for these four timings only; the others take their defaults from them.
-func TimingFlags(t shard.Timings) []string {
-	return []string{
-		"--lease-duration=" + t.LeaseDuration.String(),
-		"--renew-deadline=" + t.RenewDeadline.String(),
-		"--retry-period=" + t.RetryPeriod.String(),
-		"--claim-deadline=" + t.ClaimDeadline.String(),
+// WriteConfig writes a manager configuration file (pkg/config) to path for a manager
+// process's --config: the defaults, as a deployed replica's file starts, changed by edit
+// (nil changes nothing). The processes the demo and bench start take every setting the
+// replicas share from this file, as deployed replicas do. A configuration Validate
+// refuses is not written, so a mistake fails the caller, not a process whose log must be
+// read.
+func WriteConfig(path string, edit func(*config.ManagerConfiguration)) error {
+	c := config.Default()
+	if edit != nil {
+		edit(&c)
+	}
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("manager configuration for %s: %w", path, err)
+	}
+	data, err := yaml.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// SetTimings sets the four protocol timings of a configuration file (sharding.*) to t's,
+// so a manager process runs the timings an in-process manager gets from WithTimings. A
+// zero ClaimDeadline leaves the key out: 2 x leaseDuration, as in shard.Timings. The
+// other timings take their defaults from these four in both.
+func SetTimings(c *config.ManagerConfiguration, t shard.Timings) {
+	c.Sharding.LeaseDuration = metav1.Duration{Duration: t.LeaseDuration}
+	c.Sharding.RenewDeadline = metav1.Duration{Duration: t.RenewDeadline}
+	c.Sharding.RetryPeriod = metav1.Duration{Duration: t.RetryPeriod}
+	c.Sharding.ClaimDeadline = nil
+	if t.ClaimDeadline != 0 {
+		c.Sharding.ClaimDeadline = &metav1.Duration{Duration: t.ClaimDeadline}
 	}
 }
 

@@ -36,7 +36,7 @@ package planerbac
 // HTTPProxy, Gateway, HTTPRoute and EndpointSlice, covered above, and the kinds the
 // previous manager's replicator anchored, get only, below; Secrets and ConfigMaps
 // never). An operator
-// who adds a kind to --resync-owner-kinds grants get on it in a role of their own
+// who adds a kind to resync.ownerKinds grants get on it in a role of their own
 // (docs/operations.md).
 //
 // +kubebuilder:rbac:groups=gateway.envoyproxy.io,resources=backends;backendtrafficpolicies;securitypolicies;httproutefilters,verbs=get

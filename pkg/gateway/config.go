@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -111,9 +112,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
-// Validate reports the first field, after defaulting, that the API servers would refuse.
+// Validate reports every field, after defaulting, that the API servers would refuse.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
+	var errs []error
 	for _, f := range []struct{ name, value string }{
 		{"gateway class", c.GatewayClassName},
 		{"downstream gateway class", c.DownstreamGatewayClassName},
@@ -121,31 +123,31 @@ func (c Config) Validate() error {
 		{"hostname claims namespace", c.HostnameClaimsNamespace},
 		{"certificate issuer group", c.CertificateIssuer.Group},
 	} {
-		if errs := validation.IsDNS1123Subdomain(f.value); len(errs) > 0 {
-			return fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(errs, "; "))
+		if msgs := validation.IsDNS1123Subdomain(f.value); len(msgs) > 0 {
+			errs = append(errs, fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(msgs, "; ")))
 		}
 	}
 	if c.Workers < 1 {
-		return fmt.Errorf("workers %d: want at least 1", c.Workers)
+		errs = append(errs, fmt.Errorf("workers %d: want at least 1", c.Workers))
 	}
 	if c.ProjectWorkers < 1 {
-		return fmt.Errorf("project workers %d: want at least 1", c.ProjectWorkers)
+		errs = append(errs, fmt.Errorf("project workers %d: want at least 1", c.ProjectWorkers))
 	}
 	if c.ProjectHubWritesPerSecond <= 0 {
-		return fmt.Errorf("project hub writes per second %g: want more than 0", c.ProjectHubWritesPerSecond)
+		errs = append(errs, fmt.Errorf("project hub writes per second %g: want more than 0", c.ProjectHubWritesPerSecond))
 	}
 	if c.ProxiesPerProject < 1 {
-		return fmt.Errorf("proxies per project %d: want at least 1", c.ProxiesPerProject)
+		errs = append(errs, fmt.Errorf("proxies per project %d: want at least 1", c.ProxiesPerProject))
 	}
 	if c.CertificateIssuer.Kind != "Issuer" && c.CertificateIssuer.Kind != "ClusterIssuer" {
-		return fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind)
+		errs = append(errs, fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind))
 	}
 	// Gateway API: a domain-prefixed path, e.g. example.com/controller.
 	domain, path, ok := strings.Cut(c.ControllerName, "/")
 	if !ok || path == "" || len(validation.IsDNS1123Subdomain(domain)) > 0 {
-		return fmt.Errorf("controller name %q: want a domain-prefixed path such as example.com/gateway-controller", c.ControllerName)
+		errs = append(errs, fmt.Errorf("controller name %q: want a domain-prefixed path such as example.com/gateway-controller", c.ControllerName))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // controllerName returns ControllerName in its Gateway API type.

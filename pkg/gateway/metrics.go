@@ -65,7 +65,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"controller"}),
 		hubWriteWaits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchorage_project_hub_write_wait_seconds_total",
-			Help: "Seconds the hub writes of a project waited for its share of hub writes (--project-hub-writes-per-second), by project: a project that keeps this rising writes more than its share.",
+			Help: "Seconds the hub writes of a project waited for its share of hub writes (gateway.projectHubWritesPerSecond), by project: a project that keeps this rising writes more than its share.",
 		}, []string{"project"}),
 	}
 	var err error

@@ -150,6 +150,7 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	}
 	t.Logf("nothing left %s after the last delete", time.Since(settled).Round(time.Millisecond))
 
+	anchors.waitSeen(g, projects)
 	unguarded, checked, maxLate := unguardedHubCreates(g, projects, anchors.owners(), nil)
 	t.Logf("checked %d hub creates of %d proxies; latest relative to its proxy's delete commit: %s",
 		checked, len(proxies), maxLate.Round(time.Millisecond))
@@ -305,6 +306,27 @@ func (a *anchorWatch) owners() map[string]anchor.Owner {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return maps.Clone(a.owner)
+}
+
+// waitSeen waits until the watch has delivered every anchor that the hub's audit log
+// shows a replica creating in the projects' hub namespaces. unguardedHubCreates names
+// an anchor create's owner from the watch, and a watch trails the hub: an anchor listed
+// gone may not have reached it yet.
+func (a *anchorWatch) waitSeen(g Gomega, projects []raceProject) {
+	g.Eventually(func(g Gomega) {
+		events, err := hub.AuditEvents()
+		g.Expect(err).NotTo(HaveOccurred())
+		owners := a.owners()
+		for _, p := range projects {
+			for _, ev := range events {
+				ref := ev.ObjectRef
+				if ev.Verb == "create" && ref.Namespace == p.hubNS && strings.HasPrefix(ev.UserAgent, "anchorage/") &&
+					ref.Resource == "configmaps" && strings.HasPrefix(ref.Name, anchor.NamePrefix) {
+					g.Expect(owners).To(HaveKey(ref.Name), "the anchor watch saw %s/%s", ref.Namespace, ref.Name)
+				}
+			}
+		}
+	}, 10*time.Second, gwPoll).Should(Succeed())
 }
 
 func (a *anchorWatch) err() error {

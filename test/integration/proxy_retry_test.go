@@ -70,6 +70,7 @@ func TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard(t *testing.T) {
 	// Longer than client-go's wait after a Retry-After: a resent create has arrived.
 	time.Sleep(time.Until(deleted.Add(2 * time.Second)))
 
+	anchors.waitSeen(g, []raceProject{p})
 	unguarded, checked, maxLate := unguardedHubCreates(g, []raceProject{p}, anchors.owners(), map[string][]harness.FaultAnswer{proxy.Name: m.HubProxy.Answered()})
 	applied, _ := m.HubProxy.Applied()
 	t.Logf("checked %d hub creates; latest relative to the proxy's delete: %s; faults applied %v", checked, maxLate.Round(time.Millisecond), applied)

@@ -97,6 +97,42 @@ func (rt *resyncTest) passesUntil(m *harness.Manager, project string, within tim
 	return last
 }
 
+// passesUntilReported steps passes until cond holds for the last report, then until
+// a pass begun after that has run to its end, and returns that pass's report. A pass
+// reports only once it ends, after its deletes: when cond sees the anchors gone, the
+// pass that deleted the last of them may still be under way. One project's passes run
+// one after another, so once two more have ended (the one under way, if any, and one
+// begun after it), every pass that acted before cond held has reported, with the
+// metrics the resync updates before it reports: what a test then counts is complete.
+func (rt *resyncTest) passesUntilReported(m *harness.Manager, project string, within time.Duration, cond func(Gomega, resync.PassReport)) resync.PassReport {
+	rt.t.Helper()
+	rt.passesUntil(m, project, within, cond)
+	return rt.passes(m, project, 2)
+}
+
+// passesToLastDeletion counts the passes among reps that ran to their end (not cut
+// short) up to and including the last one that deleted an anchor or tried to (a failed
+// delete may still have committed): how many passes the collection took. A delete that
+// found the anchor already gone (a pass whose cache had not yet seen an earlier
+// deletion) deleted nothing.
+func passesToLastDeletion(reps []resync.PassReport) int {
+	last := -1
+	for i, r := range reps {
+		for _, a := range r.Anchors {
+			if (a.Action == resync.ActionDeleted && a.Detail != "already gone") || a.Action == resync.ActionFailed {
+				last = i
+			}
+		}
+	}
+	n := 0
+	for _, r := range reps[:last+1] {
+		if r.Aborted == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // gatewayOwner is the anchor owner of an upstream Gateway of this test.
 func (rt *resyncTest) gatewayOwner(name string, uid types.UID) anchor.Owner {
 	return anchor.Owner{Project: rt.project, Group: gatewayv1.GroupName, Kind: "Gateway", Namespace: rt.ns.Name, Name: name, UID: uid}

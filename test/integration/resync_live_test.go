@@ -377,8 +377,10 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 		}
 	}
 
-	before := m.ResyncLog.Passes(rt.project)
-	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, rep resync.PassReport) {
+	mark := len(m.ResyncLog.Reports(rt.project))
+	// Counted below: the passes through the one that deleted the last stranded anchor,
+	// which reports after the anchor is gone. Wait for its report too.
+	rt.passesUntilReported(m, rt.project, 3*time.Minute, func(g Gomega, rep resync.PassReport) {
 		var left []string
 		for _, s := range stranded {
 			if exists(ctx, g, s.anchor) {
@@ -388,7 +390,7 @@ func TestResyncClearsUnlabelledBacklog(t *testing.T) {
 		}
 		g.Expect(left).To(BeEmpty(), "stranded anchors left")
 	})
-	passes := m.ResyncLog.Passes(rt.project) - before
+	passes := passesToLastDeletion(m.ResyncLog.Reports(rt.project)[mark:])
 	t.Logf("40 stranded anchors collected in %d passes", passes)
 	g.Expect(passes).To(BeNumerically("<=", 6), "a proof, its confirmation, and a margin for a validity lapse")
 	g.Eventually(func(g Gomega) {
@@ -488,8 +490,10 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 	m := rt.startResync("forbidden", func(o *app.Options) {
 		o.Resync.LiveOwnerKinds = append(slices.Clone(resync.DefaultLiveOwnerKinds), schema.GroupKind{Kind: "ConfigMap"})
 	})
-	before := m.ResyncLog.Passes(rt.project)
-	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, rep resync.PassReport) {
+	mark := len(m.ResyncLog.Reports(rt.project))
+	// Counted below: the passes through the one that deleted the last orphan, which
+	// reports after the orphan is gone. Wait for its report too.
+	rt.passesUntilReported(m, rt.project, resyncPassesWithin, func(g Gomega, rep resync.PassReport) {
 		var left []string
 		for _, o := range orphans {
 			if exists(ctx, g, o.anchor) {
@@ -499,7 +503,7 @@ func TestResyncForbiddenKindDelaysNoOtherOrphan(t *testing.T) {
 		}
 		g.Expect(left).To(BeEmpty(), "orphans left")
 	})
-	passes := m.ResyncLog.Passes(rt.project) - before
+	passes := passesToLastDeletion(m.ResyncLog.Reports(rt.project)[mark:])
 	t.Logf("6 orphans collected in %d passes beside 4 forbidden anchors", passes)
 	// One pass records the proofs, the next confirms and collects; a margin for a
 	// validity lapse on a loaded machine.

@@ -23,6 +23,7 @@ import (
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/config"
 )
 
 // TestResyncThrottleDryRunSwitchAndExclusion: dry-run decides what a real pass decides
@@ -79,7 +80,9 @@ func TestResyncThrottleDryRunSwitchAndExclusion(t *testing.T) {
 	mark := len(m.ResyncLog.Reports(rt.project))
 	annotate(ctx, g, secret, resync.AnnotationExclude, "")
 
-	rt.passesUntil(m, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
+	// Counted below: the reports of the passes that deleted, the last of which reports
+	// after the last anchor is gone. Wait for it, not for the anchors alone.
+	rt.passesUntilReported(m, rt.project, resyncPassesWithin, func(g Gomega, _ resync.PassReport) {
 		for _, o := range orphans {
 			g.Expect(exists(ctx, g, o.anchor)).To(BeFalse())
 		}
@@ -269,9 +272,17 @@ func TestResyncSweepPrintsTheTable(t *testing.T) {
 	kcPath := filepath.Join(dir, "hub.kubeconfig")
 	g.Expect(os.WriteFile(kcPath, kc, 0o600)).To(Succeed())
 
+	// The sweep reads the namespace and the resync's ages from the configuration file,
+	// as the replicas do.
+	configPath := filepath.Join(dir, "config.yaml")
+	g.Expect(harness.WriteConfig(configPath, func(c *config.ManagerConfiguration) {
+		c.ProviderNamespace = rt.env.ProviderNamespace
+		c.Resync.MinAge = metav1.Duration{Duration: time.Millisecond}
+		c.Resync.ConfirmAfter = metav1.Duration{Duration: time.Second}
+	})).To(Succeed())
+
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, "sweep", "--once", "--dry-run", "--kubeconfig="+kcPath,
-		"--provider-namespace="+rt.env.ProviderNamespace, "--min-age=1ms", "--confirm-after=1s")
+	cmd := exec.Command(bin, "sweep", "--once", "--dry-run", "--kubeconfig="+kcPath, "--config="+configPath)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	g.Expect(cmd.Run()).To(Succeed(), "stderr:\n%s", stderr.String())
 	out := stdout.String()

@@ -80,6 +80,21 @@ func TestResyncRetiredProjectCollectedByTheCoordinator(t *testing.T) {
 		for _, a := range anchors {
 			g.Expect(exists(ctx, g, a)).To(BeFalse(), "anchor %s of the retired project", a.GetName())
 		}
+		// Counted below: the deleting passes' reports, which come after their deletes
+		// (and so after the deletes' audit records). Wait for them too.
+		reported := map[string]bool{}
+		for _, m := range replicas {
+			for _, r := range reportsSince(m, rt.project, mark) {
+				for _, a := range r.Anchors {
+					if a.Action == resync.ActionDeleted {
+						reported[a.Name] = true
+					}
+				}
+			}
+		}
+		for _, a := range anchors {
+			g.Expect(reported).To(HaveKey(a.GetName()), "the deletion of anchor %s reported", a.GetName())
+		}
 	}, retiredWithin, resyncPoll).Should(Succeed(), "the retired project's anchors are collected by the replicas")
 	for _, obj := range onHub {
 		g.Eventually(func(g Gomega) bool { return exists(ctx, g, obj) }, gwGCWithin, gwPoll).Should(BeFalse(), "%T %s", obj, obj.GetName())

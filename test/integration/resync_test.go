@@ -81,8 +81,10 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 	g.Expect(live).To(HaveLen(200))
 
 	start := time.Now()
-	before := m.ResyncLog.Passes(rt.project)
-	rt.passesUntil(m, rt.project, 3*time.Minute, func(g Gomega, _ resync.PassReport) {
+	mark := len(m.ResyncLog.Reports(rt.project))
+	// The pass counts, the reports and the deletion counter read below trail the
+	// anchors' absence (a pass reports and counts after its deletes): wait for them.
+	rt.passesUntilReported(m, rt.project, 3*time.Minute, func(g Gomega, _ resync.PassReport) {
 		left := 0
 		for _, s := range stranded {
 			if exists(ctx, g, s.anchor) {
@@ -91,7 +93,7 @@ func TestResyncClearsStrandedBacklog(t *testing.T) {
 		}
 		g.Expect(left).To(BeZero(), "stranded anchors left")
 	})
-	passes := m.ResyncLog.Passes(rt.project) - before
+	passes := passesToLastDeletion(m.ResyncLog.Reports(rt.project)[mark:])
 	t.Logf("145 stranded anchors collected in %d passes, %s", passes, time.Since(start).Round(time.Millisecond))
 	// Typically 4: one to record the proofs, then 50, 50 and 45 at the default cap (a
 	// validity lapse under load restarts the confirmation, hence the margin).

@@ -429,18 +429,23 @@ func TestShardCoordinatorWritesAFailureHandOverInParallel(t *testing.T) {
 	victim.Kill()
 	waitServedByOne(g, except(ms, victim), held, 30*time.Second)
 
-	events, err := e.Hub.AuditEvents()
-	g.Expect(err).NotTo(HaveOccurred())
-	first := map[string]time.Time{} // the coordinator's first write of each Lease after the kill
-	for _, ev := range events {
-		if ev.User.Username != coordinator.User || ev.Verb != "update" || !leaseNames[ev.ObjectRef.Name] || ev.RequestReceivedTimestamp.Before(killed) {
-			continue
+	// The new holders serve once they have seen the coordinator's writes, which the API
+	// server audits as it finishes each: wait for the audit records, not the serving.
+	var first map[string]time.Time // the coordinator's first write of each Lease after the kill
+	g.Eventually(func(g Gomega) {
+		events, err := e.Hub.AuditEvents()
+		g.Expect(err).NotTo(HaveOccurred())
+		first = map[string]time.Time{}
+		for _, ev := range events {
+			if ev.User.Username != coordinator.User || ev.Verb != "update" || !leaseNames[ev.ObjectRef.Name] || ev.RequestReceivedTimestamp.Before(killed) {
+				continue
+			}
+			if _, seen := first[ev.ObjectRef.Name]; !seen {
+				first[ev.ObjectRef.Name] = ev.RequestReceivedTimestamp
+			}
 		}
-		if _, seen := first[ev.ObjectRef.Name]; !seen {
-			first[ev.ObjectRef.Name] = ev.RequestReceivedTimestamp
-		}
-	}
-	g.Expect(first).To(HaveLen(len(held)), "the coordinator reassigned each of the victim's projects")
+		g.Expect(first).To(HaveLen(len(held)), "the coordinator reassigned each of the victim's projects")
+	}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	var earliest, latest time.Time
 	for _, at := range first {
 		if earliest.IsZero() || at.Before(earliest) {

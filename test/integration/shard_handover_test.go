@@ -166,14 +166,20 @@ func TestShardGracefulStopHandsEveryProjectOver(t *testing.T) {
 			lastHandOver = last
 		}
 		newUser := "anchorage-" + shard.PodOf(claimed[p])
-		var claimAt time.Time
-		for _, ev := range events {
-			if ev.ObjectRef.Name == name && ev.User.Username == newUser && ev.Verb == "update" && ev.RequestReceivedTimestamp.After(last) {
-				claimAt = ev.RequestReceivedTimestamp
-				break
+		// The claim read above is on the Lease; its audit record is written as the API
+		// server finishes that write, which may be a moment later: wait for the record.
+		g.Eventually(func(g Gomega) {
+			events, err := hub.AuditEvents()
+			g.Expect(err).NotTo(HaveOccurred())
+			var claimAt time.Time
+			for _, ev := range events {
+				if ev.ObjectRef.Name == name && ev.User.Username == newUser && ev.Verb == "update" && ev.RequestReceivedTimestamp.After(last) {
+					claimAt = ev.RequestReceivedTimestamp
+					break
+				}
 			}
-		}
-		g.Expect(claimAt.IsZero()).To(BeFalse(), "the new holder of %s claims after the victim's last write", p)
+			g.Expect(claimAt.IsZero()).To(BeFalse(), "the new holder of %s claims after the victim's last write", p)
+		}, 10*time.Second, 100*time.Millisecond).Should(Succeed())
 	}
 	// Issue 19, finding 6: the controllers served until the last hand-over was written,
 	// not only until the stop began.
@@ -323,12 +329,17 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 	g.Expect(moved).NotTo(BeEmpty())
 	g.Eventually(func() []string { return m1.Held(projects) }, 30*time.Second, 100*time.Millisecond).Should(ConsistOf(moved))
 	g.Consistently(func() []string { return m0.Held(moved) }, 2*time.Second, 100*time.Millisecond).Should(BeEmpty())
-	success, err := m0.Gauge("anchorage_shard_handovers_total", "result", "success")
-	g.Expect(err).NotTo(HaveOccurred())
+	// m0 counts a hand-over once its retry has conflicted and its re-read has found the
+	// write committed, which can come after m1 holds the project: wait for the count.
+	var success float64
+	g.Eventually(func() (float64, error) {
+		var err error
+		success, err = m0.Gauge("anchorage_shard_handovers_total", "result", "success")
+		return success, err
+	}, 10*time.Second, 100*time.Millisecond).Should(BeEquivalentTo(len(moved)), "every timed-out hand-over write was found committed")
 	lost, _ := m0.Gauge("anchorage_shard_handovers_total", "result", "lost")
 	invalid, _ := m0.Gauge("anchorage_shard_handovers_total", "result", "invalid")
 	t.Logf("hand-overs by the old owner: success=%v lost=%v invalid=%v, moved=%d", success, lost, invalid, len(moved))
-	g.Expect(success).To(BeEquivalentTo(len(moved)), "every timed-out hand-over write was found committed")
 	conflicts, err := m0.Gauge("anchorage_shard_lease_writes_total", "kind", "project", "result", "conflict")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(conflicts).To(BeNumerically(">=", 1), "the retry with the original precondition conflicted")

@@ -77,9 +77,10 @@ func TestShardEachProjectHasExactlyOneClaimedHolder(t *testing.T) {
 		n := len(m.Held(projects))
 		t.Logf("replica %s holds %d projects", m.Name, n)
 		g.Expect(float64(n)).To(BeNumerically("<=", 2*mean), "replica %s share", m.Name)
-		held, err := m.Gauge("anchorage_shard_projects_held")
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(held).To(BeEquivalentTo(n))
+		// A claim opens admission before the replica updates its gauges (after the
+		// Claimed Event's write): wait for the gauge, not only for the admission.
+		g.Eventually(func() (float64, error) { return m.Gauge("anchorage_shard_projects_held") }, 10*time.Second, 100*time.Millisecond).
+			Should(BeEquivalentTo(n), "replica %s's held gauge", m.Name)
 	}
 
 	// kubectl get leases tells the same story.

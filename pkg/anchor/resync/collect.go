@@ -100,7 +100,7 @@ func (p *pass) ceiling(ctx context.Context, candidates []*item, order []string, 
 		}
 	}
 	p.log.Info("Halting anchor deletion: more anchors can be collected than the per-pass ceiling", "collectable", collectable, "ceiling", p.opts.HaltAbove)
-	p.secretEvent(corev1.EventTypeWarning, "CollectionCeiling", "Halt", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise --resync-halt-above or collect by hand (docs/recovery.md).",
+	p.secretEvent(corev1.EventTypeWarning, "CollectionCeiling", "Halt", "Anchor deletion halted for project %s: %d anchors qualify for collection in one pass, above the ceiling of %d. Check the project's plane, then raise resync.haltAbove in the configuration or collect by hand (docs/recovery.md).",
 		p.project, collectable, p.opts.HaltAbove)
 	return true, nil
 }

@@ -288,7 +288,7 @@ func TestPassUnconfiguredKindIsUnknownAndNeverRead(t *testing.T) {
 	for _, a := range legacy {
 		l := f.line(second, a)
 		g.Expect(l.Verdict).To(Equal(Verdict{Decision: Unknown, Reason: ReasonKindNotConfigured}))
-		g.Expect(l.Detail).To(And(ContainSubstring("--resync-owner-kinds"), ContainSubstring("anchorage-project")))
+		g.Expect(l.Detail).To(And(ContainSubstring("resync.ownerKinds"), ContainSubstring("anchorage-project")))
 		g.Expect(f.exists(a)).To(BeTrue())
 	}
 	g.Expect(reads).To(BeZero(), "a kind not configured is never read")

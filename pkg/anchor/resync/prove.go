@@ -141,7 +141,7 @@ func (p *pass) readOwner(ctx context.Context, owner anchor.Owner) (Observation, 
 		if _, err := p.plane.Mapper.RESTMapping(gk); meta.IsNoMatchError(err) {
 			return Observation{State: NotServed}, err.Error(), nil
 		}
-		return Observation{State: NotConfigured}, fmt.Sprintf("kind-not-configured: the resync reads %s owners on no plane (add it to --resync-owner-kinds, and get on it to the plane's role, anchorage-project); anchors of this kind stay unknown until then", gk.String()), nil
+		return Observation{State: NotConfigured}, fmt.Sprintf("kind-not-configured: the resync reads %s owners on no plane (add it to the configuration's resync.ownerKinds, and get on it to the plane's role, anchorage-project); anchors of this kind stay unknown until then", gk.String()), nil
 	}
 	if detail, ok := p.forbidden[gk]; ok {
 		return Observation{State: Forbidden}, detail, nil

@@ -1,0 +1,356 @@
+// Package config is the manager's configuration file: one versioned document holding
+// every setting that is the same for every replica (the namespaces, the sharding
+// timings, the resync, the gateway data path and the clients), read once at start by
+// `manager --config` and `manager sweep --config` (docs/operations.md, Configuration).
+// What differs per process (kubeconfig, identity, weight, addresses, logging, the
+// record file) stays on the command line.
+//
+// Files: config.go (start here) holds the type, its defaults and Load; validate.go the
+// one Validate; previous.go reads the previous manager's NetworkServicesOperator
+// document into this type, key by key.
+//
+// Defaulting: Load decodes the file onto Default(), so a key the file leaves out keeps
+// its default and a key it sets, zero included, is what it says; Validate then refuses
+// a zero that means nothing. Only two defaults derive from another key, and they are
+// pointers so that absent and set stay apart: leaseNamespace (providerNamespace) and
+// sharding.claimDeadline (2 x sharding.leaseDuration).
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/gateway"
+	"anchorage/pkg/shard"
+)
+
+// The document's apiVersion and kind.
+var GroupVersion = schema.GroupVersion{Group: "config.anchorage.datumapis.com", Version: "v1alpha1"}
+
+const Kind = "ManagerConfiguration"
+
+// ManagerConfiguration is the manager's configuration file.
+type ManagerConfiguration struct {
+	metav1.TypeMeta `json:",inline"`
+	// ProviderNamespace is the hub namespace holding the projects' kubeconfig Secrets.
+	ProviderNamespace string `json:"providerNamespace"`
+	// LeaseNamespace is the hub namespace holding the member, coordinator and project
+	// Leases, the plane identity records and the deletion switch. Absent: providerNamespace.
+	LeaseNamespace *string `json:"leaseNamespace,omitempty"`
+	// HubTimeout is how long a replica waits for the hub at start; an unreachable hub
+	// ends the process with exit code 1.
+	HubTimeout metav1.Duration `json:"hubTimeout"`
+	// Sharding holds the member Lease protocol's timings, the same on every replica.
+	Sharding Sharding `json:"sharding"`
+	// Resync is the anchor resync, which collects anchors whose upstream owner is gone.
+	Resync Resync `json:"resync"`
+	// Gateway is the data path that programs proxies onto the hub.
+	Gateway Gateway `json:"gateway"`
+	// Clients are the rates of the manager's API clients.
+	Clients Clients `json:"clients"`
+}
+
+// Sharding holds the member Lease protocol's timings (client-go leaderelection's rules).
+type Sharding struct {
+	// LeaseDuration is how long a member Lease may go unrenewed before its member may be
+	// declared gone; must exceed renewDeadline.
+	LeaseDuration metav1.Duration `json:"leaseDuration"`
+	// RenewDeadline is the validity a renew grants from its send; must exceed
+	// 1.2 x retryPeriod.
+	RenewDeadline metav1.Duration `json:"renewDeadline"`
+	// RetryPeriod is the interval between renews and between coordinator passes.
+	RetryPeriod metav1.Duration `json:"retryPeriod"`
+	// ClaimDeadline is how long an assigned project may stay unclaimed before it moves
+	// on. Absent: 2 x leaseDuration.
+	ClaimDeadline *metav1.Duration `json:"claimDeadline,omitempty"`
+	// ProjectCallTimeout is the deadline of each request to a project's plane but
+	// watches: a plane that hangs delays only its own project's work.
+	ProjectCallTimeout metav1.Duration `json:"projectCallTimeout"`
+}
+
+// Resync is the anchor resync's settings (docs/operations.md, The anchor resync).
+type Resync struct {
+	// Enabled runs the resync on every replica.
+	Enabled bool `json:"enabled"`
+	// DryRun decides and reports, deleting nothing.
+	DryRun bool `json:"dryRun"`
+	// Period is the time between two passes over one project.
+	Period metav1.Duration `json:"period"`
+	// InitialJitter bounds the random delay of a project's first pass after its claim.
+	InitialJitter metav1.Duration `json:"initialJitter"`
+	// ConfirmAfter is how long after it was first seen a proof of absence must hold
+	// again; shorter than period.
+	ConfirmAfter metav1.Duration `json:"confirmAfter"`
+	// MinAge: anchors younger than this are never collected.
+	MinAge metav1.Duration `json:"minAge"`
+	// MaxDeletionsPerPass is how many anchors one pass over one project may collect; the
+	// rest wait for the next pass. To delete nothing, set dryRun.
+	MaxDeletionsPerPass int `json:"maxDeletionsPerPass"`
+	// HaltAbove: a pass that could collect more anchors of one project deletes none and
+	// raises an alert; not below maxDeletionsPerPass.
+	HaltAbove int `json:"haltAbove"`
+	// DeletionsPerSecond is the rate of anchor deletions.
+	DeletionsPerSecond float64 `json:"deletionsPerSecond"`
+	// Workers is how many passes run at once.
+	Workers int `json:"workers"`
+	// OwnerKinds are the owner kinds (group/Kind, Kind alone for the core group) read live
+	// on a project's plane to prove an owner absent; an anchor of another kind stays
+	// unknown. Each needs get in the plane's role. Secrets are refused.
+	OwnerKinds []string `json:"ownerKinds"`
+	// ExtraDependentKinds are hub kinds the dependents check lists besides anchors and
+	// what the live path writes, for legacy dependents of other kinds. Each needs its
+	// own list grant. Secrets and wildcards are refused.
+	ExtraDependentKinds []string `json:"extraDependentKinds"`
+}
+
+// Gateway is the gateway data path's settings.
+type Gateway struct {
+	// GatewayClassName is the class of the upstream Gateways this manager programs;
+	// Gateways of other classes are never touched.
+	GatewayClassName string `json:"gatewayClassName"`
+	// DownstreamGatewayClassName is the class written into the downstream Gateways on
+	// the hub.
+	DownstreamGatewayClassName string `json:"downstreamGatewayClassName"`
+	// ControllerName is this manager's name in Gateway API status (a domain-prefixed path).
+	ControllerName string `json:"controllerName"`
+	// CertificateIssuer is the cert-manager issuer every downstream Certificate names.
+	CertificateIssuer Issuer `json:"certificateIssuer"`
+	// HostnameClaimsNamespace is the hub namespace of the hostname claims (a ConfigMap
+	// per hostname): a hostname is programmed for the one Gateway holding its claim.
+	HostnameClaimsNamespace string `json:"hostnameClaimsNamespace"`
+	// AssumeWrittenIsProgrammed, for a hub where no gateway controller writes status (a
+	// hub without edges), counts a downstream copy written as programmed; off,
+	// Programmed follows the edge's status and stays False (reason Pending) until then.
+	AssumeWrittenIsProgrammed bool `json:"assumeWrittenIsProgrammed"`
+	// BackendReservedDomains are domains no proxy backend may be in (the name or any name
+	// under it); numeric-looking and non-ASCII hosts are always refused.
+	BackendReservedDomains []string `json:"backendReservedDomains"`
+	// Workers is how many reconciles each gateway controller runs at once; never two of
+	// the same object.
+	Workers int `json:"workers"`
+	// ProjectWorkers is how many of those one project may hold at once; the queue serves
+	// projects in turn.
+	ProjectWorkers int `json:"projectWorkers"`
+	// ProjectHubWritesPerSecond is the hub writes one project may make a second (burst
+	// twice that); a proxy costs about ten.
+	ProjectHubWritesPerSecond float64 `json:"projectHubWritesPerSecond"`
+	// ProxiesPerProject is how many proxies one project programs, the oldest first; the
+	// younger are Accepted=False with reason ProxyLimitReached.
+	ProxiesPerProject int `json:"proxiesPerProject"`
+}
+
+// Issuer names a cert-manager issuer.
+type Issuer struct {
+	// Name of the issuer.
+	Name string `json:"name"`
+	// Kind of the issuer: ClusterIssuer or Issuer.
+	Kind string `json:"kind"`
+	// Group is the issuer's API group.
+	Group string `json:"group"`
+}
+
+// Clients are the rates of the manager's API clients.
+type Clients struct {
+	// Hub is the client of the hub (Leases, anchors, every downstream object).
+	Hub ClientConnection `json:"hub"`
+	// Project is the client of each project's plane.
+	Project ClientConnection `json:"project"`
+}
+
+// ClientConnection is one API client's rate limit.
+type ClientConnection struct {
+	// QPS is the sustained requests a second before client-side throttling.
+	QPS float32 `json:"qps"`
+	// Burst is the requests allowed at once above qps.
+	Burst int `json:"burst"`
+}
+
+// Default returns the configuration of a file that sets nothing.
+func Default() ManagerConfiguration {
+	t, r := shard.DefaultTimings(), resync.Options{}.WithDefaults()
+	return ManagerConfiguration{
+		TypeMeta:          metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: Kind},
+		ProviderNamespace: "anchorage-system",
+		HubTimeout:        metav1.Duration{Duration: 10 * time.Second},
+		Sharding: Sharding{
+			LeaseDuration: metav1.Duration{Duration: t.LeaseDuration}, RenewDeadline: metav1.Duration{Duration: t.RenewDeadline},
+			RetryPeriod: metav1.Duration{Duration: t.RetryPeriod}, ProjectCallTimeout: metav1.Duration{Duration: shard.DefaultPlaneCallTimeout},
+		},
+		Resync: Resync{
+			Enabled: true, Period: metav1.Duration{Duration: r.Period}, InitialJitter: metav1.Duration{Duration: r.InitialJitter},
+			ConfirmAfter: metav1.Duration{Duration: r.ConfirmAfter}, MinAge: metav1.Duration{Duration: r.MinAge},
+			MaxDeletionsPerPass: r.MaxDeletionsPerPass, HaltAbove: r.HaltAbove, DeletionsPerSecond: float64(r.DeletionQPS), Workers: r.Workers,
+			OwnerKinds: formatKinds(r.LiveOwnerKinds), ExtraDependentKinds: []string{},
+		},
+		Gateway: Gateway{
+			GatewayClassName: gateway.DefaultGatewayClassName, DownstreamGatewayClassName: gateway.DefaultDownstreamGatewayClassName,
+			ControllerName:          gateway.DefaultControllerName,
+			CertificateIssuer:       Issuer{Name: gateway.DefaultIssuerName, Kind: gateway.DefaultIssuerKind, Group: gateway.DefaultIssuerGroup},
+			HostnameClaimsNamespace: gateway.DefaultHostnameClaimsNamespace,
+			BackendReservedDomains:  slices.Clone(gateway.DefaultBackendReservedDomains),
+			Workers:                 gateway.DefaultWorkers, ProjectWorkers: gateway.DefaultProjectWorkers,
+			ProjectHubWritesPerSecond: gateway.DefaultProjectHubWritesPerSecond, ProxiesPerProject: gateway.DefaultProxiesPerProject,
+		},
+		Clients: Clients{Hub: ClientConnection{QPS: 50, Burst: 100}, Project: ClientConnection{QPS: 50, Burst: 100}},
+	}
+}
+
+// Loaded is a configuration file, read, defaulted and valid.
+type Loaded struct {
+	ManagerConfiguration
+	// Path is the file it was read from ("" for the defaults).
+	Path string
+	// Keys, for a previous manager's document, say what each of its keys became, served
+	// or not (previous.go); empty for this manager's own document.
+	Keys []Key
+	// HubKubeconfig is the previous manager's downstreamResourceManagement.kubeconfigPath:
+	// the hub, when --kubeconfig is not given.
+	HubKubeconfig string
+
+	issuerParts issuerParts // previous.go, while a previous manager's document is read
+}
+
+// Load reads path as this manager's ManagerConfiguration or as the previous manager's
+// NetworkServicesOperator, decoded strictly (an unknown or repeated key is an error that
+// names it), defaulted and validated. An empty path is the defaults.
+func Load(path string) (*Loaded, error) {
+	l := &Loaded{ManagerConfiguration: Default(), Path: path}
+	if path == "" {
+		return l, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the configuration: %w", err)
+	}
+	if err := l.decode(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return l, nil
+}
+
+// decode reads data onto l's defaults as the kind its apiVersion and kind name.
+func (l *Loaded) decode(data []byte) error {
+	var tm metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &tm); err != nil {
+		return err
+	}
+	switch tm.GroupVersionKind() {
+	case GroupVersion.WithKind(Kind):
+		return strict(data, &l.ManagerConfiguration)
+	case previousGroupVersion.WithKind(previousKind):
+		return l.fromPrevious(data)
+	}
+	return fmt.Errorf("apiVersion %q kind %q: want %s %s, or the previous manager's %s %s",
+		tm.APIVersion, tm.Kind, GroupVersion, Kind, previousGroupVersion, previousKind)
+}
+
+// strict decodes YAML or JSON onto out, refusing unknown and repeated keys.
+func strict(data []byte, out any) error {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
+		return errors.New(unknownKey(err))
+	}
+	return nil
+}
+
+// unknownKey words json's errors as an operator reads them: the key, and what it wants.
+func unknownKey(err error) string {
+	const prefix = "json: unknown field "
+	var typed *json.UnmarshalTypeError
+	switch s := err.Error(); {
+	case strings.HasPrefix(s, prefix):
+		return "unknown key " + strings.TrimPrefix(s, prefix) + " (a misspelling? docs/operations.md, Configuration, lists every key)"
+	case errors.As(err, &typed) && typed.Type == reflect.TypeFor[string]():
+		return fmt.Sprintf("%s: want a string (a duration such as 15s or 1m30s, a name), got a %s; quote it", typed.Field, typed.Value)
+	case errors.As(err, &typed):
+		return fmt.Sprintf("%s: want a %s, got a %s", typed.Field, typed.Type, typed.Value)
+	}
+	return err.Error()
+}
+
+// LeaseNamespaceOrProvider is leaseNamespace, or providerNamespace when absent.
+func (c *ManagerConfiguration) LeaseNamespaceOrProvider() string {
+	if c.LeaseNamespace != nil {
+		return *c.LeaseNamespace
+	}
+	return c.ProviderNamespace
+}
+
+// Timings are the shard's timings.
+func (c *ManagerConfiguration) Timings() shard.Timings {
+	s := c.Sharding
+	t := shard.Timings{LeaseDuration: s.LeaseDuration.Duration, RenewDeadline: s.RenewDeadline.Duration, RetryPeriod: s.RetryPeriod.Duration}
+	if s.ClaimDeadline != nil {
+		t.ClaimDeadline = s.ClaimDeadline.Duration
+	}
+	return t.WithDefaults()
+}
+
+// ResyncOptions are the resync's options.
+func (c *ManagerConfiguration) ResyncOptions() resync.Options {
+	r := c.Resync
+	owners, _ := parseKinds(r.OwnerKinds)
+	extra, _ := parseKinds(r.ExtraDependentKinds)
+	return resync.Options{
+		Disabled: !r.Enabled, DryRun: r.DryRun,
+		Period: r.Period.Duration, InitialJitter: r.InitialJitter.Duration, ConfirmAfter: r.ConfirmAfter.Duration, MinAge: r.MinAge.Duration,
+		MaxDeletionsPerPass: r.MaxDeletionsPerPass, HaltAbove: r.HaltAbove, DeletionQPS: float32(r.DeletionsPerSecond), Workers: r.Workers,
+		LiveOwnerKinds: owners, ExtraDependentKinds: extra,
+	}
+}
+
+// GatewayConfig is the gateway data path's configuration.
+func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
+	g := c.Gateway
+	return gateway.Config{
+		GatewayClassName: g.GatewayClassName, DownstreamGatewayClassName: g.DownstreamGatewayClassName, ControllerName: g.ControllerName,
+		CertificateIssuer:         gateway.IssuerRef{Name: g.CertificateIssuer.Name, Kind: g.CertificateIssuer.Kind, Group: g.CertificateIssuer.Group},
+		HostnameClaimsNamespace:   g.HostnameClaimsNamespace,
+		AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed, BackendReservedDomains: slices.Clone(g.BackendReservedDomains),
+		Workers: g.Workers, ProjectWorkers: g.ProjectWorkers, ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
+	}
+}
+
+// parseKinds parses group/Kind strings; an empty list stays empty (not the default).
+func parseKinds(kinds []string) ([]schema.GroupKind, error) {
+	out := []schema.GroupKind{}
+	for _, k := range kinds {
+		gk, err := resync.ParseGroupKinds(k)
+		if err != nil {
+			return nil, err
+		}
+		if len(gk) != 1 {
+			return nil, fmt.Errorf("%q: want one group/Kind", k)
+		}
+		out = append(out, gk[0])
+	}
+	return out, nil
+}
+
+func formatKinds(kinds []schema.GroupKind) []string {
+	out := make([]string, 0, len(kinds))
+	for _, gk := range kinds {
+		out = append(out, resync.FormatGroupKinds([]schema.GroupKind{gk}))
+	}
+	return out
+}

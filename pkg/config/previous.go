@@ -1,0 +1,253 @@
+package config
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// The previous manager's document: network-services-operator's --server-config.
+var previousGroupVersion = schema.GroupVersion{Group: "apiserver.config.datumapis.com", Version: "v1alpha1"}
+
+const previousKind = "NetworkServicesOperator"
+
+// Key is what one key of the previous manager's document became here.
+type Key struct {
+	// Path is the key in the previous manager's document, e.g. httpProxy.gatewayClassName.
+	Path string `json:"path"`
+	// Value is what the document wrote (JSON), or "" when it left the key out and the
+	// previous manager's default applied.
+	Value string `json:"value,omitempty"`
+	// Became is this manager's key and value, or "" when the key is not served.
+	Became string `json:"became,omitempty"`
+	// Why says why a key is not served, and what replaces it.
+	Why string `json:"why,omitempty"`
+	// Lost: the previous manager did something here a tenant relies on that this manager
+	// does not do (yet).
+	Lost bool `json:"lost,omitempty"`
+}
+
+// previousRule is how one key of the previous manager's document is read.
+type previousRule struct {
+	key string
+	// def is the previous manager's default (JSON), applied when the document leaves the
+	// key out; "" for none.
+	def string
+	// apply sets this manager's settings from the key's JSON value and says what it
+	// became; nil when the key is not served.
+	apply func(l *Loaded, raw json.RawMessage) (string, error)
+	why   string
+	// lost marks a key whose behaviour this manager lacks, reported even when the
+	// document leaves it out (its default is the behaviour).
+	lost bool
+}
+
+// Not served yet: the behaviour arrives with its own work (docs/operations.md,
+// Configuration from the previous manager).
+const notYet = "not served yet: "
+
+// previousRules are the keys of the sections this manager reads key by key.
+var previousRules = []previousRule{
+	{key: "httpProxy.gatewayClassName", def: `"datum-external-global-proxy"`, apply: setString("gateway.gatewayClassName", func(l *Loaded) *string { return &l.Gateway.GatewayClassName })},
+	{key: "httpProxy.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
+	{key: "gateway.controllerName", def: `"gateway.networking.datumapis.com/external-global-proxy-controller"`, apply: setString("gateway.controllerName", func(l *Loaded) *string { return &l.Gateway.ControllerName })},
+	{key: "gateway.downstreamGatewayClassName", apply: setString("gateway.downstreamGatewayClassName", func(l *Loaded) *string { return &l.Gateway.DownstreamGatewayClassName })},
+	{key: "gateway.downstreamHostnameAccountingNamespace", def: `"datum-downstream-gateway-hostnames"`, apply: setString("gateway.hostnameClaimsNamespace", func(l *Loaded) *string { return &l.Gateway.HostnameClaimsNamespace })},
+	{key: "gateway.listenerTLSOptions", def: `{"gateway.networking.datumapis.com/certificate-issuer":"auto"}`, apply: issuerPart(func(l *Loaded) any { return &l.issuerParts.options })},
+	{key: "gateway.clusterIssuerMap", def: `{}`, apply: issuerPart(func(l *Loaded) any { return &l.issuerParts.byName })},
+	{key: "gateway.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
+	{key: "gateway.targetDomain", why: notYet + "platform hostnames and their DNS records", lost: true},
+	{key: "gateway.legacyTargetDomains", why: notYet + "platform hostnames under earlier target domains"},
+	{key: "gateway.ipFamilies", why: notYet + "the edge's address families follow its own configuration"},
+	{key: "gateway.disableHostnameVerification", why: notYet + "the previous manager programmed a hostname only when a Verified Domain covered it; this manager programs any hostname no other Gateway claims", lost: true},
+	{key: "gateway.defaultListenerTLSSecretName", why: notYet + "a shared certificate for the platform hostname's listener"},
+	{key: "gateway.certificateReissuance", why: notYet + "cert-manager's own backoff applies to a failed Certificate"},
+	{key: "gateway.coraza", why: notYet + "the WAF (TrafficProtectionPolicy) does not reach the edge", lost: true},
+	{key: "gateway.enableDNSIntegration", why: notYet + "DNS records for Gateway hostnames"},
+	{key: "gateway.downstreamGatewayNamespace", why: "this manager writes nothing there: every downstream object lives in ns-<upstream namespace UID>"},
+	{key: "gateway.permittedTLSOptions", why: "tenants' Gateways are not admitted here: this manager programs only the Gateways its proxies control"},
+	{key: "gateway.validPortNumbers", why: "tenants' Gateways are not admitted here: this manager programs only the Gateways its proxies control"},
+	{key: "gateway.validProtocolTypes", why: "tenants' Gateways are not admitted here: this manager programs only the Gateways its proxies control"},
+	{key: "gateway.httpRoutes", why: "tenants' HTTPRoutes are not admitted here: this manager programs only the routes its proxies control"},
+	{key: "gateway.extensionAPIValidationOptions", why: notYet + "edge policies (BackendTrafficPolicy, SecurityPolicy, HTTPRouteFilter) are not replicated"},
+	{key: "gateway.resourceReplicator", why: notYet + "the replicator's kinds are not mirrored; their stranded anchors are collected (resync.ownerKinds)"},
+	{key: "gateway.connectorInternalListenerName", why: "connector backends are not programmed here (Accepted=False, UnsupportedBackend)"},
+	{key: "gateway.errorPage", why: "served by the previous manager's Envoy extension server, which keeps running"},
+	{key: "gateway.eppEmissionEnabled", why: "served by the previous manager's Envoy extension server, which keeps running"},
+	{key: "gateway.enableDownstreamCertificateSolver", why: "the hub is read directly by its edges; no federation solver routes are written"},
+	{key: "gateway.deleteErroredChallenges", why: "cert-manager's own retry applies to an errored challenge"},
+	{key: "gateway.certificateService", why: "certificates are ordered from cert-manager on the hub (gateway.certificateIssuer)"},
+	{key: "leaderElection.leaseDuration", def: `"15s"`, apply: setDuration("sharding.leaseDuration", func(l *Loaded) *metav1.Duration { return &l.Sharding.LeaseDuration })},
+	{key: "leaderElection.renewDeadline", def: `"10s"`, apply: setDuration("sharding.renewDeadline", func(l *Loaded) *metav1.Duration { return &l.Sharding.RenewDeadline })},
+	{key: "leaderElection.retryPeriod", def: `"2s"`, apply: setDuration("sharding.retryPeriod", func(l *Loaded) *metav1.Duration { return &l.Sharding.RetryPeriod })},
+	{key: "downstreamClient.qps", def: `50`, apply: setNumber("clients.hub.qps", func(l *Loaded) any { return &l.Clients.Hub.QPS })},
+	{key: "downstreamClient.burst", def: `100`, apply: setNumber("clients.hub.burst", func(l *Loaded) any { return &l.Clients.Hub.Burst })},
+	{key: "projectClient.qps", def: `50`, apply: setNumber("clients.project.qps", func(l *Loaded) any { return &l.Clients.Project.QPS })},
+	{key: "projectClient.burst", def: `100`, apply: setNumber("clients.project.burst", func(l *Loaded) any { return &l.Clients.Project.Burst })},
+	{key: "downstreamResourceManagement.kubeconfigPath", apply: func(l *Loaded, raw json.RawMessage) (string, error) {
+		if err := json.Unmarshal(raw, &l.HubKubeconfig); err != nil {
+			return "", err
+		}
+		return "the hub's kubeconfig when --kubeconfig is not given: " + l.HubKubeconfig, nil
+	}},
+}
+
+// previousSections are the previous manager's sections this manager does not serve at
+// all, with what replaces each.
+var previousSections = map[string]string{
+	"metricsServer":            "the --metrics-bind-address and --metrics-secure flags",
+	"webhookServer":            "no admission webhook runs: the HTTPProxy CRD's rules and the Accepted condition take over",
+	"connector":                "connectors are not served here (connector backends are Accepted=False, UnsupportedBackend)",
+	"discovery":                "projects are the kubeconfig Secrets in providerNamespace",
+	"redis":                    "no cache is shared between replicas: each project has one owner (its Lease)",
+	"controlPlaneClient":       "Leases are on the hub: clients.hub",
+	"domainVerificationConfig": notYet + "Domain verification",
+	"domainRegistration":       notYet + "Domain registration data",
+	"ipam":                     "networks and IPAM are the previous manager's other controllers, not replaced here",
+	"networkInterface":         "network interfaces are the cell manager's, not replaced here",
+	"networkPresence":          "networks are the previous manager's other controllers, not replaced here",
+	"locationPublisher":        "locations are the previous manager's other controllers, not replaced here",
+}
+
+// switchedOff reports whether a lost key's value turned the behaviour off in the
+// previous manager too (disableHostnameVerification: true, coraza's disabled: true).
+func switchedOff(raw json.RawMessage) bool {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	m, _ := v.(map[string]any)
+	return v == true || m["disabled"] == true
+}
+
+// issuerParts gathers the two keys the certificate issuer comes from.
+type issuerParts struct {
+	options map[string]string
+	byName  map[string]string
+}
+
+// issuerOption is the listener TLS option that names the issuer to map.
+const issuerOption = "gateway.networking.datumapis.com/certificate-issuer"
+
+// fromPrevious reads the previous manager's document onto l, key by key: every key is
+// mapped, reported as not served, or refused as unknown.
+func (l *Loaded) fromPrevious(data []byte) error {
+	js, err := yaml.YAMLToJSONStrict(data)
+	if err != nil {
+		return err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return err
+	}
+	present := map[string]json.RawMessage{}
+	for _, section := range slices.Sorted(maps.Keys(doc)) {
+		raw := doc[section]
+		switch _, whole := previousSections[section]; {
+		case section == "apiVersion" || section == "kind":
+		case whole:
+			l.Keys = append(l.Keys, Key{Path: section, Value: compact(raw), Why: previousSections[section]})
+		case slices.ContainsFunc(previousRules, func(r previousRule) bool { return strings.HasPrefix(r.key, section+".") }):
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &keys); err != nil {
+				return fmt.Errorf("%s: %w", section, err)
+			}
+			for k, v := range keys {
+				present[section+"."+k] = v
+			}
+		default:
+			return fmt.Errorf("unknown key %q in the previous manager's document", section)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(present)) {
+		if !slices.ContainsFunc(previousRules, func(r previousRule) bool { return r.key == k }) {
+			return fmt.Errorf("unknown key %q in the previous manager's document", k)
+		}
+	}
+	for _, r := range previousRules {
+		raw, ok := present[r.key]
+		key := Key{Path: r.key, Value: compact(raw), Why: r.why, Lost: r.lost && !switchedOff(raw)}
+		switch {
+		case r.apply == nil && (ok || r.lost):
+			l.Keys = append(l.Keys, key)
+			continue
+		case r.apply == nil, !ok && r.def == "":
+			continue
+		case !ok:
+			raw = json.RawMessage(r.def)
+		}
+		became, err := r.apply(l, raw)
+		if err != nil {
+			return fmt.Errorf("%s: %w", r.key, err)
+		}
+		if became == "" { // one of the issuer's parts: reported with the issuer
+			continue
+		}
+		key.Became = became
+		l.Keys = append(l.Keys, key)
+	}
+	l.Keys = append(l.Keys, l.issuer(present))
+	return nil
+}
+
+// issuer sets the certificate issuer as the previous manager chose it: the listener TLS
+// option names an issuer, clusterIssuerMap maps it to a ClusterIssuer (or it is used as
+// it is).
+func (l *Loaded) issuer(present map[string]json.RawMessage) Key {
+	p := l.issuerParts
+	name := cmp.Or(p.options[issuerOption], "auto")
+	if mapped, ok := p.byName[name]; ok {
+		name = mapped
+	}
+	l.Gateway.CertificateIssuer = Issuer{Name: name, Kind: "ClusterIssuer", Group: "cert-manager.io"}
+	value := compact(present["gateway.clusterIssuerMap"])
+	return Key{Path: "gateway.clusterIssuerMap[gateway.listenerTLSOptions." + issuerOption + "]", Value: value,
+		Became: "gateway.certificateIssuer: ClusterIssuer " + name}
+}
+
+// issuerPart reads one of the issuer's parts into l; the issuer is set once both are read.
+func issuerPart(part func(*Loaded) any) func(*Loaded, json.RawMessage) (string, error) {
+	return func(l *Loaded, raw json.RawMessage) (string, error) { return "", json.Unmarshal(raw, part(l)) }
+}
+
+func setString(to string, field func(*Loaded) *string) func(*Loaded, json.RawMessage) (string, error) {
+	return func(l *Loaded, raw json.RawMessage) (string, error) {
+		if err := json.Unmarshal(raw, field(l)); err != nil {
+			return "", err
+		}
+		return to + ": " + *field(l), nil
+	}
+}
+
+func setDuration(to string, field func(*Loaded) *metav1.Duration) func(*Loaded, json.RawMessage) (string, error) {
+	return func(l *Loaded, raw json.RawMessage) (string, error) {
+		if err := json.Unmarshal(raw, field(l)); err != nil {
+			return "", err
+		}
+		return to + ": " + field(l).Duration.String(), nil
+	}
+}
+
+func setNumber(to string, field func(*Loaded) any) func(*Loaded, json.RawMessage) (string, error) {
+	return func(l *Loaded, raw json.RawMessage) (string, error) {
+		if err := json.Unmarshal(raw, field(l)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s: %v", to, reflect.ValueOf(field(l)).Elem()), nil
+	}
+}
+
+// compact is raw as one short line, "" for none.
+func compact(raw json.RawMessage) string {
+	s := strings.Join(strings.Fields(string(raw)), " ")
+	if len(s) > 120 {
+		s = s[:117] + "..."
+	}
+	return s
+}

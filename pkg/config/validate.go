@@ -1,0 +1,174 @@
+package config
+
+import (
+	"errors"
+	"math"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"anchorage/pkg/shard"
+)
+
+// Validate reports every problem of the configuration, each with its key's path, in one
+// error ("; " between them). It is the one check of the settings: the field checks are
+// here, and the rules between fields are the components' own (shard.Timings,
+// resync.Options, gateway.Config), called here with the keys' paths.
+func (c *ManagerConfiguration) Validate() error {
+	var errs field.ErrorList
+	namespace(&errs, field.NewPath("providerNamespace"), c.ProviderNamespace)
+	if c.LeaseNamespace != nil {
+		namespace(&errs, field.NewPath("leaseNamespace"), *c.LeaseNamespace)
+	}
+	positive(&errs, field.NewPath("hubTimeout"), c.HubTimeout)
+	errs = append(errs, c.validateSharding(field.NewPath("sharding"))...)
+	errs = append(errs, c.validateResync(field.NewPath("resync"))...)
+	errs = append(errs, c.validateGateway(field.NewPath("gateway"))...)
+	for name, cc := range map[string]ClientConnection{"hub": c.Clients.Hub, "project": c.Clients.Project} {
+		p := field.NewPath("clients", name)
+		if !(cc.QPS > 0) || math.IsInf(float64(cc.QPS), 0) {
+			errs = append(errs, field.Invalid(p.Child("qps"), cc.QPS, "must be positive and finite"))
+		}
+		if cc.Burst < 1 {
+			errs = append(errs, field.Invalid(p.Child("burst"), cc.Burst, "must be at least 1"))
+		}
+	}
+	return joinErrors(errs)
+}
+
+func (c *ManagerConfiguration) validateSharding(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	s := c.Sharding
+	positive(&errs, p.Child("leaseDuration"), s.LeaseDuration)
+	positive(&errs, p.Child("renewDeadline"), s.RenewDeadline)
+	positive(&errs, p.Child("retryPeriod"), s.RetryPeriod)
+	positive(&errs, p.Child("projectCallTimeout"), s.ProjectCallTimeout)
+	if s.ClaimDeadline != nil {
+		positive(&errs, p.Child("claimDeadline"), *s.ClaimDeadline)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	key := func(k string) string { return p.Child(k).String() }
+	err := c.Timings().ValidateNaming(shard.TimingNames{
+		LeaseDuration: key("leaseDuration"), RenewDeadline: key("renewDeadline"), RetryPeriod: key("retryPeriod"),
+		ClaimDeadline: key("claimDeadline"),
+		CallTimeout:   "the call timeout (half of " + key("leaseDuration") + " - " + key("renewDeadline") + ")",
+		DrainDeadline: "the drain deadline (2 x " + key("renewDeadline") + ")", ShutdownDeadline: "the shutdown deadline (4 x " + key("leaseDuration") + ")",
+	})
+	return between(p, err)
+}
+
+func (c *ManagerConfiguration) validateResync(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	r := c.Resync
+	positive(&errs, p.Child("period"), r.Period)
+	positive(&errs, p.Child("initialJitter"), r.InitialJitter)
+	positive(&errs, p.Child("confirmAfter"), r.ConfirmAfter)
+	positive(&errs, p.Child("minAge"), r.MinAge)
+	if r.MaxDeletionsPerPass < 1 {
+		errs = append(errs, field.Invalid(p.Child("maxDeletionsPerPass"), r.MaxDeletionsPerPass, "must be at least 1; to delete nothing set resync.dryRun (or the deletion switch, docs/recovery.md)"))
+	}
+	if r.HaltAbove < 1 {
+		errs = append(errs, field.Invalid(p.Child("haltAbove"), r.HaltAbove, "must be at least 1; to delete nothing set resync.dryRun (or the deletion switch, docs/recovery.md)"))
+	}
+	if !(r.DeletionsPerSecond > 0) || math.IsInf(r.DeletionsPerSecond, 0) {
+		errs = append(errs, field.Invalid(p.Child("deletionsPerSecond"), r.DeletionsPerSecond, "must be positive and finite; to delete nothing set resync.dryRun"))
+	}
+	if r.Workers < 1 {
+		errs = append(errs, field.Invalid(p.Child("workers"), r.Workers, "must be at least 1"))
+	}
+	for name, kinds := range map[string][]string{"ownerKinds": r.OwnerKinds, "extraDependentKinds": r.ExtraDependentKinds} {
+		for i, k := range kinds {
+			if _, err := parseKinds([]string{k}); err != nil {
+				errs = append(errs, field.Invalid(p.Child(name).Index(i), k, err.Error()))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return between(p, c.ResyncOptions().Validate())
+}
+
+func (c *ManagerConfiguration) validateGateway(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	g := c.Gateway
+	for _, f := range []struct {
+		key   *field.Path
+		value string
+	}{
+		{p.Child("gatewayClassName"), g.GatewayClassName}, {p.Child("downstreamGatewayClassName"), g.DownstreamGatewayClassName},
+		{p.Child("controllerName"), g.ControllerName}, {p.Child("hostnameClaimsNamespace"), g.HostnameClaimsNamespace},
+		{p.Child("certificateIssuer", "name"), g.CertificateIssuer.Name}, {p.Child("certificateIssuer", "kind"), g.CertificateIssuer.Kind},
+		{p.Child("certificateIssuer", "group"), g.CertificateIssuer.Group},
+	} {
+		if f.value == "" {
+			errs = append(errs, field.Required(f.key, ""))
+		}
+	}
+	for _, f := range []struct {
+		key   *field.Path
+		value int
+	}{{p.Child("workers"), g.Workers}, {p.Child("projectWorkers"), g.ProjectWorkers}, {p.Child("proxiesPerProject"), g.ProxiesPerProject}} {
+		if f.value < 1 {
+			errs = append(errs, field.Invalid(f.key, f.value, "must be at least 1"))
+		}
+	}
+	if !(g.ProjectHubWritesPerSecond > 0) || math.IsInf(g.ProjectHubWritesPerSecond, 0) {
+		errs = append(errs, field.Invalid(p.Child("projectHubWritesPerSecond"), g.ProjectHubWritesPerSecond, "must be positive and finite"))
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return between(p, c.GatewayConfig().Validate())
+}
+
+// positive refuses a duration that is not above zero.
+func positive(errs *field.ErrorList, p *field.Path, d metav1.Duration) {
+	if d.Duration <= 0 {
+		*errs = append(*errs, field.Invalid(p, d.Duration.String(), "must be positive (a duration such as 15s, 1m30s or 500ms)"))
+	}
+}
+
+// namespace refuses what is not a namespace name.
+func namespace(errs *field.ErrorList, p *field.Path, ns string) {
+	for _, msg := range validation.IsDNS1123Label(ns) {
+		*errs = append(*errs, field.Invalid(p, ns, msg))
+	}
+}
+
+// between is a component's rule between fields, reported on the section's path; the
+// component's message names the keys.
+func between(p *field.Path, err error) field.ErrorList {
+	if err == nil {
+		return nil
+	}
+	var out field.ErrorList
+	for _, e := range unjoin(err) {
+		out = append(out, &field.Error{Type: field.ErrorTypeInvalid, Field: p.String(), BadValue: field.OmitValueType{}, Detail: e.Error()})
+	}
+	return out
+}
+
+// unjoin splits an errors.Join into its errors.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// joinErrors makes one error of errs, each problem with its key.
+func joinErrors(errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msgs = append(msgs, e.Error())
+	}
+	return errors.New("invalid configuration: " + strings.Join(msgs, "; "))
+}
