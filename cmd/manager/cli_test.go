@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
@@ -140,6 +141,31 @@ func TestCommandsAndWhereFlagsGo(t *testing.T) {
 		_, _, _, err = cli("--identity=a", gone)
 		g.Expect(err).To(MatchError(ContainSubstring("unknown flag")), gone)
 	}
+}
+
+// TestOnlyPerProcessFlags: the command line holds what differs per process or per run;
+// every setting the replicas share is a key of the configuration file, not a flag too.
+func TestOnlyPerProcessFlags(t *testing.T) {
+	g := NewWithT(t)
+	root := newRootCommand(defaultRunners)
+	names := func(cmd *cobra.Command) []string {
+		var out []string
+		for _, fs := range []*pflag.FlagSet{cmd.LocalFlags(), cmd.InheritedFlags()} {
+			fs.VisitAll(func(f *pflag.Flag) {
+				if f.Name != "help" && f.Name != "version" {
+					out = append(out, f.Name)
+				}
+			})
+		}
+		return out
+	}
+	logging := []string{"log-level", "zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"}
+	g.Expect(names(root)).To(ConsistOf(append([]string{"config", "kubeconfig", "identity", "weight", "metrics-bind-address", "metrics-secure",
+		"health-probe-bind-address", "record-file"}, logging...)))
+	sweep, _, err := root.Find([]string{"sweep"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(names(sweep)).To(ConsistOf(append([]string{"config", "kubeconfig", "once", "delete", "dry-run", "force", "project", "output",
+		"cut-over-check"}, logging...)))
 }
 
 func TestVersion(t *testing.T) {

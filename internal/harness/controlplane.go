@@ -343,17 +343,24 @@ func ReadJSONLines[T any](path string, offset int64) ([]T, error) {
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		return nil, err
 	}
+	// Only whole lines: the API server may be writing the last one as it is read, and
+	// a line without its newline is left for the next read rather than failing this one.
 	var out []T
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 1<<20), 16<<20)
-	for s.Scan() {
+	r := bufio.NewReaderSize(f, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 		var e T
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
+		if err := json.Unmarshal(line, &e); err != nil {
 			return nil, fmt.Errorf("%s: parsing audit line: %w", path, err)
 		}
 		out = append(out, e)
 	}
-	return out, s.Err()
 }
 
 // WaitForAPI polls until the server answers a read through c, or ctx ends.
