@@ -224,6 +224,11 @@ func TestPreviousManagersDocument(t *testing.T) {
 	g.Expect(byPath["gateway.disableHostnameVerification"]).To(gomega.Equal(Key{Path: "gateway.disableHostnameVerification", Lost: true, Why: ruleFor(t, "gateway.disableHostnameVerification").why}))
 	g.Expect(byPath["gateway.coraza"].Lost).To(gomega.BeTrue())
 	g.Expect(byPath).NotTo(gomega.HaveKey("gateway.errorPage"), "a key the file leaves out and that loses nothing is not reported")
+	l, err = load(t, strings.Replace(previousDoc(t), "  listenerTLSOptions:\n", "  listenerTLSOptions:\n    gateway.networking.datumapis.com/min-tls-version: \"1.3\"\n", 1))
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(l.Keys).To(gomega.ContainElement(Key{Path: "gateway.listenerTLSOptions.gateway.networking.datumapis.com/min-tls-version", Value: "1.3",
+		Why: "only the certificate-issuer option is read: a listener's other TLS options are not programmed"}), "another listener option is reported, not dropped")
+	g.Expect(l.Gateway.CertificateIssuer.Name).To(gomega.Equal("letsencrypt-prod"))
 
 	// Switched off in the previous manager too: nothing is lost.
 	off := strings.Replace(previousDoc(t), "  coraza:\n", "  coraza:\n    disabled: true\n", 1)

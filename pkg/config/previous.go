@@ -192,23 +192,29 @@ func (l *Loaded) fromPrevious(data []byte) error {
 		key.Became = became
 		l.Keys = append(l.Keys, key)
 	}
-	l.Keys = append(l.Keys, l.issuer(present))
+	l.Keys = append(l.Keys, l.issuer(present)...)
 	return nil
 }
 
 // issuer sets the certificate issuer as the previous manager chose it: the listener TLS
 // option names an issuer, clusterIssuerMap maps it to a ClusterIssuer (or it is used as
-// it is).
-func (l *Loaded) issuer(present map[string]json.RawMessage) Key {
+// it is). The listener's other TLS options are not served.
+func (l *Loaded) issuer(present map[string]json.RawMessage) []Key {
 	p := l.issuerParts
 	name := cmp.Or(p.options[issuerOption], "auto")
 	if mapped, ok := p.byName[name]; ok {
 		name = mapped
 	}
 	l.Gateway.CertificateIssuer = Issuer{Name: name, Kind: "ClusterIssuer", Group: "cert-manager.io"}
-	value := compact(present["gateway.clusterIssuerMap"])
-	return Key{Path: "gateway.clusterIssuerMap[gateway.listenerTLSOptions." + issuerOption + "]", Value: value,
-		Became: "gateway.certificateIssuer: ClusterIssuer " + name}
+	keys := []Key{{Path: "gateway.clusterIssuerMap[gateway.listenerTLSOptions." + issuerOption + "]",
+		Value: compact(present["gateway.clusterIssuerMap"]), Became: "gateway.certificateIssuer: ClusterIssuer " + name}}
+	for _, option := range slices.Sorted(maps.Keys(p.options)) {
+		if option != issuerOption {
+			keys = append(keys, Key{Path: "gateway.listenerTLSOptions." + option, Value: p.options[option],
+				Why: "only the certificate-issuer option is read: a listener's other TLS options are not programmed"})
+		}
+	}
+	return keys
 }
 
 // issuerPart reads one of the issuer's parts into l; the issuer is set once both are read.
