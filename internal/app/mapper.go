@@ -40,16 +40,20 @@ type kindMapper struct {
 }
 
 // RESTMapping returns the mapping of gk in the first of versions the server serves it
-// in; with no versions, in the group's preferred version.
+// in; with no versions, in the first of the group's versions that serves it, the
+// preferred one first, as the dynamic mapper does. A kind need not be served in its
+// group's preferred version: the previous manager's planes serve HTTPProxy in v1alpha
+// and its Connectors in v1alpha1, which the server prefers (kube-like versions sort
+// first), and an anchor records no version.
 func (m *kindMapper) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
 	// An empty version is no version given; versions is the caller's, so it is cloned.
 	versions = slices.DeleteFunc(slices.Clone(versions), func(v string) bool { return v == "" })
 	if len(versions) == 0 {
-		preferred, err := m.preferredVersion(gk)
+		served, err := m.groupVersions(gk)
 		if err != nil {
 			return nil, err
 		}
-		versions = []string{preferred}
+		versions = served
 	}
 	for _, v := range versions {
 		mapping, err := m.mappingIn(gk.WithVersion(v))
@@ -105,16 +109,22 @@ func (m *kindMapper) mappingIn(gvk schema.GroupVersionKind) (*meta.RESTMapping, 
 	return nil, nil
 }
 
-// preferredVersion returns the version the server prefers for gk's group.
-func (m *kindMapper) preferredVersion(gk schema.GroupKind) (string, error) {
+// groupVersions returns the versions the server serves gk's group in, preferred first.
+func (m *kindMapper) groupVersions(gk schema.GroupKind) ([]string, error) {
 	groups, err := m.discovery.ServerGroups()
 	if err != nil {
-		return "", fmt.Errorf("discovering API groups: %w", err)
+		return nil, fmt.Errorf("discovering API groups: %w", err)
 	}
 	for _, g := range groups.Groups {
 		if g.Name == gk.Group {
-			return g.PreferredVersion.Version, nil
+			versions := []string{g.PreferredVersion.Version}
+			for _, v := range g.Versions {
+				if v.Version != g.PreferredVersion.Version {
+					versions = append(versions, v.Version)
+				}
+			}
+			return versions, nil
 		}
 	}
-	return "", &meta.NoKindMatchError{GroupKind: gk}
+	return nil, &meta.NoKindMatchError{GroupKind: gk}
 }

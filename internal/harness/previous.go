@@ -766,3 +766,25 @@ func PreviousCanonicalHostname(uid types.UID, targetDomain string) string {
 	w2 := prevWords[int(binary.BigEndian.Uint16(d[7:9]))%len(prevWords)]
 	return fmt.Sprintf("%s-%s-%s.%s", w1, w2, chars[:], targetDomain)
 }
+
+// HalfDeleted deletes the previous manager's proxy and leaves it with only the finalizers
+// keep of its two: a deletion the previous manager started and did not finish (its
+// replicator's part done and not its proxy controller's, or the reverse) when it was
+// scaled to zero.
+func HalfDeleted(ctx context.Context, plane client.Client, proxy *unstructured.Unstructured, keep ...string) error {
+	p := proxy.DeepCopy()
+	if err := plane.Delete(ctx, p); err != nil {
+		return fmt.Errorf("deleting proxy %s: %w", p.GetName(), err)
+	}
+	if err := plane.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
+		return err
+	}
+	p.SetFinalizers(keep)
+	return plane.Update(ctx, p)
+}
+
+// The previous manager's finalizers of an HTTPProxy, for HalfDeleted.
+const (
+	PreviousProxyFinalizer      = prevProxyFinalizer
+	PreviousReplicatorFinalizer = prevReplicatorFinalizer
+)

@@ -114,9 +114,9 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 	}, nil
 }
 
-// finalize deletes the Gateway, HTTPRoute and Services the proxy controls (UID
-// preconditions), and once the Gateway and route are gone (read live), the proxy's own
-// anchor, then removes the finalizers. Its waiting requeues call nothing on the hub.
+// finalize deletes the Gateway, HTTPRoute, Services and EndpointSlices the proxy
+// controls (UID preconditions), and once the Gateway and route are gone (read live), the
+// proxy's own anchor, then removes the finalizers. Its waiting requeues call nothing on the hub.
 func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool, error) {
 	if s.proxy.DeletionTimestamp == nil {
 		return false, nil
@@ -150,11 +150,11 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	if err := deleteControlled(ctx, reader, writer, s.proxy, &corev1.ServiceList{}); err != nil {
 		return true, err
 	}
-	if slices.Contains(finalizers, v1alpha.HTTPProxyReplicatorFinalizer) {
-		// The previous manager's backend EndpointSlices (EndpointSliceReconciler).
-		if err := deleteControlled(ctx, reader, writer, s.proxy, &discoveryv1.EndpointSliceList{}); err != nil {
-			return true, err
-		}
+	// The previous manager's backend EndpointSlices, whichever of its finalizers it left:
+	// a deletion it started may have ended its replicator's part and not its proxy's, and
+	// on a plane without a garbage collector a slice left here keeps its anchor for ever.
+	if err := deleteControlled(ctx, reader, writer, s.proxy, &discoveryv1.EndpointSliceList{}); err != nil {
+		return true, err
 	}
 	if remaining > 0 {
 		s.log.V(4).Info("Waiting for the proxy's Gateway and HTTPRoute to be finalized", "remaining", remaining)

@@ -251,6 +251,54 @@ func waitAcceptedByUs(gt *gatewayTest, name string) *v1alpha.HTTPProxy {
 	return p
 }
 
+// TestCutOverFinishesHalfDoneDeletions: proxies whose deletion the previous manager
+// started and did not finish (only its proxy controller's finalizer left, only its
+// replicator's, on an endpoint and on a connector proxy) are finalized here with nothing
+// left on the plane, which runs no garbage collector, nor on the hub: their Gateway,
+// HTTPRoute and backend EndpointSlices, their anchors and every hub object on them.
+func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
+	gt := newGatewayTest(t, planeA)
+	g, ctx := gt.g, gt.ctx
+	state, err := harness.LayDownPrevious(ctx, harness.PreviousInput{
+		Hub: hub.Client, Plane: gt.plane.Client, Project: gt.project, Namespace: gt.ns, Suffix: rand.String(6),
+		GatewayClass: gt.class, ControllerName: cutOverControllerName, DownstreamClass: cutOverDownstreamClass,
+		Issuer: cutOverIssuer, ClaimsNamespace: gt.env.ClaimsNamespace(),
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, w := range state.Webhooks {
+		g.Expect(gt.plane.Client.Delete(ctx, w)).To(Succeed())
+	}
+	half := map[string]string{
+		"plain":  harness.PreviousProxyFinalizer,      // the replicator's part done, not the proxy's
+		"secure": harness.PreviousReplicatorFinalizer, // the proxy's part done, not the replicator's
+		"tunnel": harness.PreviousProxyFinalizer,      // a connector proxy, never programmed here
+	}
+	for name, keep := range half {
+		g.Expect(harness.HalfDeleted(ctx, gt.plane.Client, state.Proxies[name].Proxy, keep)).To(Succeed())
+		g.Expect(state.Proxies[name].EndpointSlices).NotTo(BeEmpty(), "%s has the previous manager's backend slice", name)
+	}
+
+	gt.startManager("halfdone", func(o *app.Options) {
+		o.Gateway.ControllerName = cutOverControllerName
+		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
+		o.Gateway.CertificateIssuer.Name = cutOverIssuer
+		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second, MinAge: time.Millisecond}
+	})
+	g.Eventually(func(g Gomega) {
+		for name := range half {
+			for _, obj := range upstreamObjects(state.Proxies[name]) {
+				g.Expect(gone(ctx, gt.plane.Client, obj)).To(BeTrue(), "%s: upstream %T %s is gone", name, obj, obj.GetName())
+			}
+			for _, obj := range state.HubObjectsOf(name) {
+				if isTenantInstanceSlice(obj) {
+					continue
+				}
+				g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "%s: hub %T %s/%s is gone", name, obj, obj.GetNamespace(), obj.GetName())
+			}
+		}
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+}
+
 // hubUIDs maps every hub object laid down for the named proxies to its UID now ("" for
 // one that is gone).
 func hubUIDs(state *harness.PreviousState, names []string) map[string]types.UID {
