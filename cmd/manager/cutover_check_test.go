@@ -80,7 +80,7 @@ gateway: {gatewayClassName: datum-external-global-proxy, certificateIssuer: {nam
 		{"with --once too", []string{"--once", "--cut-over-check", "--delete", "--force"}, "--cut-over-check and --delete exclude each other"},
 		{"an unknown output", []string{"--cut-over-check", "-o", "yaml"}, `--output "yaml"`},
 		{"an empty project", []string{"--cut-over-check", "--project=a,,b"}, "--project: an empty project name"},
-		{"a class the replicas would refuse", []string{"--cut-over-check", writeConfig(t, ourConfig+"gateway: {gatewayClassName: Not_A_Class}\n")}, `gateway class "Not_A_Class"`},
+		{"a class the replicas would refuse", []string{"--cut-over-check", writeConfig(t, ourConfig+"gateway: {gatewayClassName: Not_A_Class}\n")}, `gateway.gatewayClassName: Invalid value: "Not_A_Class"`},
 		{"the replicas' flags are the file's", []string{"--cut-over-check", "--gateway-class=x"}, "unknown flag: --gateway-class"},
 	} {
 		_, err := parseSweep(tc.args...)

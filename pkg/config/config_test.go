@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,9 @@ import (
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
+
+// problem is how each problem in Validate's error begins.
+var problem = regexp.MustCompile(`: (Invalid|Required|Unsupported) value`)
 
 const head = "apiVersion: config.anchorage.datumapis.com/v1alpha1\nkind: ManagerConfiguration\n"
 
@@ -84,14 +88,14 @@ func TestValidate(t *testing.T) {
 		{"no hub wait", "hubTimeout: 0s", []string{"hubTimeout: Invalid value: \"0s\""}},
 		{"a bad provider namespace", "providerNamespace: Not_A_Namespace", []string{"providerNamespace: Invalid value: \"Not_A_Namespace\""}},
 		{"an empty lease namespace is not the provider's", "leaseNamespace: \"\"", []string{"leaseNamespace: Invalid value: \"\""}},
-		{"a bad gateway class", "gateway: {gatewayClassName: Not_A_Name}", []string{"gateway: Invalid value:", `gateway class "Not_A_Name"`}},
-		{"an empty class is not the default", "gateway: {gatewayClassName: \"\"}", []string{"gateway.gatewayClassName: Required value"}},
-		{"a bad downstream class", "gateway: {downstreamGatewayClassName: -x}", []string{`downstream gateway class "-x"`}},
-		{"a bad issuer kind", "gateway: {certificateIssuer: {kind: Vault}}", []string{`certificate issuer kind "Vault": want Issuer or ClusterIssuer`}},
-		{"a bad issuer group", "gateway: {certificateIssuer: {group: UPPER}}", []string{`certificate issuer group "UPPER"`}},
-		{"a bad issuer name", "gateway: {certificateIssuer: {name: a/b}}", []string{`certificate issuer name "a/b"`}},
-		{"a controller name without a domain", "gateway: {controllerName: gateway}", []string{`controller name "gateway": want a domain-prefixed path`}},
-		{"a bad claims namespace", "gateway: {hostnameClaimsNamespace: A}", []string{`hostname claims namespace "A"`}},
+		{"a bad gateway class", "gateway: {gatewayClassName: Not_A_Name}", []string{`gateway.gatewayClassName: Invalid value: "Not_A_Name": a lowercase RFC 1123 subdomain`}},
+		{"an empty class is not the default", "gateway: {gatewayClassName: \"\"}", []string{`gateway.gatewayClassName: Invalid value: ""`}},
+		{"a bad downstream class", "gateway: {downstreamGatewayClassName: -x}", []string{`gateway.downstreamGatewayClassName: Invalid value: "-x"`}},
+		{"a bad issuer kind", "gateway: {certificateIssuer: {kind: Vault}}", []string{`gateway.certificateIssuer.kind: Unsupported value: "Vault": supported values: "ClusterIssuer", "Issuer"`}},
+		{"a bad issuer group", "gateway: {certificateIssuer: {group: UPPER}}", []string{`gateway.certificateIssuer.group: Invalid value: "UPPER"`}},
+		{"a bad issuer name", "gateway: {certificateIssuer: {name: a/b}}", []string{`gateway.certificateIssuer.name: Invalid value: "a/b"`}},
+		{"a controller name without a domain", "gateway: {controllerName: gateway}", []string{`gateway.controllerName: Invalid value: "gateway": want a domain-prefixed path`}},
+		{"a bad claims namespace", "gateway: {hostnameClaimsNamespace: A}", []string{`gateway.hostnameClaimsNamespace: Invalid value: "A"`}},
 		{"no gateway worker", "gateway: {workers: 0}", []string{"gateway.workers: Invalid value: 0: must be at least 1"}},
 		{"no project worker", "gateway: {projectWorkers: 0}", []string{"gateway.projectWorkers: Invalid value: 0: must be at least 1"}},
 		{"no hub writes", "gateway: {projectHubWritesPerSecond: 0}", []string{"gateway.projectHubWritesPerSecond: Invalid value: 0: must be positive"}},
@@ -123,7 +127,7 @@ func TestValidate(t *testing.T) {
 				t.Errorf("%s: error %q does not say %q", tc.reason, err, w)
 			}
 		}
-		if n := strings.Count(err.Error(), " value"); n != 1 {
+		if n := len(problem.FindAllString(err.Error(), -1)); n != 1 {
 			t.Errorf("%s: %d problems reported for one: %q", tc.reason, n, err)
 		}
 	}

@@ -14,8 +14,8 @@ import (
 
 // Validate reports every problem of the configuration, each with its key's path, in one
 // error ("; " between them). It is the one check of the settings: the field checks are
-// here, and the rules between fields are the components' own (shard.Timings,
-// resync.Options, gateway.Config), called here with the keys' paths.
+// here, and the rules between fields that the components enforce themselves
+// (shard.Timings, resync.Options) are theirs, called here with the keys' paths.
 func (c *ManagerConfiguration) Validate() error {
 	var errs field.ErrorList
 	namespace(&errs, field.NewPath("providerNamespace"), c.ProviderNamespace)
@@ -101,13 +101,19 @@ func (c *ManagerConfiguration) validateGateway(p *field.Path) field.ErrorList {
 		value string
 	}{
 		{p.Child("gatewayClassName"), g.GatewayClassName}, {p.Child("downstreamGatewayClassName"), g.DownstreamGatewayClassName},
-		{p.Child("controllerName"), g.ControllerName}, {p.Child("hostnameClaimsNamespace"), g.HostnameClaimsNamespace},
-		{p.Child("certificateIssuer", "name"), g.CertificateIssuer.Name}, {p.Child("certificateIssuer", "kind"), g.CertificateIssuer.Kind},
-		{p.Child("certificateIssuer", "group"), g.CertificateIssuer.Group},
+		{p.Child("certificateIssuer", "name"), g.CertificateIssuer.Name}, {p.Child("certificateIssuer", "group"), g.CertificateIssuer.Group},
 	} {
-		if f.value == "" {
-			errs = append(errs, field.Required(f.key, ""))
+		for _, msg := range validation.IsDNS1123Subdomain(f.value) {
+			errs = append(errs, field.Invalid(f.key, f.value, msg))
 		}
+	}
+	namespace(&errs, p.Child("hostnameClaimsNamespace"), g.HostnameClaimsNamespace)
+	if k := g.CertificateIssuer.Kind; k != "Issuer" && k != "ClusterIssuer" {
+		errs = append(errs, field.NotSupported(p.Child("certificateIssuer", "kind"), k, []string{"ClusterIssuer", "Issuer"}))
+	}
+	// Gateway API's controller name: a domain-prefixed path.
+	if domain, path, ok := strings.Cut(g.ControllerName, "/"); !ok || path == "" || len(validation.IsDNS1123Subdomain(domain)) > 0 {
+		errs = append(errs, field.Invalid(p.Child("controllerName"), g.ControllerName, "want a domain-prefixed path such as example.com/gateway-controller"))
 	}
 	for _, f := range []struct {
 		key   *field.Path
@@ -120,10 +126,7 @@ func (c *ManagerConfiguration) validateGateway(p *field.Path) field.ErrorList {
 	if !(g.ProjectHubWritesPerSecond > 0) || math.IsInf(g.ProjectHubWritesPerSecond, 0) {
 		errs = append(errs, field.Invalid(p.Child("projectHubWritesPerSecond"), g.ProjectHubWritesPerSecond, "must be positive and finite"))
 	}
-	if len(errs) > 0 {
-		return errs
-	}
-	return between(p, c.GatewayConfig().Validate())
+	return errs
 }
 
 // positive refuses a duration that is not above zero.

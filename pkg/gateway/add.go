@@ -91,10 +91,7 @@ const routeParentIndex = "anchorage.parentGateway"
 // to mgr. Each watches its kind on every project; the Gateway and HTTPRoute controllers
 // also watch their downstream objects on the hub, mapped back through their labels.
 func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) (*Setup, error) {
-	opts.Config = opts.Config.WithDefaults()
-	if err := opts.Config.Validate(); err != nil {
-		return nil, fmt.Errorf("gateway configuration: %w", err)
-	}
+	opts.Config = opts.Config.WithDefaults() // checked by pkg/config, the settings' one check
 	opts.Clusters = cmp.Or(opts.Clusters, ManagerClusters(mgr))
 	opts.Admission = cmp.Or[Admission](opts.Admission, OpenAdmission{})
 	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, ctrlmetrics.Registry)

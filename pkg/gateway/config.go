@@ -2,12 +2,8 @@ package gateway
 
 import (
 	"cmp"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 
-	"k8s.io/apimachinery/pkg/util/validation"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -58,8 +54,8 @@ type IssuerRef struct {
 	Group string
 }
 
-// Config is what the gateway data path is told by flags. Zero values take the Default
-// constants; Validate refuses what the API servers would.
+// Config is what the gateway data path is told by the configuration file (pkg/config,
+// which checks it). Zero values take the Default constants.
 type Config struct {
 	// GatewayClassName is the class of the upstream Gateways this manager writes and
 	// mirrors; Gateways of other classes are never touched.
@@ -110,44 +106,6 @@ func (c Config) WithDefaults() Config {
 	c.ProjectHubWritesPerSecond = cmp.Or(c.ProjectHubWritesPerSecond, DefaultProjectHubWritesPerSecond)
 	c.ProxiesPerProject = cmp.Or(c.ProxiesPerProject, DefaultProxiesPerProject)
 	return c
-}
-
-// Validate reports every field, after defaulting, that the API servers would refuse.
-func (c Config) Validate() error {
-	c = c.WithDefaults()
-	var errs []error
-	for _, f := range []struct{ name, value string }{
-		{"gateway class", c.GatewayClassName},
-		{"downstream gateway class", c.DownstreamGatewayClassName},
-		{"certificate issuer name", c.CertificateIssuer.Name},
-		{"hostname claims namespace", c.HostnameClaimsNamespace},
-		{"certificate issuer group", c.CertificateIssuer.Group},
-	} {
-		if msgs := validation.IsDNS1123Subdomain(f.value); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s %q: %s", f.name, f.value, strings.Join(msgs, "; ")))
-		}
-	}
-	if c.Workers < 1 {
-		errs = append(errs, fmt.Errorf("workers %d: want at least 1", c.Workers))
-	}
-	if c.ProjectWorkers < 1 {
-		errs = append(errs, fmt.Errorf("project workers %d: want at least 1", c.ProjectWorkers))
-	}
-	if c.ProjectHubWritesPerSecond <= 0 {
-		errs = append(errs, fmt.Errorf("project hub writes per second %g: want more than 0", c.ProjectHubWritesPerSecond))
-	}
-	if c.ProxiesPerProject < 1 {
-		errs = append(errs, fmt.Errorf("proxies per project %d: want at least 1", c.ProxiesPerProject))
-	}
-	if c.CertificateIssuer.Kind != "Issuer" && c.CertificateIssuer.Kind != "ClusterIssuer" {
-		errs = append(errs, fmt.Errorf("certificate issuer kind %q: want Issuer or ClusterIssuer", c.CertificateIssuer.Kind))
-	}
-	// Gateway API: a domain-prefixed path, e.g. example.com/controller.
-	domain, path, ok := strings.Cut(c.ControllerName, "/")
-	if !ok || path == "" || len(validation.IsDNS1123Subdomain(domain)) > 0 {
-		errs = append(errs, fmt.Errorf("controller name %q: want a domain-prefixed path such as example.com/gateway-controller", c.ControllerName))
-	}
-	return errors.Join(errs...)
 }
 
 // controllerName returns ControllerName in its Gateway API type.

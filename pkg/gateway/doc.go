@@ -11,7 +11,7 @@
 //   - add.go: SetupWithManager, Options, the controllers and their watches (For filters
 //     that drop a reconcile's own writes, a finalizer's request first); Setup.Enqueue,
 //     and hub objects mapped back to their upstream owners.
-//   - config.go: Config, its defaults and Validate; the finalizer names.
+//   - config.go: Config and its defaults (pkg/config checks the values); the finalizer names.
 //   - clusters.go: Clusters and Admission (what the shard provides), liveClient; the
 //     reconcile runner admitAndRun, phases, admission refusals.
 //   - httpproxy_reconciler.go: proxy -> upstream Gateway, HTTPRoute and Services.
