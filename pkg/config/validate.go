@@ -26,8 +26,11 @@ func (c *ManagerConfiguration) Validate() error {
 	errs = append(errs, c.validateSharding(field.NewPath("sharding"))...)
 	errs = append(errs, c.validateResync(field.NewPath("resync"))...)
 	errs = append(errs, c.validateGateway(field.NewPath("gateway"))...)
-	for name, cc := range map[string]ClientConnection{"hub": c.Clients.Hub, "project": c.Clients.Project} {
-		p := field.NewPath("clients", name)
+	for _, client := range []struct {
+		name string
+		cc   ClientConnection
+	}{{"hub", c.Clients.Hub}, {"project", c.Clients.Project}} {
+		p, cc := field.NewPath("clients", client.name), client.cc
 		if !(cc.QPS > 0) || math.IsInf(float64(cc.QPS), 0) {
 			errs = append(errs, field.Invalid(p.Child("qps"), cc.QPS, "must be positive and finite"))
 		}
@@ -80,10 +83,13 @@ func (c *ManagerConfiguration) validateResync(p *field.Path) field.ErrorList {
 	if r.Workers < 1 {
 		errs = append(errs, field.Invalid(p.Child("workers"), r.Workers, "must be at least 1"))
 	}
-	for name, kinds := range map[string][]string{"ownerKinds": r.OwnerKinds, "extraDependentKinds": r.ExtraDependentKinds} {
-		for i, k := range kinds {
+	for _, list := range []struct {
+		name  string
+		kinds []string
+	}{{"ownerKinds", r.OwnerKinds}, {"extraDependentKinds", r.ExtraDependentKinds}} {
+		for i, k := range list.kinds {
 			if _, err := parseKinds([]string{k}); err != nil {
-				errs = append(errs, field.Invalid(p.Child(name).Index(i), k, err.Error()))
+				errs = append(errs, field.Invalid(p.Child(list.name).Index(i), k, err.Error()))
 			}
 		}
 	}
