@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"os/exec"
@@ -271,13 +272,18 @@ func selfSigned(dns []string) (certPEM, keyPEM []byte, err error) {
 // Publish writes the verdict's status onto the hub's Gateways and HTTPRoutes, as the
 // edge's gateway controller does: the Gateway's conditions, addresses and listeners, and
 // the route's status.parents entries of the edge's controller (others' are kept). An
-// object whose status already reads so is not written.
+// object whose status already reads so is not written. Each object is written on its
+// own: one that is gone is skipped, and one the hub refuses (Envoy Gateway joins several
+// reasons into one that the HTTPRoute schema rejects) holds up no other; the refusals are
+// returned together once every object was tried.
 func (e *Edge) Publish(ctx context.Context, v *EdgeVerdict) error {
+	var errs []error
 	for i := range v.Gateways {
 		want := &v.Gateways[i]
 		gw := &gatewayv1.Gateway{}
 		if err := e.Hub.Get(ctx, client.ObjectKeyFromObject(want), gw); err != nil {
-			return client.IgnoreNotFound(err)
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
 		}
 		status := *want.Status.DeepCopy()
 		stampTransitions(status.Conditions, gw.Status.Conditions)
@@ -294,15 +300,14 @@ func (e *Edge) Publish(ctx context.Context, v *EdgeVerdict) error {
 			continue
 		}
 		gw.Status = status
-		if err := e.Hub.Status().Update(ctx, gw); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+		errs = append(errs, client.IgnoreNotFound(e.Hub.Status().Update(ctx, gw)))
 	}
 	for i := range v.HTTPRoutes {
 		want := &v.HTTPRoutes[i]
 		route := &gatewayv1.HTTPRoute{}
 		if err := e.Hub.Get(ctx, client.ObjectKeyFromObject(want), route); err != nil {
-			return client.IgnoreNotFound(err)
+			errs = append(errs, client.IgnoreNotFound(err))
+			continue
 		}
 		var parents []gatewayv1.RouteParentStatus
 		for _, p := range route.Status.Parents {
@@ -325,11 +330,9 @@ func (e *Edge) Publish(ctx context.Context, v *EdgeVerdict) error {
 			continue
 		}
 		route.Status.Parents = parents
-		if err := e.Hub.Status().Update(ctx, route); err != nil {
-			return client.IgnoreNotFound(err)
-		}
+		errs = append(errs, client.IgnoreNotFound(e.Hub.Status().Update(ctx, route)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // stampTransitions gives conds the transition times the API server requires: old's
