@@ -6,11 +6,9 @@ import (
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -78,7 +76,7 @@ func TestKindMapperMapsLikeTheDynamicMapperAndFindsLateCRDs(t *testing.T) {
 	// The previous manager's planes also serve its Connectors in v1alpha1 of the same
 	// group, which the server then prefers; an anchor's kind, mapped with no version, is
 	// still found in v1alpha, as the sweep's dynamic mapper finds it.
-	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{previousConnectorCRD()}})
+	_, err = envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{testenv.PreviousConnectorCRD()}})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Eventually(func() (string, error) {
 		groups, err := discovery.NewDiscoveryClientForConfigOrDie(cfg).ServerGroups()
@@ -105,21 +103,6 @@ func TestKindMapperMapsLikeTheDynamicMapperAndFindsLateCRDs(t *testing.T) {
 	got, err = kinds.RESTMapping(proxy.GroupKind())
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Resource).To(Equal(v1alpha.GroupVersion.WithResource("httpproxies")))
-}
-
-// previousConnectorCRD is the previous manager's Connector CRD, in v1alpha1 of the
-// proxies' group (its schema left open: only the version matters here).
-func previousConnectorCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "connectors.networking.datumapis.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "networking.datumapis.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "connectors", Singular: "connector", Kind: "Connector", ListKind: "ConnectorList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}
 }
 
 // without returns the CRDs of all that are not in drop.

@@ -8,12 +8,31 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
 // CertManagerVersion is the cert-manager release whose Certificate CRD the hub serves.
 // The module is only downloaded for its CRD file; go.mod does not require it.
 const CertManagerVersion = "v1.17.2"
+
+// PreviousConnectorCRD is the previous manager's Connector CRD, served in v1alpha1 of the
+// proxies' group, networking.datumapis.com, which the API server then prefers over
+// v1alpha (kube-like versions sort first). Its schema is left open: the version is what
+// matters to a test.
+func PreviousConnectorCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "connectors.networking.datumapis.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "networking.datumapis.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "connectors", Singular: "connector", Kind: "Connector", ListKind: "ConnectorList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
+		},
+	}
+}
 
 // ProjectCRDs are the CRDs a project control plane serves: HTTPProxy and the Gateway API
 // standard channel, read from the gateway-api module in the module cache.

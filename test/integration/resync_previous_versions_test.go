@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/discovery"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -67,7 +66,7 @@ func TestResyncAgreesWithSweepAfterPreviousCRDs(t *testing.T) {
 	// The cut-over, under the running replica: the previous manager's Connector CRD in
 	// v1alpha1, and its HTTPProxy CRD in place of ours (no short names, no categories).
 	crdClient := previousCRDClient(g, plane)
-	g.Expect(crdClient.Create(ctx, previousConnectorCRD())).To(Succeed())
+	g.Expect(crdClient.Create(ctx, testenv.PreviousConnectorCRD())).To(Succeed())
 	g.Eventually(func() error {
 		hp := &apiextensionsv1.CustomResourceDefinition{}
 		if err := crdClient.Get(ctx, client.ObjectKey{Name: "httpproxies." + v1alpha.GroupVersion.Group}, hp); err != nil {
@@ -191,20 +190,4 @@ func projectReport(g Gomega, reports []resync.PassReport, project string) resync
 	i := slices.IndexFunc(reports, func(r resync.PassReport) bool { return r.Project == project })
 	g.Expect(i).To(BeNumerically(">=", 0), "the sweep reports project %s", project)
 	return reports[i]
-}
-
-// previousConnectorCRD is the previous manager's Connector CRD, in v1alpha1 of the
-// proxies' group (its schema left open: only the version matters here), as in
-// internal/app/mapper_test.go.
-func previousConnectorCRD() *apiextensionsv1.CustomResourceDefinition {
-	return &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "connectors.networking.datumapis.com"},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "networking.datumapis.com", Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "connectors", Singular: "connector", Kind: "Connector", ListKind: "ConnectorList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}},
-		},
-	}
 }
