@@ -218,8 +218,6 @@ type Loaded struct {
 	// HubKubeconfig is the previous manager's downstreamResourceManagement.kubeconfigPath:
 	// the hub, when --kubeconfig is not given.
 	HubKubeconfig string
-
-	issuerParts issuerParts // previous.go, while a previous manager's document is read
 }
 
 // Load reads path as this manager's ManagerConfiguration or as the previous manager's

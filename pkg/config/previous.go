@@ -48,6 +48,8 @@ type previousRule struct {
 	// lost marks a key whose behaviour this manager lacks, reported even when the
 	// document leaves it out (its default is the behaviour).
 	lost bool
+	// issuer marks the two keys the certificate issuer is read from together (issuer).
+	issuer bool
 }
 
 // Not served yet: the behaviour arrives with its own work (docs/operations.md,
@@ -61,8 +63,8 @@ var previousRules = []previousRule{
 	{key: "gateway.controllerName", def: `"gateway.networking.datumapis.com/external-global-proxy-controller"`, apply: setString("gateway.controllerName", func(l *Loaded) *string { return &l.Gateway.ControllerName })},
 	{key: "gateway.downstreamGatewayClassName", apply: setString("gateway.downstreamGatewayClassName", func(l *Loaded) *string { return &l.Gateway.DownstreamGatewayClassName })},
 	{key: "gateway.downstreamHostnameAccountingNamespace", def: `"datum-downstream-gateway-hostnames"`, apply: setString("gateway.hostnameClaimsNamespace", func(l *Loaded) *string { return &l.Gateway.HostnameClaimsNamespace })},
-	{key: "gateway.listenerTLSOptions", def: `{"gateway.networking.datumapis.com/certificate-issuer":"auto"}`, apply: issuerPart(func(l *Loaded) any { return &l.issuerParts.options })},
-	{key: "gateway.clusterIssuerMap", def: `{}`, apply: issuerPart(func(l *Loaded) any { return &l.issuerParts.byName })},
+	{key: "gateway.listenerTLSOptions", issuer: true},
+	{key: "gateway.clusterIssuerMap", issuer: true},
 	{key: "gateway.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
 	{key: "gateway.targetDomain", why: notYet + "platform hostnames and their DNS records", lost: true},
 	{key: "gateway.legacyTargetDomains", why: notYet + "platform hostnames under earlier target domains"},
@@ -126,12 +128,6 @@ func switchedOff(raw json.RawMessage) bool {
 	return v == true || m["disabled"] == true
 }
 
-// issuerParts gathers the two keys the certificate issuer comes from.
-type issuerParts struct {
-	options map[string]string
-	byName  map[string]string
-}
-
 // issuerOption is the listener TLS option that names the issuer to map.
 const issuerOption = "gateway.networking.datumapis.com/certificate-issuer"
 
@@ -174,6 +170,8 @@ func (l *Loaded) fromPrevious(data []byte) error {
 		raw, ok := present[r.key]
 		key := Key{Path: r.key, Value: compact(raw), Why: r.why, Lost: r.lost && !switchedOff(raw)}
 		switch {
+		case r.issuer:
+			continue
 		case r.apply == nil && (ok || r.lost):
 			l.Keys = append(l.Keys, key)
 			continue
@@ -186,40 +184,40 @@ func (l *Loaded) fromPrevious(data []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.key, err)
 		}
-		if became == "" { // one of the issuer's parts: reported with the issuer
-			continue
-		}
 		key.Became = became
 		l.Keys = append(l.Keys, key)
 	}
-	l.Keys = append(l.Keys, l.issuer(present)...)
-	return nil
+	issuer, err := l.issuer(present)
+	l.Keys = append(l.Keys, issuer...)
+	return err
 }
 
 // issuer sets the certificate issuer as the previous manager chose it: the listener TLS
-// option names an issuer, clusterIssuerMap maps it to a ClusterIssuer (or it is used as
-// it is). The listener's other TLS options are not served.
-func (l *Loaded) issuer(present map[string]json.RawMessage) []Key {
-	p := l.issuerParts
-	name := cmp.Or(p.options[issuerOption], "auto")
-	if mapped, ok := p.byName[name]; ok {
+// option names an issuer ("auto" when absent), clusterIssuerMap maps it to a
+// ClusterIssuer (or it is used as it is). The listener's other TLS options are not served.
+func (l *Loaded) issuer(present map[string]json.RawMessage) ([]Key, error) {
+	var options, byName map[string]string
+	for key, into := range map[string]*map[string]string{"gateway.listenerTLSOptions": &options, "gateway.clusterIssuerMap": &byName} {
+		if raw, ok := present[key]; ok {
+			if err := json.Unmarshal(raw, into); err != nil {
+				return nil, fmt.Errorf("%s: %w", key, err)
+			}
+		}
+	}
+	name := cmp.Or(options[issuerOption], "auto")
+	if mapped, ok := byName[name]; ok {
 		name = mapped
 	}
 	l.Gateway.CertificateIssuer = Issuer{Name: name, Kind: "ClusterIssuer", Group: "cert-manager.io"}
 	keys := []Key{{Path: "gateway.clusterIssuerMap[gateway.listenerTLSOptions." + issuerOption + "]",
 		Value: compact(present["gateway.clusterIssuerMap"]), Became: "gateway.certificateIssuer: ClusterIssuer " + name}}
-	for _, option := range slices.Sorted(maps.Keys(p.options)) {
+	for _, option := range slices.Sorted(maps.Keys(options)) {
 		if option != issuerOption {
-			keys = append(keys, Key{Path: "gateway.listenerTLSOptions." + option, Value: p.options[option],
+			keys = append(keys, Key{Path: "gateway.listenerTLSOptions." + option, Value: options[option],
 				Why: "only the certificate-issuer option is read: a listener's other TLS options are not programmed"})
 		}
 	}
-	return keys
-}
-
-// issuerPart reads one of the issuer's parts into l; the issuer is set once both are read.
-func issuerPart(part func(*Loaded) any) func(*Loaded, json.RawMessage) (string, error) {
-	return func(l *Loaded, raw json.RawMessage) (string, error) { return "", json.Unmarshal(raw, part(l)) }
+	return keys, nil
 }
 
 func setString(to string, field func(*Loaded) *string) func(*Loaded, json.RawMessage) (string, error) {
