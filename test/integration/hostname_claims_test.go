@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -87,10 +88,16 @@ func TestAHostnameIsProgrammedForOneProjectAtATime(t *testing.T) {
 
 	// The loser reconciled again (a spec change) writes nothing of the holder's.
 	held := resourceVersions(ctx, g, winner.hubNS(), a.env.ClaimsNamespace(), string(host))
-	lp := &v1alpha.HTTPProxy{}
-	g.Expect(loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, lp)).To(Succeed())
-	lp.Spec.Rules[0].Backends[0].Endpoint = "https://api.example.com/v2"
-	g.Expect(loser.plane.Client.Update(ctx, lp)).To(Succeed())
+	// The manager writes the proxy's status meanwhile: the test's own write retries a
+	// conflict on a fresh read.
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		lp := &v1alpha.HTTPProxy{}
+		if err := loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, lp); err != nil {
+			return err
+		}
+		lp.Spec.Rules[0].Backends[0].Endpoint = "https://api.example.com/v2"
+		return loser.plane.Client.Update(ctx, lp)
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		route := &gatewayv1.HTTPRoute{}
 		g.Expect(loser.plane.Client.Get(ctx, client.ObjectKey{Namespace: loser.ns.Name, Name: "web"}, route)).To(Succeed())
