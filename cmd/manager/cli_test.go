@@ -274,7 +274,8 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 `))
 	g.Expect(err).NotTo(HaveOccurred())
 	hub := &rest.Config{Host: "https://hub"}
-	o := replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil)
+	o, err := replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Weight).To(Equal(2.0))
 	g.Expect([]string{o.ProviderNamespace, o.LeaseNamespace}).To(Equal([]string{"p", "l"}))
 	g.Expect(o.HubCheckTimeout).To(Equal(3 * time.Second))
@@ -284,8 +285,9 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
 		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30, AssumeWrittenIsProgrammed: true,
-		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{},
+		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{}, VerifyHostnames: true,
 	}))
+	g.Expect(o.Domains.Settings.DNSRecordPrefix).To(Equal("datum-custom-hostname"), "the Domain verification's settings reach the replica")
 	g.Expect(o.Gateway.WithDefaults().BackendReservedDomains).To(BeEmpty(), "an empty list refuses no domain; it is not the default")
 	g.Expect(o.Resync).To(Equal(resync.Options{
 		DryRun: true, Period: 20 * time.Minute, InitialJitter: 30 * time.Second, ConfirmAfter: 30 * time.Second, MinAge: 10 * time.Minute,
@@ -309,7 +311,9 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 
 	got, err = parseReplica("--identity=a", writeConfig(t, ourConfig+"resync: {enabled: false}\n"))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil).Resync.Disabled).To(BeTrue())
+	o2, err := replicaOptions(got.replica, got.loaded, hub, logr.Discard(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(o2.Resync.Disabled).To(BeTrue())
 }
 
 func TestMissingKubeconfigSaysWhatToDo(t *testing.T) {

@@ -95,7 +95,8 @@ func TestPreviousManagersConfigReachesTheReplica(t *testing.T) {
 	g := NewWithT(t)
 	got, err := parseReplica("--identity=a", writeConfig(t, previousConfig))
 	g.Expect(err).NotTo(HaveOccurred())
-	o := replicaOptions(got.replica, got.loaded, &rest.Config{}, logr.Discard(), nil)
+	o, err := replicaOptions(got.replica, got.loaded, &rest.Config{}, logr.Discard(), nil)
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(o.Gateway.GatewayClassName).To(Equal("datum-external-global-proxy"), "httpProxy.gatewayClassName")
 	g.Expect(o.Gateway.ControllerName).To(Equal("gateway.networking.datumapis.com/external-global-proxy-controller"), "gateway.controllerName")
 	g.Expect(o.Gateway.DownstreamGatewayClassName).To(Equal("datum-downstream-gateway"), "gateway.downstreamGatewayClassName")
@@ -118,11 +119,11 @@ func TestPreviousManagersConfigReachesTheReplica(t *testing.T) {
 	// Logged once at start: every key, what it became or why it is not served.
 	var log bytes.Buffer
 	logKeys(funcr.New(func(prefix, args string) { log.WriteString(args + "\n") }, funcr.Options{}), got.loaded)
-	for _, key := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam", "domainVerificationConfig",
+	for _, key := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam", "domainVerificationConfig.retryIntervals",
 		"gateway.targetDomain", "gateway.coraza", "gateway.disableHostnameVerification", "gateway.resourceReplicator", "httpProxy.maxConcurrentReconciles"} {
 		g.Expect(log.String()).To(ContainSubstring(`"key"="`+key+`"`), "%s is not reported", key)
 	}
-	g.Expect(log.String()).To(ContainSubstring(`WARNING`), "a tenant loses hostname verification and the WAF: said as a warning")
+	g.Expect(log.String()).To(ContainSubstring(`WARNING`), "a tenant loses the WAF: said as a warning")
 }
 
 // TestCutOverCheckExitCode: a blocked row ends the process with exit code 3 and one
@@ -253,7 +254,8 @@ func TestCutOverCheckOnAnAPIServer(t *testing.T) {
 	}
 	g.Expect(got).To(ContainElements(
 		"changed acme Gateway shop p",
-		"changed  ConfigKey  gateway.disableHostnameVerification",
+		"changed  ConfigKey  gateway.coraza",
+		"adopted  ConfigKey  gateway.disableHostnameVerification",
 		"adopted  ConfigKey  httpProxy.gatewayClassName",
 		"left  ConfigKey  webhookServer",
 	), out)

@@ -77,7 +77,11 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags, l *con
 	}
 	logKeys(log, l)
 	ctx := cmd.Context()
-	replica, err := app.New(ctx, replicaOptions(f, l, hub, log, recorder))
+	opts, err := replicaOptions(f, l, hub, log, recorder)
+	if err != nil {
+		return err
+	}
+	replica, err := app.New(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -92,8 +96,12 @@ func runReplica(cmd *cobra.Command, common *commonFlags, f *replicaFlags, l *con
 }
 
 // replicaOptions are the replica's options from its command line and configuration.
-func replicaOptions(f *replicaFlags, l *config.Loaded, hub *rest.Config, log logr.Logger, recorder shard.Recorder) app.Options {
+func replicaOptions(f *replicaFlags, l *config.Loaded, hub *rest.Config, log logr.Logger, recorder shard.Recorder) (app.Options, error) {
 	project := l.Clients.Project
+	settings, checker, err := l.DomainSettings()
+	if err != nil {
+		return app.Options{}, err
+	}
 	return app.Options{
 		Hub:                hub,
 		ProviderNamespace:  l.ProviderNamespace,
@@ -110,8 +118,9 @@ func replicaOptions(f *replicaFlags, l *config.Loaded, hub *rest.Config, log log
 		Weight:             f.weight,
 		Resync:             l.ResyncOptions(),
 		Gateway:            l.GatewayConfig(),
+		Domains:            app.Domains{Settings: settings, Checker: checker, Workers: l.DomainVerification.Workers},
 		Recorder:           recorder,
-	}
+	}, nil
 }
 
 // logKeys says once, at start, what each key of a previous manager's configuration

@@ -44,6 +44,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -99,6 +100,15 @@ type Options struct {
 	Resync resync.Options
 	// ResyncObserver, when set, sees every anchor examination and pass of the resync.
 	ResyncObserver resync.Observer
+	// Domains verifies the projects' Domains, when Gateway.VerifyHostnames is on.
+	Domains Domains
+}
+
+// Domains configures the Domain verification (pkg/domain).
+type Domains struct {
+	Settings domain.Settings
+	Checker  domain.Checker
+	Workers  int
 }
 
 func (o *Options) defaults() error {
@@ -234,6 +244,13 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the gateway controllers: %w", err)
+	}
+	if opts.Gateway.VerifyHostnames {
+		opts.Logger.Info("Verifying Domains through these nameservers", "nameservers", opts.Domains.Checker.Nameservers)
+		r := &domain.Reconciler{Clusters: sh, Admission: sh, Settings: opts.Domains.Settings, Prover: opts.Domains.Checker, Clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})}
+		if err := domain.Setup(mgr, r, opts.Domains.Workers, gw.Defer); err != nil {
+			return nil, err
+		}
 	}
 	if !opts.Resync.Disabled {
 		opts.Resync.ClaimsNamespace = cmp.Or(opts.Resync.ClaimsNamespace, opts.Gateway.WithDefaults().HostnameClaimsNamespace)

@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
@@ -58,8 +59,51 @@ type ManagerConfiguration struct {
 	Resync Resync `json:"resync"`
 	// Gateway is the data path that programs proxies onto the hub.
 	Gateway Gateway `json:"gateway"`
+	// DomainVerification is the proof that a project owns the domains of its hostnames.
+	DomainVerification DomainVerification `json:"domainVerification"`
 	// Clients are the rates of the manager's API clients.
 	Clients Clients `json:"clients"`
+}
+
+// DomainVerification is the Domain verification's settings (docs/operations.md,
+// Verified domains).
+type DomainVerification struct {
+	// Enabled programs a hostname only while a Verified Domain in the proxy's namespace
+	// equals it or is a parent of it; off, any hostname no other Gateway holds is
+	// programmed (the previous manager's disableHostnameVerification).
+	Enabled bool `json:"enabled"`
+	// DNSRecordPrefix is the first label of the TXT record that proves ownership:
+	// <prefix>.<domainName>.
+	DNSRecordPrefix string `json:"dnsRecordPrefix"`
+	// HTTPTokenPath is the path of the HTTP token that proves ownership:
+	// http://<domainName>/<path>/<Domain UID>.
+	HTTPTokenPath string `json:"httpTokenPath"`
+	// RetryIntervals is the schedule of checks of a pending Domain: each interval applies
+	// while the Domain has been pending at most maxElapsed; the last step has none.
+	RetryIntervals []RetryInterval `json:"retryIntervals"`
+	// RetryJitter is the largest fraction of an interval added at random.
+	RetryJitter float64 `json:"retryJitter"`
+	// Workers is how many Domains are checked at once.
+	Workers int `json:"workers"`
+	// Nameservers are the host:port addresses the TXT records and the token URL's host
+	// are looked up at, in order. Empty: the replica's /etc/resolv.conf, named in the log.
+	Nameservers []string `json:"nameservers"`
+	// Timeout bounds each DNS exchange and each HTTP token fetch.
+	Timeout metav1.Duration `json:"timeout"`
+	// HTTPPort is the port the HTTP token is fetched from; 80 but in a test rig.
+	HTTPPort int `json:"httpPort"`
+	// AllowPrivateAddresses lets the HTTP token fetch dial loopback and private
+	// addresses; off, a domain resolving only to such addresses is not fetched from.
+	AllowPrivateAddresses bool `json:"allowPrivateAddresses"`
+}
+
+// RetryInterval is one step of the verification schedule.
+type RetryInterval struct {
+	// Interval between two checks.
+	Interval metav1.Duration `json:"interval"`
+	// MaxElapsed is how long a Domain may have been pending for this step to apply.
+	// Absent: the last step.
+	MaxElapsed *metav1.Duration `json:"maxElapsed,omitempty"`
 }
 
 // Sharding holds the member Lease protocol's timings (client-go leaderelection's rules).
@@ -203,8 +247,39 @@ func Default() ManagerConfiguration {
 			Workers:                 gateway.DefaultWorkers, ProjectWorkers: gateway.DefaultProjectWorkers,
 			ProjectHubWritesPerSecond: gateway.DefaultProjectHubWritesPerSecond, ProxiesPerProject: gateway.DefaultProxiesPerProject,
 		},
+		DomainVerification: DomainVerification{
+			Enabled: true, DNSRecordPrefix: "datum-custom-hostname", HTTPTokenPath: ".well-known/datum-custom-hostname-challenge",
+			RetryIntervals: []RetryInterval{
+				{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 5 * time.Minute}},
+				{Interval: metav1.Duration{Duration: time.Minute}, MaxElapsed: &metav1.Duration{Duration: 15 * time.Minute}},
+				{Interval: metav1.Duration{Duration: 5 * time.Minute}},
+			},
+			RetryJitter: 0.25, Workers: 20, Nameservers: []string{}, Timeout: metav1.Duration{Duration: 5 * time.Second}, HTTPPort: 80,
+		},
 		Clients: Clients{Hub: ClientConnection{QPS: 50, Burst: 100}, Project: ClientConnection{QPS: 50, Burst: 100}},
 	}
+}
+
+// DomainSettings are the Domain verification's settings and its checker. Empty
+// nameservers are read from /etc/resolv.conf here.
+func (c *ManagerConfiguration) DomainSettings() (domain.Settings, domain.Checker, error) {
+	v := c.DomainVerification
+	s := domain.Settings{DNSRecordPrefix: v.DNSRecordPrefix, HTTPTokenPath: v.HTTPTokenPath, Jitter: v.RetryJitter}
+	for _, r := range v.RetryIntervals {
+		step := domain.RetryInterval{Interval: r.Interval.Duration}
+		if r.MaxElapsed != nil {
+			step.MaxElapsed = r.MaxElapsed.Duration
+		}
+		s.Retry = append(s.Retry, step)
+	}
+	ck := domain.Checker{Nameservers: slices.Clone(v.Nameservers), Timeout: v.Timeout.Duration, HTTPPort: v.HTTPPort, AllowPrivate: v.AllowPrivateAddresses}
+	if len(ck.Nameservers) == 0 {
+		var err error
+		if ck.Nameservers, err = domain.FromResolvConf("/etc/resolv.conf"); err != nil {
+			return s, ck, fmt.Errorf("domainVerification.nameservers is empty: %w", err)
+		}
+	}
+	return s, ck, nil
 }
 
 // Loaded is a configuration file, read, defaulted and valid.
@@ -326,6 +401,7 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 		HostnameClaimsNamespace:   g.HostnameClaimsNamespace,
 		AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed, BackendReservedDomains: slices.Clone(g.BackendReservedDomains),
 		Workers: g.Workers, ProjectWorkers: g.ProjectWorkers, ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
+		VerifyHostnames: c.DomainVerification.Enabled,
 	}
 }
 

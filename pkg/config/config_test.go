@@ -37,7 +37,8 @@ func TestDefaultsAreTheComponentsDefaults(t *testing.T) {
 	g.Expect(d.Validate()).To(gomega.Succeed())
 	g.Expect(d.Timings()).To(gomega.Equal(shard.Timings{}.WithDefaults()))
 	gw := gateway.Config{}.WithDefaults()
-	gw.EventSource = "" // not a setting: the component's own
+	gw.EventSource = ""       // not a setting: the component's own
+	gw.VerifyHostnames = true // on in the file, off in a Config literal (tests that do not verify)
 	g.Expect(d.GatewayConfig()).To(gomega.Equal(gw))
 	r := d.ResyncOptions()
 	r.ExtraDependentKinds = nil // the default is none: an empty list here
@@ -205,6 +206,10 @@ func TestPreviousManagersDocument(t *testing.T) {
 	want.Sharding.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
 	want.Sharding.RetryPeriod = metav1.Duration{Duration: 4 * time.Second}
 	want.Clients = Clients{Hub: ClientConnection{QPS: 80, Burst: 160}, Project: ClientConnection{QPS: 25, Burst: 100}}
+	want.DomainVerification.RetryIntervals = []RetryInterval{
+		{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 5 * time.Minute}},
+		{Interval: metav1.Duration{Duration: 5 * time.Minute}},
+	}
 	g.Expect(l.ManagerConfiguration).To(gomega.Equal(want))
 	g.Expect(l.HubKubeconfig).To(gomega.Equal("/etc/downstream/kubeconfig"))
 
@@ -218,14 +223,16 @@ func TestPreviousManagersDocument(t *testing.T) {
 	g.Expect(byPath["leaderElection.leaseDuration"].Became).To(gomega.Equal("sharding.leaseDuration: 30s"))
 	g.Expect(byPath["projectClient.burst"]).To(gomega.Equal(Key{Path: "projectClient.burst", Became: "clients.project.burst: 100"}), "absent: its default, said as such")
 	g.Expect(byPath["gateway.clusterIssuerMap[gateway.listenerTLSOptions.gateway.networking.datumapis.com/certificate-issuer]"].Became).To(gomega.Equal("gateway.certificateIssuer: ClusterIssuer letsencrypt-prod"))
-	for _, unserved := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam", "domainVerificationConfig",
+	for _, unserved := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam",
 		"gateway.targetDomain", "gateway.legacyTargetDomains", "gateway.ipFamilies", "gateway.coraza", "gateway.resourceReplicator",
 		"gateway.maxConcurrentReconciles", "httpProxy.maxConcurrentReconciles", "gateway.enableDownstreamCertificateSolver"} {
 		g.Expect(byPath).To(gomega.HaveKey(unserved), "%s is not reported", unserved)
 		g.Expect(byPath[unserved].Became).To(gomega.BeEmpty(), unserved)
 	}
+	// Hostname verification: on unless the previous manager had it off.
+	g.Expect(byPath["gateway.disableHostnameVerification"]).To(gomega.Equal(Key{Path: "gateway.disableHostnameVerification", Became: "domainVerification.enabled: true"}))
+	g.Expect(byPath["domainVerificationConfig.retryIntervals"].Became).To(gomega.Equal("domainVerification.retryIntervals: [{\"interval\":\"5s\",\"maxElapsed\":\"5m\"},{\"interval\":\"5m\"}]"))
 	// What a tenant loses is said even when the file leaves the key out (its default).
-	g.Expect(byPath["gateway.disableHostnameVerification"]).To(gomega.Equal(Key{Path: "gateway.disableHostnameVerification", Lost: true, Why: ruleFor(t, "gateway.disableHostnameVerification").why}))
 	g.Expect(byPath["gateway.coraza"].Lost).To(gomega.BeTrue())
 	g.Expect(byPath).NotTo(gomega.HaveKey("gateway.errorPage"), "a key the file leaves out and that loses nothing is not reported")
 	l, err = load(t, strings.Replace(previousDoc(t), "  listenerTLSOptions:\n", "  listenerTLSOptions:\n    gateway.networking.datumapis.com/min-tls-version: \"1.3\"\n", 1))
@@ -239,8 +246,9 @@ func TestPreviousManagersDocument(t *testing.T) {
 	l, err = load(t, strings.Replace(off, "\ngateway:\n", "\ngateway:\n  disableHostnameVerification: true\n", 1))
 	g.Expect(err).NotTo(gomega.HaveOccurred())
 	for _, k := range l.Keys {
-		g.Expect(k.Lost && (k.Path == "gateway.disableHostnameVerification" || k.Path == "gateway.coraza")).To(gomega.BeFalse(), "%s switched off is not lost", k.Path)
+		g.Expect(k.Lost && k.Path == "gateway.coraza").To(gomega.BeFalse(), "%s switched off is not lost", k.Path)
 	}
+	g.Expect(l.DomainVerification.Enabled).To(gomega.BeFalse(), "disableHostnameVerification: true turns verification off here too")
 
 	// The previous manager's own rules still hold here: a value this manager refuses is
 	// refused with this manager's key.

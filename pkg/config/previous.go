@@ -69,7 +69,14 @@ var previousRules = []previousRule{
 	{key: "gateway.targetDomain", why: notYet + "platform hostnames and their DNS records", lost: true},
 	{key: "gateway.legacyTargetDomains", why: notYet + "platform hostnames under earlier target domains"},
 	{key: "gateway.ipFamilies", why: notYet + "the edge's address families follow its own configuration"},
-	{key: "gateway.disableHostnameVerification", why: notYet + "the previous manager programmed a hostname only when a Verified Domain covered it; this manager programs any hostname no other Gateway claims", lost: true},
+	{key: "gateway.disableHostnameVerification", def: `false`, apply: func(l *Loaded, raw json.RawMessage) (string, error) {
+		var off bool
+		if err := json.Unmarshal(raw, &off); err != nil {
+			return "", err
+		}
+		l.DomainVerification.Enabled = !off
+		return fmt.Sprintf("domainVerification.enabled: %t", !off), nil
+	}},
 	{key: "gateway.defaultListenerTLSSecretName", why: notYet + "a shared certificate for the platform hostname's listener"},
 	{key: "gateway.certificateReissuance", why: notYet + "cert-manager's own backoff applies to a failed Certificate"},
 	{key: "gateway.coraza", why: notYet + "the WAF (TrafficProtectionPolicy) does not reach the edge", lost: true},
@@ -87,6 +94,17 @@ var previousRules = []previousRule{
 	{key: "gateway.enableDownstreamCertificateSolver", why: "the hub is read directly by its edges; no federation solver routes are written"},
 	{key: "gateway.deleteErroredChallenges", why: "cert-manager's own retry applies to an errored challenge"},
 	{key: "gateway.certificateService", why: "certificates are ordered from cert-manager on the hub (gateway.certificateIssuer)"},
+	{key: "domainVerificationConfig.dnsVerificationRecordPrefix", def: `"datum-custom-hostname"`, apply: setString("domainVerification.dnsRecordPrefix", func(l *Loaded) *string { return &l.DomainVerification.DNSRecordPrefix })},
+	{key: "domainVerificationConfig.httpVerificationTokenPath", def: `".well-known/datum-custom-hostname-challenge"`, apply: setString("domainVerification.httpTokenPath", func(l *Loaded) *string { return &l.DomainVerification.HTTPTokenPath })},
+	{key: "domainVerificationConfig.retryJitterMaxFactor", def: `0.25`, apply: setNumber("domainVerification.retryJitter", func(l *Loaded) any { return &l.DomainVerification.RetryJitter })},
+	{key: "domainVerificationConfig.maxConcurrentVerifications", def: `20`, apply: setNumber("domainVerification.workers", func(l *Loaded) any { return &l.DomainVerification.Workers })},
+	{key: "domainVerificationConfig.retryIntervals", def: `[{"interval":"5s","maxElapsed":"5m"},{"interval":"1m","maxElapsed":"15m"},{"interval":"5m"}]`, apply: func(l *Loaded, raw json.RawMessage) (string, error) {
+		l.DomainVerification.RetryIntervals = nil // the same shape as ours
+		if err := json.Unmarshal(raw, &l.DomainVerification.RetryIntervals); err != nil {
+			return "", err
+		}
+		return "domainVerification.retryIntervals: " + compact(raw), nil
+	}},
 	{key: "leaderElection.leaseDuration", def: `"15s"`, apply: setDuration("sharding.leaseDuration", func(l *Loaded) *metav1.Duration { return &l.Sharding.LeaseDuration })},
 	{key: "leaderElection.renewDeadline", def: `"10s"`, apply: setDuration("sharding.renewDeadline", func(l *Loaded) *metav1.Duration { return &l.Sharding.RenewDeadline })},
 	{key: "leaderElection.retryPeriod", def: `"2s"`, apply: setDuration("sharding.retryPeriod", func(l *Loaded) *metav1.Duration { return &l.Sharding.RetryPeriod })},
@@ -105,22 +123,21 @@ var previousRules = []previousRule{
 // previousSections are the previous manager's sections this manager does not serve at
 // all, with what replaces each.
 var previousSections = map[string]string{
-	"metricsServer":            "the --metrics-bind-address and --metrics-secure flags",
-	"webhookServer":            "no admission webhook runs: the HTTPProxy CRD's rules and the Accepted condition take over",
-	"connector":                "connectors are not served here (connector backends are Accepted=False, UnsupportedBackend)",
-	"discovery":                "projects are the kubeconfig Secrets in providerNamespace",
-	"redis":                    "no cache is shared between replicas: each project has one owner (its Lease)",
-	"controlPlaneClient":       "Leases are on the hub: clients.hub",
-	"domainVerificationConfig": notYet + "Domain verification",
-	"domainRegistration":       notYet + "Domain registration data",
-	"ipam":                     "networks and IPAM are the previous manager's other controllers, not replaced here",
-	"networkInterface":         "network interfaces are the cell manager's, not replaced here",
-	"networkPresence":          "networks are the previous manager's other controllers, not replaced here",
-	"locationPublisher":        "locations are the previous manager's other controllers, not replaced here",
+	"metricsServer":      "the --metrics-bind-address and --metrics-secure flags",
+	"webhookServer":      "no admission webhook runs: the HTTPProxy CRD's rules and the Accepted condition take over",
+	"connector":          "connectors are not served here (connector backends are Accepted=False, UnsupportedBackend)",
+	"discovery":          "projects are the kubeconfig Secrets in providerNamespace",
+	"redis":              "no cache is shared between replicas: each project has one owner (its Lease)",
+	"controlPlaneClient": "Leases are on the hub: clients.hub",
+	"domainRegistration": "registration data (RDAP, WHOIS) is not read: status.registration keeps what the previous manager stored",
+	"ipam":               "networks and IPAM are the previous manager's other controllers, not replaced here",
+	"networkInterface":   "network interfaces are the cell manager's, not replaced here",
+	"networkPresence":    "networks are the previous manager's other controllers, not replaced here",
+	"locationPublisher":  "locations are the previous manager's other controllers, not replaced here",
 }
 
 // switchedOff reports whether a lost key's value turned the behaviour off in the
-// previous manager too (disableHostnameVerification: true, coraza's disabled: true).
+// previous manager too (coraza's disabled: true).
 func switchedOff(raw json.RawMessage) bool {
 	var v any
 	_ = json.Unmarshal(raw, &v)

@@ -118,6 +118,16 @@ func defaultOf(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case metav1.Duration:
 		return "`" + x.Duration.String() + "`"
+	case []RetryInterval:
+		var steps []string
+		for _, r := range x {
+			step := r.Interval.Duration.String()
+			if r.MaxElapsed != nil {
+				step += " while pending up to " + r.MaxElapsed.Duration.String()
+			}
+			steps = append(steps, step)
+		}
+		return "`" + strings.Join(steps, "`, then `") + "`"
 	case []string:
 		if len(x) == 0 {
 			return "`[]`"

@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"math"
+	"net"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -26,6 +28,7 @@ func (c *ManagerConfiguration) Validate() error {
 	errs = append(errs, c.validateSharding(field.NewPath("sharding"))...)
 	errs = append(errs, c.validateResync(field.NewPath("resync"))...)
 	errs = append(errs, c.validateGateway(field.NewPath("gateway"))...)
+	errs = append(errs, c.validateDomainVerification(field.NewPath("domainVerification"))...)
 	for _, client := range []struct {
 		name string
 		cc   ClientConnection
@@ -180,4 +183,49 @@ func joinErrors(errs field.ErrorList) error {
 		msgs = append(msgs, e.Error())
 	}
 	return errors.New("invalid configuration: " + strings.Join(msgs, "; "))
+}
+
+func (c *ManagerConfiguration) validateDomainVerification(p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	v := c.DomainVerification
+	for _, msg := range validation.IsDNS1123Label(strings.TrimPrefix(v.DNSRecordPrefix, "_")) {
+		errs = append(errs, field.Invalid(p.Child("dnsRecordPrefix"), v.DNSRecordPrefix, "must be one DNS label (a leading _ allowed): "+msg))
+	}
+	if strings.Trim(v.HTTPTokenPath, "/") == "" || strings.ContainsAny(v.HTTPTokenPath, "?# ") {
+		errs = append(errs, field.Invalid(p.Child("httpTokenPath"), v.HTTPTokenPath, "must be a URL path, without query or fragment"))
+	}
+	if len(v.RetryIntervals) == 0 {
+		errs = append(errs, field.Required(p.Child("retryIntervals"), "at least one step"))
+	}
+	var last time.Duration
+	for i, r := range v.RetryIntervals {
+		ip := p.Child("retryIntervals").Index(i)
+		positive(&errs, ip.Child("interval"), r.Interval)
+		switch {
+		case r.MaxElapsed == nil && i < len(v.RetryIntervals)-1:
+			errs = append(errs, field.Required(ip.Child("maxElapsed"), "only the last step may leave it out"))
+		case r.MaxElapsed != nil && i == len(v.RetryIntervals)-1:
+			errs = append(errs, field.Invalid(ip.Child("maxElapsed"), r.MaxElapsed.Duration.String(), "the last step applies without bound: leave it out"))
+		case r.MaxElapsed != nil && r.MaxElapsed.Duration <= last:
+			errs = append(errs, field.Invalid(ip.Child("maxElapsed"), r.MaxElapsed.Duration.String(), "must be positive and grow from step to step"))
+		case r.MaxElapsed != nil:
+			last = r.MaxElapsed.Duration
+		}
+	}
+	if !(v.RetryJitter >= 0 && v.RetryJitter <= 1) {
+		errs = append(errs, field.Invalid(p.Child("retryJitter"), v.RetryJitter, "must be between 0 and 1"))
+	}
+	if v.Workers < 1 {
+		errs = append(errs, field.Invalid(p.Child("workers"), v.Workers, "must be at least 1"))
+	}
+	for i, ns := range v.Nameservers {
+		if host, port, err := net.SplitHostPort(ns); err != nil || host == "" || port == "" {
+			errs = append(errs, field.Invalid(p.Child("nameservers").Index(i), ns, "must be host:port (for example 10.0.0.10:53)"))
+		}
+	}
+	positive(&errs, p.Child("timeout"), v.Timeout)
+	if v.HTTPPort < 1 || v.HTTPPort > 65535 {
+		errs = append(errs, field.Invalid(p.Child("httpPort"), v.HTTPPort, "must be a port, 1 to 65535"))
+	}
+	return errs
 }

@@ -43,6 +43,7 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
 	"anchorage/pkg/anchor/resync"
+	"anchorage/pkg/domain"
 )
 
 // Options configure SetupWithManager. Zero values take the documented defaults.
@@ -138,13 +139,20 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("watching the objects HTTPProxies own: %w", err)
 	}
 
-	err = finalizersFirst(newController(mgr, "gateway", opts.Config, metrics).
+	gatewayCtrl, err := finalizersFirst(newController(mgr, "gateway", opts.Config, metrics).
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Complete(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: &hostnameSets{last: map[string]string{}}}})
+		Build(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: &hostnameSets{last: map[string]string{}}}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
+	}
+	// A Domain verified (or gone) changes what its namespace's Gateways may program.
+	if opts.VerifyHostnames {
+		domains := mcsource.TypedKind[client.Object, mcreconcile.Request](&v1alpha.Domain{}, gatewaysOfDomain)
+		if err := gatewayCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{domains}, gates: gates}); err != nil {
+			return nil, fmt.Errorf("watching Domains for their Gateways: %w", err)
+		}
 	}
 
 	routeCtrl, err := finalizersFirst(newController(mgr, "httproute", opts.Config, metrics).
@@ -175,6 +183,34 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	}
 	s.gates = gates
 	return s, nil
+}
+
+// Defer wraps a per-project source so that it starts with the project's deferred
+// watches: an idle project does not pay for it.
+func (s *Setup) Defer(src mcsource.TypedSource[client.Object, mcreconcile.Request]) mcsource.TypedSource[client.Object, mcreconcile.Request] {
+	return deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{src}, gates: s.gates}
+}
+
+// gatewaysOfDomain enqueues the Gateways in a Domain's namespace with a listener
+// hostname the Domain covers.
+func gatewaysOfDomain(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, obj client.Object) []mcreconcile.Request {
+		d, ok := obj.(*v1alpha.Domain)
+		gws := &gatewayv1.GatewayList{}
+		if !ok || cl.GetClient().List(ctx, gws, client.InNamespace(d.Namespace)) != nil {
+			return nil
+		}
+		var out []mcreconcile.Request
+		for i := range gws.Items {
+			for h := range listenerHostnames(&gws.Items[i]) {
+				if domain.Covers(d.Spec.DomainName, h) {
+					out = append(out, mcreconcile.Request{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&gws.Items[i])}})
+					break
+				}
+			}
+		}
+		return out
+	})
 }
 
 // HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes, Services,

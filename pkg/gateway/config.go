@@ -86,6 +86,10 @@ type Config struct {
 	// BackendReservedDomains are the domains no backend may be in. Nil means
 	// DefaultBackendReservedDomains; an empty, non-nil list refuses none.
 	BackendReservedDomains []string
+	// VerifyHostnames programs a hostname only while a Verified Domain in the Gateway's
+	// namespace covers it (pkg/domain); one already held stays (docs/design.md,
+	// Verified domains).
+	VerifyHostnames bool
 }
 
 // WithDefaults returns c with every zero field set to its default.

@@ -144,7 +144,7 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 	return true, err
 }
 
-// writeHub ensures the mapped namespace, claims the hostnames, writes the downstream
+// writeHub ensures the mapped namespace, claims the verified hostnames, writes the downstream
 // Gateway and Certificates, and releases the claims and deletes the Certificates of
 // listeners that are gone. It returns the downstream Gateway as the hub holds it.
 func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) (*gatewayv1.Gateway, error) {
@@ -159,7 +159,11 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	refused, err := claims.claim(ctx, who, s.gw, held)
+	unverified, err := r.unverifiedHostnames(ctx, s, held)
+	if err != nil {
+		return nil, err
+	}
+	refused, err := claims.claim(ctx, who, s.gw, held, unverified)
 	if err != nil {
 		return nil, err
 	}

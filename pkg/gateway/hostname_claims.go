@@ -20,10 +20,15 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/domain"
 )
 
 // ReasonHostnamesInUse: another Gateway holds the hostname (listener, Gateway, proxy).
 const ReasonHostnamesInUse = "HostnamesInUse"
+
+// ReasonUnverifiedHostname: no Verified Domain covers the hostname (listener), the
+// previous manager's reason.
+const ReasonUnverifiedHostname = "UnverifiedHostname"
 
 // claimRetryAfter is how soon a refused Gateway tries again (releases are not watched).
 const claimRetryAfter = 30 * time.Second
@@ -65,8 +70,12 @@ func claimable(host gatewayv1.Hostname) bool {
 	return host != "" && !strings.HasPrefix(string(host), "*")
 }
 
+// refusal is why a listener hostname is not programmed: a listener condition reason
+// and a message.
+type refusal struct{ reason, why string }
+
 // refusedHostnames maps each listener hostname not programmed to why.
-type refusedHostnames map[gatewayv1.Hostname]string
+type refusedHostnames map[gatewayv1.Hostname]refusal
 
 // programmable returns gw with only its held and hostname-less listeners.
 func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
@@ -104,10 +113,10 @@ func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev
 	return out, nil
 }
 
-// claim claims every listener hostname of gw for c that it does not hold yet; one
-// another claimant holds, or a wildcard, is refused. Nothing of another's is written.
-func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap) (refusedHostnames, error) {
-	refused := refusedHostnames{}
+// claim claims every listener hostname of gw for c that it does not hold yet and that
+// is not refused already (unverified); one another claimant holds, or a wildcard, is
+// refused. Nothing of another's is written.
+func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap, refused refusedHostnames) (refusedHostnames, error) {
 	seen := map[gatewayv1.Hostname]bool{} // an HTTP and an HTTPS listener share a hostname
 	for _, l := range gw.Spec.Listeners {
 		if l.Hostname == nil || seen[*l.Hostname] {
@@ -115,8 +124,11 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 		}
 		host := *l.Hostname
 		seen[host] = true
+		if _, no := refused[host]; no {
+			continue
+		}
 		if !claimable(host) {
-			refused[host] = fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)
+			refused[host] = refusal{ReasonHostnamesInUse, fmt.Sprintf("hostname %s is a wildcard: it would cover hostnames other projects hold, so it is not programmed", host)}
 			continue
 		}
 		if held[string(host)] != nil {
@@ -127,7 +139,7 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 			return refused, err
 		}
 		if !ok {
-			refused[host] = fmt.Sprintf("hostname %s is already programmed for another Gateway", host)
+			refused[host] = refusal{ReasonHostnamesInUse, fmt.Sprintf("hostname %s is already programmed for another Gateway", host)}
 		}
 	}
 	return refused, nil
@@ -188,9 +200,9 @@ func listenerHostnames(gw *gatewayv1.Gateway) map[string]bool {
 }
 
 // refusedListenerStatus is the status of a listener whose hostname is not programmed.
-func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) gatewayv1.ListenerStatus {
+func refusedListenerStatus(l gatewayv1.Listener, no refusal, generation int64) gatewayv1.ListenerStatus {
 	cond := func(typ string) metav1.Condition {
-		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: ReasonHostnamesInUse, Message: boundedMessage(why), ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: no.reason, Message: boundedMessage(no.why), ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
 	}
 	return gatewayv1.ListenerStatus{
 		Name:           l.Name,
@@ -200,29 +212,71 @@ func refusedListenerStatus(l gatewayv1.Listener, why string, generation int64) g
 }
 
 // reportRefusedHostnames adds a refused listener status for each listener whose
-// hostname is not programmed, an Event when refusals start, and a requeue.
+// hostname is not programmed, an Event for each reason when it starts, and a requeue.
 func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gatewayv1.Gateway) {
 	if len(s.refused) == 0 {
 		return
 	}
-	var hosts []string
+	hosts := map[string][]string{} // by reason
 	for _, l := range s.gw.Spec.Listeners {
 		if l.Hostname == nil {
 			continue
 		}
-		if why, no := s.refused[*l.Hostname]; no {
-			s.gw.Status.Listeners = append(s.gw.Status.Listeners, refusedListenerStatus(l, why, s.gw.Generation))
-			hosts = append(hosts, string(*l.Hostname))
+		if no, refused := s.refused[*l.Hostname]; refused {
+			s.gw.Status.Listeners = append(s.gw.Status.Listeners, refusedListenerStatus(l, no, s.gw.Generation))
+			if !slices.Contains(hosts[no.reason], string(*l.Hostname)) {
+				hosts[no.reason] = append(hosts[no.reason], string(*l.Hostname))
+			}
 		}
 	}
-	wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
-		c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
-		return c != nil && c.Reason == ReasonHostnamesInUse
-	})
-	if !wasRefused {
-		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "Not programmed, held by another Gateway or a wildcard: %s", strings.Join(hosts, ", "))
+	notes := map[string]string{ReasonHostnamesInUse: "Not programmed, held by another Gateway or a wildcard: %s", ReasonUnverifiedHostname: "Not programmed, no Verified Domain covers them: %s"}
+	for reason, hs := range hosts {
+		wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
+			c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
+			return c != nil && c.Reason == reason
+		})
+		if !wasRefused {
+			s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, reason, "Programming", notes[reason], strings.Join(hs, ", "))
+		}
 	}
 	s.requeueAfter = claimRetryAfter
+}
+
+// unverifiedHostnames returns the listener hostnames of s's Gateway that no Verified
+// Domain in its namespace covers (domain.Gate), creating a Domain for each that no
+// Domain covers, as the previous manager did. A hostname the Gateway holds a claim on
+// stays, verified or not: what serves today is not dropped when its Domain goes
+// (docs/design.md, Verified domains: the grace rule and what ends it).
+func (r *GatewayReconciler) unverifiedHostnames(ctx context.Context, s *gatewayScope, held map[string]*corev1.ConfigMap) (refusedHostnames, error) {
+	refused := refusedHostnames{}
+	var hosts []string
+	for h := range listenerHostnames(s.gw) {
+		if claimable(gatewayv1.Hostname(h)) && held[h] == nil {
+			hosts = append(hosts, h)
+		}
+	}
+	if !r.Config.VerifyHostnames || len(hosts) == 0 {
+		return refused, nil
+	}
+	domains := &v1alpha.DomainList{}
+	if err := s.cluster.GetClient().List(ctx, domains, client.InNamespace(s.gw.Namespace)); err != nil {
+		return nil, fmt.Errorf("listing the Domains of namespace %s: %w", s.gw.Namespace, err)
+	}
+	for h, v := range domain.Gate(hosts, domains.Items) {
+		if v.Verified {
+			continue
+		}
+		refused[gatewayv1.Hostname(h)] = refusal{ReasonUnverifiedHostname, v.Message}
+		if v.Create == "" {
+			continue
+		}
+		d := &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: s.gw.Namespace, Name: v.Create}, Spec: v1alpha.DomainSpec{DomainName: v.Create}}
+		if err := s.cluster.GetClient().Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, fmt.Errorf("creating Domain %s for hostname %s: %w", v.Create, h, err)
+		}
+		s.log.Info("Created a Domain for an unverified hostname", "domain", v.Create, "hostname", h)
+	}
+	return refused, nil
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
@@ -323,25 +377,28 @@ func (r *HTTPRouteReconciler) keepHeldHostnames(ctx context.Context, s *routeSco
 	return nil
 }
 
-// reportHostnames sets, from the proxy's Gateway status, an Available condition per
-// hostname (Claimed or InUse), and Accepted=False, reason HostnamesInUse, naming the
-// refused hostnames (never the holder), with an Event when that starts.
-func (s *proxyScope) reportHostnames() {
-	inUse := map[gatewayv1.Hostname]string{}
+// reportHostnames sets, from the proxy's Gateway status, per hostname an Available
+// condition (Claimed or InUse) and, under verification, a Verified one; Accepted=False,
+// reason HostnamesInUse, naming the refused hostnames (never the holder), and
+// HostnamesVerified naming the unverified ones and what to verify, each with an Event
+// when it starts. It returns the hostnames programmed.
+func (s *proxyScope) reportHostnames(verify bool) []gatewayv1.Hostname {
+	refused := map[gatewayv1.Hostname]*metav1.Condition{}
 	for _, ls := range s.gateway.Status.Listeners {
 		c := meta.FindStatusCondition(ls.Conditions, string(gatewayv1.ListenerConditionProgrammed))
-		if c == nil || c.Reason != ReasonHostnamesInUse {
+		if c == nil || (c.Reason != ReasonHostnamesInUse && c.Reason != ReasonUnverifiedHostname) {
 			continue
 		}
 		for _, l := range s.gateway.Spec.Listeners {
 			if l.Name == ls.Name && l.Hostname != nil {
-				inUse[*l.Hostname] = c.Message
+				refused[*l.Hostname] = c
 			}
 		}
 	}
 	// Entries of other hostnames (the previous manager's canonical one) are kept.
 	statuses := append([]v1alpha.HostnameStatus(nil), s.proxy.Status.HostnameStatuses...)
-	var refused []string
+	var programmed []gatewayv1.Hostname
+	byReason := map[string][]string{}
 	for _, h := range s.proxy.Spec.Hostnames {
 		i := slices.IndexFunc(statuses, func(st v1alpha.HostnameStatus) bool { return st.Hostname == string(h) })
 		if i < 0 {
@@ -350,23 +407,52 @@ func (s *proxyScope) reportHostnames() {
 		}
 		st := &statuses[i]
 		st.Conditions = append([]metav1.Condition(nil), st.Conditions...)
-		cond := metav1.Condition{Type: hostnameAvailable, Status: metav1.ConditionTrue, Reason: "Claimed", Message: "The hostname is programmed for this proxy", ObservedGeneration: s.proxy.Generation}
-		if why, no := inUse[h]; no {
-			cond = metav1.Condition{Type: hostnameAvailable, Status: metav1.ConditionFalse, Reason: "InUse", Message: why, ObservedGeneration: s.proxy.Generation}
-			refused = append(refused, string(h))
+		available := verdict{true, "Claimed", "The hostname is programmed for this proxy"}
+		verified := verdict{true, v1alpha.DomainReasonVerified, "A Verified Domain covers the hostname, or it was programmed before"}
+		switch c := refused[h]; {
+		case c == nil:
+			programmed = append(programmed, h)
+		case c.Reason == ReasonHostnamesInUse:
+			available = verdict{false, "InUse", c.Message}
+		default:
+			available = verdict{false, ReasonUnverifiedHostname, c.Message}
+			verified = verdict{false, ReasonUnverifiedHostname, c.Message}
 		}
-		meta.SetStatusCondition(&st.Conditions, cond)
+		if c := refused[h]; c != nil {
+			byReason[c.Reason] = append(byReason[c.Reason], string(h))
+		}
+		meta.SetStatusCondition(&st.Conditions, available.condition(hostnameAvailable, s.proxy.Generation))
+		if verify {
+			meta.SetStatusCondition(&st.Conditions, verified.condition(hostnameVerified, s.proxy.Generation))
+		}
 	}
 	s.proxy.Status.HostnameStatuses = statuses
-	if len(refused) == 0 {
-		return
+	if verify && len(s.proxy.Spec.Hostnames) > 0 {
+		v := verdict{true, conditionHostnamesVerified, "Every hostname is covered by a Verified Domain"}
+		if hs := byReason[ReasonUnverifiedHostname]; len(hs) > 0 {
+			v = verdict{false, reasonUnverifiedHostnamesPresent, fmt.Sprintf("Hostnames not verified, see each hostname's Verified condition and the Domains in namespace %s: %s", s.proxy.Namespace, strings.Join(hs, ", "))}
+		}
+		s.setCondition(conditionHostnamesVerified, v.ok, v.reason, v.message)
+		if c := meta.FindStatusCondition(s.before.Status.Conditions, conditionHostnamesVerified); !v.ok && (c == nil || c.Status != metav1.ConditionFalse) {
+			s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, reasonUnverifiedHostnamesPresent, "Programming", "%s", v.message)
+		}
 	}
-	msg := fmt.Sprintf("Hostnames already programmed for another Gateway: %s", strings.Join(refused, ", "))
-	s.setCondition(v1alpha.ConditionAccepted, false, ReasonHostnamesInUse, msg)
-	if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != ReasonHostnamesInUse {
-		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", msg)
+	if hs := byReason[ReasonHostnamesInUse]; len(hs) > 0 {
+		msg := fmt.Sprintf("Hostnames already programmed for another Gateway: %s", strings.Join(hs, ", "))
+		s.setCondition(v1alpha.ConditionAccepted, false, ReasonHostnamesInUse, msg)
+		if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != ReasonHostnamesInUse {
+			s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", msg)
+		}
 	}
+	return programmed
 }
+
+// The proxy's and each hostname's verification conditions (the previous manager's).
+const (
+	conditionHostnamesVerified       = "HostnamesVerified"
+	reasonUnverifiedHostnamesPresent = "UnverifiedHostnamesPresent"
+	hostnameVerified                 = "Verified"
+)
 
 // hostnameAvailable is the per-hostname condition type (the previous manager's).
 const hostnameAvailable = "Available"

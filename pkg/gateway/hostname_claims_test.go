@@ -47,7 +47,7 @@ func TestProgrammableListeners(t *testing.T) {
 		{Name: "https-b", Hostname: host("b.example.com")},
 		{Name: "https-wild", Hostname: host("*.example.com")},
 	}}}
-	res := refusedHostnames{"b.example.com": "held", "*.example.com": "wildcard"}
+	res := refusedHostnames{"b.example.com": {ReasonHostnamesInUse, "held"}, "*.example.com": {ReasonHostnamesInUse, "wildcard"}}
 	var names []string
 	for _, l := range res.programmable(gw).Spec.Listeners {
 		names = append(names, string(l.Name))

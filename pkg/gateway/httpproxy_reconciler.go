@@ -363,11 +363,11 @@ func (r *HTTPProxyReconciler) pruneServices(ctx context.Context, s *proxyScope) 
 func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, error) {
 	ok, reason, message := proxyProgrammed(s.gateway, s.route, r.Config.controllerName())
 	s.setCondition(v1alpha.ConditionProgrammed, ok, reason, message)
-	s.reportHostnames()
+	programmed := s.reportHostnames(r.Config.VerifyHostnames)
 	if !ok {
 		return true, nil
 	}
-	s.proxy.Status.Hostnames = append([]gatewayv1.Hostname(nil), s.proxy.Spec.Hostnames...)
+	s.proxy.Status.Hostnames = programmed
 	s.proxy.Status.Addresses = append([]gatewayv1.GatewayStatusAddress(nil), s.gateway.Status.Addresses...)
 	if !meta.IsStatusConditionTrue(s.before.Status.Conditions, v1alpha.ConditionProgrammed) {
 		s.events.Eventf(s.proxy, nil, corev1.EventTypeNormal, v1alpha.ReasonProgrammed, "Programming", "The proxy is programmed on the hub")
