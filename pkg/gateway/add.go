@@ -91,7 +91,6 @@ const routeParentIndex = "anchorage.parentGateway"
 // to mgr. Each watches its kind on every project; the Gateway and HTTPRoute controllers
 // also watch their downstream objects on the hub, mapped back through their labels.
 func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) (*Setup, error) {
-	opts.Config = opts.Config.WithDefaults() // checked by pkg/config, the settings' one check
 	opts.Clusters = cmp.Or(opts.Clusters, ManagerClusters(mgr))
 	opts.Admission = cmp.Or[Admission](opts.Admission, OpenAdmission{})
 	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, ctrlmetrics.Registry)

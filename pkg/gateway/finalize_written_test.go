@@ -124,7 +124,7 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 			m, _ := guardMetrics(t)
 			writer := &GatewayReconciler{
 				Clusters:  fakeClusters{hub: countedClient(t, cfg, counter)},
-				Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(),
+				Admission: OpenAdmission{}, Config: testConfig("ours"),
 				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(0),
 			}
 			f := programWrittenGateway(t, ctx, writer, setup, httpListener("http"), a, b)
