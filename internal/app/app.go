@@ -49,56 +49,38 @@ import (
 )
 
 // Options configures one replica: the configuration file's settings (pkg/config, whose
-// Default holds every default) and the process's own. Nothing is defaulted here.
+// Default holds every default) and the process's own. None of the file's is defaulted.
 type Options struct {
-	// Hub is the REST config of the hub cluster, its rate included. Required.
-	Hub *rest.Config
-	// ProviderNamespace holds the projects' kubeconfig Secrets.
-	ProviderNamespace string
-	// LeaseNamespace holds member and project Leases.
-	LeaseNamespace string
-	// Identity names this replica (the pod name in a Deployment). Required.
-	Identity string
-	// MetricsAddr serves /metrics; "0" turns it off.
-	MetricsAddr string
+	Hub                *rest.Config  // the hub cluster's REST config, its rate included; required
+	ProviderNamespace  string        // holds the projects' kubeconfig Secrets
+	LeaseNamespace     string        // holds member and project Leases
+	Identity           string        // names this replica (the pod name in a Deployment); required
+	MetricsAddr        string        // serves /metrics; "0" turns it off
+	HealthAddr         string        // serves /healthz and /readyz; "0" turns it off
+	HubCheckTimeout    time.Duration // bounds the start-up probe of the hub
+	ProjectCallTimeout time.Duration // the deadline of each project plane request but watches (shard.BoundPlaneCalls)
+	Timings            shard.Timings // of the sharding protocol
+	Weight             float64       // scales this replica's share of projects; positive
+	Gateway            gateway.Config
+	// Resync configures the anchor resync, on unless Resync.Disabled; a nil Clock takes
+	// Clock; its ClaimsNamespace is the gateway's.
+	Resync resync.Options
 	// InsecureMetrics serves /metrics in plain HTTP to anyone, for local runs only;
 	// otherwise HTTPS with every scrape authorized by the hub (docs/operations.md, Metrics).
 	InsecureMetrics bool
-	// HealthAddr serves /healthz and /readyz; "0" turns it off.
-	HealthAddr string
-	// Registry receives anchorage's own metrics. Default controller-runtime's global registry.
-	Registry prometheus.Registerer
-	// Logger is the replica's logger. Default ctrl.Log.
-	Logger logr.Logger
-	// HubCheckTimeout bounds the start-up probe of the hub.
-	HubCheckTimeout time.Duration
-	// ProjectCallTimeout is the deadline of each project plane request but watches
-	// (shard.BoundPlaneCalls).
-	ProjectCallTimeout time.Duration
 	// ClusterOptions are applied to every cluster the shard builds for a held project.
 	ClusterOptions []cluster.Option
 	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig,
 	// its rate included.
 	ProjectRESTOptions []func(*rest.Config) error
-	// Timings of the sharding protocol.
-	Timings shard.Timings
-	// Weight scales this replica's share of projects; positive.
-	Weight float64
-	// Clock is injected into the sharding protocol. Default the real clock.
-	Clock clock.WithTicker
-	// Recorder, when set, receives a record of every admitted unit of project work.
-	Recorder shard.Recorder
+	Registry           prometheus.Registerer // receives anchorage's own metrics; default controller-runtime's
+	Logger             logr.Logger           // default ctrl.Log
+	Clock              clock.WithTicker      // injected into the sharding protocol; default the real clock
+	Recorder           shard.Recorder        // when set, receives a record of every admitted unit of project work
 	// Observer, when set, is told of the replica's incarnations and of Start stopping
 	// the controllers.
 	Observer Observer
-	// Exit ends the process when a planned hand-over's drain passes its deadline.
-	// Default os.Exit(1).
-	Exit func()
-	// Gateway configures the gateway data path.
-	Gateway gateway.Config
-	// Resync configures the anchor resync, on unless Resync.Disabled; a nil Clock takes
-	// Clock; its ClaimsNamespace is the gateway's.
-	Resync resync.Options
+	Exit     func() // ends the process when a planned hand-over's drain passes its deadline; default os.Exit(1)
 	// ResyncObserver, when set, sees every anchor examination and pass of the resync.
 	ResyncObserver resync.Observer
 }
