@@ -45,7 +45,8 @@ import (
 	"anchorage/pkg/anchor/resync"
 )
 
-// Options configure SetupWithManager. Zero values take the documented defaults.
+// Options configure SetupWithManager: Config as given (pkg/config checks it), a nil
+// dependency its documented default.
 type Options struct {
 	Config
 	// Clusters reaches projects and the hub. Default ManagerClusters(mgr).
