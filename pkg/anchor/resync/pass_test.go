@@ -105,7 +105,7 @@ func (f *passFixture) run() PassReport {
 	f.t.Helper()
 	anchors, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
-	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
+	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), dependentsQPS, dependentsBurst)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	var adm Admission = openAdmission{}
 	if f.admission != nil {
