@@ -125,13 +125,13 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 			writer := &GatewayReconciler{
 				Clusters:  fakeClusters{hub: countedClient(t, cfg, counter)},
 				Admission: OpenAdmission{}, Config: testConfig("ours"),
-				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(0),
+				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(DefaultWrittenOwners),
 			}
 			f := programWrittenGateway(t, ctx, writer, setup, httpListener("http"), a, b)
 			finalizer := writer
 			if tc.finalizedElsewhere {
 				other := *writer
-				other.Written = NewWrittenObjects(0)
+				other.Written = NewWrittenObjects(DefaultWrittenOwners)
 				finalizer = &other
 			}
 			if tc.dropListenerB {
