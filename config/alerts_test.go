@@ -299,10 +299,7 @@ func TestMetricsAreDocumented(t *testing.T) {
 	reg := &recordingRegisterer{Registry: prometheus.NewRegistry(), names: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := app.New(ctx, app.Options{
-		Hub: hubConfig, Identity: "config-test-docs", ProviderNamespace: deployNamespace,
-		MetricsAddr: "0", HealthAddr: "0", Registry: reg,
-	})
+	_, err := app.New(ctx, defaultReplica("config-test-docs", "0", reg))
 	g.Expect(err).NotTo(HaveOccurred())
 	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "operations.md"))
 	g.Expect(err).NotTo(HaveOccurred())

@@ -41,6 +41,7 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/testenv"
 	"anchorage/pkg/anchor/resync"
+	managerconfig "anchorage/pkg/config"
 )
 
 // deployNamespace is where config/default puts everything namespaced.
@@ -682,10 +683,7 @@ func TestAlertsUseExportedMetrics(t *testing.T) {
 	reg := &recordingRegisterer{Registry: prometheus.NewRegistry(), names: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := app.New(ctx, app.Options{
-		Hub: hubConfig, Identity: "config-test", ProviderNamespace: deployNamespace,
-		MetricsAddr: "0", HealthAddr: "0", Registry: reg,
-	})
+	_, err := app.New(ctx, defaultReplica("config-test", "0", reg))
 	g.Expect(err).NotTo(HaveOccurred())
 	var exported []string
 	for n := range reg.names {
@@ -730,5 +728,21 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 		if err := r.Register(c); err != nil {
 			panic(err)
 		}
+	}
+}
+
+// defaultReplica is a replica's options on the test API server with every setting the
+// replicas share at its default (pkg/config), as a Deployment without --config runs.
+func defaultReplica(identity, metricsAddr string, reg prometheus.Registerer) app.Options {
+	c := managerconfig.Default()
+	hub := rest.CopyConfig(hubConfig)
+	hub.QPS, hub.Burst = c.Clients.Hub.QPS, c.Clients.Hub.Burst
+	project := c.Clients.Project
+	return app.Options{
+		Hub: hub, Identity: identity, ProviderNamespace: deployNamespace, LeaseNamespace: deployNamespace,
+		MetricsAddr: metricsAddr, HealthAddr: "0", Registry: reg,
+		HubCheckTimeout: c.HubTimeout.Duration, ProjectCallTimeout: c.Sharding.ProjectCallTimeout.Duration,
+		ProjectRESTOptions: []func(*rest.Config) error{func(r *rest.Config) error { r.QPS, r.Burst = project.QPS, project.Burst; return nil }},
+		Timings:            c.Timings(), Weight: 1, Gateway: c.GatewayConfig(), Resync: c.ResyncOptions(),
 	}
 }

@@ -296,10 +296,7 @@ func TestMetricsNeedAnAuthorizedToken(t *testing.T) {
 	scraper, stranger := token("scraper"), token("stranger")
 
 	addr := freeAddr(t)
-	replica, err := app.New(ctx, app.Options{
-		Hub: hubConfig, Identity: "metrics-test", ProviderNamespace: deployNamespace,
-		MetricsAddr: addr, HealthAddr: "0", Registry: prometheus.NewRegistry(),
-	})
+	replica, err := app.New(ctx, defaultReplica("metrics-test", addr, prometheus.NewRegistry()))
 	g.Expect(err).NotTo(HaveOccurred())
 	done := make(chan error, 1)
 	go func() { done <- replica.Start(ctx) }()

@@ -192,11 +192,11 @@ func (s *stranded) plant(ctx context.Context, c client.Client) error {
 	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: cm.Name, UID: cm.UID}
 
 	var deps []*unstructured.Unstructured
-	switch s.kind {
+	switch defaults := gateway.DefaultConfig(); s.kind {
 	case "Gateway":
 		gw := newUnstructured(gatewayGVK, ns, s.name, labels, ref)
 		gw.Object["spec"] = map[string]any{
-			"gatewayClassName": gateway.DefaultDownstreamGatewayClassName,
+			"gatewayClassName": defaults.DownstreamGatewayClassName,
 			"listeners": []any{map[string]any{
 				"name": "https-" + s.hostname, "hostname": s.hostname, "port": int64(443), "protocol": "HTTPS",
 				"tls": map[string]any{"certificateRefs": []any{map[string]any{"name": s.name + "-https-" + s.hostname}}},
@@ -206,7 +206,7 @@ func (s *stranded) plant(ctx context.Context, c client.Client) error {
 		cert.Object["spec"] = map[string]any{
 			"secretName": s.name + "-https-" + s.hostname,
 			"dnsNames":   []any{s.hostname},
-			"issuerRef":  map[string]any{"name": gateway.DefaultIssuerName, "kind": gateway.DefaultIssuerKind, "group": gateway.DefaultIssuerGroup},
+			"issuerRef":  map[string]any{"name": defaults.CertificateIssuer.Name, "kind": defaults.CertificateIssuer.Kind, "group": defaults.CertificateIssuer.Group},
 		}
 		deps = append(deps, gw, cert)
 	case "HTTPRoute":

@@ -33,7 +33,7 @@ func (d *demo) startEdge() error {
 	if err != nil {
 		return err
 	}
-	if d.edge, err = harness.NewEdge(d.hub.Client, gateway.DefaultDownstreamGatewayClassName); err != nil {
+	if d.edge, err = harness.NewEdge(d.hub.Client, gateway.DefaultConfig().DownstreamGatewayClassName); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

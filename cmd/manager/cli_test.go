@@ -280,7 +280,9 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 	g.Expect([]string{o.ProviderNamespace, o.LeaseNamespace}).To(Equal([]string{"p", "l"}))
 	g.Expect(o.HubCheckTimeout).To(Equal(3 * time.Second))
 	g.Expect(o.ProjectCallTimeout).To(Equal(7 * time.Second))
-	g.Expect(o.Timings).To(Equal(shard.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second, ClaimDeadline: 90 * time.Second}.WithDefaults()))
+	timings := shard.NewTimings(30*time.Second, 20*time.Second, 4*time.Second)
+	timings.ClaimDeadline = 90 * time.Second
+	g.Expect(o.Timings).To(Equal(timings))
 	g.Expect(o.Gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
@@ -288,12 +290,13 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{}, VerifyHostnames: true,
 	}))
 	g.Expect(o.Domains.Settings.DNSRecordPrefix).To(Equal("datum-custom-hostname"), "the Domain verification's settings reach the replica")
-	g.Expect(o.Gateway.WithDefaults().BackendReservedDomains).To(BeEmpty(), "an empty list refuses no domain; it is not the default")
 	g.Expect(o.Resync).To(Equal(resync.Options{
 		DryRun: true, Period: 20 * time.Minute, InitialJitter: 30 * time.Second, ConfirmAfter: 30 * time.Second, MinAge: 10 * time.Minute,
 		MaxDeletionsPerPass: 5, HaltAbove: 9, DeletionQPS: 2.5, Workers: 3,
 		LiveOwnerKinds:      []schema.GroupKind{{Group: "networking.datumapis.com", Kind: "HTTPProxy"}, {Kind: "ConfigMap"}},
 		ExtraDependentKinds: []schema.GroupKind{},
+		// No key sets these: the resync's own defaults.
+		StuckAfter: time.Hour, ClaimPasses: 3, Finalizers: resync.DefaultFinalizers, Writes: resync.DefaultHubWrites,
 	}))
 	project := &rest.Config{}
 	for _, opt := range o.ProjectRESTOptions {

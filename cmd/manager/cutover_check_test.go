@@ -47,12 +47,12 @@ func TestCutOverCheckFlags(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "--cut-over-check implies --once")
 	g.Expect(c.cutOver).NotTo(BeNil())
 	g.Expect(*c.cutOver).To(Equal(cutover.Options{
-		GatewayClass: gateway.DefaultGatewayClassName, IssuerName: gateway.DefaultIssuerName, DownstreamGatewayClass: gateway.DefaultDownstreamGatewayClassName,
+		GatewayClass: gateway.DefaultConfig().GatewayClassName, IssuerName: gateway.DefaultConfig().CertificateIssuer.Name, DownstreamGatewayClass: gateway.DefaultConfig().DownstreamGatewayClassName,
 	}), "the defaults are the replicas'")
 	g.Expect(c.output).To(Equal(outputTable))
 	// The package's own defaults, for callers that leave the options empty, agree.
 	g.Expect(cutover.Options{}.WithDefaults()).To(Equal(cutover.Options{
-		GatewayClass: gateway.DefaultGatewayClassName, IssuerName: gateway.DefaultIssuerName, DownstreamGatewayClass: gateway.DefaultDownstreamGatewayClassName, Workers: 4,
+		GatewayClass: gateway.DefaultConfig().GatewayClassName, IssuerName: gateway.DefaultConfig().CertificateIssuer.Name, DownstreamGatewayClass: gateway.DefaultConfig().DownstreamGatewayClassName, Workers: 4,
 	}))
 
 	c, err = parseSweep("--once", "--cut-over-check", "-o", "json", "--project=a,b", "--dry-run", writeConfig(t, ourConfig+`
@@ -102,7 +102,7 @@ func TestPreviousManagersConfigReachesTheReplica(t *testing.T) {
 	g.Expect(o.Gateway.DownstreamGatewayClassName).To(Equal("datum-downstream-gateway"), "gateway.downstreamGatewayClassName")
 	g.Expect(o.Gateway.HostnameClaimsNamespace).To(Equal("datum-downstream-gateway-hostnames"), "gateway.downstreamHostnameAccountingNamespace")
 	g.Expect(o.Gateway.CertificateIssuer).To(Equal(gateway.IssuerRef{Name: "letsencrypt-prod", Kind: "ClusterIssuer", Group: "cert-manager.io"}), "clusterIssuerMap[auto]")
-	g.Expect(o.Timings).To(Equal(shard.Timings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second}.WithDefaults()), "leaderElection")
+	g.Expect(o.Timings).To(Equal(shard.NewTimings(30*time.Second, 20*time.Second, 4*time.Second)), "leaderElection")
 	project := &rest.Config{}
 	for _, opt := range o.ProjectRESTOptions {
 		g.Expect(opt(project)).To(Succeed())

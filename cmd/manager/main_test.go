@@ -77,7 +77,7 @@ func TestHarnessConfigSetsTheManagersTimings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the manager refuses harness.WriteConfig's file: %v", err)
 	}
-	if timings := got.loaded.Timings(); timings != harness.FastTimings.WithDefaults() {
-		t.Fatalf("timings from the file = %+v, want harness.FastTimings %+v", timings, harness.FastTimings.WithDefaults())
+	if timings := got.loaded.Timings(); timings != harness.FastTimings {
+		t.Fatalf("timings from the file = %+v, want harness.FastTimings %+v", timings, harness.FastTimings)
 	}
 }

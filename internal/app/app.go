@@ -49,55 +49,39 @@ import (
 	"anchorage/pkg/shard"
 )
 
-// Options configures one replica. Zero values take the documented defaults.
+// Options configures one replica: the configuration file's settings (pkg/config, whose
+// Default holds every default) and the process's own. None of the file's is defaulted.
 type Options struct {
-	// Hub is the REST config of the hub cluster. Required.
-	Hub *rest.Config
-	// ProviderNamespace holds the projects' kubeconfig Secrets. Default "anchorage-system".
-	ProviderNamespace string
-	// LeaseNamespace holds member and project Leases. Default ProviderNamespace.
-	LeaseNamespace string
-	// Identity names this replica (the pod name in a Deployment). Required.
-	Identity string
-	// MetricsAddr serves /metrics; "0" turns it off. Default ":8443".
-	MetricsAddr string
+	Hub                *rest.Config  // the hub cluster's REST config, its rate included; required
+	ProviderNamespace  string        // holds the projects' kubeconfig Secrets
+	LeaseNamespace     string        // holds member and project Leases
+	Identity           string        // names this replica (the pod name in a Deployment); required
+	MetricsAddr        string        // serves /metrics; "0" turns it off
+	HealthAddr         string        // serves /healthz and /readyz; "0" turns it off
+	HubCheckTimeout    time.Duration // bounds the start-up probe of the hub
+	ProjectCallTimeout time.Duration // the deadline of each project plane request but watches (shard.BoundPlaneCalls)
+	Timings            shard.Timings // of the sharding protocol
+	Weight             float64       // scales this replica's share of projects; positive
+	Gateway            gateway.Config
+	// Resync configures the anchor resync, on unless Resync.Disabled; a nil Clock takes
+	// Clock; its ClaimsNamespace is the gateway's.
+	Resync resync.Options
 	// InsecureMetrics serves /metrics in plain HTTP to anyone, for local runs only;
 	// otherwise HTTPS with every scrape authorized by the hub (docs/operations.md, Metrics).
 	InsecureMetrics bool
-	// HealthAddr serves /healthz and /readyz; "0" turns it off. Default ":8081".
-	HealthAddr string
-	// Registry receives anchorage's own metrics. Default controller-runtime's global registry.
-	Registry prometheus.Registerer
-	// Logger is the replica's logger. Default ctrl.Log.
-	Logger logr.Logger
-	// HubCheckTimeout bounds the start-up probe of the hub. Default 10s.
-	HubCheckTimeout time.Duration
-	// ProjectCallTimeout is the deadline of each project plane request but watches
-	// (shard.BoundPlaneCalls). Default shard.DefaultPlaneCallTimeout.
-	ProjectCallTimeout time.Duration
 	// ClusterOptions are applied to every cluster the shard builds for a held project.
 	ClusterOptions []cluster.Option
-	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig.
+	// ProjectRESTOptions adjust the REST config built from each project's kubeconfig,
+	// its rate included.
 	ProjectRESTOptions []func(*rest.Config) error
-	// Timings of the sharding protocol; zero fields take client-go's defaults.
-	Timings shard.Timings
-	// Weight scales this replica's share of projects. Default 1.
-	Weight float64
-	// Clock is injected into the sharding protocol. Default the real clock.
-	Clock clock.WithTicker
-	// Recorder, when set, receives a record of every admitted unit of project work.
-	Recorder shard.Recorder
+	Registry           prometheus.Registerer // receives anchorage's own metrics; default controller-runtime's
+	Logger             logr.Logger           // default ctrl.Log
+	Clock              clock.WithTicker      // injected into the sharding protocol; default the real clock
+	Recorder           shard.Recorder        // when set, receives a record of every admitted unit of project work
 	// Observer, when set, is told of the replica's incarnations and of Start stopping
 	// the controllers.
 	Observer Observer
-	// Exit ends the process when a planned hand-over's drain passes its deadline.
-	// Default os.Exit(1).
-	Exit func()
-	// Gateway configures the gateway data path. Zero values take pkg/gateway's defaults.
-	Gateway gateway.Config
-	// Resync configures the anchor resync, on unless Resync.Disabled. Zero values take
-	// the resync's defaults; a nil Clock takes Clock.
-	Resync resync.Options
+	Exit     func() // ends the process when a planned hand-over's drain passes its deadline; default os.Exit(1)
 	// ResyncObserver, when set, sees every anchor examination and pass of the resync.
 	ResyncObserver resync.Observer
 	// Domains verifies the projects' Domains, when Gateway.VerifyHostnames is on.
@@ -118,16 +102,10 @@ func (o *Options) defaults() error {
 	if o.Identity == "" {
 		return errors.New("identity must not be empty (set --identity or POD_NAME)")
 	}
-	o.ProviderNamespace = cmp.Or(o.ProviderNamespace, "anchorage-system")
-	o.LeaseNamespace = cmp.Or(o.LeaseNamespace, o.ProviderNamespace)
-	o.MetricsAddr = cmp.Or(o.MetricsAddr, ":8443")
-	o.HealthAddr = cmp.Or(o.HealthAddr, ":8081")
 	o.Registry = cmp.Or[prometheus.Registerer](o.Registry, ctrlmetrics.Registry)
 	if o.Logger.GetSink() == nil {
 		o.Logger = ctrl.Log
 	}
-	o.HubCheckTimeout = cmp.Or(o.HubCheckTimeout, 10*time.Second)
-	o.ProjectCallTimeout = cmp.Or(o.ProjectCallTimeout, shard.DefaultPlaneCallTimeout)
 	o.Resync.Clock = cmp.Or(o.Resync.Clock, o.Clock)
 	return nil
 }
@@ -171,19 +149,12 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		return nil, err
 	}
 	opts.Hub = rest.CopyConfig(opts.Hub)
-	if opts.Hub.QPS == 0 {
-		// client-go's default of 5 a second throttles a replica serving many projects.
-		opts.Hub.QPS, opts.Hub.Burst = 50, 100
-	}
 	userAgent := UserAgent(opts.Identity)
 	opts.Hub.UserAgent = cmp.Or(opts.Hub.UserAgent, userAgent)
 	// The shard's guards come before the caller's options (docs/design.md, Threat model).
 	opts.ProjectRESTOptions = append([]func(*rest.Config) error{shard.RefuseUnsafeRESTConfig, shard.RefuseRedirects,
 		shard.BoundPlaneCalls(opts.ProjectCallTimeout, shard.PlaneAnswerCeiling), func(c *rest.Config) error {
 			c.UserAgent = userAgent
-			if c.QPS == 0 {
-				c.QPS, c.Burst = 50, 100
-			}
 			return nil
 		}}, opts.ProjectRESTOptions...)
 	scheme := Scheme()
@@ -216,7 +187,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		HealthProbeBindAddress: opts.HealthAddr,
 		// Off: with it on, the kubeconfig provider's Secret watch would run on one replica.
 		LeaderElection:          false,
-		GracefulShutdownTimeout: ptr.To(opts.Timings.WithDefaults().ShutdownDeadline + 10*time.Second),
+		GracefulShutdownTimeout: ptr.To(opts.Timings.ShutdownDeadline + 10*time.Second),
 		Controller:              config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache:                   cache.Options{ByObject: HubCacheByObject(opts.ProviderNamespace)},
 	}, mcmanager.WithCoordinator(sh))
@@ -253,7 +224,7 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		}
 	}
 	if !opts.Resync.Disabled {
-		opts.Resync.ClaimsNamespace = cmp.Or(opts.Resync.ClaimsNamespace, opts.Gateway.WithDefaults().HostnameClaimsNamespace)
+		opts.Resync.ClaimsNamespace = opts.Gateway.HostnameClaimsNamespace
 		_, err = resync.Setup(ctx, mgr, resync.Config{
 			Options: opts.Resync, Admission: sh, Hub: sh, Holder: sh.Holder, Enqueue: gw.Enqueue, Anchors: anchors,
 			RetiredAdmission: resync.CoordinatorAccess{Shard: sh}, RetiredHub: resync.CoordinatorAccess{Shard: sh},

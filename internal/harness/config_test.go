@@ -28,7 +28,7 @@ func TestWriteConfigIsWhatTheManagerLoads(t *testing.T) {
 		t.Errorf("the edit did not reach the file: providerNamespace %q, lease namespace %q, resync.enabled %v",
 			l.ProviderNamespace, l.LeaseNamespaceOrProvider(), l.Resync.Enabled)
 	}
-	if got, want := l.Timings(), FastTimings.WithDefaults(); got != want {
+	if got, want := l.Timings(), FastTimings; got != want {
 		t.Errorf("timings: got %+v, want %+v", got, want)
 	}
 	if got, want := l.Gateway.BackendReservedDomains, config.Default().Gateway.BackendReservedDomains; len(got) != len(want) {

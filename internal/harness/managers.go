@@ -27,7 +27,7 @@ import (
 
 	"anchorage/internal/app"
 	"anchorage/internal/testenv"
-	"anchorage/pkg/gateway"
+	"anchorage/pkg/config"
 	"anchorage/pkg/shard"
 )
 
@@ -121,30 +121,46 @@ func (e *Env) StartManager(ctx context.Context, name string, opts ManagerOptions
 	if log.GetSink() == nil {
 		log = LoggerFromEnv()
 	}
+	// Every setting a replica shares is the configuration file's default (pkg/config),
+	// as a deployed replica without a --config gets it, but for the harness's own below.
+	c := config.Default()
+	hubCfg.QPS, hubCfg.Burst = c.Clients.Hub.QPS, c.Clients.Hub.Burst
+	project := c.Clients.Project
+	gw := c.GatewayConfig()
+	// The harness's hubs run no edge controller unless a test starts an Edge and turns
+	// this off. Claims are hub-wide: each environment has its own, so one test's
+	// hostnames never collide with another's on the shared hub.
+	gw.AssumeWrittenIsProgrammed, gw.HostnameClaimsNamespace = true, e.ClaimsNamespace()
+	// Hostnames are not verified but in the tests of verified domains, which turn it on
+	// and point the checker at their own DNS server (test/integration/domain_test.go).
+	gw.VerifyHostnames = false
 	o := app.Options{
 		Hub:                hubCfg,
 		ProviderNamespace:  e.ProviderNamespace,
+		LeaseNamespace:     e.ProviderNamespace,
 		Identity:           name,
 		MetricsAddr:        "0",
 		HealthAddr:         "0",
 		Registry:           m.Registry,
 		Logger:             log.WithValues("replica", name),
-		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.Wrap(m.transport(ProjectTraffic)); return nil }},
+		HubCheckTimeout:    c.HubTimeout.Duration,
+		ProjectCallTimeout: c.Sharding.ProjectCallTimeout.Duration,
+		ProjectRESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
+			c.QPS, c.Burst = project.QPS, project.Burst
+			c.Wrap(m.transport(ProjectTraffic))
+			return nil
+		}},
+		Timings: c.Timings(),
+		Weight:  1,
 		// A drain past its deadline "exits the process": here, an abrupt stop.
-		Exit:     m.Kill,
-		Observer: m,
-		// The harness's hubs run no edge controller unless a test starts an Edge and
-		// turns this off.
-		Gateway:        gateway.Config{AssumeWrittenIsProgrammed: true},
+		Exit:           m.Kill,
+		Observer:       m,
+		Gateway:        gw,
+		Resync:         c.ResyncOptions(),
 		ResyncObserver: m.ResyncLog,
 	}
 	if opts.Adjust != nil {
 		opts.Adjust(&o)
-	}
-	if o.Gateway.HostnameClaimsNamespace == "" {
-		// Claims are hub-wide: each environment has its own, so one test's hostnames
-		// never collide with another's on the shared hub.
-		o.Gateway.HostnameClaimsNamespace = e.ClaimsNamespace()
 	}
 	if m.Replica, err = app.New(ctx, o); err != nil {
 		return nil, err

@@ -24,7 +24,11 @@ import (
 // bench's manager processes (SetTimings), so a hand-over takes seconds, not the
 // production defaults' tens of seconds. The claim deadline leaves room for engaging a
 // project's informers on a loaded 2-core machine running three replicas.
-var FastTimings = shard.Timings{LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 400 * time.Millisecond, ClaimDeadline: 8 * time.Second}
+var FastTimings = func() shard.Timings {
+	t := shard.NewTimings(3*time.Second, 2*time.Second, 400*time.Millisecond)
+	t.ClaimDeadline = 8 * time.Second
+	return t
+}()
 
 // WithTimings sets an in-process manager's protocol timings.
 func WithTimings(t shard.Timings) func(*app.Options) {

@@ -221,34 +221,31 @@ type ClientConnection struct {
 	Burst int `json:"burst"`
 }
 
-// Default returns the configuration of a file that sets nothing.
+// Default returns the configuration of a file that sets nothing: the components' own
+// defaults (shard.DefaultTimings, resync.DefaultOptions, gateway.DefaultConfig).
 func Default() ManagerConfiguration {
-	t, r := shard.DefaultTimings(), resync.Options{}.WithDefaults()
+	t, r, g := shard.DefaultTimings(), resync.DefaultOptions(), gateway.DefaultConfig()
+	d := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }
 	return ManagerConfiguration{
 		TypeMeta:          metav1.TypeMeta{APIVersion: GroupVersion.String(), Kind: Kind},
 		ProviderNamespace: "anchorage-system",
-		HubTimeout:        metav1.Duration{Duration: 10 * time.Second},
-		Sharding: Sharding{
-			LeaseDuration: metav1.Duration{Duration: t.LeaseDuration}, RenewDeadline: metav1.Duration{Duration: t.RenewDeadline},
-			RetryPeriod: metav1.Duration{Duration: t.RetryPeriod}, ProjectCallTimeout: metav1.Duration{Duration: shard.DefaultPlaneCallTimeout},
-		},
+		HubTimeout:        d(10 * time.Second),
+		Sharding: Sharding{LeaseDuration: d(t.LeaseDuration), RenewDeadline: d(t.RenewDeadline), RetryPeriod: d(t.RetryPeriod),
+			ProjectCallTimeout: d(shard.DefaultPlaneCallTimeout)},
 		Resync: Resync{
-			Enabled: true, Period: metav1.Duration{Duration: r.Period}, InitialJitter: metav1.Duration{Duration: r.InitialJitter},
-			ConfirmAfter: metav1.Duration{Duration: r.ConfirmAfter}, MinAge: metav1.Duration{Duration: r.MinAge},
+			Enabled: !r.Disabled, DryRun: r.DryRun, Period: d(r.Period), InitialJitter: d(r.InitialJitter), ConfirmAfter: d(r.ConfirmAfter), MinAge: d(r.MinAge),
 			MaxDeletionsPerPass: r.MaxDeletionsPerPass, HaltAbove: r.HaltAbove, DeletionsPerSecond: float64(r.DeletionQPS), Workers: r.Workers,
-			OwnerKinds: formatKinds(r.LiveOwnerKinds), ExtraDependentKinds: []string{},
+			OwnerKinds: formatKinds(r.LiveOwnerKinds), ExtraDependentKinds: formatKinds(r.ExtraDependentKinds),
 		},
 		Gateway: Gateway{
-			GatewayClassName: gateway.DefaultGatewayClassName, DownstreamGatewayClassName: gateway.DefaultDownstreamGatewayClassName,
-			ControllerName:          gateway.DefaultControllerName,
-			CertificateIssuer:       Issuer{Name: gateway.DefaultIssuerName, Kind: gateway.DefaultIssuerKind, Group: gateway.DefaultIssuerGroup},
-			HostnameClaimsNamespace: gateway.DefaultHostnameClaimsNamespace,
-			BackendReservedDomains:  slices.Clone(gateway.DefaultBackendReservedDomains),
-			Workers:                 gateway.DefaultWorkers, ProjectWorkers: gateway.DefaultProjectWorkers,
-			ProjectHubWritesPerSecond: gateway.DefaultProjectHubWritesPerSecond, ProxiesPerProject: gateway.DefaultProxiesPerProject,
+			GatewayClassName: g.GatewayClassName, DownstreamGatewayClassName: g.DownstreamGatewayClassName, ControllerName: g.ControllerName,
+			CertificateIssuer:       Issuer{Name: g.CertificateIssuer.Name, Kind: g.CertificateIssuer.Kind, Group: g.CertificateIssuer.Group},
+			HostnameClaimsNamespace: g.HostnameClaimsNamespace, AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed,
+			BackendReservedDomains: g.BackendReservedDomains, Workers: g.Workers, ProjectWorkers: g.ProjectWorkers,
+			ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
 		},
 		DomainVerification: DomainVerification{
-			Enabled: true, DNSRecordPrefix: "datum-custom-hostname", HTTPTokenPath: ".well-known/datum-custom-hostname-challenge",
+			Enabled: g.VerifyHostnames, DNSRecordPrefix: "datum-custom-hostname", HTTPTokenPath: ".well-known/datum-custom-hostname-challenge",
 			RetryIntervals: []RetryInterval{
 				{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 5 * time.Minute}},
 				{Interval: metav1.Duration{Duration: time.Minute}, MaxElapsed: &metav1.Duration{Duration: 15 * time.Minute}},
@@ -372,24 +369,23 @@ func (c *ManagerConfiguration) LeaseNamespaceOrProvider() string {
 // Timings are the shard's timings.
 func (c *ManagerConfiguration) Timings() shard.Timings {
 	s := c.Sharding
-	t := shard.Timings{LeaseDuration: s.LeaseDuration.Duration, RenewDeadline: s.RenewDeadline.Duration, RetryPeriod: s.RetryPeriod.Duration}
+	t := shard.NewTimings(s.LeaseDuration.Duration, s.RenewDeadline.Duration, s.RetryPeriod.Duration)
 	if s.ClaimDeadline != nil {
 		t.ClaimDeadline = s.ClaimDeadline.Duration
 	}
-	return t.WithDefaults()
+	return t
 }
 
-// ResyncOptions are the resync's options.
+// ResyncOptions are the resync's options: the file's, and resync.DefaultOptions' for
+// what no key sets.
 func (c *ManagerConfiguration) ResyncOptions() resync.Options {
-	r := c.Resync
-	owners, _ := parseKinds(r.OwnerKinds)
-	extra, _ := parseKinds(r.ExtraDependentKinds)
-	return resync.Options{
-		Disabled: !r.Enabled, DryRun: r.DryRun,
-		Period: r.Period.Duration, InitialJitter: r.InitialJitter.Duration, ConfirmAfter: r.ConfirmAfter.Duration, MinAge: r.MinAge.Duration,
-		MaxDeletionsPerPass: r.MaxDeletionsPerPass, HaltAbove: r.HaltAbove, DeletionQPS: float32(r.DeletionsPerSecond), Workers: r.Workers,
-		LiveOwnerKinds: owners, ExtraDependentKinds: extra,
-	}
+	r, o := c.Resync, resync.DefaultOptions()
+	o.LiveOwnerKinds, _ = parseKinds(r.OwnerKinds)
+	o.ExtraDependentKinds, _ = parseKinds(r.ExtraDependentKinds)
+	o.Disabled, o.DryRun = !r.Enabled, r.DryRun
+	o.Period, o.InitialJitter, o.ConfirmAfter, o.MinAge = r.Period.Duration, r.InitialJitter.Duration, r.ConfirmAfter.Duration, r.MinAge.Duration
+	o.MaxDeletionsPerPass, o.HaltAbove, o.DeletionQPS, o.Workers = r.MaxDeletionsPerPass, r.HaltAbove, float32(r.DeletionsPerSecond), r.Workers
+	return o
 }
 
 // GatewayConfig is the gateway data path's configuration.

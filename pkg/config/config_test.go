@@ -35,14 +35,11 @@ func TestDefaultsAreTheComponentsDefaults(t *testing.T) {
 	g := gomega.NewWithT(t)
 	d := Default()
 	g.Expect(d.Validate()).To(gomega.Succeed())
-	g.Expect(d.Timings()).To(gomega.Equal(shard.Timings{}.WithDefaults()))
-	gw := gateway.Config{}.WithDefaults()
-	gw.EventSource = ""       // not a setting: the component's own
-	gw.VerifyHostnames = true // on in the file, off in a Config literal (tests that do not verify)
-	g.Expect(d.GatewayConfig()).To(gomega.Equal(gw))
+	g.Expect(d.Timings()).To(gomega.Equal(shard.DefaultTimings()))
+	g.Expect(d.GatewayConfig()).To(gomega.Equal(gateway.DefaultConfig()))
 	r := d.ResyncOptions()
 	r.ExtraDependentKinds = nil // the default is none: an empty list here
-	g.Expect(r.WithDefaults()).To(gomega.Equal(resync.Options{}.WithDefaults()))
+	g.Expect(r).To(gomega.Equal(resync.DefaultOptions()))
 	g.Expect(d.LeaseNamespaceOrProvider()).To(gomega.Equal("anchorage-system"))
 
 	l, err := Load("")
@@ -64,7 +61,7 @@ func TestAbsentKeysKeepTheirDefaults(t *testing.T) {
 	g.Expect(l.Sharding.RenewDeadline.Duration).To(gomega.Equal(10 * time.Second))
 	g.Expect(l.Resync.DryRun && l.Resync.Enabled).To(gomega.BeTrue())
 	g.Expect(l.Gateway.Workers).To(gomega.Equal(3))
-	g.Expect(l.Gateway.ProjectWorkers).To(gomega.Equal(gateway.DefaultProjectWorkers))
+	g.Expect(l.Gateway.ProjectWorkers).To(gomega.Equal(gateway.DefaultConfig().ProjectWorkers))
 	g.Expect(l.Keys).To(gomega.BeEmpty(), "only the previous manager's document has keys to report")
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 
@@ -58,11 +57,11 @@ const notYet = "not served yet: "
 
 // previousRules are the keys of the sections this manager reads key by key.
 var previousRules = []previousRule{
-	{key: "httpProxy.gatewayClassName", def: `"datum-external-global-proxy"`, apply: setString("gateway.gatewayClassName", func(l *Loaded) *string { return &l.Gateway.GatewayClassName })},
+	{key: "httpProxy.gatewayClassName", def: `"datum-external-global-proxy"`, apply: set("gateway.gatewayClassName", func(l *Loaded) *string { return &l.Gateway.GatewayClassName })},
 	{key: "httpProxy.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
-	{key: "gateway.controllerName", def: `"gateway.networking.datumapis.com/external-global-proxy-controller"`, apply: setString("gateway.controllerName", func(l *Loaded) *string { return &l.Gateway.ControllerName })},
-	{key: "gateway.downstreamGatewayClassName", apply: setString("gateway.downstreamGatewayClassName", func(l *Loaded) *string { return &l.Gateway.DownstreamGatewayClassName })},
-	{key: "gateway.downstreamHostnameAccountingNamespace", def: `"datum-downstream-gateway-hostnames"`, apply: setString("gateway.hostnameClaimsNamespace", func(l *Loaded) *string { return &l.Gateway.HostnameClaimsNamespace })},
+	{key: "gateway.controllerName", def: `"gateway.networking.datumapis.com/external-global-proxy-controller"`, apply: set("gateway.controllerName", func(l *Loaded) *string { return &l.Gateway.ControllerName })},
+	{key: "gateway.downstreamGatewayClassName", apply: set("gateway.downstreamGatewayClassName", func(l *Loaded) *string { return &l.Gateway.DownstreamGatewayClassName })},
+	{key: "gateway.downstreamHostnameAccountingNamespace", def: `"datum-downstream-gateway-hostnames"`, apply: set("gateway.hostnameClaimsNamespace", func(l *Loaded) *string { return &l.Gateway.HostnameClaimsNamespace })},
 	{key: "gateway.listenerTLSOptions", issuer: true},
 	{key: "gateway.clusterIssuerMap", issuer: true},
 	{key: "gateway.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
@@ -94,10 +93,10 @@ var previousRules = []previousRule{
 	{key: "gateway.enableDownstreamCertificateSolver", why: "the hub is read directly by its edges; no federation solver routes are written"},
 	{key: "gateway.deleteErroredChallenges", why: "cert-manager's own retry applies to an errored challenge"},
 	{key: "gateway.certificateService", why: "certificates are ordered from cert-manager on the hub (gateway.certificateIssuer)"},
-	{key: "domainVerificationConfig.dnsVerificationRecordPrefix", def: `"datum-custom-hostname"`, apply: setString("domainVerification.dnsRecordPrefix", func(l *Loaded) *string { return &l.DomainVerification.DNSRecordPrefix })},
-	{key: "domainVerificationConfig.httpVerificationTokenPath", def: `".well-known/datum-custom-hostname-challenge"`, apply: setString("domainVerification.httpTokenPath", func(l *Loaded) *string { return &l.DomainVerification.HTTPTokenPath })},
-	{key: "domainVerificationConfig.retryJitterMaxFactor", def: `0.25`, apply: setNumber("domainVerification.retryJitter", func(l *Loaded) any { return &l.DomainVerification.RetryJitter })},
-	{key: "domainVerificationConfig.maxConcurrentVerifications", def: `20`, apply: setNumber("domainVerification.workers", func(l *Loaded) any { return &l.DomainVerification.Workers })},
+	{key: "domainVerificationConfig.dnsVerificationRecordPrefix", def: `"datum-custom-hostname"`, apply: set("domainVerification.dnsRecordPrefix", func(l *Loaded) *string { return &l.DomainVerification.DNSRecordPrefix })},
+	{key: "domainVerificationConfig.httpVerificationTokenPath", def: `".well-known/datum-custom-hostname-challenge"`, apply: set("domainVerification.httpTokenPath", func(l *Loaded) *string { return &l.DomainVerification.HTTPTokenPath })},
+	{key: "domainVerificationConfig.retryJitterMaxFactor", def: `0.25`, apply: set("domainVerification.retryJitter", func(l *Loaded) *float64 { return &l.DomainVerification.RetryJitter })},
+	{key: "domainVerificationConfig.maxConcurrentVerifications", def: `20`, apply: set("domainVerification.workers", func(l *Loaded) *int { return &l.DomainVerification.Workers })},
 	{key: "domainVerificationConfig.retryIntervals", def: `[{"interval":"5s","maxElapsed":"5m"},{"interval":"1m","maxElapsed":"15m"},{"interval":"5m"}]`, apply: func(l *Loaded, raw json.RawMessage) (string, error) {
 		l.DomainVerification.RetryIntervals = nil // the same shape as ours
 		if err := json.Unmarshal(raw, &l.DomainVerification.RetryIntervals); err != nil {
@@ -105,13 +104,13 @@ var previousRules = []previousRule{
 		}
 		return "domainVerification.retryIntervals: " + compact(raw), nil
 	}},
-	{key: "leaderElection.leaseDuration", def: `"15s"`, apply: setDuration("sharding.leaseDuration", func(l *Loaded) *metav1.Duration { return &l.Sharding.LeaseDuration })},
-	{key: "leaderElection.renewDeadline", def: `"10s"`, apply: setDuration("sharding.renewDeadline", func(l *Loaded) *metav1.Duration { return &l.Sharding.RenewDeadline })},
-	{key: "leaderElection.retryPeriod", def: `"2s"`, apply: setDuration("sharding.retryPeriod", func(l *Loaded) *metav1.Duration { return &l.Sharding.RetryPeriod })},
-	{key: "downstreamClient.qps", def: `50`, apply: setNumber("clients.hub.qps", func(l *Loaded) any { return &l.Clients.Hub.QPS })},
-	{key: "downstreamClient.burst", def: `100`, apply: setNumber("clients.hub.burst", func(l *Loaded) any { return &l.Clients.Hub.Burst })},
-	{key: "projectClient.qps", def: `50`, apply: setNumber("clients.project.qps", func(l *Loaded) any { return &l.Clients.Project.QPS })},
-	{key: "projectClient.burst", def: `100`, apply: setNumber("clients.project.burst", func(l *Loaded) any { return &l.Clients.Project.Burst })},
+	{key: "leaderElection.leaseDuration", def: `"15s"`, apply: set("sharding.leaseDuration", func(l *Loaded) *metav1.Duration { return &l.Sharding.LeaseDuration })},
+	{key: "leaderElection.renewDeadline", def: `"10s"`, apply: set("sharding.renewDeadline", func(l *Loaded) *metav1.Duration { return &l.Sharding.RenewDeadline })},
+	{key: "leaderElection.retryPeriod", def: `"2s"`, apply: set("sharding.retryPeriod", func(l *Loaded) *metav1.Duration { return &l.Sharding.RetryPeriod })},
+	{key: "downstreamClient.qps", def: `50`, apply: set("clients.hub.qps", func(l *Loaded) *float32 { return &l.Clients.Hub.QPS })},
+	{key: "downstreamClient.burst", def: `100`, apply: set("clients.hub.burst", func(l *Loaded) *int { return &l.Clients.Hub.Burst })},
+	{key: "projectClient.qps", def: `50`, apply: set("clients.project.qps", func(l *Loaded) *float32 { return &l.Clients.Project.QPS })},
+	{key: "projectClient.burst", def: `100`, apply: set("clients.project.burst", func(l *Loaded) *int { return &l.Clients.Project.Burst })},
 	{key: "downstreamResourceManagement.kubeconfigPath", apply: func(l *Loaded, raw json.RawMessage) (string, error) {
 		if err := json.Unmarshal(raw, &l.HubKubeconfig); err != nil {
 			return "", err
@@ -237,30 +236,17 @@ func (l *Loaded) issuer(present map[string]json.RawMessage) ([]Key, error) {
 	return keys, nil
 }
 
-func setString(to string, field func(*Loaded) *string) func(*Loaded, json.RawMessage) (string, error) {
+// set reads a key's value into the field at and says what it became: to's key and value.
+func set[T any](to string, at func(*Loaded) *T) func(*Loaded, json.RawMessage) (string, error) {
 	return func(l *Loaded, raw json.RawMessage) (string, error) {
-		if err := json.Unmarshal(raw, field(l)); err != nil {
+		if err := json.Unmarshal(raw, at(l)); err != nil {
 			return "", err
 		}
-		return to + ": " + *field(l), nil
-	}
-}
-
-func setDuration(to string, field func(*Loaded) *metav1.Duration) func(*Loaded, json.RawMessage) (string, error) {
-	return func(l *Loaded, raw json.RawMessage) (string, error) {
-		if err := json.Unmarshal(raw, field(l)); err != nil {
-			return "", err
+		v := any(*at(l))
+		if d, ok := v.(metav1.Duration); ok {
+			v = d.Duration
 		}
-		return to + ": " + field(l).Duration.String(), nil
-	}
-}
-
-func setNumber(to string, field func(*Loaded) any) func(*Loaded, json.RawMessage) (string, error) {
-	return func(l *Loaded, raw json.RawMessage) (string, error) {
-		if err := json.Unmarshal(raw, field(l)); err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%s: %v", to, reflect.ValueOf(field(l)).Elem()), nil
+		return fmt.Sprintf("%s: %v", to, v), nil
 	}
 }
 

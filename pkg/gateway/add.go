@@ -46,7 +46,8 @@ import (
 	"anchorage/pkg/domain"
 )
 
-// Options configure SetupWithManager. Zero values take the documented defaults.
+// Options configure SetupWithManager: Config as given (pkg/config checks it), a nil
+// dependency its documented default.
 type Options struct {
 	Config
 	// Clusters reaches projects and the hub. Default ManagerClusters(mgr).
@@ -92,7 +93,6 @@ const routeParentIndex = "anchorage.parentGateway"
 // to mgr. Each watches its kind on every project; the Gateway and HTTPRoute controllers
 // also watch their downstream objects on the hub, mapped back through their labels.
 func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) (*Setup, error) {
-	opts.Config = opts.Config.WithDefaults() // checked by pkg/config, the settings' one check
 	opts.Clusters = cmp.Or(opts.Clusters, ManagerClusters(mgr))
 	opts.Admission = cmp.Or[Admission](opts.Admission, OpenAdmission{})
 	opts.Registry = cmp.Or[prometheus.Registerer](opts.Registry, ctrlmetrics.Registry)

@@ -1,20 +1,28 @@
 package gateway
 
 import (
+	"reflect"
 	"testing"
 )
 
-func TestConfigDefaults(t *testing.T) {
-	c := Config{}.WithDefaults()
-	if c.GatewayClassName != DefaultGatewayClassName || c.DownstreamGatewayClassName != DefaultDownstreamGatewayClassName ||
-		c.ControllerName != DefaultControllerName || c.CertificateIssuer != (IssuerRef{DefaultIssuerName, DefaultIssuerKind, DefaultIssuerGroup}) ||
-		c.Workers != DefaultWorkers {
-		t.Errorf("defaults: %+v", c)
+// TestDefaultConfig pins the defaults a configuration file that sets none runs with.
+func TestDefaultConfig(t *testing.T) {
+	want := Config{
+		GatewayClassName: "anchorage", DownstreamGatewayClassName: "anchorage-edge",
+		ControllerName:    "gateway.networking.datumapis.com/gateway-controller",
+		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
+		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
+		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
+		BackendReservedDomains:  []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"},
+	}
+	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
+		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
 	}
 }
 
-func TestWorkersGiven(t *testing.T) {
-	if got := (Config{Workers: 1}).WithDefaults().Workers; got != 1 {
-		t.Errorf("an explicit single worker became %d", got)
-	}
+// testConfig is the defaults with the upstream Gateway class set to class.
+func testConfig(class string) Config {
+	c := DefaultConfig()
+	c.GatewayClassName = class
+	return c
 }

@@ -203,7 +203,7 @@ func TestProxyFinalizerDeletesItsAnchorWithTwoCallsAndNoList(t *testing.T) {
 	r := &HTTPProxyReconciler{
 		Clusters:  fakeClusters{cluster: &fakeCluster{cached: f.project, live: f.project}, hub: hub},
 		Admission: OpenAdmission{},
-		Config:    Config{GatewayClassName: "ours"}.WithDefaults(),
+		Config:    testConfig("ours"),
 		Metrics:   m,
 		Anchors:   startAnchorCache(t, ctx, cfg),
 	}
@@ -324,7 +324,7 @@ func TestUpstreamFinalizerDeletesItsAnchorWithoutAList(t *testing.T) {
 			r := &GatewayReconciler{
 				Clusters:  fakeClusters{cluster: &fakeCluster{cached: project, live: project}, hub: countedClient(t, cfg, counter)},
 				Admission: OpenAdmission{},
-				Config:    Config{GatewayClassName: "ours"}.WithDefaults(),
+				Config:    testConfig("ours"),
 				Metrics:   m,
 				Anchors:   anchors,
 			}

@@ -124,14 +124,14 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 			m, _ := guardMetrics(t)
 			writer := &GatewayReconciler{
 				Clusters:  fakeClusters{hub: countedClient(t, cfg, counter)},
-				Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(),
-				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(0),
+				Admission: OpenAdmission{}, Config: testConfig("ours"),
+				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(DefaultWrittenOwners),
 			}
 			f := programWrittenGateway(t, ctx, writer, setup, httpListener("http"), a, b)
 			finalizer := writer
 			if tc.finalizedElsewhere {
 				other := *writer
-				other.Written = NewWrittenObjects(0)
+				other.Written = NewWrittenObjects(DefaultWrittenOwners)
 				finalizer = &other
 			}
 			if tc.dropListenerB {

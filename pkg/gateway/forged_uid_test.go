@@ -70,7 +70,7 @@ func TestAPlaneReportingAnotherProjectsUIDsReachesNothingOfIt(t *testing.T) {
 		m, _ := guardMetrics(t)
 		r := &GatewayReconciler{
 			Clusters:  fakeClusters{cluster: &fakeCluster{cached: project, live: project}, hub: hub},
-			Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(), Metrics: m, Anchors: anchors,
+			Admission: OpenAdmission{}, Config: testConfig("ours"), Metrics: m, Anchors: anchors,
 		}
 		_, err := r.Reconcile(ctx, reconcileRequestOf(forged))
 		if !errors.Is(err, anchor.ErrForeign) {

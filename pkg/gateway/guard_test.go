@@ -139,7 +139,7 @@ func TestProxyReconcilerWritesNothingUpstreamUnlessTheLiveProxyPasses(t *testing
 			r := &HTTPProxyReconciler{
 				Clusters:  fakeClusters{cluster: &fakeCluster{cached: readOnly(t, s, proxy), live: liveWith(s, tc.live)}, hub: unexpectedCalls(t, s, "hub")},
 				Admission: OpenAdmission{},
-				Config:    Config{GatewayClassName: "ours"}.WithDefaults(),
+				Config:    testConfig("ours"),
 				Metrics:   m,
 			}
 			res, err := r.Reconcile(context.Background(), reconcileRequestOf(proxy))
@@ -163,10 +163,10 @@ func TestUpstreamReconcilersCreateNothingOnTheHubForAProxyThatIsNotLive(t *testi
 	gw, route := proxysGateway(proxy), proxysRoute(proxy)
 	reconcilers := map[string]func(Clusters, *Metrics) (reconcile.TypedReconciler[mcreconcile.Request], mcreconcile.Request){
 		"Gateway": func(c Clusters, m *Metrics) (reconcile.TypedReconciler[mcreconcile.Request], mcreconcile.Request) {
-			return &GatewayReconciler{Clusters: c, Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(), Metrics: m}, reconcileRequestOf(gw)
+			return &GatewayReconciler{Clusters: c, Admission: OpenAdmission{}, Config: testConfig("ours"), Metrics: m}, reconcileRequestOf(gw)
 		},
 		"HTTPRoute": func(c Clusters, m *Metrics) (reconcile.TypedReconciler[mcreconcile.Request], mcreconcile.Request) {
-			return &HTTPRouteReconciler{Clusters: c, Admission: OpenAdmission{}, Config: Config{GatewayClassName: "ours"}.WithDefaults(), Metrics: m}, reconcileRequestOf(route)
+			return &HTTPRouteReconciler{Clusters: c, Admission: OpenAdmission{}, Config: testConfig("ours"), Metrics: m}, reconcileRequestOf(route)
 		},
 	}
 	for name, newReconciler := range reconcilers {
@@ -227,7 +227,7 @@ func TestGuardIsReadAgainJustBeforeEachCreate(t *testing.T) {
 	proxy := cachedProxy()
 	gw := proxysGateway(proxy)
 	upstreamNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: proxy.Namespace, UID: "00000000-0000-0000-0000-000000000001"}}
-	cfg := Config{GatewayClassName: "ours"}.WithDefaults()
+	cfg := testConfig("ours")
 	cases := []struct {
 		reason     string
 		reconciler func(Clusters, *Metrics) reconcile.TypedReconciler[mcreconcile.Request]

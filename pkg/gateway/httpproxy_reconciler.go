@@ -110,7 +110,7 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 			metrics: r.Metrics,
 		},
 		log:    logf.FromContext(ctx).WithValues("project", project, "httpproxy", klog.KObj(proxy)),
-		events: admittedEvents{ctx: ctx, next: cl.GetEventRecorder(r.Config.EventSource)},
+		events: admittedEvents{ctx: ctx, next: cl.GetEventRecorder(eventSource)},
 	}, nil
 }
 

@@ -223,11 +223,8 @@ type WrittenObjects struct {
 type writtenKey struct{ kind, namespace, name string }
 
 // NewWrittenObjects remembers the writes of at most owners upstream owners (the least
-// recently written are forgotten first); owners ≤ 0 means DefaultWrittenOwners.
+// recently written are forgotten first); owners must be positive.
 func NewWrittenObjects(owners int) *WrittenObjects {
-	if owners <= 0 {
-		owners = DefaultWrittenOwners
-	}
 	c, err := lru.New[types.UID, map[writtenKey]types.UID](owners)
 	if err != nil { // only for a size ≤ 0
 		panic(err)

@@ -167,7 +167,7 @@ func TestGatewayReconcilerWritesNothingWhenTheLiveObjectIsNotTheCachedOne(t *tes
 			r := &GatewayReconciler{
 				Clusters:  fakeClusters{cluster: &fakeCluster{cached: cachedView, live: live}, hub: unexpectedCalls(t, s, "hub")},
 				Admission: OpenAdmission{},
-				Config:    Config{GatewayClassName: "ours"}.WithDefaults(),
+				Config:    testConfig("ours"),
 				Metrics:   m,
 			}
 			req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(cached)}}
@@ -192,7 +192,7 @@ func TestReconcilersTouchNothingWithoutAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	clusters := fakeClusters{cluster: &fakeCluster{cached: unexpectedCalls(t, s, "project cache"), live: unexpectedCalls(t, s, "project")}, hub: unexpectedCalls(t, s, "hub")}
-	cfg := Config{}.WithDefaults()
+	cfg := DefaultConfig()
 	req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team", Name: "web"}}}
 	cases := []struct {
 		reason    string
@@ -233,7 +233,7 @@ func TestGatewayReconcilerLeavesOtherClassesAlone(t *testing.T) {
 	r := &GatewayReconciler{
 		Clusters:  fakeClusters{cluster: &fakeCluster{cached: cachedView, live: unexpectedCalls(t, s, "project")}, hub: unexpectedCalls(t, s, "hub")},
 		Admission: OpenAdmission{},
-		Config:    Config{GatewayClassName: "ours"}.WithDefaults(),
+		Config:    testConfig("ours"),
 		Metrics:   m,
 	}
 	req := mcreconcile.Request{ClusterName: "proj", Request: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(other)}}

@@ -89,7 +89,7 @@ func loadUpstream(ctx context.Context, clusters Clusters, cfg Config, req mcreco
 		finalizer: finalizer,
 		owner:     anchor.OwnerOf(project, gvk, obj),
 		log:       logf.FromContext(ctx).WithValues("project", project, strings.ToLower(gvk.Kind), klog.KObj(obj)),
-		events:    admittedEvents{ctx: ctx, next: cl.GetEventRecorder(cfg.EventSource)},
+		events:    admittedEvents{ctx: ctx, next: cl.GetEventRecorder(eventSource)},
 	}, nil
 }
 

@@ -149,7 +149,7 @@ func (s *Shard) passInput() (PassInput, bool) {
 	s.mu.Unlock()
 	return PassInput{
 		Members: members, Vanished: s.observer.vanishedMembers(), Leases: leases, Projects: projects,
-		Failures: failures, Now: now, Timings: s.t, MaxHandoversInFlight: s.opts.MaxHandoversInFlight,
+		Failures: failures, Now: now, Timings: s.t, MaxHandoversInFlight: maxHandoversInFlight,
 	}, true
 }
 

@@ -28,23 +28,25 @@ import (
 
 // Options configures a Shard.
 type Options struct {
-	Hub                  *rest.Config     // for Leases and Secrets on the hub
-	Namespace            string           // of member and project Leases
-	SecretNamespace      string           // of the projects' kubeconfig Secrets
-	Pod                  string           // the replica's stable name
-	Weight               float64          // scales this replica's share of projects; default 1
-	Timings              Timings          // zero fields take defaults
-	Clock                clock.WithTicker // default the real clock
-	Scheme               *runtime.Scheme  // for project clusters
-	ClusterOptions       []cluster.Option // applied to every project cluster built
-	Registry             prometheus.Registerer
-	Recorder             Recorder // when set, receives one Record per admitted unit of work
-	Observer             Observer // when set, told of this replica's incarnations
-	Logger               logr.Logger
-	Exit                 func()          // ends the process when a drain is overdue; default os.Exit(1)
-	WarmKinds            []client.Object // kinds whose informers sync before controllers engage
-	MaxHandoversInFlight int             // planned hand-overs the coordinator runs at once; default 8
+	Hub             *rest.Config     // for Leases and Secrets on the hub
+	Namespace       string           // of member and project Leases
+	SecretNamespace string           // of the projects' kubeconfig Secrets
+	Pod             string           // the replica's stable name
+	Weight          float64          // scales this replica's share of projects; positive
+	Timings         Timings          // NewTimings' or DefaultTimings', checked by Validate
+	Clock           clock.WithTicker // default the real clock
+	Scheme          *runtime.Scheme  // for project clusters
+	ClusterOptions  []cluster.Option // applied to every project cluster built
+	Registry        prometheus.Registerer
+	Recorder        Recorder // when set, receives one Record per admitted unit of work
+	Observer        Observer // when set, told of this replica's incarnations
+	Logger          logr.Logger
+	Exit            func()          // ends the process when a drain is overdue; default os.Exit(1)
+	WarmKinds       []client.Object // kinds whose informers sync before controllers engage
 }
+
+// maxHandoversInFlight is how many planned hand-overs the coordinator runs at once.
+const maxHandoversInFlight = 8
 
 // Shard is one replica's coordinator, gating provider and per-project admission.
 type Shard struct {
@@ -97,12 +99,15 @@ var ErrValidityEnded = errors.New("member validity ended")
 
 // New builds a Shard (provider and coordinator); call SetHubClients once the manager exists.
 func New(opts Options) (*Shard, error) {
-	t := opts.Timings.WithDefaults()
+	t := opts.Timings
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
 	if opts.Pod == "" || opts.Namespace == "" || opts.Hub == nil {
 		return nil, errors.New("shard: pod, namespace and hub config are required")
+	}
+	if !ValidWeight(opts.Weight) {
+		return nil, fmt.Errorf("shard: weight must be positive and finite, got %g", opts.Weight)
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -110,14 +115,8 @@ func New(opts Options) (*Shard, error) {
 	if opts.Registry == nil {
 		opts.Registry = prometheus.NewRegistry()
 	}
-	if !ValidWeight(opts.Weight) {
-		opts.Weight = 1
-	}
 	if opts.Exit == nil {
 		opts.Exit = func() { os.Exit(1) }
-	}
-	if opts.MaxHandoversInFlight <= 0 {
-		opts.MaxHandoversInFlight = 8
 	}
 	// Renews get their own clientset, timing out at RenewDeadline (nextRenewAllowance in membership.go).
 	renewCS, err := leaseClientset(opts.Hub, t.RenewDeadline, 20, 40)

@@ -15,19 +15,22 @@ import (
 )
 
 func TestTimingsValidate(t *testing.T) {
+	longCall := DefaultTimings()
+	longCall.CallTimeout = 5 * time.Second
 	cases := []struct {
 		reason  string
 		t       Timings
 		wantErr string
 	}{
 		{"client-go defaults are valid", DefaultTimings(), ""},
-		{"renew deadline must exceed 1.2 x retry", Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 2400 * time.Millisecond, RetryPeriod: 2 * time.Second}, "1.2 x retry period"},
-		{"duration must exceed renew deadline", Timings{LeaseDuration: 10 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}, "lease duration"},
-		{"retry must be positive", Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: -1}, "retry period must be positive"},
-		{"call timeout must stay below duration - renew deadline", Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second, CallTimeout: 5 * time.Second}, "call timeout"},
+		{"renew deadline must exceed 1.2 x retry", NewTimings(15*time.Second, 2400*time.Millisecond, 2*time.Second), "1.2 x retry period"},
+		{"duration must exceed renew deadline", NewTimings(10*time.Second, 10*time.Second, 2*time.Second), "lease duration"},
+		{"retry must be positive", NewTimings(15*time.Second, 10*time.Second, -1), "retry period must be positive"},
+		{"call timeout must stay below duration - renew deadline", longCall, "call timeout"},
+		{"zero timings are refused, not defaulted", Timings{}, "retry period must be positive"},
 	}
 	for _, tc := range cases {
-		err := tc.t.WithDefaults().Validate()
+		err := tc.t.Validate()
 		got := ""
 		if err != nil {
 			got = err.Error()

@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 )
@@ -9,36 +8,32 @@ import (
 // Timings are the sharding protocol's time knobs. Validate applies client-go's rules.
 type Timings struct {
 	// LeaseDuration: how long a member Lease may go unchanged before its member may be
-	// declared expired, and a rejoin's wait. Default 15s.
+	// declared expired, and a rejoin's wait.
 	LeaseDuration time.Duration
-	RenewDeadline time.Duration // the validity a renew grants from its send; default 10s
-	RetryPeriod   time.Duration // between renews and coordinator passes; default 2s
-	ClaimDeadline time.Duration // an assignment not claimed this long moves on; default 2 x LeaseDuration
-	// CallTimeout bounds protocol calls; below LeaseDuration - RenewDeadline, default half.
+	RenewDeadline time.Duration // the validity a renew grants from its send
+	RetryPeriod   time.Duration // between renews and coordinator passes
+	ClaimDeadline time.Duration // an assignment not claimed this long moves on
+	// CallTimeout bounds protocol calls; below LeaseDuration - RenewDeadline.
 	CallTimeout time.Duration
-	// DrainDeadline bounds a hand-over's wait for in-flight work; past it the process
-	// exits. Default 2 x RenewDeadline.
+	// DrainDeadline bounds a hand-over's wait for in-flight work; past it the process exits.
 	DrainDeadline    time.Duration
-	ShutdownDeadline time.Duration // bounds a graceful stop; default 4 x LeaseDuration
+	ShutdownDeadline time.Duration // bounds a graceful stop
 }
 
-// DefaultTimings returns client-go's defaults.
-func DefaultTimings() Timings {
-	return Timings{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+// NewTimings derives every timing from the three of client-go's leader election: the
+// claim deadline 2 x leaseDuration, the call timeout half of leaseDuration -
+// renewDeadline, the drain deadline 2 x renewDeadline, the shutdown deadline 4 x
+// leaseDuration.
+func NewTimings(leaseDuration, renewDeadline, retryPeriod time.Duration) Timings {
+	return Timings{
+		LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
+		ClaimDeadline: 2 * leaseDuration, CallTimeout: (leaseDuration - renewDeadline) / 2,
+		DrainDeadline: 2 * renewDeadline, ShutdownDeadline: 4 * leaseDuration,
+	}
 }
 
-// WithDefaults fills zero fields.
-func (t Timings) WithDefaults() Timings {
-	d := DefaultTimings()
-	t.LeaseDuration = cmp.Or(t.LeaseDuration, d.LeaseDuration)
-	t.RenewDeadline = cmp.Or(t.RenewDeadline, d.RenewDeadline)
-	t.RetryPeriod = cmp.Or(t.RetryPeriod, d.RetryPeriod)
-	t.ClaimDeadline = cmp.Or(t.ClaimDeadline, 2*t.LeaseDuration)
-	t.CallTimeout = cmp.Or(t.CallTimeout, (t.LeaseDuration-t.RenewDeadline)/2)
-	t.DrainDeadline = cmp.Or(t.DrainDeadline, 2*t.RenewDeadline)
-	t.ShutdownDeadline = cmp.Or(t.ShutdownDeadline, 4*t.LeaseDuration)
-	return t
-}
+// DefaultTimings returns client-go's defaults: 15s, 10s, 2s.
+func DefaultTimings() Timings { return NewTimings(15*time.Second, 10*time.Second, 2*time.Second) }
 
 // Validate rejects timings under which validity could outlive a takeover.
 func (t Timings) Validate() error { return t.ValidateNaming(timingWords) }

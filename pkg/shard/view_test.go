@@ -16,7 +16,7 @@ import (
 func TestViewBound(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	fast := Timings{ClaimDeadline: 8 * time.Second}
-	defaults := DefaultTimings().WithDefaults()
+	defaults := DefaultTimings()
 	cases := []struct {
 		name      string
 		freshAt   time.Time

@@ -17,7 +17,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -60,7 +59,7 @@ func newChurn(t *testing.T, prefix string) *churn {
 func (c *churn) startManager(name string) *harness.Manager {
 	return c.e.StartManagerT(c.t, name, harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: c.class, AssumeWrittenIsProgrammed: true}
+		o.Gateway.GatewayClassName = c.class
 		o.Recorder = c.rec
 	}})
 }

@@ -22,7 +22,6 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/cutover"
 	"anchorage/internal/harness"
-	"anchorage/pkg/anchor/resync"
 )
 
 // The previous manager's names the cut-over keeps, as the runbook passes them to this
@@ -109,7 +108,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 		o.Gateway.ControllerName = cutOverControllerName
 		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
 		o.Gateway.CertificateIssuer.Name = cutOverIssuer
-		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second, MinAge: time.Millisecond}
+		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
 	})
 
 	// 1. The endpoint proxies are programmed by this manager (its own Accepted message,
@@ -282,7 +281,7 @@ func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
 		o.Gateway.ControllerName = cutOverControllerName
 		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
 		o.Gateway.CertificateIssuer.Name = cutOverIssuer
-		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second, MinAge: time.Millisecond}
+		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
 	})
 	g.Eventually(func(g Gomega) {
 		for name := range half {

@@ -17,7 +17,6 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
-	"anchorage/pkg/anchor/resync"
 )
 
 // TestAProjectProgramsAtMostItsCapOfProxies: with a cap of two, the third proxy of a
@@ -75,7 +74,7 @@ func TestTheResyncReleasesTheClaimsOfAGatewayGoneWithoutItsFinalizer(t *testing.
 	gt := newGatewayTest(t, planeA)
 	g, ctx := gt.g, gt.ctx
 	fastResync := func(o *app.Options) {
-		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second}
+		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter = 2*time.Second, time.Millisecond, time.Second
 	}
 	m := gt.startManager("claims-gone", fastResync)
 	gone, kept := gatewayv1.Hostname("gone-"+rand.String(6)+".example.com"), gatewayv1.Hostname("kept-"+rand.String(6)+".example.com")

@@ -79,6 +79,13 @@ func hubAnchorCache(t *testing.T) *resync.AnchorCache {
 	return anchorcache.Start(t, context.Background(), hub.Config)
 }
 
+// programmedConfig is the gateway defaults for class, a written copy counted as programmed.
+func programmedConfig(class string) gateway.Config {
+	c := gateway.DefaultConfig()
+	c.GatewayClassName, c.AssumeWrittenIsProgrammed = class, true
+	return c
+}
+
 // TestGatewayRecreateAfterFinalizeCreatesNothing drives the GatewayReconciler directly
 // with a cache that still shows a Gateway whose deletion has been finalized (by another
 // replica): the live path creates no hub namespace, no anchor and no downstream object,
@@ -91,7 +98,7 @@ func TestGatewayRecreateAfterFinalizeCreatesNothing(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	metrics, err := gateway.NewMetrics(registry)
 	g.Expect(err).NotTo(HaveOccurred())
-	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}.WithDefaults(), Metrics: metrics, Anchors: hubAnchorCache(t)}
+	r := &gateway.GatewayReconciler{Admission: gateway.OpenAdmission{}, Config: programmedConfig(gt.class), Metrics: metrics, Anchors: hubAnchorCache(t)}
 	key := client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}
 	reconcileWithCache := func(cached client.Object) error {
 		cl := &staleCluster{
@@ -185,7 +192,7 @@ func TestGatewayFinalizerWorksWhenTheUpstreamNamespaceIsPurged(t *testing.T) {
 	r := &gateway.GatewayReconciler{
 		Clusters:  oneProject{project: gt.project, cluster: &staleCluster{cached: pc, live: pc, events: events.NewFakeRecorder(100)}},
 		Admission: gateway.OpenAdmission{},
-		Config:    gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}.WithDefaults(),
+		Config:    programmedConfig(gt.class),
 		Metrics:   metrics,
 		Anchors:   hubAnchorCache(t),
 	}

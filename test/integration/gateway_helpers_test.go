@@ -73,7 +73,7 @@ func (gt *gatewayTest) startManager(name string, adjust ...func(*app.Options)) *
 	gt.t.Helper()
 	return gt.env.StartManagerT(gt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}
+		o.Gateway.GatewayClassName = gt.class
 		for _, a := range adjust {
 			a(o)
 		}

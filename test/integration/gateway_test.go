@@ -81,7 +81,7 @@ func TestGatewayProxyProgramsTheHub(t *testing.T) {
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.hubNS(), Name: "web"}, downRoute)).To(Succeed())
 	expectAttached(g, downGW, gwOwner, gwAnchor)
 	expectAttached(g, downRoute, routeOwner, routeAnchor)
-	g.Expect(string(downGW.Spec.GatewayClassName)).To(Equal(gateway.DefaultDownstreamGatewayClassName))
+	g.Expect(string(downGW.Spec.GatewayClassName)).To(Equal(gateway.DefaultConfig().DownstreamGatewayClassName))
 	g.Expect(downGW.Spec.Listeners).To(HaveLen(3))
 	g.Expect(downRoute.Spec.ParentRefs).To(HaveLen(1))
 	g.Expect(string(downRoute.Spec.ParentRefs[0].Name)).To(Equal(downGW.Name))
@@ -103,7 +103,7 @@ func TestGatewayProxyProgramsTheHub(t *testing.T) {
 		issuer, _, _ := unstructured.NestedString(cert.Object, "spec", "issuerRef", "name")
 		g.Expect(dns).To(Equal([]string{string(*l.Hostname)}))
 		g.Expect(secret).To(Equal(name))
-		g.Expect(issuer).To(Equal(gateway.DefaultIssuerName))
+		g.Expect(issuer).To(Equal(gateway.DefaultConfig().CertificateIssuer.Name))
 	}
 	g.Expect(wantCerts).To(HaveLen(2))
 	var gotCerts []string
@@ -122,7 +122,7 @@ func TestGatewayProxyProgramsTheHub(t *testing.T) {
 	g.Expect(hub.Client.Update(ctx, edited)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(downGW), edited)).To(Succeed())
-		g.Expect(string(edited.Spec.GatewayClassName)).To(Equal(gateway.DefaultDownstreamGatewayClassName))
+		g.Expect(string(edited.Spec.GatewayClassName)).To(Equal(gateway.DefaultConfig().DownstreamGatewayClassName))
 	}, gwCleanWithin, gwPoll).Should(Succeed())
 
 	// Enqueue hook: Certificates are not watched, so one deleted by hand comes back when
@@ -387,7 +387,7 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	// records the plane's identity (its one write, in the lease namespace) and must
 	// neither create nor delete anything of the proxy's.
 	m := gt.startManager("takeover", func(o *app.Options) {
-		o.Resync = resync.Options{InitialJitter: time.Millisecond}
+		o.Resync.InitialJitter = time.Millisecond
 	})
 	gt.waitProgrammed("web")
 	g.Eventually(func(g Gomega) {
@@ -418,7 +418,7 @@ func TestGatewayTakesOverWireFormatState(t *testing.T) {
 	g.Expect(upGW.Spec.Listeners[1].Name).To(Equal(gatewayv1.SectionName("https-0")), "the previous listener name is kept")
 	downNow := &gatewayv1.Gateway{}
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: "web"}, downNow)).To(Succeed())
-	g.Expect(string(downNow.Spec.GatewayClassName)).To(Equal(gateway.DefaultDownstreamGatewayClassName), "adopted objects are brought to the current spec")
+	g.Expect(string(downNow.Spec.GatewayClassName)).To(Equal(gateway.DefaultConfig().DownstreamGatewayClassName), "adopted objects are brought to the current spec")
 
 	hubKinds := []string{"namespaces", "configmaps", "gateways", "httproutes", "certificates"}
 	g.Expect(hubWritesBy(g, m.User, []string{"create"}, hubKinds, hubNS)).To(BeEmpty(), "no new object on the hub")

@@ -16,8 +16,6 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
-	"anchorage/pkg/anchor/resync"
-	"anchorage/pkg/gateway"
 )
 
 // TestLeastPrivilegeHubAuditShowsNoSecretReadOutsideProvider runs a short demo-like
@@ -53,8 +51,8 @@ func TestLeastPrivilegeHubAuditShowsNoSecretReadOutsideProvider(t *testing.T) {
 
 	m := env.StartManagerT(t, "lp-audit-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: gt.class, AssumeWrittenIsProgrammed: true}
-		o.Resync = resync.Options{Period: 2 * time.Second, InitialJitter: time.Millisecond, ConfirmAfter: time.Second}
+		o.Gateway.GatewayClassName = gt.class
+		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter = 2*time.Second, time.Millisecond, time.Second
 	}})
 	p := gt.createProxy(gt.newProxy("web", "lp.example.com"))
 	// The downstream Gateway on the hub: the gateway path's hub writes happened.

@@ -28,7 +28,6 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
 	"anchorage/pkg/anchor"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -93,7 +92,7 @@ func TestProxyDeletedSoonAfterCreation(t *testing.T) {
 	for i := range 3 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("race%d-%s", i, utilrand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
+			o.Gateway.GatewayClassName = class
 		}}))
 	}
 	waitAllServed(g, e, ms, names)

@@ -15,7 +15,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/pkg/gateway"
 )
 
 // TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard: the hub answers every
@@ -38,7 +37,7 @@ func TestHubCreateAnsweredRetryAfterIsNotResentPastItsGuard(t *testing.T) {
 
 	m := e.StartManagerT(t, "retry-"+utilrand.String(4), harness.ManagerOptions{HubFaults: true, Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
+		o.Gateway.GatewayClassName = class
 	}})
 	waitAllServed(g, e, []*harness.Manager{m}, []string{p.name})
 

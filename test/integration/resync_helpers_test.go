@@ -61,8 +61,8 @@ func (rt *resyncTest) startResync(name string, adjust func(*app.Options)) *harne
 	rt.t.Helper()
 	return rt.env.StartManagerT(rt.t, name+"-"+rand.String(4), harness.ManagerOptions{Adjust: func(o *app.Options) {
 		harness.WithTimings(harness.FastTimings)(o)
-		o.Gateway = gateway.Config{GatewayClassName: rt.class, AssumeWrittenIsProgrammed: true}
-		o.Resync = resync.Options{Clock: rt.clock}
+		o.Gateway.GatewayClassName = rt.class
+		o.Resync.Clock = rt.clock
 		if adjust != nil {
 			adjust(o)
 		}
@@ -174,7 +174,7 @@ func plant(ctx context.Context, g Gomega, owner anchor.Owner, hubNS string, lega
 	var down client.Object
 	switch {
 	case owner.Group == gatewayv1.GroupName && owner.Kind == "Gateway":
-		down = &gatewayv1.Gateway{ObjectMeta: meta, Spec: gatewayv1.GatewaySpec{GatewayClassName: gateway.DefaultDownstreamGatewayClassName,
+		down = &gatewayv1.Gateway{ObjectMeta: meta, Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gateway.DefaultConfig().DownstreamGatewayClassName),
 			Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}}}
 	case owner.Group == gatewayv1.GroupName && owner.Kind == "HTTPRoute":
 		down = &gatewayv1.HTTPRoute{ObjectMeta: meta}

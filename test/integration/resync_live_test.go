@@ -608,10 +608,12 @@ func hangOn(ctx context.Context, g Gomega, a *corev1.ConfigMap, obj client.Objec
 // sweepDryRun runs the sweep in dry-run over e's projects, as `manager sweep --once
 // --dry-run` does, and returns its reports and its table.
 func sweepDryRun(ctx context.Context, g Gomega, e *harness.Env) ([]resync.PassReport, string) {
+	ro := resync.DefaultOptions()
+	ro.DryRun, ro.MinAge, ro.ConfirmAfter = true, time.Millisecond, time.Second
 	reports, unowned, err := resync.Sweep(ctx, resync.SweepOptions{
 		Hub: hub.Config, ProviderNamespace: e.ProviderNamespace,
 		SecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, SecretProjectAnnotation: shard.AnnotationProject,
-		Resync: resync.Options{DryRun: true, MinAge: time.Millisecond, ConfirmAfter: time.Second}, Scheme: app.Scheme(),
+		Resync: ro, Scheme: app.Scheme(),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	var out bytes.Buffer

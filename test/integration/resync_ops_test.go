@@ -154,7 +154,7 @@ func TestResyncThreeReplicasEachAnchorExaminedByItsHolder(t *testing.T) {
 	for i := range 3 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("r%d-%s", i, rand.String(4)), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Resync = resync.Options{Clock: clock}
+			o.Resync.Clock = clock
 			o.Recorder = admitted
 		}}))
 	}

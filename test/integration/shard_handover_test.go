@@ -22,7 +22,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -232,7 +231,7 @@ func TestShardDrainBlockedByHangingReconcileExits(t *testing.T) {
 	for i := range 2 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("hg%d", i), harness.ManagerOptions{Adjust: func(o *app.Options) {
 			harness.WithTimings(timings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
+			o.Gateway.GatewayClassName = class
 		}}))
 	}
 	claimed := waitAllClaimed(g, e, []string{p.Name})
@@ -313,7 +312,7 @@ func TestShardHandOverWriteTimesOutThenCommits(t *testing.T) {
 		// the strings as they are).
 		if bytes.Contains(body, []byte("to1/")) && !bytes.Contains(body, []byte("#")) && !delayed[r.URL.Path] {
 			delayed[r.URL.Path] = true
-			return 3 * harness.FastTimings.WithDefaults().CallTimeout, nil
+			return 3 * harness.FastTimings.CallTimeout, nil
 		}
 		return 0, nil
 	})

@@ -21,7 +21,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/internal/harness"
-	"anchorage/pkg/gateway"
 	"anchorage/pkg/shard"
 )
 
@@ -280,7 +279,7 @@ func TestShardSlowHubNeverWritesPastValidity(t *testing.T) {
 	for i := range 2 {
 		ms = append(ms, e.StartManagerT(t, fmt.Sprintf("slow%d-%s", i, utilrand.String(4)), harness.ManagerOptions{HubFaults: true, Adjust: func(o *app.Options) {
 			harness.WithTimings(harness.FastTimings)(o)
-			o.Gateway = gateway.Config{GatewayClassName: class, AssumeWrittenIsProgrammed: true}
+			o.Gateway.GatewayClassName = class
 		}}))
 	}
 	waitAllServed(g, e, ms, names)
@@ -455,7 +454,7 @@ func TestShardMembershipOutlastsSlowLeaseWrites(t *testing.T) {
 	victim, oldHolder, held, moves := watchVictimMoves(ctx, g, e, ms, projects)
 	g.Expect(held).NotTo(BeEmpty())
 
-	delay := harness.FastTimings.WithDefaults().CallTimeout * 7 / 5
+	delay := harness.FastTimings.CallTimeout * 7 / 5
 	victim.HubProxy.SetRules(harness.FaultRule{Verbs: []string{"update"}, Resources: []string{"leases"}, Names: []string{shard.MemberLeaseName(victim.Name)}, Rate: 1, Delay: delay})
 	time.Sleep(4 * harness.FastTimings.LeaseDuration)
 	applied, _ := victim.HubProxy.Applied()

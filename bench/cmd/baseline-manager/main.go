@@ -69,11 +69,11 @@ func parse() (flags, error) {
 	fs.DurationVar(&f.probe, "probe", time.Second, "synchronization probe period")
 	fs.DurationVar(&f.fenceThrottle, "fence-throttle", 750*time.Millisecond, "back-off after a failed fence acquisition")
 	fs.BoolVar(&f.resync, "resync", true, "run the anchor resync")
-	fs.IntVar(&f.gatewayWorkers, "gateway-workers", gateway.DefaultWorkers, "reconciles each gateway controller runs at once (the manager's --gateway-workers, same default)")
-	fs.DurationVar(&f.resyncPeriod, "resync-period", resync.Options{}.WithDefaults().Period, "resync period")
-	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", resync.Options{}.WithDefaults().InitialJitter, "resync initial jitter")
-	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", resync.Options{}.WithDefaults().ConfirmAfter, "resync confirm-after")
-	fs.DurationVar(&f.resyncMinAge, "resync-min-age", resync.Options{}.WithDefaults().MinAge, "resync min age")
+	fs.IntVar(&f.gatewayWorkers, "gateway-workers", gateway.DefaultConfig().Workers, "reconciles each gateway controller runs at once (the manager's --gateway-workers, same default)")
+	fs.DurationVar(&f.resyncPeriod, "resync-period", resync.DefaultOptions().Period, "resync period")
+	fs.DurationVar(&f.resyncJitter, "resync-initial-jitter", resync.DefaultOptions().InitialJitter, "resync initial jitter")
+	fs.DurationVar(&f.resyncConfirmAfter, "resync-confirm-after", resync.DefaultOptions().ConfirmAfter, "resync confirm-after")
+	fs.DurationVar(&f.resyncMinAge, "resync-min-age", resync.DefaultOptions().MinAge, "resync min age")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return f, err
 	}
@@ -167,11 +167,14 @@ func run() error {
 	}
 	adm := &recordingAdmission{holder: f.identity, rec: rec, engaged: engaged}
 	clusters := gateway.ManagerClusters(mgr)
-	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Config: gateway.Config{Workers: f.gatewayWorkers, AssumeWrittenIsProgrammed: true}, Clusters: clusters, Admission: adm})
+	gc := gateway.DefaultConfig()
+	gc.Workers, gc.AssumeWrittenIsProgrammed = f.gatewayWorkers, true
+	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{Config: gc, Clusters: clusters, Admission: adm})
 	if err != nil {
 		return err
 	}
-	ro := resync.Options{Disabled: !f.resync}.WithDefaults()
+	ro := resync.DefaultOptions()
+	ro.Disabled = !f.resync
 	ro.Period, ro.InitialJitter, ro.ConfirmAfter, ro.MinAge = f.resyncPeriod, f.resyncJitter, f.resyncConfirmAfter, f.resyncMinAge
 	if f.resync {
 		if _, err := resync.Setup(ctx, mgr, resync.Config{

@@ -301,7 +301,9 @@ func BenchmarkResyncSteadyPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	newPass := h.passMaker(b, Options{Clock: clk}.WithDefaults())
+	opts := DefaultOptions()
+	opts.Clock = clk
+	newPass := h.passMaker(b, opts)
 	calls, anchors := 0, 0
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -334,7 +336,8 @@ func BenchmarkResyncPass(b *testing.B) {
 	h := benchSetup(b)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now().Add(time.Hour))
-	opts := Options{Clock: clk, MaxDeletionsPerPass: 1000, HaltAbove: 1000}.WithDefaults()
+	opts := DefaultOptions()
+	opts.Clock, opts.MaxDeletionsPerPass, opts.HaltAbove = clk, 1000, 1000
 	newPass := h.passMaker(b, opts)
 
 	var calls, collected, anchors, liveReads, steady int

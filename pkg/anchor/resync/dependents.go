@@ -1,7 +1,6 @@
 package resync
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,10 +65,10 @@ type hubDependents struct {
 }
 
 // NewHubDependentLister returns a DependentLister of kinds on the hub at cfg (through hc
-// when not nil), rate-limited on its own by qps and burst (defaults when zero).
+// when not nil), rate-limited on its own by qps and burst.
 func NewHubDependentLister(cfg *rest.Config, hc *http.Client, kinds []schema.GroupKind, qps float32, burst int) (DependentLister, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.RateLimiter = cmp.Or(max(qps, 0), dependentsQPS), cmp.Or(max(burst, 0), dependentsBurst), nil
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = qps, burst, nil
 	if hc == nil {
 		var err error
 		if hc, err = rest.HTTPClientFor(cfg); err != nil {

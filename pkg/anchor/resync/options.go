@@ -1,7 +1,6 @@
 package resync
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"strings"
@@ -66,64 +65,46 @@ const (
 	listPage                       = 500             // bounds each page of a paged list (anchors, owners, dependents)
 )
 
-// Options are the resync's knobs (docs/design.md, Throttle, not halt). Zero values take
-// the defaults stated on each field; Validate rejects unsafe combinations.
+// Options are the resync's knobs (docs/design.md, Throttle, not halt): DefaultOptions'
+// values, or the configuration file's (pkg/config). Validate refuses a zero that means
+// nothing and unsafe combinations.
 type Options struct {
-	Disabled            bool                            // turns the resync off entirely. Default false
+	Disabled            bool                            // turns the resync off entirely
 	DryRun              bool                            // decides, reports; deletes, enqueues nothing (a replica still records plane identities)
-	Period              time.Duration                   // between two passes over one project. Default 10m
-	InitialJitter       time.Duration                   // bounds the random delay of a project's first pass. Default 30s
-	ConfirmAfter        time.Duration                   // a proof must hold again this long after it was first seen. Default 30s
-	MinAge              time.Duration                   // anchors younger than this are never collected. Default 5m
-	StuckAfter          time.Duration                   // an owner finalizing longer is reported finalizer-stuck. Default 1h
-	MaxDeletionsPerPass int                             // caps one pass's deletions in one project. Default 50
-	HaltAbove           int                             // a pass with more collectable anchors deletes none. Default 500
-	DeletionQPS         float32                         // rate-limits a replica's deletions (burst deletionBurst). Default 10
-	Workers             int                             // bounds the passes that run at once on a replica. Default 4
-	ClaimPasses         int                             // see Timing.ClaimPasses. Default 3
-	Finalizers          map[schema.GroupKind]string     // our finalizers by owner kind. Default DefaultFinalizers
-	Writes              map[schema.GroupKind][]HubWrite // what the live path writes, by owner kind. Default DefaultHubWrites
-	LiveOwnerKinds      []schema.GroupKind              // the owner kinds read live. Default DefaultLiveOwnerKinds
+	Period              time.Duration                   // between two passes over one project
+	InitialJitter       time.Duration                   // bounds the random delay of a project's first pass
+	ConfirmAfter        time.Duration                   // a proof must hold again this long after it was first seen
+	MinAge              time.Duration                   // anchors younger than this are never collected
+	StuckAfter          time.Duration                   // an owner finalizing longer is reported finalizer-stuck
+	MaxDeletionsPerPass int                             // caps one pass's deletions in one project
+	HaltAbove           int                             // a pass with more collectable anchors deletes none
+	DeletionQPS         float32                         // rate-limits a replica's deletions (burst deletionBurst)
+	Workers             int                             // bounds the passes that run at once on a replica
+	ClaimPasses         int                             // see Timing.ClaimPasses
+	Finalizers          map[schema.GroupKind]string     // our finalizers by owner kind
+	Writes              map[schema.GroupKind][]HubWrite // what the live path writes, by owner kind
+	LiveOwnerKinds      []schema.GroupKind              // the owner kinds read live
 	ClaimsNamespace     string                          // holds the hostname claims (claims.go). Empty: none released
 	ExtraDependentKinds []schema.GroupKind              // legacy kinds the dependents scan lists too. Never Secrets
-	Clock               clock.WithTicker                // drives periods, ages and confirmation (not rate limits, timeouts). Default real
+	Clock               clock.WithTicker                // drives periods, ages and confirmation (not rate limits, timeouts). Nil: the real clock
 }
 
-// WithDefaults returns o with every zero field set to its default.
-func (o Options) WithDefaults() Options {
-	o.Period = cmp.Or(o.Period, 10*time.Minute)
-	o.InitialJitter = cmp.Or(o.InitialJitter, 30*time.Second)
-	o.ConfirmAfter = cmp.Or(o.ConfirmAfter, 30*time.Second)
-	o.MinAge = cmp.Or(o.MinAge, 5*time.Minute)
-	o.StuckAfter = cmp.Or(o.StuckAfter, time.Hour)
-	o.MaxDeletionsPerPass = cmp.Or(o.MaxDeletionsPerPass, 50)
-	o.HaltAbove = cmp.Or(o.HaltAbove, 500)
-	o.Workers = cmp.Or(o.Workers, 4)
-	o.ClaimPasses = cmp.Or(o.ClaimPasses, 3)
-	o.DeletionQPS = cmp.Or(o.DeletionQPS, 10)
-	if o.Finalizers == nil {
-		o.Finalizers = DefaultFinalizers
+// DefaultOptions are the resync's defaults, pkg/config's for a file that sets none.
+func DefaultOptions() Options {
+	return Options{
+		Period: 10 * time.Minute, InitialJitter: 30 * time.Second, ConfirmAfter: 30 * time.Second, MinAge: 5 * time.Minute, StuckAfter: time.Hour,
+		MaxDeletionsPerPass: 50, HaltAbove: 500, DeletionQPS: 10, Workers: 4, ClaimPasses: 3,
+		Finalizers: DefaultFinalizers, Writes: DefaultHubWrites, LiveOwnerKinds: DefaultLiveOwnerKinds,
 	}
-	if o.Writes == nil {
-		o.Writes = DefaultHubWrites
-	}
-	if o.LiveOwnerKinds == nil {
-		o.LiveOwnerKinds = DefaultLiveOwnerKinds
-	}
-	if o.Clock == nil {
-		o.Clock = clock.RealClock{}
-	}
-	return o
 }
 
-// Validate reports the first knob, after defaulting, that breaks a safety rule.
+// Validate reports the first knob that breaks a safety rule.
 func (o Options) Validate() error {
-	o = o.WithDefaults()
 	switch {
-	case o.Period < 0, o.InitialJitter < 0, o.ConfirmAfter < 0, o.MinAge < 0, o.StuckAfter < 0:
-		return errors.New("resync durations must not be negative")
-	case o.MaxDeletionsPerPass < 0, o.HaltAbove < 0, o.Workers < 0, o.ClaimPasses < 0, o.DeletionQPS < 0:
-		return errors.New("resync limits must not be negative")
+	case o.Period <= 0, o.InitialJitter <= 0, o.ConfirmAfter <= 0, o.MinAge <= 0, o.StuckAfter <= 0:
+		return errors.New("resync durations must be positive")
+	case o.MaxDeletionsPerPass <= 0, o.HaltAbove <= 0, o.Workers <= 0, o.ClaimPasses <= 0, !(o.DeletionQPS > 0):
+		return errors.New("resync limits must be positive")
 	case o.HaltAbove < o.MaxDeletionsPerPass:
 		return fmt.Errorf("the per-pass ceiling (%d) must not be below the per-pass cap (%d): the cap alone would never be reached", o.HaltAbove, o.MaxDeletionsPerPass)
 	case o.ConfirmAfter >= o.Period:

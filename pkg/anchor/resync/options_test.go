@@ -38,21 +38,30 @@ func TestDefaultFinalizersAreTheLivePaths(t *testing.T) {
 }
 
 func TestResyncOptionsValidate(t *testing.T) {
+	with := func(edit func(*resync.Options)) resync.Options {
+		o := resync.DefaultOptions()
+		edit(&o)
+		return o
+	}
 	cases := []struct {
 		reason string
 		opts   resync.Options
 		want   string
 	}{
-		{"the defaults are valid", resync.Options{}, ""},
-		{"a cap above the ceiling could never be reached", resync.Options{MaxDeletionsPerPass: 600}, "ceiling (500) must not be below the per-pass cap (600)"},
-		{"confirmation must come before the next pass", resync.Options{Period: time.Minute, ConfirmAfter: time.Minute}, "confirmation delay"},
-		{"negative durations", resync.Options{MinAge: -time.Second}, "must not be negative"},
-		{"negative limits", resync.Options{DeletionQPS: -1}, "must not be negative"},
-		{"Secrets are never an owner kind read live", resync.Options{LiveOwnerKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
-		{"Secrets are never listed as dependents", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Kind: "Secret"}}}, "Secrets are never read"},
-		{"no wildcard kinds", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Group: "*", Kind: "*"}}}, "no wildcards"},
-		{"a kind has a name", resync.Options{LiveOwnerKinds: []schema.GroupKind{{Group: "apps"}}}, "names no kind"},
-		{"an extra dependent kind", resync.Options{ExtraDependentKinds: []schema.GroupKind{{Group: "apps", Kind: "Deployment"}}}, ""},
+		{"the defaults are valid", resync.DefaultOptions(), ""},
+		{"a cap above the ceiling could never be reached", with(func(o *resync.Options) { o.MaxDeletionsPerPass = 600 }), "ceiling (500) must not be below the per-pass cap (600)"},
+		{"confirmation must come before the next pass", with(func(o *resync.Options) { o.Period, o.ConfirmAfter = time.Minute, time.Minute }), "confirmation delay"},
+		{"negative durations", with(func(o *resync.Options) { o.MinAge = -time.Second }), "must be positive"},
+		{"negative limits", with(func(o *resync.Options) { o.DeletionQPS = -1 }), "must be positive"},
+		{"a zero is refused, not defaulted", with(func(o *resync.Options) { o.Workers = 0 }), "must be positive"},
+		{"no options at all", resync.Options{}, "must be positive"},
+		{"Secrets are never an owner kind read live", with(func(o *resync.Options) { o.LiveOwnerKinds = []schema.GroupKind{{Kind: "Secret"}} }), "Secrets are never read"},
+		{"Secrets are never listed as dependents", with(func(o *resync.Options) { o.ExtraDependentKinds = []schema.GroupKind{{Kind: "Secret"}} }), "Secrets are never read"},
+		{"no wildcard kinds", with(func(o *resync.Options) { o.ExtraDependentKinds = []schema.GroupKind{{Group: "*", Kind: "*"}} }), "no wildcards"},
+		{"a kind has a name", with(func(o *resync.Options) { o.LiveOwnerKinds = []schema.GroupKind{{Group: "apps"}} }), "names no kind"},
+		{"an extra dependent kind", with(func(o *resync.Options) {
+			o.ExtraDependentKinds = []schema.GroupKind{{Group: "apps", Kind: "Deployment"}}
+		}), ""},
 	}
 	for _, tc := range cases {
 		err := tc.opts.Validate()
@@ -63,7 +72,7 @@ func TestResyncOptionsValidate(t *testing.T) {
 			t.Errorf("%s: got %v, want an error containing %q", tc.reason, err, tc.want)
 		}
 	}
-	d := resync.Options{}.WithDefaults()
+	d := resync.DefaultOptions()
 	if d.MinAge != 5*time.Minute || d.Disabled || d.DryRun {
 		t.Errorf("defaults: minimum age %s, disabled %t, dry-run %t; want 5m, on, deleting", d.MinAge, d.Disabled, d.DryRun)
 	}

@@ -59,10 +59,9 @@ func newPassFixture(t *testing.T) *passFixture {
 	// The fixture's owners are ConfigMaps, and their live path (as far as claims go)
 	// writes a ConfigMap of the owner's name.
 	// Owners are ConfigMaps here (and Services, for a kind the plane refuses).
-	f.opts = Options{
-		Clock: f.clock, Writes: map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
-		LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}},
-	}.WithDefaults()
+	f.opts = DefaultOptions()
+	f.opts.Clock, f.opts.Writes = f.clock, map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}}
+	f.opts.LiveOwnerKinds = []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Service"}}
 	f.memory = newProjectMemory()
 	f.provider = "prov-" + rand.String(6)
 	for _, name := range []string{f.provider, "up-" + rand.String(6)} {
@@ -106,7 +105,7 @@ func (f *passFixture) run() PassReport {
 	f.t.Helper()
 	anchors, err := listAnchors(f.ctx, hub)
 	f.g.Expect(err).NotTo(HaveOccurred())
-	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
+	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), dependentsQPS, dependentsBurst)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	var adm Admission = openAdmission{}
 	if f.admission != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	mcmanager "sigs.k8s.io/multicluster-runtime/pkg/manager"
@@ -99,7 +100,8 @@ func New(cfg Config) (*Resync, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	opts := cfg.Options.WithDefaults()
+	opts := cfg.Options
+	opts.Clock = cmp.Or[clock.WithTicker](opts.Clock, clock.RealClock{})
 	m, err := newResyncMetrics(cfg.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering resync metrics: %w", err)
@@ -143,8 +145,7 @@ func Setup(ctx context.Context, mgr mcmanager.Manager, cfg Config) (*Resync, err
 		}
 		cfg.Anchors = anchors
 	}
-	ro := cfg.Options.WithDefaults()
-	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(ro.Writes, ro.ExtraDependentKinds), dependentsQPS, dependentsBurst)
+	deps, err := NewHubDependentLister(local.GetConfig(), local.GetHTTPClient(), DependentKindsOf(cfg.Options.Writes, cfg.Options.ExtraDependentKinds), dependentsQPS, dependentsBurst)
 	if err != nil {
 		return nil, err
 	}

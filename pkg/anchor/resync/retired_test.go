@@ -45,7 +45,7 @@ func (f *passFixture) retiredResync(coord *switchableCoordinator) (*Resync, *pas
 	f.t.Helper()
 	access := CoordinatorAccess{Shard: coord}
 	log := &passLog{}
-	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), 0, 0)
+	deps, err := NewHubDependentLister(hubConfig, nil, DependentKindsOf(DefaultHubWrites, nil), dependentsQPS, dependentsBurst)
 	f.g.Expect(err).NotTo(HaveOccurred())
 	r, err := New(Config{
 		Options: f.opts, Admission: openAdmission{}, Hub: staticHub{c: hub}, RetiredAdmission: access, RetiredHub: access,

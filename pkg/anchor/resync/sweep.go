@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
@@ -53,7 +54,8 @@ type SweepOptions struct {
 // the confirmation delay, the waiting projects are reported aborted and ctx's error is
 // returned with every report.
 func Sweep(ctx context.Context, opts SweepOptions) ([]PassReport, []AnchorReport, error) {
-	ro := opts.Resync.WithDefaults()
+	ro := opts.Resync
+	ro.Clock = cmp.Or[clock.WithTicker](ro.Clock, clock.RealClock{})
 	if err := ro.Validate(); err != nil {
 		return nil, nil, fmt.Errorf("resync options: %w", err)
 	}

@@ -57,7 +57,9 @@ func TestSweepPlanesSkipsProjectsNamedTwice(t *testing.T) {
 	secret("proj", nil)
 	secret("zz-proj", map[string]string{annotation: "proj"})
 	single := secret("single", nil)
-	reports, _, err := Sweep(ctx, SweepOptions{Hub: hubConfig, ProviderNamespace: ns, SecretProjectAnnotation: annotation, Resync: Options{MinAge: time.Hour}})
+	ro := DefaultOptions()
+	ro.MinAge = time.Hour
+	reports, _, err := Sweep(ctx, SweepOptions{Hub: hubConfig, ProviderNamespace: ns, SecretProjectAnnotation: annotation, Resync: ro})
 	g.Expect(err).NotTo(HaveOccurred())
 	byProject := map[string]PassReport{}
 	for _, r := range reports {
@@ -163,14 +165,11 @@ func (f *sweepFixture) exists(obj *corev1.ConfigMap) bool {
 // options are the sweep's options over the fixture: owners are ConfigMaps read live,
 // anchors are old enough at once, and a proof is confirmed after confirm.
 func (f *sweepFixture) options(dryRun bool, confirm time.Duration) SweepOptions {
-	return SweepOptions{
-		Hub: hubConfig, ProviderNamespace: f.provider,
-		Resync: Options{
-			DryRun: dryRun, MinAge: time.Millisecond, ConfirmAfter: confirm,
-			Writes:         map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}},
-			LiveOwnerKinds: []schema.GroupKind{{Kind: "ConfigMap"}},
-		},
-	}
+	o := DefaultOptions()
+	o.DryRun, o.MinAge, o.ConfirmAfter = dryRun, time.Millisecond, confirm
+	o.Writes = map[schema.GroupKind][]HubWrite{{Kind: "ConfigMap"}: {{Kind: "ConfigMap"}}}
+	o.LiveOwnerKinds = []schema.GroupKind{{Kind: "ConfigMap"}}
+	return SweepOptions{Hub: hubConfig, ProviderNamespace: f.provider, Resync: o}
 }
 
 func reportsByProject(reports []PassReport) map[string]PassReport {
