@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -101,7 +101,7 @@ func (r *Reconciler) advance(ctx context.Context, d *v1alpha.Domain, now time.Ti
 	}
 	switch ToState(d, now) {
 	case NeedsProof:
-		token := string(uuid.NewUUID())
+		token := uuid.NewString() // random (version 4): a token must not be guessable
 		if r.NewToken != nil {
 			token = r.NewToken()
 		}

@@ -90,7 +90,7 @@ func (gt *gatewayTest) stopManager(m *harness.Manager) {
 // upstream namespace.
 func (gt *gatewayTest) cleanUpstream() {
 	ctx, c := context.Background(), gt.plane.Client
-	lists := []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ServiceList{}}
+	lists := []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ServiceList{}, &v1alpha.DomainList{}}
 	for _, list := range lists {
 		if err := c.List(ctx, list, client.InNamespace(gt.ns.Name)); err != nil {
 			continue
