@@ -32,11 +32,12 @@ var (
 	gvkHTTPRoute     = gatewayv1.SchemeGroupVersion.WithKind(KindHTTPRoute)
 	gvkEndpointSlice = schema.GroupVersionKind{Group: "discovery.k8s.io", Version: "v1", Kind: KindEndpointSlice}
 	gvkCertificate   = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: KindCertificate}
+	gvkDomain        = schema.GroupVersionKind{Group: "networking.datumapis.com", Version: "v1alpha", Kind: KindDomain}
 
 	resourceOf = map[schema.GroupVersionKind]string{
 		gvkValidating: "validatingwebhookconfigurations", gvkMutating: "mutatingwebhookconfigurations",
 		gvkHTTPProxy: "httpproxies", gvkGateway: "gateways", gvkHTTPRoute: "httproutes",
-		gvkEndpointSlice: "endpointslices", gvkCertificate: "certificates",
+		gvkEndpointSlice: "endpointslices", gvkCertificate: "certificates", gvkDomain: "domains",
 	}
 )
 
@@ -47,7 +48,7 @@ var (
 // is then not read. opts' zero fields take the replicas' defaults.
 //
 // Read on each plane: ValidatingWebhookConfigurations and MutatingWebhookConfigurations,
-// HTTPProxies (networking.datumapis.com/v1alpha), Gateways and HTTPRoutes
+// HTTPProxies and Domains (networking.datumapis.com/v1alpha), Gateways and HTTPRoutes
 // (gateway.networking.k8s.io/v1), EndpointSlices (metadata). On the hub: the webhook
 // configurations, and, labelled meta.datumapis.com/upstream-kind, Gateways (=Gateway),
 // cert-manager.io/v1 Certificates (=Gateway) and EndpointSlices (=EndpointSlice).
@@ -122,6 +123,7 @@ func checkPlane(ctx context.Context, project string, c client.Client, opts Optio
 
 	slices := r.metadata(ctx, gvkEndpointSlice)
 	rows = append(rows, EndpointSliceRows(project, slices)...)
+	rows = append(rows, DomainRows(project, r.decoded(ctx, gvkDomain))...)
 
 	rows = append(rows, TerminatingRows(project, KindHTTPProxy, objects(proxies))...)
 	rows = append(rows, TerminatingRows(project, KindGateway, objects(out.gateways))...)

@@ -33,6 +33,7 @@ const (
 	KindGateway       = "Gateway"
 	KindHTTPRoute     = "HTTPRoute"
 	KindEndpointSlice = "EndpointSlice"
+	KindDomain        = "Domain"
 	KindCertificate   = "Certificate"
 	KindValidating    = "ValidatingWebhookConfiguration"
 	KindMutating      = "MutatingWebhookConfiguration"
@@ -305,6 +306,39 @@ func EndpointSliceRows(project string, slices []metav1.PartialObjectMetadata) []
 		})
 	}
 	return rows
+}
+
+// DomainRows are the rows of the previous manager's Domains: each is adopted as it is
+// stored. A Verified one keeps its hostnames programmable; a pending one keeps its proof
+// (the token a tenant may already have published) and is checked again by anchorage.
+func DomainRows(project string, domains []unstructured.Unstructured) []Row {
+	rows := make([]Row, 0, len(domains))
+	for i := range domains {
+		d := &domains[i]
+		name, _, _ := unstructured.NestedString(d.Object, "spec", "domainName")
+		record, _, _ := unstructured.NestedString(d.Object, "status", "verification", "dnsRecord", "name")
+		token, _, _ := unstructured.NestedString(d.Object, "status", "verification", "dnsRecord", "content")
+		detail := fmt.Sprintf("pending: anchorage gives %s its proof and checks it; hostnames under it are programmed once it is Verified", name)
+		switch {
+		case conditionTrue(d, "Verified"):
+			detail = fmt.Sprintf("Verified: hostnames under %s are programmed as before", name)
+		case token != "":
+			detail = fmt.Sprintf("pending: keeps its proof (TXT %s, content %s) and is checked again; hostnames under %s are programmed once it is Verified, those programmed today stay", record, token, name)
+		}
+		rows = append(rows, Row{Verdict: Adopted, Project: project, Kind: KindDomain, Namespace: d.GetNamespace(), Name: d.GetName(), Detail: detail})
+	}
+	return rows
+}
+
+// conditionTrue reports whether u's status carries condition typ with status True.
+func conditionTrue(u *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 func hasFinalizer(o metav1.Object, f string) bool { return slices.Contains(o.GetFinalizers(), f) }

@@ -14,11 +14,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
+	"anchorage/internal/cutover"
 	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
 )
@@ -261,4 +263,99 @@ func TestDomainVerifiedByHTTPToken(t *testing.T) {
 	gt.waitProgrammed("web")
 	claim := &corev1.ConfigMap{}
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.env.ClaimsNamespace(), Name: string(host)}, claim)).To(Succeed(), "the verified hostname is claimed")
+}
+
+// TestCutOverKeepsDomainsAndProgrammedHostnames: the previous manager's Domains, one
+// Verified and one pending with a token the tenant may have published, are adopted as
+// stored (the cut-over check says so; the pending one keeps its token and is verified
+// with it; what the previous manager stored besides reads back whole); a hostname
+// programmed before verification was on, with no Domain at all, stays programmed (the
+// grace rule), while a hostname the same proxy adds is not programmed until verified.
+func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
+	gt := newGatewayTest(t, planeA)
+	g, ctx := gt.g, gt.ctx
+	resolver := startDNS(t)
+	r := rand.String(6)
+	verified := &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: gt.ns.Name, Name: "v-" + r + ".example"}, Spec: v1alpha.DomainSpec{DomainName: "v-" + r + ".example"}}
+	pending := &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: gt.ns.Name, Name: "p-" + r + ".example"}, Spec: v1alpha.DomainSpec{DomainName: "p-" + r + ".example"}}
+	long := metav1.NewTime(time.Now().Add(-time.Hour).Truncate(time.Second))
+	for _, d := range []*v1alpha.Domain{verified, pending} {
+		g.Expect(gt.plane.Client.Create(ctx, d)).To(Succeed())
+	}
+	// As the previous manager stored them.
+	verified.Status = v1alpha.DomainStatus{
+		Registration: &v1alpha.Registration{Domain: verified.Spec.DomainName, Registrar: &v1alpha.RegistrarInfo{Name: "Example Registrar"}, NextRefreshAttempt: long},
+		Conditions: []metav1.Condition{{Type: v1alpha.DomainConditionVerified, Status: metav1.ConditionTrue, Reason: v1alpha.DomainReasonVerified, Message: "Domain verification successful", LastTransitionTime: long}},
+	}
+	pending.Status = v1alpha.DomainStatus{
+		Verification: &v1alpha.DomainVerificationStatus{
+			DNSRecord:               v1alpha.DNSVerificationRecord{Name: "datum-custom-hostname." + pending.Spec.DomainName, Type: "TXT", Content: "prev-token"},
+			HTTPToken:               v1alpha.HTTPVerificationToken{URL: "http://" + pending.Spec.DomainName + "/.well-known/datum-custom-hostname-challenge/" + string(pending.UID), Body: "prev-token"},
+			NextVerificationAttempt: long,
+		},
+		Nameservers: []v1alpha.Nameserver{{Hostname: "ns1.example.net", IPs: []v1alpha.NameserverIP{{Address: "192.0.2.53"}}}},
+		Conditions:  []metav1.Condition{{Type: v1alpha.DomainConditionVerified, Status: metav1.ConditionFalse, Reason: v1alpha.DomainReasonPendingVerification, Message: "Update your DNS provider", LastTransitionTime: long}},
+	}
+	for _, d := range []*v1alpha.Domain{verified, pending} {
+		g.Expect(gt.plane.Client.Status().Update(ctx, d)).To(Succeed())
+	}
+	rows, err := cutover.Check(ctx, nil, map[string]client.Client{gt.project: gt.plane.Client}, cutover.Options{GatewayClass: gt.class})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rows).To(ContainElement(And(HaveField("Kind", "Domain"), HaveField("Name", verified.Name), HaveField("Verdict", cutover.Adopted), HaveField("Detail", ContainSubstring("Verified")))))
+	g.Expect(rows).To(ContainElement(And(HaveField("Kind", "Domain"), HaveField("Name", pending.Name), HaveField("Verdict", cutover.Adopted), HaveField("Detail", ContainSubstring("prev-token")))))
+
+	// Before: a manager without verification programs www.<gone>; no Domain covers it.
+	gone := "gone-" + r + ".example"
+	www, shop := gatewayv1.Hostname("www."+gone), gatewayv1.Hostname("shop."+gone)
+	before := gt.startManager("before")
+	gt.createProxy(gt.newProxy("web", www))
+	gt.waitProgrammed("web")
+	gt.stopManager(before)
+	claim := &corev1.ConfigMap{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.env.ClaimsNamespace(), Name: string(www)}, claim)).To(Succeed())
+
+	// After: verification on. The proxy adds shop.<gone>: only www stays programmed.
+	gt.startManager("after", verifying(resolver, 80))
+	gt.createProxy(gt.newProxy("covered", gatewayv1.Hostname("www."+verified.Spec.DomainName)))
+	gt.waitProgrammed("covered")
+	p := &v1alpha.HTTPProxy{}
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := gt.plane.Client.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}, p); err != nil {
+			return err
+		}
+		p.Spec.Hostnames = append(p.Spec.Hostnames, shop)
+		return gt.plane.Client.Update(ctx, p)
+	})).To(Succeed())
+	created := gt.domainWithProof(gone)
+	gt.expectUnverified("web", shop, created)
+	downGW := &gatewayv1.Gateway{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.hubNS(), Name: "web"}, downGW)).To(Succeed())
+	var hosts []gatewayv1.Hostname
+	for _, l := range downGW.Spec.Listeners {
+		if l.Hostname != nil {
+			hosts = append(hosts, *l.Hostname)
+		}
+	}
+	g.Expect(hosts).To(ContainElement(www), "the hostname programmed before stays")
+	g.Expect(hosts).NotTo(ContainElement(shop), "the new, unverified hostname is not programmed")
+	kept := &corev1.ConfigMap{}
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.env.ClaimsNamespace(), Name: string(www)}, kept)).To(Succeed())
+	g.Expect(kept.UID).To(Equal(claim.UID), "its claim is the same object")
+
+	// The pending Domain is checked with the token it had, and verified by it.
+	g.Eventually(func(g Gomega) {
+		g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(pending), pending)).To(Succeed())
+		g.Expect(pending.Status.Verification).NotTo(BeNil())
+		g.Expect(pending.Status.Verification.LastVerificationAttempt).NotTo(BeNil(), "checked by this manager")
+		g.Expect(pending.Status.Verification.DNSRecord.Content).To(Equal("prev-token"), "the token is kept")
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	resolver.publishTXT(pending.Status.Verification.DNSRecord.Name, "prev-token")
+	g.Eventually(func(g Gomega) {
+		g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(pending), pending)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(pending.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue())
+	}, 30*time.Second, gwPoll).Should(Succeed())
+	g.Expect(pending.Status.Nameservers).To(HaveLen(1), "what the previous manager stored reads back whole")
+	g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(verified), verified)).To(Succeed())
+	g.Expect(verified.Status.Registration.Registrar.Name).To(Equal("Example Registrar"))
+	g.Expect(meta.IsStatusConditionTrue(verified.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue())
 }
