@@ -176,8 +176,8 @@ func TestCheckOfAKindNotServed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectRows(t, "not served", rows, "blocked acme Gateway  ", "blocked acme HTTPProxy  ", "blocked acme HTTPRoute  ")
-	expectDetail(t, "not served", rows, "cannot read Gateway on acme: the API server does not serve gateway.networking.k8s.io/v1, Kind=Gateway", "install its CRD")
+	expectRows(t, "not served", rows, "blocked acme Domain  ", "blocked acme Gateway  ", "blocked acme HTTPProxy  ", "blocked acme HTTPRoute  ")
+	expectDetail(t, "not served", rows, "cannot read Domain on acme: the API server does not serve networking.datumapis.com/v1alpha, Kind=Domain", "install its CRD")
 }
 
 func TestCheckStopsWithTheContext(t *testing.T) {

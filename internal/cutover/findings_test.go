@@ -372,3 +372,26 @@ func TestSortAndWrite(t *testing.T) {
 		t.Error("an unknown format is refused")
 	}
 }
+
+// TestDomainRows: every stored Domain is adopted; the row says whether it is Verified,
+// pending with the proof it keeps, or pending without one.
+func TestDomainRows(t *testing.T) {
+	domain := func(name string, status map[string]any) unstructured.Unstructured {
+		u := unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"domainName": name}, "status": status}}
+		u.SetName(name)
+		u.SetNamespace("shop")
+		return u
+	}
+	rows := DomainRows("acme", []unstructured.Unstructured{
+		domain("v.example", map[string]any{"conditions": []any{map[string]any{"type": "Verified", "status": "True"}}}),
+		domain("p.example", map[string]any{"verification": map[string]any{"dnsRecord": map[string]any{"name": "datum-custom-hostname.p.example", "content": "tok"}},
+			"conditions": []any{map[string]any{"type": "Verified", "status": "False"}}}),
+		domain("n.example", nil),
+	})
+	expectRows(t, "domains", rows, "adopted acme Domain shop v.example", "adopted acme Domain shop p.example", "adopted acme Domain shop n.example")
+	for i, want := range []string{"Verified: hostnames under v.example", "keeps its proof (TXT datum-custom-hostname.p.example, content tok)", "anchorage gives n.example its proof"} {
+		if !strings.Contains(rows[i].Detail, want) {
+			t.Errorf("row %d: detail %q does not say %q", i, rows[i].Detail, want)
+		}
+	}
+}

@@ -83,6 +83,9 @@ func (c Checker) lookup(ctx context.Context, name string, qtype uint16) ([]dns.R
 			break
 		}
 	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("%w: no nameservers are configured", errTemporary)
+	}
 	return nil, fmt.Errorf("%w: %w", errTemporary, errors.Join(errs...))
 }
 
@@ -155,10 +158,12 @@ func (c Checker) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if ip, err := netip.ParseAddr(host); err == nil {
 		addrs = append(addrs, ip)
 	} else {
+		var lookupErrs []error // one family failing does not hide the other's addresses
 		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
 			rrs, err := c.lookup(ctx, host, qtype)
 			if err != nil {
-				return nil, err
+				lookupErrs = append(lookupErrs, err)
+				continue
 			}
 			for _, rr := range rrs {
 				switch r := rr.(type) {
@@ -169,17 +174,28 @@ func (c Checker) dial(ctx context.Context, network, addr string) (net.Conn, erro
 				}
 			}
 		}
+		if len(addrs) == 0 && len(lookupErrs) > 0 {
+			return nil, errors.Join(lookupErrs...)
+		}
 	}
 	var d net.Dialer
 	var refused []string
+	var dialErrs []error
 	for _, a := range addrs {
 		if !c.AllowPrivate && !PublicUnicast(a) {
 			refused = append(refused, a.String())
 			continue
 		}
-		return d.DialContext(ctx, network, net.JoinHostPort(a.String(), strconv.Itoa(c.HTTPPort)))
+		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), strconv.Itoa(c.HTTPPort)))
+		if err == nil {
+			return conn, nil
+		}
+		dialErrs = append(dialErrs, err)
 	}
-	if len(refused) > 0 {
+	switch {
+	case len(dialErrs) > 0:
+		return nil, errors.Join(dialErrs...)
+	case len(refused) > 0:
 		return nil, fmt.Errorf("%s resolves only to addresses that are not public (%s)", host, strings.Join(refused, ", "))
 	}
 	return nil, fmt.Errorf("%s has no A or AAAA record", host)

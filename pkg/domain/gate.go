@@ -34,7 +34,9 @@ func Gate(hostnames []string, domains []v1alpha.Domain) map[string]Verdict {
 func gateOne(host string, domains []v1alpha.Domain) Verdict {
 	var covering []*v1alpha.Domain
 	for i := range domains {
-		if Covers(domains[i].Spec.DomainName, host) && domains[i].DeletionTimestamp == nil {
+		// A terminating Domain covers nothing, nor does one nobody can own (a public
+		// suffix): it must not stop the right Domain from being created.
+		if _, err := Registrable(domains[i].Spec.DomainName); err == nil && Covers(domains[i].Spec.DomainName, host) && domains[i].DeletionTimestamp == nil {
 			if meta.IsStatusConditionTrue(domains[i].Status.Conditions, v1alpha.DomainConditionVerified) {
 				return Verdict{Verified: true}
 			}
@@ -55,9 +57,6 @@ func gateOne(host string, domains []v1alpha.Domain) Verdict {
 
 // howToVerify says what the tenant does next for the pending Domain d.
 func howToVerify(d *v1alpha.Domain) string {
-	if c := meta.FindStatusCondition(d.Status.Conditions, v1alpha.DomainConditionValidDomain); c != nil && c.Status == "False" {
-		return fmt.Sprintf("Domain %s (%s) can never be verified: %s", d.Name, d.Spec.DomainName, c.Message)
-	}
 	v := d.Status.Verification
 	if v == nil || v.DNSRecord.Content == "" {
 		return fmt.Sprintf("Domain %s (%s) is waiting for its verification token", d.Name, d.Spec.DomainName)
