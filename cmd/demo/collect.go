@@ -15,9 +15,9 @@ import (
 func (d *demo) collectStranded(ctx context.Context) error {
 	acme, initech := d.projects[0], d.projects[1]
 	d.stranded = []*stranded{
-		{project: acme.name, kind: "Gateway", upstreamNamespace: acme.namespace, name: "summer-sale", hostname: "sale.example.com", hubNamespace: acme.hubNamespace()},
+		{project: acme.name, kind: "Gateway", upstreamNamespace: acme.namespace, name: "summer-sale", hostname: "sale." + acmeDomain, hubNamespace: acme.hubNamespace()},
 		{project: acme.name, kind: "HTTPRoute", upstreamNamespace: "shop-2023", name: "old-cart", legacyLabel: true},
-		{project: initech.name, kind: "Gateway", upstreamNamespace: "blog-archive", name: "archive", hostname: "archive.example.com", legacyLabel: true},
+		{project: initech.name, kind: "Gateway", upstreamNamespace: "blog-archive", name: "archive", hostname: "archive." + initechDomain, legacyLabel: true},
 		{project: initech.name, kind: "HTTPRoute", upstreamNamespace: initech.namespace, name: "drafts", hubNamespace: initech.hubNamespace()},
 		// The previous manager also anchored its backend EndpointSlices.
 		{project: acme.name, kind: "EndpointSlice", upstreamNamespace: acme.namespace, name: "old-api-0-0", hostname: "old-api.example.org", hubNamespace: acme.hubNamespace(), legacyLabel: true},

@@ -73,6 +73,8 @@ type result struct {
 	handovers              []string
 	owners                 map[string]string
 	checked                bool
+	// domainVerified and hostnameRefused narrate the verified-domain steps.
+	domainVerified, hostnameRefused string
 }
 
 func (r result) ok() bool {
@@ -94,6 +96,12 @@ type demo struct {
 	res           result
 	edge          *harness.Edge
 	stopEdge      func()
+	// dns is the tenants' nameserver the replicas verify Domains through.
+	dns *dnsServer
+	// acmeRecord is the TXT record acme published to verify its domain.
+	acmeRecord string
+	// refused is initech's proxy for a hostname under acme's domain, never programmed.
+	refused *proxy
 }
 
 // run tells the story, stops everything (or, with --keep, waits for ctx to end first)
@@ -161,8 +169,11 @@ func (d *demo) story(ctx context.Context) error {
 	}{
 		{"Starting the hub (with its garbage collector) and two project control planes", d.startPlanes},
 		{"Installing the manager's namespace and RBAC on the hub, and registering the projects", d.registerProjects},
+		{"Starting the tenants' DNS: a nameserver on loopback for their domains", d.startDNSStep},
 		{"Starting three replicas of the manager, each its own process", d.startReplicas},
-		{"Creating HTTPProxies in each project", d.createProxies},
+		{"Verifying a domain: acme's first proxy waits until acme proves it owns " + acmeDomain, d.verifyDomain},
+		{"Refusing an unverified hostname: initech asks for a hostname under " + acmeDomain, d.refuseUnverified},
+		{"Creating the other HTTPProxies in each project", d.createProxies},
 		{"Serving a request through a proxy", d.serveRequest},
 		{"Who owns what: kubectl get leases -n " + providerNamespace, func(ctx context.Context) error { return d.showLeases(ctx, true) }},
 		{"Planting stranded anchors, as the field had them", d.collectStranded},
@@ -197,6 +208,9 @@ func (d *demo) stopAll(w io.Writer) {
 	}
 	for _, r := range d.replicas {
 		r.stop(15 * time.Second)
+	}
+	if d.dns != nil {
+		d.dns.stop()
 	}
 	for _, p := range d.projects {
 		_ = p.plane.Stop()

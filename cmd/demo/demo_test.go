@@ -74,6 +74,12 @@ func TestDemo(t *testing.T) {
 	g.Expect(handover).To(BeNumerically(">", 0), "a hand-over after the kill")
 	g.Expect(took).To(BeNumerically("<", 5*time.Minute), "the demo's promise")
 
+	// Verified domains: acme's hostname programmed once its TXT record was published in
+	// the demo's nameserver, initech's hostname under acme's domain refused.
+	g.Expect(stdout.String()).To(ContainSubstring("HostnamesVerified=False (UnverifiedHostnamesPresent)"), "an unverified hostname reported to its tenant")
+	g.Expect(stdout.String()).To(MatchRegexp(`domains    acme\.example \(project acme\) verified by its TXT record`), "a domain verified through the demo's nameserver")
+	g.Expect(stdout.String()).To(ContainSubstring("login.acme.example (project initech) refused"), "a hostname under another project's domain refused")
+
 	// Least privilege, from the hub's own record of the whole run: the replicas read
 	// Secrets in the provider namespace (the projects' kubeconfig Secrets) and nowhere
 	// else. The reads seen there show that the log records reads at all.

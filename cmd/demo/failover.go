@@ -57,7 +57,7 @@ func (d *demo) killOwner(ctx context.Context) error {
 		return err
 	}
 	d.say("(expected: about one lease duration, %s, plus a retry period or two; up to about 1.6 durations when the killed replica was the coordinator)", harness.FastTimings.LeaseDuration)
-	px, err := d.createProxy(ctx, first, "status", "status.example.com")
+	px, err := d.createProxy(ctx, first, "status", "status."+acmeDomain)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -19,23 +18,20 @@ import (
 	"anchorage/pkg/anchor"
 )
 
-// createProxies creates two proxies per project, waits until each is Programmed and
-// shows what they produced on the hub.
+// createProxies creates the other proxies: acme's under its verified domain, initech's
+// once initech has verified its own; it waits until each is Programmed and shows what
+// they produced on the hub.
 func (d *demo) createProxies(ctx context.Context) error {
-	if err := d.startEdge(); err != nil {
+	acme, initech := d.projects[0], d.projects[1]
+	if err := d.verifyAhead(ctx, initech, initechDomain); err != nil {
 		return err
 	}
-	hosts := map[string][][2]string{
-		"acme":    {{"storefront", "shop.example.com"}, {"checkout", "pay.example.com"}},
-		"initech": {{"blog", "blog.example.com"}, {"feeds", "feeds.example.com"}},
+	hosts := map[*project][][2]string{
+		acme:    {{"checkout", "pay." + acmeDomain}},
+		initech: {{"blog", "blog." + initechDomain}, {"feeds", "feeds." + initechDomain}},
 	}
 	for _, p := range d.projects {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: p.namespace}}
-		if err := p.plane.Client.Create(ctx, ns); err != nil {
-			return fmt.Errorf("creating namespace %s in project %s: %w", p.namespace, p.name, err)
-		}
-		p.nsUID = ns.UID
-		for _, h := range hosts[p.name] {
+		for _, h := range hosts[p] {
 			px, err := d.createProxy(ctx, p, h[0], h[1])
 			if err != nil {
 				return err
@@ -49,13 +45,13 @@ func (d *demo) createProxies(ctx context.Context) error {
 			return err
 		}
 	}
-	d.say("all %d Programmed=True %.1fs after the last was created; on the hub:", len(d.proxies), time.Since(began).Seconds())
+	d.say("all %d Programmed=True %.1fs after the last was created (their hostnames under Verified Domains); on the hub:", len(d.proxies), time.Since(began).Seconds())
 	return d.showHub(ctx)
 }
 
-// createProxy creates a proxy serving host and remembers it.
-func (d *demo) createProxy(ctx context.Context, p *project, name, host string) (*proxy, error) {
-	obj := &v1alpha.HTTPProxy{
+// proxyObject is an HTTPProxy in p's namespace serving host from endpoint.
+func proxyObject(p *project, name, host, endpoint string) *v1alpha.HTTPProxy {
+	return &v1alpha.HTTPProxy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: p.namespace},
 		Spec: v1alpha.HTTPProxySpec{
 			Hostnames: []gatewayv1.Hostname{gatewayv1.Hostname(host)},
@@ -63,10 +59,15 @@ func (d *demo) createProxy(ctx context.Context, p *project, name, host string) (
 				Matches: []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{
 					Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/"),
 				}}},
-				Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://backend." + host}},
+				Backends: []v1alpha.HTTPProxyBackend{{Endpoint: endpoint}},
 			}},
 		},
 	}
+}
+
+// createProxy creates a proxy serving host and remembers it.
+func (d *demo) createProxy(ctx context.Context, p *project, name, host string) (*proxy, error) {
+	obj := proxyObject(p, name, host, "https://backend."+host)
 	if err := p.plane.Client.Create(ctx, obj); err != nil {
 		return nil, fmt.Errorf("creating HTTPProxy %s in project %s: %w", name, p.name, err)
 	}

@@ -40,9 +40,10 @@ const (
 const configFile = "config.yaml"
 
 // writeConfig writes the replicas' configuration file to path: the demo's namespace for
-// the kubeconfig Secrets and the Leases, the short resync and protocol timings, and
-// every default reserved backend domain but localhost.
-func writeConfig(path string) error {
+// the kubeconfig Secrets and the Leases, the short resync and protocol timings, every
+// default reserved backend domain but localhost, and the Domain verification through
+// the demo's nameserver, checking a pending Domain every domainCheckEvery.
+func writeConfig(path, nameserver string) error {
 	return harness.WriteConfig(path, func(c *managerconfig.ManagerConfiguration) {
 		c.ProviderNamespace = providerNamespace
 		c.LeaseNamespace = ptr.To(providerNamespace)
@@ -54,6 +55,17 @@ func writeConfig(path string) error {
 		// the default reserved domains refuse.
 		c.Gateway.BackendReservedDomains = slices.DeleteFunc(c.Gateway.BackendReservedDomains, func(d string) bool { return d == "localhost" })
 		harness.SetTimings(c, harness.FastTimings)
+		// Verification stays on (the default); the TXT records are looked up at the
+		// demo's nameserver only (dns.go), and a pending Domain is checked every second
+		// for its first two minutes, then less and less often, as by default. Every step
+		// but the last names its maxElapsed: the manager reads a list of steps onto the
+		// default list, step by step, and would otherwise keep a default's maxElapsed.
+		c.DomainVerification.Nameservers = []string{nameserver}
+		c.DomainVerification.RetryIntervals = []managerconfig.RetryInterval{
+			{Interval: metav1.Duration{Duration: domainCheckEvery}, MaxElapsed: &metav1.Duration{Duration: 2 * time.Minute}},
+			{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 10 * time.Minute}},
+			{Interval: metav1.Duration{Duration: 30 * time.Second}},
+		}
 	})
 }
 

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 
 	"anchorage/pkg/anchor"
@@ -42,7 +43,11 @@ func (d *demo) explore() {
 	d.say("kubectl get leases -n %s", providerNamespace)
 	d.say("kubectl get namespaces,configmaps,gateways,httproutes,certificates -A -l %s", anchor.LabelClusterName)
 	for _, p := range d.projects {
-		d.say("kubectl --kubeconfig=%s get httpproxies,gateways,httproutes -n %s   # project %s", p.kubeconfig, p.namespace, p.name)
+		d.say("kubectl --kubeconfig=%s get httpproxies,gateways,httproutes,domains -n %s   # project %s", p.kubeconfig, p.namespace, p.name)
+	}
+	if d.dns != nil && d.acmeRecord != "" {
+		host, port, _ := net.SplitHostPort(d.dns.addr)
+		d.say("dig @%s -p %s TXT %s   # the tenants' nameserver", host, port, d.acmeRecord)
 	}
 	for _, r := range d.replicas {
 		if r.running() {
@@ -71,6 +76,12 @@ func (d *demo) summary() {
 	d.say("replicas   %d started, %s", r.replicas, killed)
 	d.say("anchors    live: %d objects kept, %d lost; stranded: %d collected, %d left; %d deleted with their proxy",
 		r.liveKept, r.liveLost, r.collected, r.strandedLeft, r.deletedWithProxy)
+	if r.domainVerified != "" {
+		d.say("domains    %s", r.domainVerified)
+	}
+	if r.hostnameRefused != "" {
+		d.say("           %s", r.hostnameRefused)
+	}
 	if len(r.handovers) == 0 {
 		d.say("hand-over  none measured")
 	}

@@ -66,7 +66,7 @@ func (d *demo) serveRequest(ctx context.Context) error {
 	obj := &v1alpha.HTTPProxy{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: p.namespace},
 		Spec: v1alpha.HTTPProxySpec{
-			Hostnames: []gatewayv1.Hostname{"hello.example.com"},
+			Hostnames: []gatewayv1.Hostname{helloHost},
 			Rules: []v1alpha.HTTPProxyRule{{
 				Matches:  []gatewayv1.HTTPRouteMatch{{Path: &gatewayv1.HTTPPathMatch{Type: ptr.To(gatewayv1.PathMatchPathPrefix), Value: ptr.To("/hello")}}},
 				Backends: []v1alpha.HTTPProxyBackend{{Endpoint: endpoint}},
@@ -76,9 +76,9 @@ func (d *demo) serveRequest(ctx context.Context) error {
 	if err := p.plane.Client.Create(ctx, obj); err != nil {
 		return fmt.Errorf("creating HTTPProxy hello: %w", err)
 	}
-	px := &proxy{project: p, name: "hello", host: "hello.example.com"}
+	px := &proxy{project: p, name: "hello", host: helloHost}
 	d.proxies = append(d.proxies, px)
-	d.say("%-8s HTTPProxy %s/hello  hello.example.com/hello -> %s (a server of the demo's, on loopback: a .localhost name)", p.name, p.namespace, endpoint)
+	d.say("%-8s HTTPProxy %s/hello  %s/hello -> %s (a server of the demo's, on loopback: a .localhost name)", p.name, p.namespace, helloHost, endpoint)
 	began := time.Now()
 	if err := d.waitProgrammed(ctx, px); err != nil {
 		return err
@@ -93,7 +93,7 @@ func (d *demo) serveRequest(ctx context.Context) error {
 		return err
 	}
 	d.say("  cluster  %s  %s, endpoints %s, TLS: %s", cluster.Name, cluster.Type, strings.Join(cluster.Endpoints(), " "), tlsOf(cluster))
-	d.say("  route    hello.example.com/hello -> Host rewritten to %s, prefix /hello replaced by %s", action.HostRewriteLiteral, action.PrefixRewrite)
+	d.say("  route    %s/hello -> Host rewritten to %s, prefix /hello replaced by %s", helloHost, action.HostRewriteLiteral, action.PrefixRewrite)
 	if https, _, err := routeOf(v, p.hubNamespace(), d.proxies[0].name); err == nil {
 		d.say("  and the https backend of %s: cluster %s, TLS: %s", d.proxies[0].name, https.Name, tlsOf(https))
 	}
@@ -116,13 +116,17 @@ func (d *demo) serveRequest(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	d.say("no Envoy in Debian's packages: GET hello.example.com/hello/world forwarded as the route says,")
+	d.say("no Envoy in Debian's packages: GET %s/hello/world forwarded as the route says,", helloHost)
 	d.say("  to %s%s with Host %s: %s %q", eps[0], path, req.Host, resp.Status, string(body))
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the backend answered %s", resp.Status)
 	}
 	return nil
 }
+
+// helloHost is the hostname of the proxy in front of the demo's backend: under acme's
+// verified domain, so it is programmed at once.
+const helloHost = "hello." + acmeDomain
 
 // backendHost is the demo backend's name: a .localhost name is loopback (RFC 6761),
 // which the demo's client resolves as such (loopbackClient), as an edge's resolver would.
