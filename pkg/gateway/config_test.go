@@ -14,6 +14,7 @@ func TestDefaultConfig(t *testing.T) {
 		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
 		BackendReservedDomains:  []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"},
+		VerifyHostnames:         true,
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)
@@ -24,5 +25,6 @@ func TestDefaultConfig(t *testing.T) {
 func testConfig(class string) Config {
 	c := DefaultConfig()
 	c.GatewayClassName = class
+	c.VerifyHostnames = false // the package's tests are not about verified domains (pkg/domain, test/integration)
 	return c
 }
