@@ -321,7 +321,15 @@ func (l *Loaded) decode(data []byte) error {
 	}
 	switch tm.GroupVersionKind() {
 	case GroupVersion.WithKind(Kind):
-		return strict(data, &l.ManagerConfiguration)
+		// A list the file sets replaces the default's: JSON decodes a list's elements onto
+		// the old ones, so a step without maxElapsed would keep the default step's.
+		steps := l.DomainVerification.RetryIntervals
+		l.DomainVerification.RetryIntervals = nil
+		err := strict(data, &l.ManagerConfiguration)
+		if l.DomainVerification.RetryIntervals == nil {
+			l.DomainVerification.RetryIntervals = steps
+		}
+		return err
 	case previousGroupVersion.WithKind(previousKind):
 		return l.fromPrevious(data)
 	}

@@ -52,6 +52,18 @@ func TestDefaultsAreTheComponentsDefaults(t *testing.T) {
 
 // TestAbsentKeysKeepTheirDefaults: a file sets what it says and nothing else; the two
 // derived defaults follow the key they derive from.
+// TestAListReplacesTheDefaultList: a retry schedule the file sets is the file's, step
+// by step; a step without maxElapsed does not inherit the default's.
+func TestAListReplacesTheDefaultList(t *testing.T) {
+	g := gomega.NewWithT(t)
+	l, err := load(t, head+"domainVerification: {retryIntervals: [{interval: 1s}]}\n")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(l.DomainVerification.RetryIntervals).To(gomega.Equal([]RetryInterval{{Interval: metav1.Duration{Duration: time.Second}}}))
+	l, err = load(t, head)
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	g.Expect(l.DomainVerification.RetryIntervals).To(gomega.Equal(Default().DomainVerification.RetryIntervals), "absent: the default")
+}
+
 func TestAbsentKeysKeepTheirDefaults(t *testing.T) {
 	g := gomega.NewWithT(t)
 	l, err := load(t, head+"providerNamespace: tenants\nsharding: {leaseDuration: 20s}\nresync: {dryRun: true}\ngateway: {workers: 3}\n")
