@@ -168,12 +168,7 @@ func (gt *gatewayTest) expectNothingOnTheHubFor(m string, host gatewayv1.Hostnam
 func TestDomainsGateHostnamesUntilVerifiedByDNS(t *testing.T) {
 	acme := newGatewayTest(t, planeA)
 	g, ctx := acme.g, acme.ctx
-	initech := &gatewayTest{t: t, g: g, ctx: ctx, env: acme.env, plane: planeB, class: acme.class, project: "gw-" + rand.String(6)}
-	_, err := acme.env.AddProject(ctx, initech.project, planeB)
-	g.Expect(err).NotTo(HaveOccurred())
-	initech.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + rand.String(6)}}
-	g.Expect(planeB.Client.Create(ctx, initech.ns)).To(Succeed())
-	t.Cleanup(initech.cleanUpstream)
+	initech := acme.another(planeB)
 
 	resolver := startDNS(t)
 	edge := acme.startEdge()

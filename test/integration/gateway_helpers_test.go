@@ -67,6 +67,19 @@ func newGatewayTest(t *testing.T, plane *harness.ControlPlane) *gatewayTest {
 	return gt
 }
 
+// another returns a second project of gt's test, on plane, with a namespace of its own
+// and gt's class, cleaned up the same way.
+func (gt *gatewayTest) another(plane *harness.ControlPlane) *gatewayTest {
+	gt.t.Helper()
+	b := &gatewayTest{t: gt.t, g: gt.g, ctx: gt.ctx, env: gt.env, plane: plane, class: gt.class, project: "gw-" + rand.String(6)}
+	_, err := gt.env.AddProject(gt.ctx, b.project, plane)
+	gt.g.Expect(err).NotTo(HaveOccurred())
+	b.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + rand.String(6)}}
+	gt.g.Expect(plane.Client.Create(gt.ctx, b.ns)).To(Succeed())
+	gt.t.Cleanup(b.cleanUpstream)
+	return b
+}
+
 // startManager starts a replica with fast protocol timings and this test's class,
 // under the generated roles on the hub and the planes.
 func (gt *gatewayTest) startManager(name string, adjust ...func(*app.Options)) *harness.Manager {

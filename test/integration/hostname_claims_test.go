@@ -30,12 +30,7 @@ import (
 func TestAHostnameIsProgrammedForOneProjectAtATime(t *testing.T) {
 	a := newGatewayTest(t, planeA)
 	g, ctx := a.g, a.ctx
-	b := &gatewayTest{t: t, g: g, ctx: ctx, env: a.env, plane: planeB, class: a.class, project: "gw-" + rand.String(6)}
-	_, err := a.env.AddProject(ctx, b.project, planeB)
-	g.Expect(err).NotTo(HaveOccurred())
-	b.ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "gw-" + rand.String(6)}}
-	g.Expect(planeB.Client.Create(ctx, b.ns)).To(Succeed())
-	t.Cleanup(b.cleanUpstream)
+	b := a.another(planeB)
 
 	a.startManager("claims-1")
 	a.startManager("claims-2")
