@@ -132,7 +132,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
 	}
 	owned := deferredSource{gates: gates}
-	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}} {
 		owned.inners = append(owned.inners, mcsource.TypedKind[client.Object, mcreconcile.Request](kind, enqueueControllingProxy))
 	}
 	if err := proxyCtrl.MultiClusterWatch(owned); err != nil {
