@@ -187,4 +187,45 @@ func TestEdgeServesIPBackends(t *testing.T) {
 		obj.SetName(gateway.BackendObjectName(got.UID, 0, 0))
 		g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "no hub %T for the refused slice", obj)
 	}
+
+	// The IPv4 backend moves to another IPv4 address (its route unchanged: the address
+	// is only in its slice), to IPv6, then to a DNS name: an address type cannot change,
+	// so each slice is replaced, upstream and on the hub; the name's Service takes the
+	// last slice's place upstream.
+	_, route := gt.upstream("ipv4")
+	hubSlice := client.ObjectKey{Namespace: gt.hubNS(), Name: gateway.BackendObjectName(route.UID, 0, 0)}
+	upSlice := client.ObjectKey{Namespace: gt.ns.Name, Name: "ipv4-backend-0"}
+	for _, step := range []struct {
+		endpoint    string
+		addressType discoveryv1.AddressType
+		address     string
+	}{
+		{"http://203.0.113.11:8080", discoveryv1.AddressTypeIPv4, "203.0.113.11"}, // the route stays as it was
+		{"http://[2001:db8::20]:8080", discoveryv1.AddressTypeIPv6, "2001:db8::20"},
+		{"http://origin.example.org:8080", discoveryv1.AddressTypeFQDN, "origin.example.org"},
+	} {
+		p := &v1alpha.HTTPProxy{}
+		g.Expect(pc.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "ipv4"}, p)).To(Succeed())
+		p.Spec.Rules[0].Backends[0].Endpoint = step.endpoint
+		g.Expect(pc.Update(ctx, p)).To(Succeed())
+		gt.waitProgrammed("ipv4")
+		g.Eventually(func(g Gomega) {
+			s := &discoveryv1.EndpointSlice{}
+			g.Expect(hub.Client.Get(ctx, hubSlice, s)).To(Succeed())
+			g.Expect(s.AddressType).To(Equal(step.addressType))
+			g.Expect(s.Endpoints).To(HaveLen(1))
+			g.Expect(s.Endpoints[0].Addresses).To(Equal([]string{step.address}))
+		}, gwProgrammedWithin, gwPoll).Should(Succeed(), "hub slice for %s", step.endpoint)
+		up := &discoveryv1.EndpointSlice{}
+		if step.addressType == discoveryv1.AddressTypeFQDN {
+			g.Eventually(func() bool {
+				return gone(ctx, pc, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: upSlice.Namespace, Name: upSlice.Name}})
+			}, gwCleanWithin, gwPoll).
+				Should(BeTrue(), "the upstream slice of a backend now named by DNS is pruned")
+			g.Expect(pc.Get(ctx, upSlice, &corev1.Service{})).To(Succeed(), "the backend's ExternalName Service")
+			continue
+		}
+		g.Expect(pc.Get(ctx, upSlice, up)).To(Succeed())
+		g.Expect(up.AddressType).To(Equal(step.addressType))
+	}
 }
