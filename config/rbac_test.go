@@ -209,6 +209,8 @@ func TestGeneratedRBACOnAnAPIServer(t *testing.T) {
 		planeMust = append(planeMust, access{verb: "update", group: gw, resource: r, subresource: "finalizers", namespace: "web"})
 	}
 	planeMust = append(planeMust, each("", "services", "web", "get", "list", "watch", "create", "update", "delete")...)
+	// A backend named by an IP address is an EndpointSlice; the previous manager's carry its finalizer.
+	planeMust = append(planeMust, each("discovery.k8s.io", "endpointslices", "web", "get", "list", "watch", "create", "update", "patch", "delete")...)
 	planeMust = append(planeMust, each("", "namespaces", "", "get")...)
 	planeMust = append(planeMust, each("events.k8s.io", "events", "web", "create", "patch")...)
 	planeMust = append(planeMust, webhookConfigs...)

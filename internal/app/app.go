@@ -17,6 +17,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -210,6 +211,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The hub API server's address is no tenant's backend (docs/design.md, Threat model).
+	opts.Gateway.BackendDeniedNetworks = append(slices.Clone(opts.Gateway.BackendDeniedNetworks), gateway.HubAPIServerDenied(opts.Hub.Host)...)
 	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{
 		Config: opts.Gateway, Clusters: sh, Admission: sh, Registry: opts.Registry, Anchors: anchors,
 	})

@@ -9,35 +9,43 @@ import (
 // The parts of Envoy's xDS resources that readers of an EdgeVerdict (the traffic tests,
 // the demo) look at, decoded with Resources.
 
-// xDS type URLs of the resources EnvoyCluster, EnvoyListener and EnvoyRouteConfig read.
+// xDS type URLs of the resources EnvoyCluster, EnvoyLoadAssignment, EnvoyListener and
+// EnvoyRouteConfig read.
 const (
-	XDSCluster  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
-	XDSListener = "type.googleapis.com/envoy.config.listener.v3.Listener"
-	XDSRoutes   = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	XDSCluster   = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	XDSEndpoints = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	XDSListener  = "type.googleapis.com/envoy.config.listener.v3.Listener"
+	XDSRoutes    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 )
 
 // EnvoyCluster is the part of an xDS Cluster a reader of the edge's verdict needs.
 type EnvoyCluster struct {
-	Name           string `json:"name"`
-	Type           string `json:"type"`
-	LoadAssignment struct {
-		Endpoints []struct {
-			LbEndpoints []struct {
-				Endpoint struct {
-					Address struct {
-						SocketAddress struct {
-							Address   string `json:"address"`
-							PortValue int    `json:"portValue"`
-						} `json:"socketAddress"`
-					} `json:"address"`
-				} `json:"endpoint"`
-			} `json:"lbEndpoints"`
-		} `json:"endpoints"`
-	} `json:"loadAssignment"`
+	Name                   string                `json:"name"`
+	Type                   string                `json:"type"`
+	LoadAssignment         EnvoyLoadAssignment   `json:"loadAssignment"`
 	TransportSocket        *EnvoyTransportSocket `json:"transportSocket"`
 	TransportSocketMatches []struct {
 		TransportSocket EnvoyTransportSocket `json:"transportSocket"`
 	} `json:"transportSocketMatches"`
+}
+
+// EnvoyLoadAssignment is the part of a ClusterLoadAssignment a reader of the edge's
+// verdict needs: inline in a cluster of a DNS name (STRICT_DNS), a resource of its own
+// (XDSEndpoints) for an EDS cluster, which is what addresses become.
+type EnvoyLoadAssignment struct {
+	ClusterName string `json:"clusterName"`
+	Endpoints   []struct {
+		LbEndpoints []struct {
+			Endpoint struct {
+				Address struct {
+					SocketAddress struct {
+						Address   string `json:"address"`
+						PortValue int    `json:"portValue"`
+					} `json:"socketAddress"`
+				} `json:"address"`
+			} `json:"endpoint"`
+		} `json:"lbEndpoints"`
+	} `json:"endpoints"`
 }
 
 // EnvoyTransportSocket is the part of an upstream transport socket a reader of the edge's verdict needs.
@@ -74,13 +82,16 @@ func (c EnvoyCluster) TLS() []EnvoyTransportSocket {
 	return out
 }
 
-// Endpoints returns the cluster's endpoint addresses as host:port.
-func (c EnvoyCluster) Endpoints() []string {
+// Endpoints returns the cluster's inline endpoint addresses as host:port.
+func (c EnvoyCluster) Endpoints() []string { return c.LoadAssignment.Addresses() }
+
+// Addresses returns the assignment's endpoint addresses as host:port.
+func (a EnvoyLoadAssignment) Addresses() []string {
 	var out []string
-	for _, e := range c.LoadAssignment.Endpoints {
+	for _, e := range a.Endpoints {
 		for _, lb := range e.LbEndpoints {
-			a := lb.Endpoint.Address.SocketAddress
-			out = append(out, a.Address+":"+strconv.Itoa(a.PortValue))
+			sa := lb.Endpoint.Address.SocketAddress
+			out = append(out, sa.Address+":"+strconv.Itoa(sa.PortValue))
 		}
 	}
 	return out

@@ -24,11 +24,12 @@ package planerbac
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 //
-// The previous manager's backend EndpointSlices (pkg/gateway previous_manager.go): an
-// upstream route it wrote names them (read, watched), they carry its finalizer, which
-// this manager removes (patch), and a deleted proxy's are deleted with it.
+// Backend EndpointSlices: a proxy's backend named by an IP address is one, written
+// (create, update) and watched; the previous manager's (pkg/gateway
+// previous_manager.go) are named by an upstream route it wrote (read, watched), carry
+// its finalizer, which this manager removes (patch); a deleted proxy's are deleted with it.
 //
-// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 

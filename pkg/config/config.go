@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"reflect"
 	"slices"
@@ -179,8 +180,15 @@ type Gateway struct {
 	// Programmed follows the edge's status and stays False (reason Pending) until then.
 	AssumeWrittenIsProgrammed bool `json:"assumeWrittenIsProgrammed"`
 	// BackendReservedDomains are domains no proxy backend may be in (the name or any name
-	// under it); numeric-looking and non-ASCII hosts are always refused.
+	// under it); non-ASCII hosts, and numeric-looking ones that are not an IP address in
+	// canonical form, are always refused.
 	BackendReservedDomains []string `json:"backendReservedDomains"`
+	// BackendDeniedNetworks are CIDRs no IP-address backend may be in, beyond the
+	// non-public ranges always refused (loopback, link-local, private, shared,
+	// multicast, reserved): the hub's own networks where they are public, such as its
+	// Service or node range. The hub API server's address is denied without being
+	// listed when the hub kubeconfig names it by IP.
+	BackendDeniedNetworks []string `json:"backendDeniedNetworks"`
 	// Workers is how many reconciles each gateway controller runs at once; never two of
 	// the same object.
 	Workers int `json:"workers"`
@@ -241,7 +249,7 @@ func Default() ManagerConfiguration {
 			GatewayClassName: g.GatewayClassName, DownstreamGatewayClassName: g.DownstreamGatewayClassName, ControllerName: g.ControllerName,
 			CertificateIssuer:       Issuer{Name: g.CertificateIssuer.Name, Kind: g.CertificateIssuer.Kind, Group: g.CertificateIssuer.Group},
 			HostnameClaimsNamespace: g.HostnameClaimsNamespace, AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed,
-			BackendReservedDomains: g.BackendReservedDomains, Workers: g.Workers, ProjectWorkers: g.ProjectWorkers,
+			BackendReservedDomains: g.BackendReservedDomains, BackendDeniedNetworks: []string{}, Workers: g.Workers, ProjectWorkers: g.ProjectWorkers,
 			ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
 		},
 		DomainVerification: DomainVerification{
@@ -405,8 +413,21 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 		HostnameClaimsNamespace:   g.HostnameClaimsNamespace,
 		AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed, BackendReservedDomains: slices.Clone(g.BackendReservedDomains),
 		Workers: g.Workers, ProjectWorkers: g.ProjectWorkers, ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
-		VerifyHostnames: c.DomainVerification.Enabled,
+		VerifyHostnames:       c.DomainVerification.Enabled,
+		BackendDeniedNetworks: deniedNetworks(g.BackendDeniedNetworks),
 	}
+}
+
+// deniedNetworks are gateway.backendDeniedNetworks for the gateway path (nil for none);
+// Validate has refused any that does not parse.
+func deniedNetworks(cidrs []string) []gateway.DeniedNetwork {
+	var out []gateway.DeniedNetwork
+	for _, c := range cidrs {
+		if p, err := netip.ParsePrefix(c); err == nil {
+			out = append(out, gateway.DeniedNetwork{Prefix: p, Why: "listed in gateway.backendDeniedNetworks"})
+		}
+	}
+	return out
 }
 
 // parseKinds parses group/Kind strings; an empty list stays empty (not the default).

@@ -77,6 +77,20 @@ func TestAbsentKeysKeepTheirDefaults(t *testing.T) {
 	g.Expect(l.Keys).To(gomega.BeEmpty(), "only the previous manager's document has keys to report")
 }
 
+// The denied networks reach the gateway path as prefixes, each saying where it came from.
+func TestBackendDeniedNetworks(t *testing.T) {
+	g := gomega.NewWithT(t)
+	l, err := load(t, head+"gateway: {backendDeniedNetworks: [203.0.113.0/24, \"2001:db8::/32\"]}\n")
+	g.Expect(err).NotTo(gomega.HaveOccurred())
+	got := l.GatewayConfig().BackendDeniedNetworks
+	g.Expect(got).To(gomega.HaveLen(2))
+	g.Expect(got[0].Prefix.String()).To(gomega.Equal("203.0.113.0/24"))
+	g.Expect(got[1].Prefix.String()).To(gomega.Equal("2001:db8::/32"))
+	g.Expect(got[0].Why).To(gomega.Equal("listed in gateway.backendDeniedNetworks"))
+	d := Default()
+	g.Expect(d.GatewayConfig().BackendDeniedNetworks).To(gomega.BeNil(), "none by default")
+}
+
 // TestValidate: every setting the three layers of checks refused before this file
 // existed (the flags' own checks, the shard's timing names, the components'
 // constructors) is refused here once, with the key's path and the same words.
@@ -110,6 +124,8 @@ func TestValidate(t *testing.T) {
 		{"no project worker", "gateway: {projectWorkers: 0}", []string{"gateway.projectWorkers: Invalid value: 0: must be at least 1"}},
 		{"no hub writes", "gateway: {projectHubWritesPerSecond: 0}", []string{"gateway.projectHubWritesPerSecond: Invalid value: 0: must be positive"}},
 		{"no proxies", "gateway: {proxiesPerProject: 0}", []string{"gateway.proxiesPerProject: Invalid value: 0: must be at least 1"}},
+		{"a denied network that is no CIDR", "gateway: {backendDeniedNetworks: [10.96.0.0/12, 203.0.113.7]}", []string{`gateway.backendDeniedNetworks[1]: Invalid value: "203.0.113.7": want a CIDR`}},
+		{"a denied network with host bits", "gateway: {backendDeniedNetworks: [\"2001:db8::1/64\"]}", []string{`gateway.backendDeniedNetworks[0]: Invalid value: "2001:db8::1/64": has bits set past its /64: want 2001:db8::/64`}},
 		// A zero safety limit must not mean "the default": an operator who writes 0 to mean
 		// "delete nothing" is told how to say that.
 		{"a zero cap", "resync: {maxDeletionsPerPass: 0}", []string{"resync.maxDeletionsPerPass: Invalid value: 0", "set resync.dryRun"}},

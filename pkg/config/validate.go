@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -130,6 +132,15 @@ func (c *ManagerConfiguration) validateGateway(p *field.Path) field.ErrorList {
 	}{{p.Child("workers"), g.Workers}, {p.Child("projectWorkers"), g.ProjectWorkers}, {p.Child("proxiesPerProject"), g.ProxiesPerProject}} {
 		if f.value < 1 {
 			errs = append(errs, field.Invalid(f.key, f.value, "must be at least 1"))
+		}
+	}
+	for i, c := range g.BackendDeniedNetworks {
+		key := p.Child("backendDeniedNetworks").Index(i)
+		switch prefix, err := netip.ParsePrefix(c); {
+		case err != nil:
+			errs = append(errs, field.Invalid(key, c, "want a CIDR such as 10.96.0.0/12 or 2001:db8::/64 (one address is /32 or /128)"))
+		case prefix != prefix.Masked():
+			errs = append(errs, field.Invalid(key, c, fmt.Sprintf("has bits set past its /%d: want %s", prefix.Bits(), prefix.Masked())))
 		}
 	}
 	if !(g.ProjectHubWritesPerSecond > 0) || math.IsInf(g.ProjectHubWritesPerSecond, 0) {

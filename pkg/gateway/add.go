@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -132,7 +133,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		return nil, fmt.Errorf("setting up the HTTPProxy controller: %w", err)
 	}
 	owned := deferredSource{gates: gates}
-	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}} {
+	for _, kind := range []client.Object{&gatewayv1.Gateway{}, &gatewayv1.HTTPRoute{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}} {
 		owned.inners = append(owned.inners, mcsource.TypedKind[client.Object, mcreconcile.Request](kind, enqueueControllingProxy))
 	}
 	if err := proxyCtrl.MultiClusterWatch(owned); err != nil {
@@ -171,6 +172,14 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	gatewaysForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&gatewayv1.Gateway{}, routesOfGateway, ownChanges(""))
 	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{gatewaysForRoutes}, gates: gates}); err != nil {
 		return nil, fmt.Errorf("watching Gateways for their HTTPRoutes: %w", err)
+	}
+	// An IP backend's address is in its slice, not in the route (no Host rewrite over
+	// http): a change of one of the slices this manager writes brings back the route of
+	// the proxy controlling it.
+	slicesForRoutes := mcsource.TypedKind[client.Object, mcreconcile.Request](&discoveryv1.EndpointSlice{}, routeOfControllingProxy,
+		predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetLabels()[discoveryv1.LabelManagedBy] == endpointSliceManagedBy }))
+	if err := routeCtrl.MultiClusterWatch(deferredSource{inners: []mcsource.TypedSource[client.Object, mcreconcile.Request]{slicesForRoutes}, gates: gates}); err != nil {
+		return nil, fmt.Errorf("watching backend EndpointSlices for their HTTPRoutes: %w", err)
 	}
 	// The previous manager's backend EndpointSlices, reconciled only to be finalized.
 	err = newController(mgr, "endpointslice", opts.Config, metrics).
@@ -267,6 +276,18 @@ func routeParentKeys(obj client.Object) []string {
 func routesOfGateway(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
 	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(ctx context.Context, gw client.Object) []mcreconcile.Request {
 		return routeRequestsOf(ctx, name, cl, gw)
+	})
+}
+
+// routeOfControllingProxy enqueues the HTTPRoute of the HTTPProxy controlling an
+// object: the route named after the proxy, in its namespace.
+func routeOfControllingProxy(name multicluster.ClusterName, _ cluster.Cluster) handler.TypedEventHandler[client.Object, mcreconcile.Request] {
+	return handler.TypedEnqueueRequestsFromMapFunc[client.Object, mcreconcile.Request](func(_ context.Context, obj client.Object) []mcreconcile.Request {
+		ref := metav1.GetControllerOf(obj)
+		if ref == nil || ref.Kind != kindHTTPProxy || !strings.HasPrefix(ref.APIVersion, v1alpha.GroupVersion.Group+"/") {
+			return nil
+		}
+		return []mcreconcile.Request{{ClusterName: name, Request: reconcile.Request{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: ref.Name}}}}
 	})
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"net/netip"
 	"net/url"
 	"strings"
 	"unicode"
@@ -15,7 +16,9 @@ import (
 var DefaultBackendReservedDomains = []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"}
 
 // refusedBackendHost returns why host, a DNS name, may not be a backend, or "": not
-// ASCII, read as an IP address, or in a reserved domain. The name is judged as written.
+// ASCII, read as an IP address (IP backends are judged by refusedBackendIP, and only
+// where an address is carried as one), or in a reserved domain. The name is judged as
+// written.
 func refusedBackendHost(host string, reserved []string) string {
 	h := strings.TrimSuffix(strings.ToLower(host), ".")
 	if h == "" {
@@ -27,7 +30,10 @@ func refusedBackendHost(host string, reserved []string) string {
 	labels := strings.Split(h, ".")
 	if tld := labels[len(labels)-1]; tld != "" && tld[0] >= '0' && tld[0] <= '9' {
 		// No TLD starts with a digit; resolvers read 127.1, 0x7f.0.0.1, 2130706433 as IPs.
-		return fmt.Sprintf("host %q reads as an IP address (its last label %q is numeric): name the backend by its DNS name", host, tld)
+		if addr, err := netip.ParseAddr(h); err == nil {
+			return fmt.Sprintf("host %q reads as an IP address where a DNS name is wanted: name an IP backend by its address (%s) in an endpoint URL, or in an EndpointSlice of address type IPv4 or IPv6", host, addr)
+		}
+		return fmt.Sprintf("host %q reads as an IP address (its last label %q is numeric) but is not one in canonical form: write an IPv4 address as four decimal numbers without leading zeros (such as 203.0.113.10), or name the backend by its DNS name", host, tld)
 	}
 	in := "" // the most specific reserved domain host is in
 	for _, d := range reserved {
@@ -43,8 +49,8 @@ func refusedBackendHost(host string, reserved []string) string {
 }
 
 // refusedBackends returns why one of proxy's endpoint backends may not be programmed
-// (refusedBackendHost), or "".
-func refusedBackends(proxy *v1alpha.HTTPProxy, reserved []string) string {
+// (refusedEndpointHost), or "".
+func refusedBackends(proxy *v1alpha.HTTPProxy, reserved []string, denied []DeniedNetwork) string {
 	for i, r := range proxy.Spec.Rules {
 		for _, b := range r.Backends {
 			if b.Endpoint == "" {
@@ -54,7 +60,7 @@ func refusedBackends(proxy *v1alpha.HTTPProxy, reserved []string) string {
 			if err != nil {
 				continue // parseEndpoint says why
 			}
-			if why := refusedBackendHost(u.Hostname(), reserved); why != "" {
+			if why := refusedEndpointHost(u.Hostname(), reserved, denied); why != "" {
 				return fmt.Sprintf("rule %d: backend %q may not be programmed: %s", i, b.Endpoint, why)
 			}
 		}

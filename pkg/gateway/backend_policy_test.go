@@ -65,7 +65,7 @@ func TestRefusedBackends(t *testing.T) {
 		"http://evil.example.org@localhost:8080":          "reserved domain localhost",
 		"http://0x7f.0.0.1:9000":                          "reads as an IP address",
 	} {
-		got := refusedBackends(proxy(endpoint), DefaultBackendReservedDomains)
+		got := refusedBackends(proxy(endpoint), DefaultBackendReservedDomains, nil)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
 			t.Errorf("%s: got %q, want %q", endpoint, got, want)
 		}

@@ -86,6 +86,23 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 	if sp == nil {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("Service %s has no port %d", svc.Name, port)}
 	}
+	return buildHubBackendAt(svc.Annotations, sp, discoveryv1.AddressTypeFQDN, svc.Spec.ExternalName, name, hubNS)
+}
+
+// buildHubBackendAt returns the hub objects, in hubNS under name, of a backend at
+// address (of addressType) on the port sp, annotated with annotations. An https backend
+// gets a BackendTLSPolicy for BackendCertHostnameAnnotation, else for a DNS address
+// itself; one at an IP address without that annotation is refused: a certificate is
+// checked against a DNS name.
+func buildHubBackendAt(annotations map[string]string, sp *corev1.ServicePort, addressType discoveryv1.AddressType, address, name, hubNS string) (hubBackend, error) {
+	https := ptr.Deref(sp.AppProtocol, "") == "https"
+	hostname := annotations[BackendCertHostnameAnnotation]
+	if addressType == discoveryv1.AddressTypeFQDN {
+		hostname = cmp.Or(hostname, address)
+	} else if https && hostname == "" {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonUnsupportedProtocol,
+			fmt.Sprintf("https to the IP address %s needs the %s annotation naming the DNS name its certificate is valid for (an HTTPProxy's tls.hostname)", address, BackendCertHostnameAnnotation)}
+	}
 	portName := cmp.Or(sp.Name, fmt.Sprintf("port-%d", sp.Port))
 	meta := metav1.ObjectMeta{Name: name, Namespace: hubNS}
 	b := hubBackend{
@@ -99,16 +116,15 @@ func buildHubBackend(svc *corev1.Service, port gatewayv1.PortNumber, name, hubNS
 				discoveryv1.LabelServiceName: name,
 				discoveryv1.LabelManagedBy:   endpointSliceManagedBy,
 			}},
-			AddressType: discoveryv1.AddressTypeFQDN,
+			AddressType: addressType,
 			Endpoints: []discoveryv1.Endpoint{{
-				Addresses:  []string{svc.Spec.ExternalName},
+				Addresses:  []string{address},
 				Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
 			}},
 			Ports: []discoveryv1.EndpointPort{{Name: ptr.To(portName), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(sp.Port), AppProtocol: sp.AppProtocol}},
 		},
 	}
-	if ptr.Deref(sp.AppProtocol, "") == "https" {
-		hostname := cmp.Or(svc.Annotations[BackendCertHostnameAnnotation], svc.Spec.ExternalName)
+	if https {
 		b.Policy = &gatewayv1.BackendTLSPolicy{ObjectMeta: meta, Spec: gatewayv1.BackendTLSPolicySpec{
 			TargetRefs: []gatewayv1.LocalPolicyTargetReferenceWithSectionName{{
 				LocalPolicyTargetReference: gatewayv1.LocalPolicyTargetReference{Group: "", Kind: kindService, Name: gatewayv1.ObjectName(name)},
@@ -160,11 +176,12 @@ func copyHubServiceSpec(dst, src client.Object) error {
 }
 
 // copyEndpointSlice brings the hub EndpointSlice dst to src's endpoints, ports and
-// labels; another addressType (immutable) is an error.
+// labels; another addressType (immutable) is an *addressTypeChangedError, on which
+// hubWriter.apply deletes the slice and writes it anew.
 func copyEndpointSlice(dst, src client.Object) error {
 	d, s := dst.(*discoveryv1.EndpointSlice), src.(*discoveryv1.EndpointSlice)
 	if d.AddressType != s.AddressType {
-		return fmt.Errorf("EndpointSlice %s has address type %s, want %s: delete it to have it written again", d.Name, d.AddressType, s.AddressType)
+		return &addressTypeChangedError{existing: d.DeepCopy()}
 	}
 	d.Endpoints = append([]discoveryv1.Endpoint(nil), s.Endpoints...)
 	d.Ports = append([]discoveryv1.EndpointPort(nil), s.Ports...)

@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -34,6 +36,8 @@ type proxyObjects struct {
 	Gateway  *gatewayv1.Gateway
 	Route    *gatewayv1.HTTPRoute
 	Services []*corev1.Service
+	// Slices are the EndpointSlices of the backends named by an IP address.
+	Slices []*discoveryv1.EndpointSlice
 }
 
 // buildProxyObjects returns what proxy produces. existing is its current Gateway, if
@@ -48,7 +52,7 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	if err != nil {
 		return nil, err
 	}
-	routeSpec, services, err := buildRouteSpec(proxy)
+	routeSpec, services, ipSlices, err := buildRouteSpec(proxy)
 	if err != nil {
 		return nil, err
 	}
@@ -73,6 +77,12 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 		svc.ObjectMeta = meta(svc.Name)
 		svc.Annotations = annotations
 		out.Services = append(out.Services, svc)
+	}
+	for _, slice := range ipSlices {
+		m := meta(slice.Name)
+		m.Labels, m.Annotations = slice.Labels, slice.Annotations
+		slice.ObjectMeta = m
+		out.Slices = append(out.Slices, slice)
 	}
 	return out, nil
 }
@@ -164,8 +174,9 @@ func sameNamespaceRoutes() *gatewayv1.AllowedRoutes {
 	return &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromSame)}}
 }
 
-// buildRouteSpec turns the proxy's rules into route rules and each backend's Service.
-func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev1.Service, error) {
+// buildRouteSpec turns the proxy's rules into route rules and each backend's Service,
+// or EndpointSlice for a backend named by an IP address.
+func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev1.Service, []*discoveryv1.EndpointSlice, error) {
 	spec := gatewayv1.HTTPRouteSpec{
 		CommonRouteSpec: gatewayv1.CommonRouteSpec{ParentRefs: []gatewayv1.ParentReference{{
 			Group: ptr.To(gatewayv1.Group(gatewayv1.GroupName)),
@@ -175,6 +186,7 @@ func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev
 		Hostnames: append([]gatewayv1.Hostname(nil), proxy.Spec.Hostnames...),
 	}
 	var services []*corev1.Service
+	var slices []*discoveryv1.EndpointSlice
 	for i, r := range proxy.Spec.Rules {
 		rule := gatewayv1.HTTPRouteRule{
 			Name:    r.Name,
@@ -183,42 +195,54 @@ func buildRouteSpec(proxy *v1alpha.HTTPProxy) (gatewayv1.HTTPRouteSpec, []*corev
 		}
 		for _, b := range r.Backends {
 			target, err := parseEndpoint(b.Endpoint)
+			if err == nil {
+				err = target.withTLS(b.TLS)
+			}
 			if err != nil {
-				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
+				return spec, nil, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
 			}
 			rewrite, err := backendRewrite(rule, b.Filters, target)
 			if err != nil {
-				return spec, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
+				return spec, nil, nil, invalidf("rule %d: backend %q cannot be programmed: %v", i, b.Endpoint, err)
 			}
 			if rewrite != nil {
 				rule.Filters = append(rule.Filters, *rewrite)
 			}
-			svc := backendService(backendServiceName(proxy.Name, i), target, b.TLS)
-			services = append(services, svc)
+			ref := gatewayv1.BackendObjectReference{Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Service")), Port: ptr.To(target.Port)}
+			if target.Addr.IsValid() {
+				slice := backendSlice(backendServiceName(proxy.Name, i), target)
+				slices = append(slices, slice)
+				ref.Group, ref.Kind, ref.Name = ptr.To(gatewayv1.Group(discoveryv1.GroupName)), ptr.To(gatewayv1.Kind(kindEndpointSlice)), gatewayv1.ObjectName(slice.Name)
+			} else {
+				svc := backendService(backendServiceName(proxy.Name, i), target, b.TLS)
+				services = append(services, svc)
+				ref.Name = gatewayv1.ObjectName(svc.Name)
+			}
 			rule.BackendRefs = append(rule.BackendRefs, gatewayv1.HTTPBackendRef{
 				BackendRef: gatewayv1.BackendRef{
-					BackendObjectReference: gatewayv1.BackendObjectReference{
-						Group: ptr.To(gatewayv1.Group("")),
-						Kind:  ptr.To(gatewayv1.Kind("Service")),
-						Name:  gatewayv1.ObjectName(svc.Name),
-						Port:  ptr.To(target.Port),
-					},
-					Weight: ptr.To[int32](1),
+					BackendObjectReference: ref,
+					Weight:                 ptr.To[int32](1),
 				},
 				Filters: deepCopyFilters(b.Filters),
 			})
 		}
 		spec.Rules = append(spec.Rules, rule)
 	}
-	return spec, services, nil
+	return spec, services, slices, nil
 }
 
 // backendTarget is a backend endpoint URL taken apart.
 type backendTarget struct {
 	// Scheme is http or https.
 	Scheme string
-	// Host is a lowercase DNS name.
+	// Host is a lowercase DNS name, or Addr in its canonical form.
 	Host string
+	// Addr is the IP address the URL names, if it names one (judged by
+	// refusedBackendIP, not here).
+	Addr netip.Addr
+	// CertHostname is the name an https backend's certificate must be valid for:
+	// tls.hostname, else Host (withTLS).
+	CertHostname string
 	// Port is the URL's port or the scheme's default.
 	Port gatewayv1.PortNumber
 	// Path is the URL's path without a trailing slash; empty for none or "/".
@@ -226,7 +250,8 @@ type backendTarget struct {
 }
 
 // parseEndpoint parses a backend URL, refusing what the objects cannot express: user
-// information, a query or fragment, an IP address, a single-label host, a bad port.
+// information, a query or fragment, a single-label host, a bad port. A host that is an
+// IP address is kept as one (Addr) for refusedBackendIP to judge.
 func parseEndpoint(endpoint string) (backendTarget, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
@@ -242,13 +267,12 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 		return t, fmt.Errorf("a query or fragment in the URL is not supported")
 	case t.Host == "":
 		return t, fmt.Errorf("no host")
-	case net.ParseIP(t.Host) != nil:
-		return t, fmt.Errorf("host %s is an IP address; the backend is reached through an ExternalName Service, which needs a DNS name", t.Host)
 	}
-	if errs := validation.IsDNS1123Subdomain(t.Host); len(errs) > 0 {
+	if addr, err := netip.ParseAddr(t.Host); err == nil {
+		t.Addr, t.Host = addr, addr.String()
+	} else if errs := validation.IsDNS1123Subdomain(t.Host); len(errs) > 0 {
 		return t, fmt.Errorf("host %q is not a DNS name: %s", t.Host, strings.Join(errs, "; "))
-	}
-	if !strings.Contains(t.Host, ".") {
+	} else if !strings.Contains(t.Host, ".") {
 		return t, fmt.Errorf("host %q is a single DNS label; the edge reaches a backend through an FQDN EndpointSlice, which needs at least two", t.Host)
 	}
 	t.Port = 80
@@ -266,6 +290,41 @@ func parseEndpoint(endpoint string) (backendTarget, error) {
 	return t, nil
 }
 
+// withTLS sets CertHostname for an https backend: tls.hostname, else the host. One named
+// by an IP address needs tls.hostname (the previous manager's rule), a DNS name: the
+// name its certificate is checked against, and the SNI and Host the edge sends.
+func (t *backendTarget) withTLS(tls *v1alpha.HTTPProxyBackendTLS) error {
+	if t.Scheme != "https" {
+		return nil
+	}
+	name := t.Host
+	if tls != nil && tls.Hostname != nil && *tls.Hostname != "" {
+		name = *tls.Hostname
+	} else if t.Addr.IsValid() {
+		return fmt.Errorf("https to the IP address %s needs tls.hostname, the DNS name the backend's certificate is valid for (the edge sends it as SNI and Host)", t.Host)
+	}
+	if t.Addr.IsValid() {
+		if isIPLiteral(name) || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("tls.hostname %q is not a lowercase DNS name: a certificate for an https backend named by an IP address is checked against a DNS name", name)
+		}
+	}
+	t.CertHostname = name
+	return nil
+}
+
+// hostHeader is the Host the edge sends the backend: the DNS name it is named by; for
+// one named by an IP address, tls.hostname over https, else none (the client's Host
+// passes, as under the previous manager).
+func (t backendTarget) hostHeader() string {
+	switch {
+	case !t.Addr.IsValid():
+		return t.Host
+	case t.Scheme == "https":
+		return t.CertHostname
+	}
+	return ""
+}
+
 // backendRewrite returns the rule's URLRewrite: Host set to the backend's, the matched
 // prefix replaced by the endpoint's path (one PathPrefix match needed). The proxy's own
 // URLRewrite wins (nil), but not with an endpoint path (docs/design.md).
@@ -276,12 +335,18 @@ func backendRewrite(rule gatewayv1.HTTPRouteRule, own []gatewayv1.HTTPRouteFilte
 		}
 		return nil, nil
 	}
-	rewrite := &gatewayv1.HTTPURLRewriteFilter{Hostname: ptr.To(gatewayv1.PreciseHostname(t.Host))}
+	rewrite := &gatewayv1.HTTPURLRewriteFilter{}
+	if host := t.hostHeader(); host != "" {
+		rewrite.Hostname = ptr.To(gatewayv1.PreciseHostname(host))
+	}
 	if t.Path != "" {
 		if len(rule.Matches) != 1 || rule.Matches[0].Path == nil || ptr.Deref(rule.Matches[0].Path.Type, "") != gatewayv1.PathMatchPathPrefix {
 			return nil, fmt.Errorf("the endpoint path %s needs the rule to have exactly one PathPrefix match", t.Path)
 		}
 		rewrite.Path = &gatewayv1.HTTPPathModifier{Type: gatewayv1.PrefixMatchHTTPPathModifier, ReplacePrefixMatch: ptr.To(t.Path)}
+	}
+	if rewrite.Hostname == nil && rewrite.Path == nil {
+		return nil, nil
 	}
 	return &gatewayv1.HTTPRouteFilter{Type: gatewayv1.HTTPRouteFilterURLRewrite, URLRewrite: rewrite}, nil
 }
@@ -364,6 +429,33 @@ func backendService(name string, t backendTarget, tls *v1alpha.HTTPProxyBackendT
 				AppProtocol: ptr.To(t.Scheme),
 			}},
 		},
+	}
+}
+
+// backendSlice is the EndpointSlice a backend named by an IP address is reached through
+// (an ExternalName Service cannot hold an IPv6 address; the previous manager's form):
+// the one address, of its family, and the port named and typed by the scheme; an https
+// one carries BackendCertHostnameAnnotation. Labelled managed by this manager, which
+// prunes only such slices.
+func backendSlice(name string, t backendTarget) *discoveryv1.EndpointSlice {
+	addressType := discoveryv1.AddressTypeIPv4
+	if !t.Addr.Is4() {
+		addressType = discoveryv1.AddressTypeIPv6
+	}
+	var annotations map[string]string
+	if t.Scheme == "https" {
+		annotations = map[string]string{BackendCertHostnameAnnotation: t.CertHostname}
+	}
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name, Labels: map[string]string{discoveryv1.LabelManagedBy: endpointSliceManagedBy}, Annotations: annotations},
+		AddressType: addressType,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{t.Host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports: []discoveryv1.EndpointPort{{
+			Name:        ptr.To(t.Scheme),
+			Protocol:    ptr.To(corev1.ProtocolTCP),
+			Port:        ptr.To(int32(t.Port)),
+			AppProtocol: ptr.To(t.Scheme),
+		}},
 	}
 }
 

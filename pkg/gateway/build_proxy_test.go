@@ -224,7 +224,7 @@ func TestBuildRouteSpec(t *testing.T) {
 			}},
 			wantServices: []string{"web-backend-0=b.example:80/http"},
 		},
-		{reason: "an IP address cannot be an ExternalName", proxy: proxy("web", nil, backendRule("http://10.0.0.1")), wantInvalid: "IP address"},
+		{reason: "https to an IP address needs tls.hostname", proxy: proxy("web", nil, backendRule("https://203.0.113.10")), wantInvalid: "https to the IP address 203.0.113.10 needs tls.hostname"},
 		{reason: "a single-label host cannot be an FQDN endpoint", proxy: proxy("web", nil, backendRule("http://localhost:8080")), wantInvalid: "single DNS label"},
 		{reason: "user information is refused", proxy: proxy("web", nil, backendRule("http://u:p@b.example")), wantInvalid: "user information"},
 		{reason: "a query is refused", proxy: proxy("web", nil, backendRule("http://b.example/?x=1")), wantInvalid: "query"},
@@ -247,7 +247,7 @@ func TestBuildRouteSpec(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			spec, services, err := buildRouteSpec(tc.proxy)
+			spec, services, _, err := buildRouteSpec(tc.proxy)
 			if tc.wantInvalid != "" {
 				var inv *invalidError
 				if !errors.As(err, &inv) || !strings.Contains(err.Error(), tc.wantInvalid) {

@@ -52,6 +52,10 @@ type Config struct {
 	// namespace covers it (pkg/domain); one already held stays (docs/design.md,
 	// Verified domains).
 	VerifyHostnames bool
+	// BackendDeniedNetworks are networks no IP backend may be in beyond the built-in
+	// non-public ranges (refusedBackendIP): the hub's Service range, its API server's
+	// address. Empty denies none beyond those.
+	BackendDeniedNetworks []DeniedNetwork
 }
 
 // DefaultConfig is the gateway data path's defaults, pkg/config's for a file that sets none.

@@ -38,7 +38,8 @@ import (
 const finalizeRecheck = 5 * time.Second
 
 // HTTPProxyReconciler turns an HTTPProxy into an upstream Gateway, HTTPRoute and one
-// ExternalName Service per backend, all controlled by the proxy, and reports Accepted
+// ExternalName Service per backend (an EndpointSlice for one named by an IP address),
+// all controlled by the proxy, and reports Accepted
 // and Programmed. Its finalizer deletes them and waits for them to be gone.
 type HTTPProxyReconciler struct {
 	Clusters  Clusters
@@ -286,7 +287,7 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 		existing = nil // someone else's: write reports the conflict
 	}
 	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName)
-	if why := refusedBackends(s.proxy, r.Config.BackendReservedDomains); why != "" && err == nil {
+	if why := refusedBackends(s.proxy, r.Config.BackendReservedDomains, r.Config.BackendDeniedNetworks); why != "" && err == nil {
 		err = invalidf("%s", why)
 	}
 	if inv := (*invalidError)(nil); errors.As(err, &inv) {
@@ -313,6 +314,11 @@ func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, e
 				return err
 			}
 		}
+		for _, slice := range s.desired.Slices {
+			if err := upsertBackendSlice(ctx, c, s.proxy, slice); err != nil {
+				return err
+			}
+		}
 		gw, err := upsertControlled(ctx, c, s.proxy, s.desired.Gateway, copyGatewaySpec)
 		if err != nil {
 			return err
@@ -322,7 +328,10 @@ func (r *HTTPProxyReconciler) write(ctx context.Context, s *proxyScope) (bool, e
 			return err
 		}
 		s.gateway, s.route = gw.(*gatewayv1.Gateway), route.(*gatewayv1.HTTPRoute)
-		return r.pruneServices(ctx, s)
+		if err := r.pruneServices(ctx, s); err != nil {
+			return err
+		}
+		return r.pruneSlices(ctx, s)
 	}()
 	if err == nil {
 		return false, nil
@@ -353,6 +362,28 @@ func (r *HTTPProxyReconciler) pruneServices(ctx context.Context, s *proxyScope) 
 		}
 		s.log.V(2).Info("Deleting backend Service no rule needs", "service", klog.KObj(svc))
 		if err := deleteExact(ctx, s.cluster.GetClient(), svc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pruneSlices deletes the backend EndpointSlices this manager wrote for the proxy
+// (labelled managed by it) that no rule produces any more. The previous manager's stay
+// until the proxy is finalized.
+func (r *HTTPProxyReconciler) pruneSlices(ctx context.Context, s *proxyScope) error {
+	list := &discoveryv1.EndpointSliceList{}
+	if err := s.cluster.GetClient().List(ctx, list, client.InNamespace(s.proxy.Namespace), client.MatchingLabels{discoveryv1.LabelManagedBy: endpointSliceManagedBy}); err != nil {
+		return fmt.Errorf("listing EndpointSlices in %s: %w", s.proxy.Namespace, err)
+	}
+	for i := range list.Items {
+		slice := &list.Items[i]
+		wanted := slices.ContainsFunc(s.desired.Slices, func(d *discoveryv1.EndpointSlice) bool { return d.Name == slice.Name })
+		if wanted || !metav1.IsControlledBy(slice, s.proxy) {
+			continue
+		}
+		s.log.V(2).Info("Deleting backend EndpointSlice no rule needs", "endpointslice", klog.KObj(slice))
+		if err := deleteExact(ctx, s.cluster.GetClient(), slice); err != nil {
 			return err
 		}
 	}
@@ -425,6 +456,51 @@ func upsertControlled(ctx context.Context, c client.Client, proxy *v1alpha.HTTPP
 		return nil, fmt.Errorf("updating %T %s: %w", desired, key, err)
 	}
 	return obj, nil
+}
+
+// addressTypeChangedError is an existing backend EndpointSlice of another address type
+// than wanted, which only a new slice can have (the field is immutable).
+type addressTypeChangedError struct{ existing *discoveryv1.EndpointSlice }
+
+func (e *addressTypeChangedError) Error() string {
+	return fmt.Sprintf("EndpointSlice %s has address type %s", e.existing.Name, e.existing.AddressType)
+}
+
+// upsertBackendSlice is upsertControlled for a backend's EndpointSlice; one the proxy
+// controls of another address type (the backend moved between IPv4 and IPv6) is
+// deleted, conditional on its UID, and created anew.
+func upsertBackendSlice(ctx context.Context, c client.Client, proxy *v1alpha.HTTPProxy, desired *discoveryv1.EndpointSlice) error {
+	_, err := upsertControlled(ctx, c, proxy, desired, copyBackendSlice)
+	var changed *addressTypeChangedError
+	if !errors.As(err, &changed) {
+		return err
+	}
+	if err := deleteExact(ctx, c, changed.existing); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, desired.DeepCopy()); err != nil {
+		return fmt.Errorf("creating EndpointSlice %s in place of one of address type %s: %w", desired.Name, changed.existing.AddressType, err)
+	}
+	return nil
+}
+
+// copyBackendSlice copies the fields of a backend EndpointSlice the proxy owns
+// (endpoints, ports, our managed-by label, the certificate hostname annotation); another
+// address type is an *addressTypeChangedError.
+func copyBackendSlice(dst, src client.Object) error {
+	d, s := dst.(*discoveryv1.EndpointSlice), src.(*discoveryv1.EndpointSlice)
+	if d.AddressType != s.AddressType {
+		return &addressTypeChangedError{existing: d.DeepCopy()}
+	}
+	if v, ok := s.Annotations[BackendCertHostnameAnnotation]; ok {
+		metav1.SetMetaDataAnnotation(&d.ObjectMeta, BackendCertHostnameAnnotation, v)
+	} else {
+		delete(d.Annotations, BackendCertHostnameAnnotation)
+	}
+	metav1.SetMetaDataLabel(&d.ObjectMeta, discoveryv1.LabelManagedBy, endpointSliceManagedBy)
+	d.Endpoints = append([]discoveryv1.Endpoint(nil), s.Endpoints...)
+	d.Ports = append([]discoveryv1.EndpointPort(nil), s.Ports...)
+	return nil
 }
 
 // copyServiceSpec copies the fields of a backend Service the proxy owns (type,

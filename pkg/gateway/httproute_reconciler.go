@@ -318,12 +318,29 @@ func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeS
 	}
 	for _, e := range slice.Endpoints {
 		for _, a := range e.Addresses {
-			if why := refusedBackendHost(a, r.Config.BackendReservedDomains); why != "" && a != "connector.local" {
+			if why := refusedSliceAddress(slice.AddressType, a, r.Config.BackendReservedDomains, r.Config.BackendDeniedNetworks); why != "" {
 				return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("EndpointSlice %s: %s", slice.Name, why)}
 			}
 		}
 	}
 	return buildHubBackendFromSlice(slice, ptr.Deref(ref.Port, 0), name, hubNS)
+}
+
+// refusedSliceAddress returns why address, of an upstream EndpointSlice of addressType,
+// may not be a backend, or "": an IP address by refusedBackendIP (the same check as an
+// HTTPProxy's endpoint, so a slice written by hand bypasses nothing), a DNS name by
+// refusedBackendHost; a connector's placeholder is left to buildHubBackendFromSlice.
+func refusedSliceAddress(addressType discoveryv1.AddressType, address string, reserved []string, denied []DeniedNetwork) string {
+	switch addressType {
+	case discoveryv1.AddressTypeFQDN:
+		if address == "connector.local" {
+			return ""
+		}
+		return refusedBackendHost(address, reserved)
+	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
+		return refusedBackendIP(address, denied)
+	}
+	return fmt.Sprintf("address type %s is not a backend's", addressType)
 }
 
 // backendRetryAfter is how soon a route whose backend Service is missing looks again;

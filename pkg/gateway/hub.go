@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -33,6 +34,12 @@ type hubWriter struct {
 // (copyContent) into the existing object and updates it if that changed; one labelled
 // for another owner is refused (isPreviousBackendSliceOf aside). It returns the result.
 func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error) (client.Object, error) {
+	return w.write(ctx, kind, desired, copyContent, false)
+}
+
+// write is apply; replacing is set on the second attempt, after an object whose
+// immutable fields differ (an *addressTypeChangedError from copyContent) was deleted.
+func (w hubWriter) write(ctx context.Context, kind string, desired client.Object, copyContent func(dst, src client.Object) error, replacing bool) (client.Object, error) {
 	key := client.ObjectKeyFromObject(desired)
 	existing := newEmptyLike(desired)
 	err := w.hub.Get(ctx, key, existing)
@@ -63,7 +70,16 @@ func (w hubWriter) apply(ctx context.Context, kind string, desired client.Object
 	}
 	obj := existing.DeepCopyObject().(client.Object)
 	if err := copyContent(obj, desired); err != nil {
-		return nil, err
+		var changed *addressTypeChangedError
+		if !errors.As(err, &changed) || replacing {
+			return nil, err
+		}
+		// An immutable field changed (a backend moved between a DNS name and an IP
+		// address): the object is deleted, then written anew.
+		if err := w.deleteIfAttached(ctx, kind, existing); err != nil {
+			return nil, err
+		}
+		return w.write(ctx, kind, desired, copyContent, true)
 	}
 	if _, err := anchor.Attach(ctx, w.hub, w.owner, w.ns, obj); err != nil {
 		return nil, fmt.Errorf("attaching %s %s to its anchor: %w", kind, key, err)

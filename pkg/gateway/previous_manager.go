@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -87,29 +88,45 @@ func isSliceRef(ref gatewayv1.BackendObjectReference) bool {
 	return ptr.Deref(ref.Group, "") == discoveryv1.GroupName && ptr.Deref(ref.Kind, "") == kindEndpointSlice
 }
 
-// buildHubBackendFromSlice is buildHubBackend for an upstream EndpointSlice the
-// previous manager wrote for a proxy backend (one FQDN address), so the route resolves
-// to the same hub objects before and after it is rewritten to Services.
+// buildHubBackendFromSlice is buildHubBackend for an upstream EndpointSlice of one
+// address: one the previous manager wrote for a proxy backend (so the route resolves to
+// the same hub objects before and after it is rewritten), or one this manager writes for
+// a backend named by an IP address (backendSlice). The hub slice has the same address
+// type and the address; the caller has judged the address (refusedBackendIP,
+// refusedBackendHost).
 func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
 	if slice == nil {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, "EndpointSlice not found"}
 	}
-	if slice.AddressType != discoveryv1.AddressTypeFQDN || len(slice.Endpoints) != 1 || len(slice.Endpoints[0].Addresses) != 1 {
+	if len(slice.Endpoints) != 1 || len(slice.Endpoints[0].Addresses) != 1 {
 		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound,
-			fmt.Sprintf("EndpointSlice %s is not one FQDN address: only a DNS name is reachable from an edge", slice.Name)}
+			fmt.Sprintf("EndpointSlice %s is not one address: a backend slice names one DNS name or IP address", slice.Name)}
 	}
-	host := slice.Endpoints[0].Addresses[0]
-	if host == "connector.local" {
-		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s is a connector's: not reachable from an edge", slice.Name)}
+	address := slice.Endpoints[0].Addresses[0]
+	switch slice.AddressType {
+	case discoveryv1.AddressTypeFQDN:
+		if address == "connector.local" {
+			return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s is a connector's: not reachable from an edge", slice.Name)}
+		}
+	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
+		addr, err := netip.ParseAddr(address)
+		if err != nil || addr.Is4() != (slice.AddressType == discoveryv1.AddressTypeIPv4) {
+			return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s: %q is not an address of type %s", slice.Name, address, slice.AddressType)}
+		}
+		address = addr.String()
+	default:
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s has address type %s", slice.Name, slice.AddressType)}
 	}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: slice.Name, Namespace: slice.Namespace, Annotations: slice.Annotations},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: host},
-	}
+	var sp *corev1.ServicePort
 	for _, p := range slice.Ports {
-		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: ptr.Deref(p.Name, ""), Port: ptr.Deref(p.Port, 0), AppProtocol: p.AppProtocol})
+		if ptr.Deref(p.Port, 0) == int32(port) {
+			sp = &corev1.ServicePort{Name: ptr.Deref(p.Name, ""), Port: int32(port), AppProtocol: p.AppProtocol}
+		}
 	}
-	return buildHubBackend(svc, port, name, hubNS)
+	if sp == nil {
+		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonBackendNotFound, fmt.Sprintf("EndpointSlice %s has no port %d", slice.Name, port)}
+	}
+	return buildHubBackendAt(slice.Annotations, sp, slice.AddressType, address, name, hubNS)
 }
 
 // isPreviousBackendSliceOf reports whether obj is the hub EndpointSlice the previous

@@ -120,7 +120,11 @@ func TestBuildHubBackendFromSlice(t *testing.T) {
 		{"http FQDN backend", slice(discoveryv1.AddressTypeFQDN, "origin.example.org", "http", 8080, "origin.example.org"), 8080, "", ""},
 		{"https FQDN backend: its certificate hostname", slice(discoveryv1.AddressTypeFQDN, "origin.example.org", "https", 443, "cert.example.org"), 443, "", "cert.example.org"},
 		{"a connector's slice", slice(discoveryv1.AddressTypeFQDN, "connector.local", "http", 8080, ""), 8080, "a connector's", ""},
-		{"an IP slice", slice(discoveryv1.AddressTypeIPv4, "192.0.2.1", "http", 80, ""), 80, "not one FQDN address", ""},
+		{"the previous manager's IPv4 slice", slice(discoveryv1.AddressTypeIPv4, "192.0.2.1", "http", 80, ""), 80, "", ""},
+		{"the previous manager's IPv6 slice over https", slice(discoveryv1.AddressTypeIPv6, "2001:db8::1", "https", 443, "cert.example.org"), 443, "", "cert.example.org"},
+		{"https to an IP slice with no certificate hostname", slice(discoveryv1.AddressTypeIPv4, "192.0.2.1", "https", 443, ""), 443, "needs the " + BackendCertHostnameAnnotation + " annotation", ""},
+		{"an IPv4 slice holding an IPv6 address", slice(discoveryv1.AddressTypeIPv4, "2001:db8::1", "http", 80, ""), 80, "not an address of type IPv4", ""},
+		{"an address with leading zeros", slice(discoveryv1.AddressTypeIPv4, "192.000.2.1", "http", 80, ""), 80, "not an address of type IPv4", ""},
 		{"no slice", nil, 80, "EndpointSlice not found", ""},
 		{"a port the slice lacks", slice(discoveryv1.AddressTypeFQDN, "origin.example.org", "http", 80, ""), 81, "has no port 81", ""},
 	}

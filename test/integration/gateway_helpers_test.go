@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +104,7 @@ func (gt *gatewayTest) stopManager(m *harness.Manager) {
 // upstream namespace.
 func (gt *gatewayTest) cleanUpstream() {
 	ctx, c := context.Background(), gt.plane.Client
-	lists := []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ServiceList{}, &v1alpha.DomainList{}}
+	lists := []client.ObjectList{&v1alpha.HTTPProxyList{}, &gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ServiceList{}, &discoveryv1.EndpointSliceList{}, &v1alpha.DomainList{}}
 	for _, list := range lists {
 		if err := c.List(ctx, list, client.InNamespace(gt.ns.Name)); err != nil {
 			continue
