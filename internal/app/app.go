@@ -47,6 +47,7 @@ import (
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/netpolicy"
 	"anchorage/pkg/shard"
 )
 
@@ -212,7 +213,8 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 		return nil, err
 	}
 	// The hub API server's address is no tenant's backend (docs/design.md, Threat model).
-	opts.Gateway.BackendDeniedNetworks = append(slices.Clone(opts.Gateway.BackendDeniedNetworks), gateway.HubAPIServerDenied(opts.Hub.Host)...)
+	opts.Gateway.BackendDeniedNetworks = append(slices.Clone(opts.Gateway.BackendDeniedNetworks), netpolicy.HubAPIServerDenied(opts.Hub.Host)...)
+	opts.Domains.Checker.Denied = append(slices.Clone(opts.Domains.Checker.Denied), netpolicy.HubAPIServerDenied(opts.Hub.Host)...)
 	gw, err := gateway.SetupWithManager(ctx, mgr, gateway.Options{
 		Config: opts.Gateway, Clusters: sh, Admission: sh, Registry: opts.Registry, Anchors: anchors,
 	})

@@ -35,6 +35,7 @@ import (
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/netpolicy"
 	"anchorage/pkg/shard"
 )
 
@@ -277,7 +278,8 @@ func (c *ManagerConfiguration) DomainSettings() (domain.Settings, domain.Checker
 		}
 		s.Retry = append(s.Retry, step)
 	}
-	ck := domain.Checker{Nameservers: slices.Clone(v.Nameservers), Timeout: v.Timeout.Duration, HTTPPort: v.HTTPPort, AllowPrivate: v.AllowPrivateAddresses}
+	ck := domain.Checker{Nameservers: slices.Clone(v.Nameservers), Timeout: v.Timeout.Duration, HTTPPort: v.HTTPPort, AllowPrivate: v.AllowPrivateAddresses,
+		Denied: deniedNetworks(c.Gateway.BackendDeniedNetworks)}
 	if len(ck.Nameservers) == 0 {
 		var err error
 		if ck.Nameservers, err = domain.FromResolvConf("/etc/resolv.conf"); err != nil {
@@ -420,11 +422,11 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 
 // deniedNetworks are gateway.backendDeniedNetworks for the gateway path (nil for none);
 // Validate has refused any that does not parse.
-func deniedNetworks(cidrs []string) []gateway.DeniedNetwork {
-	var out []gateway.DeniedNetwork
+func deniedNetworks(cidrs []string) []netpolicy.DeniedNetwork {
+	var out []netpolicy.DeniedNetwork
 	for _, c := range cidrs {
 		if p, err := netip.ParsePrefix(c); err == nil {
-			out = append(out, gateway.DeniedNetwork{Prefix: p, Why: "listed in gateway.backendDeniedNetworks"})
+			out = append(out, netpolicy.DeniedNetwork{Prefix: p, Why: "listed in gateway.backendDeniedNetworks"})
 		}
 	}
 	return out

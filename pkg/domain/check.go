@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"anchorage/api/v1alpha"
+	"anchorage/pkg/netpolicy"
 )
 
 // tokenBodyLimit bounds what is read of an HTTP token response: a token is 36 bytes.
@@ -28,9 +29,10 @@ const tokenBodyLimit = 1024
 //   - Lookups go to Nameservers only, never to the replica's own resolver unless the
 //     configuration says so (FromResolvConf), so which DNS view verifies a domain is
 //     the operator's decision.
-//   - The HTTP token's host is resolved through the same nameservers, and only a public
-//     unicast address is dialled (AllowPrivate for test rigs): the check is a request
-//     the manager makes to a tenant's address, which must not reach the platform's.
+//   - The HTTP token's host is resolved through the same nameservers, and only an
+//     address netpolicy passes is dialled (AllowPrivate for test rigs): the check is a
+//     request the manager makes to a tenant's address, which must not reach the
+//     platform's.
 //   - A redirect is followed only to the same host, the body is read to tokenBodyLimit.
 type Checker struct {
 	// Nameservers are the host:port addresses asked, in order, until one answers.
@@ -41,6 +43,8 @@ type Checker struct {
 	HTTPPort int
 	// AllowPrivate lets the HTTP fetch dial loopback and private addresses.
 	AllowPrivate bool
+	// Denied are the platform's own networks, never dialled (netpolicy.Refused).
+	Denied []netpolicy.DeniedNetwork
 }
 
 // FromResolvConf returns the nameservers of a resolv.conf file, as host:port.
@@ -182,8 +186,8 @@ func (c Checker) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	var refused []string
 	var dialErrs []error
 	for _, a := range addrs {
-		if !c.AllowPrivate && !PublicUnicast(a) {
-			refused = append(refused, a.String())
+		if why := netpolicy.Refused(a.String(), c.Denied); why != "" && !c.AllowPrivate {
+			refused = append(refused, why)
 			continue
 		}
 		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), strconv.Itoa(c.HTTPPort)))
@@ -196,14 +200,7 @@ func (c Checker) dial(ctx context.Context, network, addr string) (net.Conn, erro
 	case len(dialErrs) > 0:
 		return nil, errors.Join(dialErrs...)
 	case len(refused) > 0:
-		return nil, fmt.Errorf("%s resolves only to addresses that are not public (%s)", host, strings.Join(refused, ", "))
+		return nil, fmt.Errorf("%s resolves only to addresses the manager may not reach: %s", host, strings.Join(refused, "; "))
 	}
 	return nil, fmt.Errorf("%s has no A or AAAA record", host)
-}
-
-// PublicUnicast reports whether a is an address on the public internet: not loopback,
-// link-local, multicast, unspecified or private.
-func PublicUnicast(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsGlobalUnicast() && !a.IsPrivate() && !netip.MustParsePrefix("100.64.0.0/10").Contains(a)
 }

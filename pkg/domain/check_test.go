@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -450,13 +449,13 @@ func TestCheckerTokenAddresses(t *testing.T) {
 		wantMsg      []string
 	}{
 		{reason: "loopback, allowed", url: "http://www.acme.com" + tokenPath, allowPrivate: true, wantFound: true, wantReason: v1alpha.DomainReasonVerified},
-		{reason: "loopback, refused", url: "http://www.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"www.acme.com", "127.0.0.1", "not public"}},
-		{reason: "private and loopback, refused", url: "http://private.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"10.1.2.3", "127.0.0.1", "not public"}},
-		{reason: "CGNAT, refused", url: "http://cgnat.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"100.64.1.1", "not public"}},
-		{reason: "link-local (metadata), refused", url: "http://link-local.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"169.254.169.254", "not public"}},
-		{reason: "v6 loopback, refused", url: "http://v6.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"::1", "not public"}},
-		{reason: "v4-mapped loopback, refused", url: "http://mapped-loop.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"127.0.0.1", "not public"}},
-		{reason: "an IP literal, refused", url: "http://127.0.0.1" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"not public"}},
+		{reason: "loopback, refused", url: "http://www.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"www.acme.com", "127.0.0.1", "may not reach"}},
+		{reason: "private and loopback, refused", url: "http://private.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"10.1.2.3", "127.0.0.1", "may not reach"}},
+		{reason: "CGNAT, refused", url: "http://cgnat.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"100.64.1.1", "may not reach"}},
+		{reason: "link-local (metadata), refused", url: "http://link-local.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"169.254.169.254", "may not reach"}},
+		{reason: "v6 loopback, refused", url: "http://v6.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"::1", "may not reach"}},
+		{reason: "v4-mapped loopback, refused", url: "http://mapped-loop.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"127.0.0.1", "may not reach"}},
+		{reason: "an IP literal, refused", url: "http://127.0.0.1" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"may not reach"}},
 		{reason: "an IP literal, allowed", url: "http://127.0.0.1" + tokenPath, allowPrivate: true, wantFound: true, wantReason: v1alpha.DomainReasonVerified},
 		{reason: "a URL port is not the port dialled", url: "http://www.acme.com:1" + tokenPath, allowPrivate: true, wantFound: true, wantReason: v1alpha.DomainReasonVerified},
 		{reason: "no address", url: "http://no-address.acme.com" + tokenPath, allowPrivate: true, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"no A or AAAA"}},
@@ -482,57 +481,5 @@ func TestCheckerTokenAddresses(t *testing.T) {
 		if !c.wantFound && len(rig.requests()) != 0 {
 			t.Errorf("%s: the server saw %q, want nothing", c.reason, rig.requests())
 		}
-	}
-}
-
-func TestPublicUnicast(t *testing.T) {
-	cases := []struct {
-		addr string
-		want bool
-	}{
-		{"8.8.8.8", true},
-		{"1.1.1.1", true},
-		{"93.184.216.34", true},
-		{"100.63.255.255", true},
-		{"100.128.0.0", true},
-		{"172.32.0.1", true},
-		{"2606:4700:4700::1111", true},
-		{"2a00:1450:4001:80b::200e", true},
-		{"::ffff:8.8.8.8", true},
-
-		{"127.0.0.1", false},
-		{"127.255.255.254", false},
-		{"::1", false},
-		{"10.0.0.1", false},
-		{"10.255.255.255", false},
-		{"172.16.0.1", false},
-		{"172.31.255.255", false},
-		{"192.168.1.1", false},
-		{"100.64.0.0", false},
-		{"100.64.0.1", false},
-		{"100.127.255.255", false},
-		{"169.254.169.254", false},
-		{"fe80::1", false},
-		{"fc00::1", false},
-		{"fd12:3456:789a::1", false},
-		{"224.0.0.1", false},
-		{"239.255.255.250", false},
-		{"ff02::1", false},
-		{"ff0e::1", false},
-		{"0.0.0.0", false},
-		{"::", false},
-		{"255.255.255.255", false},
-		{"::ffff:127.0.0.1", false},
-		{"::ffff:10.0.0.1", false},
-		{"::ffff:169.254.169.254", false},
-		{"::ffff:100.64.0.1", false},
-	}
-	for _, c := range cases {
-		if got := PublicUnicast(netip.MustParseAddr(c.addr)); got != c.want {
-			t.Errorf("PublicUnicast(%s) = %t, want %t", c.addr, got, c.want)
-		}
-	}
-	if PublicUnicast(netip.Addr{}) {
-		t.Error("PublicUnicast(the zero Addr) = true")
 	}
 }

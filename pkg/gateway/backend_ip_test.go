@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"anchorage/pkg/netpolicy"
 )
 
 // TestIPBackendPolicy: every endpoint host a tenant may write, as url.Hostname gives it
@@ -13,11 +15,11 @@ import (
 // operator's denied networks and the hub API server's address. A refusal names the
 // host, why, and what to write instead.
 func TestIPBackendPolicy(t *testing.T) {
-	denied := append([]DeniedNetwork{
-		{netip.MustParsePrefix("198.51.100.0/24"), "listed in gateway.backendDeniedNetworks"},
-		{netip.MustParsePrefix("2001:db8:ffff::/48"), "listed in gateway.backendDeniedNetworks"},
-	}, HubAPIServerDenied("https://203.0.113.77:6443")...)
-	const public = "an IP backend must be a public unicast address"
+	denied := append([]netpolicy.DeniedNetwork{
+		{Prefix: netip.MustParsePrefix("198.51.100.0/24"), Why: "listed in gateway.backendDeniedNetworks"},
+		{Prefix: netip.MustParsePrefix("2001:db8:ffff::/48"), Why: "listed in gateway.backendDeniedNetworks"},
+	}, netpolicy.HubAPIServerDenied("https://203.0.113.77:6443")...)
+	const public = "an address a tenant names must be public unicast"
 	const canonical = "write an IPv4 address as four decimal numbers without leading zeros"
 	cases := []struct {
 		endpoint string
@@ -122,23 +124,5 @@ func TestIPBackendPolicy(t *testing.T) {
 	// The same refusals come out of a proxy: refusedBackends names the rule and endpoint.
 	if got := refusedBackends(proxy("web", nil, backendRule("http://169.254.169.254/")), DefaultBackendReservedDomains, nil); !strings.Contains(got, `rule 0: backend "http://169.254.169.254/" may not be programmed: host "169.254.169.254" is the cloud metadata service's address`) {
 		t.Errorf("refusedBackends: %q", got)
-	}
-}
-
-func TestHubAPIServerDenied(t *testing.T) {
-	for host, want := range map[string]string{
-		"https://203.0.113.77:6443": "203.0.113.77/32",
-		"203.0.113.77:6443":         "203.0.113.77/32",
-		"https://[2001:db8::7]:443": "2001:db8::7/128",
-		"https://hub.example.org":   "",
-		"":                          "",
-	} {
-		got := HubAPIServerDenied(host)
-		switch {
-		case want == "" && got != nil:
-			t.Errorf("%q: %v, want nothing denied", host, got)
-		case want != "" && (len(got) != 1 || got[0].Prefix.String() != want):
-			t.Errorf("%q: %v, want %s", host, got, want)
-		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"anchorage/api/v1alpha"
+	"anchorage/pkg/netpolicy"
 )
 
 // DefaultBackendReservedDomains are the domains no backend may be in (docs/design.md,
@@ -16,7 +17,7 @@ import (
 var DefaultBackendReservedDomains = []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"}
 
 // refusedBackendHost returns why host, a DNS name, may not be a backend, or "": not
-// ASCII, read as an IP address (IP backends are judged by refusedBackendIP, and only
+// ASCII, read as an IP address (IP backends are judged by netpolicy.Refused, and only
 // where an address is carried as one), or in a reserved domain. The name is judged as
 // written.
 func refusedBackendHost(host string, reserved []string) string {
@@ -50,7 +51,7 @@ func refusedBackendHost(host string, reserved []string) string {
 
 // refusedBackends returns why one of proxy's endpoint backends may not be programmed
 // (refusedEndpointHost), or "".
-func refusedBackends(proxy *v1alpha.HTTPProxy, reserved []string, denied []DeniedNetwork) string {
+func refusedBackends(proxy *v1alpha.HTTPProxy, reserved []string, denied []netpolicy.DeniedNetwork) string {
 	for i, r := range proxy.Spec.Rules {
 		for _, b := range r.Backends {
 			if b.Endpoint == "" {

@@ -238,7 +238,7 @@ type backendTarget struct {
 	// Host is a lowercase DNS name, or Addr in its canonical form.
 	Host string
 	// Addr is the IP address the URL names, if it names one (judged by
-	// refusedBackendIP, not here).
+	// netpolicy.Refused, not here).
 	Addr netip.Addr
 	// CertHostname is the name an https backend's certificate must be valid for:
 	// tls.hostname, else Host (withTLS).
@@ -251,7 +251,7 @@ type backendTarget struct {
 
 // parseEndpoint parses a backend URL, refusing what the objects cannot express: user
 // information, a query or fragment, a single-label host, a bad port. A host that is an
-// IP address is kept as one (Addr) for refusedBackendIP to judge.
+// IP address is kept as one (Addr) for netpolicy.Refused to judge.
 func parseEndpoint(endpoint string) (backendTarget, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil {

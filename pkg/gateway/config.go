@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"anchorage/pkg/netpolicy"
 )
 
 // Finalizer names, wire format (docs/design.md, Finalizers); the HTTPProxy's is
@@ -53,9 +55,9 @@ type Config struct {
 	// Verified domains).
 	VerifyHostnames bool
 	// BackendDeniedNetworks are networks no IP backend may be in beyond the built-in
-	// non-public ranges (refusedBackendIP): the hub's Service range, its API server's
+	// non-public ranges (netpolicy.Refused): the hub's Service range, its API server's
 	// address. Empty denies none beyond those.
-	BackendDeniedNetworks []DeniedNetwork
+	BackendDeniedNetworks []netpolicy.DeniedNetwork
 }
 
 // DefaultConfig is the gateway data path's defaults, pkg/config's for a file that sets none.

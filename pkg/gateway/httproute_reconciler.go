@@ -24,6 +24,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/netpolicy"
 )
 
 // Hub RBAC (the project plane's is internal/planerbac, config/rbac/project-role.yaml):
@@ -327,10 +328,10 @@ func (r *HTTPRouteReconciler) resolveSliceBackend(ctx context.Context, s *routeS
 }
 
 // refusedSliceAddress returns why address, of an upstream EndpointSlice of addressType,
-// may not be a backend, or "": an IP address by refusedBackendIP (the same check as an
+// may not be a backend, or "": an IP address by netpolicy.Refused (the same check as an
 // HTTPProxy's endpoint, so a slice written by hand bypasses nothing), a DNS name by
 // refusedBackendHost; a connector's placeholder is left to buildHubBackendFromSlice.
-func refusedSliceAddress(addressType discoveryv1.AddressType, address string, reserved []string, denied []DeniedNetwork) string {
+func refusedSliceAddress(addressType discoveryv1.AddressType, address string, reserved []string, denied []netpolicy.DeniedNetwork) string {
 	switch addressType {
 	case discoveryv1.AddressTypeFQDN:
 		if address == "connector.local" {
@@ -338,7 +339,7 @@ func refusedSliceAddress(addressType discoveryv1.AddressType, address string, re
 		}
 		return refusedBackendHost(address, reserved)
 	case discoveryv1.AddressTypeIPv4, discoveryv1.AddressTypeIPv6:
-		return refusedBackendIP(address, denied)
+		return netpolicy.Refused(address, denied)
 	}
 	return fmt.Sprintf("address type %s is not a backend's", addressType)
 }

@@ -92,7 +92,7 @@ func isSliceRef(ref gatewayv1.BackendObjectReference) bool {
 // address: one the previous manager wrote for a proxy backend (so the route resolves to
 // the same hub objects before and after it is rewritten), or one this manager writes for
 // a backend named by an IP address (backendSlice). The hub slice has the same address
-// type and the address; the caller has judged the address (refusedBackendIP,
+// type and the address; the caller has judged the address (netpolicy.Refused,
 // refusedBackendHost).
 func buildHubBackendFromSlice(slice *discoveryv1.EndpointSlice, port gatewayv1.PortNumber, name, hubNS string) (hubBackend, error) {
 	if slice == nil {

@@ -55,7 +55,7 @@ func TestEdgeServesIPBackends(t *testing.T) {
 		{proxy("ipv6", "https://[2001:db8::10]", ptr.To("origin.example.org")), discoveryv1.AddressTypeIPv6, "2001:db8::10:443", "origin.example.org"},
 	}
 	refused := map[string]struct{ endpoint, why string }{
-		"metadata": {"http://169.254.169.254/latest/meta-data", `host "169.254.169.254" is the cloud metadata service's address (link-local 169.254.0.0/16): an IP backend must be a public unicast address`},
+		"metadata": {"http://169.254.169.254/latest/meta-data", `host "169.254.169.254" is the cloud metadata service's address (link-local 169.254.0.0/16): an address a tenant names must be public unicast`},
 		"mapped":   {"http://[::ffff:10.0.0.1]:8080", `host "::ffff:10.0.0.1" is the IPv4-mapped IPv6 form of 10.0.0.1, which is a private range (RFC 1918 10.0.0.0/8)`},
 	}
 	for _, s := range served {
