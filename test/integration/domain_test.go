@@ -300,8 +300,8 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 	g.Expect(rows).To(ContainElement(And(HaveField("Kind", "Domain"), HaveField("Name", pending.Name), HaveField("Verdict", cutover.Adopted), HaveField("Detail", ContainSubstring("prev-token")))))
 
 	// Before: a manager without verification programs www.<gone>; no Domain covers it.
-	gone := "gone-" + r + ".example"
-	www, shop := gatewayv1.Hostname("www."+gone), gatewayv1.Hostname("shop."+gone)
+	noDomain := "gone-" + r + ".example"
+	www, shop := gatewayv1.Hostname("www."+noDomain), gatewayv1.Hostname("shop."+noDomain)
 	before := gt.startManager("before")
 	gt.createProxy(gt.newProxy("web", www))
 	gt.waitProgrammed("web")
@@ -313,6 +313,9 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 	gt.startManager("after", verifying(resolver, 80))
 	gt.createProxy(gt.newProxy("covered", gatewayv1.Hostname("www."+verified.Spec.DomainName)))
 	gt.waitProgrammed("covered")
+	g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(verified), verified)).To(Succeed())
+	g.Expect(verified.Status.Registration.Registrar.Name).To(Equal("Example Registrar"), "what the previous manager stored reads back whole")
+	g.Expect(meta.IsStatusConditionTrue(verified.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue(), "a Verified Domain is not checked again")
 	p := &v1alpha.HTTPProxy{}
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if err := gt.plane.Client.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "web"}, p); err != nil {
@@ -321,7 +324,7 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 		p.Spec.Hostnames = append(p.Spec.Hostnames, shop)
 		return gt.plane.Client.Update(ctx, p)
 	})).To(Succeed())
-	created := gt.domainWithProof(gone)
+	created := gt.domainWithProof(noDomain)
 	gt.expectUnverified("web", shop, created)
 	downGW := &gatewayv1.Gateway{}
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.hubNS(), Name: "web"}, downGW)).To(Succeed())
@@ -337,6 +340,31 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.env.ClaimsNamespace(), Name: string(www)}, kept)).To(Succeed())
 	g.Expect(kept.UID).To(Equal(claim.UID), "its claim is the same object")
 
+	// The Domain that let www.<verified> be programmed is deleted: the hostname stays;
+	// one the proxy adds afterwards needs a Domain again (a new one is created for it).
+	g.Expect(gt.plane.Client.Delete(ctx, verified)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(gone(ctx, gt.plane.Client, &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: gt.ns.Name, Name: verified.Name}})).To(BeTrue())
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	vwww, vshop := gatewayv1.Hostname("www."+verified.Spec.DomainName), gatewayv1.Hostname("shop."+verified.Spec.DomainName)
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := gt.plane.Client.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "covered"}, p); err != nil {
+			return err
+		}
+		p.Spec.Hostnames = append(p.Spec.Hostnames, vshop)
+		return gt.plane.Client.Update(ctx, p)
+	})).To(Succeed())
+	gt.expectUnverified("covered", vshop, gt.domainWithProof(verified.Spec.DomainName))
+	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: gt.hubNS(), Name: "covered"}, downGW)).To(Succeed())
+	hosts = nil
+	for _, l := range downGW.Spec.Listeners {
+		if l.Hostname != nil {
+			hosts = append(hosts, *l.Hostname)
+		}
+	}
+	g.Expect(hosts).To(ContainElement(vwww), "a hostname whose Domain is gone stays programmed")
+	g.Expect(hosts).NotTo(ContainElement(vshop))
+
 	// The pending Domain is checked with the token it had, and verified by it.
 	g.Eventually(func(g Gomega) {
 		g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(pending), pending)).To(Succeed())
@@ -350,7 +378,4 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(pending.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue())
 	}, 30*time.Second, gwPoll).Should(Succeed())
 	g.Expect(pending.Status.Nameservers).To(HaveLen(1), "what the previous manager stored reads back whole")
-	g.Expect(gt.plane.Client.Get(ctx, client.ObjectKeyFromObject(verified), verified)).To(Succeed())
-	g.Expect(verified.Status.Registration.Registrar.Name).To(Equal("Example Registrar"))
-	g.Expect(meta.IsStatusConditionTrue(verified.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue())
 }
