@@ -223,7 +223,11 @@ func New(ctx context.Context, opts Options) (*Replica, error) {
 	}
 	if opts.Gateway.VerifyHostnames {
 		opts.Logger.Info("Verifying Domains through these nameservers", "nameservers", opts.Domains.Checker.Nameservers)
-		r := &domain.Reconciler{Clusters: sh, Admission: sh, Settings: opts.Domains.Settings, Prover: opts.Domains.Checker, Clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{})}
+		checks, err := domain.NewChecks(opts.Registry)
+		if err != nil {
+			return nil, err
+		}
+		r := &domain.Reconciler{Clusters: sh, Admission: sh, Settings: opts.Domains.Settings, Prover: opts.Domains.Checker, Clock: cmp.Or[clock.PassiveClock](opts.Clock, clock.RealClock{}), Checks: checks}
 		if err := domain.Setup(mgr, r, opts.Domains.Workers, gw.Defer); err != nil {
 			return nil, err
 		}

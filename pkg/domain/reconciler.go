@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
@@ -52,6 +53,28 @@ type Reconciler struct {
 	Clock     clock.PassiveClock
 	// NewToken returns a fresh token. Default: a random UUID.
 	NewToken func() string
+	// Checks counts the checks by method (dns, http) and result (the condition's
+	// reason); nil counts nothing. NewChecks registers it.
+	Checks *prometheus.CounterVec
+}
+
+// NewChecks registers anchorage_domain_checks_total with reg.
+func NewChecks(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "anchorage_domain_checks_total",
+		Help: "Checks of pending Domains' tokens, by method (dns, http) and result (the condition's reason).",
+	}, []string{"method", "result"})
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("registering the Domain checks counter: %w", err)
+	}
+	return c, nil
+}
+
+// count counts one check's outcome.
+func (r *Reconciler) count(method string, o Outcome) {
+	if r.Checks != nil {
+		r.Checks.WithLabelValues(method, o.Reason).Inc()
+	}
 }
 
 // Reconcile validates the Domain, gives it a proof, checks it when due, writes the status
@@ -111,9 +134,11 @@ func (r *Reconciler) advance(ctx context.Context, d *v1alpha.Domain, now time.Ti
 		return d.Status.Verification.NextVerificationAttempt.Time
 	case Due:
 		dns := r.Prover.TXT(ctx, d.Status.Verification)
+		r.count("dns", dns)
 		var http Outcome
 		if !dns.Found {
 			http = r.Prover.Token(ctx, d.Status.Verification)
+			r.count("http", http)
 		}
 		return Record(d, r.Settings, dns, http, now, nil)
 	}
