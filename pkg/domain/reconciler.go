@@ -102,7 +102,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req mcreconcile.Request) (re
 	now := r.Clock.Now()
 	next := r.advance(ctx, d, now)
 	if !equality.Semantic.DeepEqual(before.Status, d.Status) {
-		if err := cl.GetClient().Status().Patch(ctx, d, client.MergeFrom(before)); err != nil {
+		// Optimistic lock: a cache that has not seen the last write (a token issued)
+		// must not issue a second token over it; the conflict is retried on a fresh read.
+		if err := cl.GetClient().Status().Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return reconcile.Result{}, fmt.Errorf("writing the status of Domain %s: %w", req.NamespacedName, err)
 		}
 		if ToState(d, now) == Verified && ToState(before, now) != Verified {
