@@ -330,7 +330,7 @@ func (e *hostnamesNotHeldError) Error() string {
 	if e.pending {
 		return fmt.Sprintf("waiting for the route's Gateways to be programmed with its hostnames (%s)", strings.Join(hs, ", "))
 	}
-	return fmt.Sprintf("none of the route's hostnames (%s) is programmed on its Gateways: each is held by another Gateway", strings.Join(hs, ", "))
+	return fmt.Sprintf("none of the route's hostnames (%s) is programmed on its Gateways: each is held by another Gateway or not yet verified (see the Gateway's listener conditions)", strings.Join(hs, ", "))
 }
 
 // reason is the route's Accepted reason while it is not written.
