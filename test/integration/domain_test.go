@@ -280,7 +280,7 @@ func TestCutOverKeepsDomainsAndProgrammedHostnames(t *testing.T) {
 	// As the previous manager stored them.
 	verified.Status = v1alpha.DomainStatus{
 		Registration: &v1alpha.Registration{Domain: verified.Spec.DomainName, Registrar: &v1alpha.RegistrarInfo{Name: "Example Registrar"}, NextRefreshAttempt: long},
-		Conditions: []metav1.Condition{{Type: v1alpha.DomainConditionVerified, Status: metav1.ConditionTrue, Reason: v1alpha.DomainReasonVerified, Message: "Domain verification successful", LastTransitionTime: long}},
+		Conditions:   []metav1.Condition{{Type: v1alpha.DomainConditionVerified, Status: metav1.ConditionTrue, Reason: v1alpha.DomainReasonVerified, Message: "Domain verification successful", LastTransitionTime: long}},
 	}
 	pending.Status = v1alpha.DomainStatus{
 		Verification: &v1alpha.DomainVerificationStatus{
