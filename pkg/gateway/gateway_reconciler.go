@@ -167,6 +167,12 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 	if err != nil {
 		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the Gateway to the hub failed: %v", err)
 		setGatewayStatus(s.gw, verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}, nil)
+		if len(s.refused) > 0 {
+			// Why those listeners were not in the write (a Gateway whose every listener
+			// is refused has none left, which the hub refuses too).
+			s.gw.Status.Listeners = nil
+			r.reportRefusedHostnames(s, before)
+		}
 	} else {
 		setGatewayStatus(s.gw, gatewayEdgeVerdict(down, r.Config.AssumeWrittenIsProgrammed), down)
 		s.gw.Status.Addresses = down.Status.Addresses
