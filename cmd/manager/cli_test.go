@@ -287,6 +287,7 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
 		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
 		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30, AssumeWrittenIsProgrammed: true,
+		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{}, VerifyHostnames: true,
 	}))
 	g.Expect(o.Domains.Settings.DNSRecordPrefix).To(Equal("datum-custom-hostname"), "the Domain verification's settings reach the replica")

@@ -199,9 +199,18 @@ type Gateway struct {
 	// ProjectHubWritesPerSecond is the hub writes one project may make a second (burst
 	// twice that); a proxy costs about ten.
 	ProjectHubWritesPerSecond float64 `json:"projectHubWritesPerSecond"`
-	// ProxiesPerProject is how many proxies one project programs, the oldest first; the
+	// ProxiesPerProject is how many proxies, and Gateways of the manager's class written
+	// directly (not by a proxy), one project programs together, the oldest first; the
 	// younger are Accepted=False with reason ProxyLimitReached.
 	ProxiesPerProject int `json:"proxiesPerProject"`
+	// HostnamesPerProxy is how many hostnames one proxy may ask for (its CRD allows
+	// 16); a proxy with more is Accepted=False with reason TooManyHostnames and none of
+	// its hostnames is claimed or programmed.
+	HostnamesPerProxy int `json:"hostnamesPerProxy"`
+	// HostnamesPerGateway is how many distinct listener hostnames a Gateway of the
+	// manager's class written directly (not by a proxy) may have; over it, every
+	// hostname listener is refused (reason TooManyHostnames) and none is claimed.
+	HostnamesPerGateway int `json:"hostnamesPerGateway"`
 }
 
 // Issuer names a cert-manager issuer.
@@ -252,6 +261,7 @@ func Default() ManagerConfiguration {
 			HostnameClaimsNamespace: g.HostnameClaimsNamespace, AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed,
 			BackendReservedDomains: g.BackendReservedDomains, BackendDeniedNetworks: []string{}, Workers: g.Workers, ProjectWorkers: g.ProjectWorkers,
 			ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
+			HostnamesPerProxy: g.HostnamesPerProxy, HostnamesPerGateway: g.HostnamesPerGateway,
 		},
 		DomainVerification: DomainVerification{
 			Enabled: g.VerifyHostnames, DNSRecordPrefix: "datum-custom-hostname", HTTPTokenPath: ".well-known/datum-custom-hostname-challenge",
@@ -415,6 +425,7 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 		HostnameClaimsNamespace:   g.HostnameClaimsNamespace,
 		AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed, BackendReservedDomains: slices.Clone(g.BackendReservedDomains),
 		Workers: g.Workers, ProjectWorkers: g.ProjectWorkers, ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
+		HostnamesPerProxy: g.HostnamesPerProxy, HostnamesPerGateway: g.HostnamesPerGateway,
 		VerifyHostnames:       c.DomainVerification.Enabled,
 		BackendDeniedNetworks: deniedNetworks(g.BackendDeniedNetworks),
 	}

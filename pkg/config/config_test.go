@@ -124,6 +124,8 @@ func TestValidate(t *testing.T) {
 		{"no project worker", "gateway: {projectWorkers: 0}", []string{"gateway.projectWorkers: Invalid value: 0: must be at least 1"}},
 		{"no hub writes", "gateway: {projectHubWritesPerSecond: 0}", []string{"gateway.projectHubWritesPerSecond: Invalid value: 0: must be positive"}},
 		{"no proxies", "gateway: {proxiesPerProject: 0}", []string{"gateway.proxiesPerProject: Invalid value: 0: must be at least 1"}},
+		{"no hostname per proxy", "gateway: {hostnamesPerProxy: 0}", []string{"gateway.hostnamesPerProxy: Invalid value: 0: must be at least 1"}},
+		{"no hostname per Gateway", "gateway: {hostnamesPerGateway: -1}", []string{"gateway.hostnamesPerGateway: Invalid value: -1: must be at least 1"}},
 		{"a denied network that is no CIDR", "gateway: {backendDeniedNetworks: [10.96.0.0/12, 203.0.113.7]}", []string{`gateway.backendDeniedNetworks[1]: Invalid value: "203.0.113.7": want a CIDR`}},
 		{"a denied network with host bits", "gateway: {backendDeniedNetworks: [\"2001:db8::1/64\"]}", []string{`gateway.backendDeniedNetworks[0]: Invalid value: "2001:db8::1/64": has bits set past its /64: want 2001:db8::/64`}},
 		// A zero safety limit must not mean "the default": an operator who writes 0 to mean

@@ -129,7 +129,8 @@ func (c *ManagerConfiguration) validateGateway(p *field.Path) field.ErrorList {
 	for _, f := range []struct {
 		key   *field.Path
 		value int
-	}{{p.Child("workers"), g.Workers}, {p.Child("projectWorkers"), g.ProjectWorkers}, {p.Child("proxiesPerProject"), g.ProxiesPerProject}} {
+	}{{p.Child("workers"), g.Workers}, {p.Child("projectWorkers"), g.ProjectWorkers}, {p.Child("proxiesPerProject"), g.ProxiesPerProject},
+		{p.Child("hostnamesPerProxy"), g.HostnamesPerProxy}, {p.Child("hostnamesPerGateway"), g.HostnamesPerGateway}} {
 		if f.value < 1 {
 			errs = append(errs, field.Invalid(f.key, f.value, "must be at least 1"))
 		}

@@ -112,7 +112,13 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	s := &Setup{Metrics: metrics, proxies: &enqueuer{}, gateways: &enqueuer{}, routes: &enqueuer{}}
 	// Fair share: hub writes and proxies by project here, workers in newController.
 	opts.Clusters = fairClusters{Clusters: opts.Clusters, limits: newHubWriteLimits(opts.ProjectHubWritesPerSecond, clock.RealClock{}, metrics.hubWriteWaits)}
-	slots := newProxySlots(opts.ProxiesPerProject, clock.RealClock{}, s.proxies.add)
+	slots := newProxySlots(opts.ProxiesPerProject, opts.GatewayClassName, clock.RealClock{}, func(kind string, req mcreconcile.Request) {
+		if kind == kindGateway {
+			s.gateways.add(req)
+			return
+		}
+		s.proxies.add(req)
+	})
 	// The HTTPProxy gauge counts a project only while it is engaged here.
 	if err := mgr.Add(metrics.Proxies); err != nil {
 		return nil, fmt.Errorf("adding the HTTPProxy condition gauge: %w", err)
@@ -144,7 +150,7 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 		For(&gatewayv1.Gateway{}, mcbuilder.WithPredicates(ofClassOrFinalized(opts.GatewayClassName), ownChanges(GatewayFinalizer))), &gatewayv1.Gateway{}, GatewayFinalizer).
 		WatchesRawSource(hubSource(hubCache, &gatewayv1.Gateway{}, kindGateway)).
 		WatchesRawSource(s.gateways.source()).
-		Build(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: &hostnameSets{last: map[string]string{}}}})
+		Build(opening{gates: gates, TypedReconciler: &GatewayReconciler{Clusters: opts.Clusters, Admission: opts.Admission, Config: opts.Config, Metrics: metrics, Anchors: opts.Anchors, Written: opts.Written, Slots: slots, Routes: enqueueRoutesOf(opts.Clusters, s.routes), programmed: &hostnameSets{last: map[string]string{}}}})
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}

@@ -45,9 +45,18 @@ type Config struct {
 	Workers                   int     // how many reconciles each controller runs at once
 	ProjectWorkers            int     // how many of each controller's Workers one project may hold
 	ProjectHubWritesPerSecond float64 // one project's rate of hub writes, burst twice that
-	// ProxiesPerProject is how many proxies one project programs, the oldest first; the
-	// others are Accepted=False with reason ProxyLimitReached.
-	ProxiesPerProject       int
+	// ProxiesPerProject is how many proxies and directly written Gateways one project
+	// programs together, the oldest first; the others are Accepted=False with reason
+	// ProxyLimitReached.
+	ProxiesPerProject int
+	// HostnamesPerProxy is how many hostnames a proxy (and the Gateway it writes for
+	// itself) may ask for; one with more is Accepted=False with reason TooManyHostnames
+	// and nothing of it is claimed. 0: no bound.
+	HostnamesPerProxy int
+	// HostnamesPerGateway is how many hostnames a Gateway not written for a proxy may
+	// have; over it, every hostname listener is refused (TooManyHostnames) and none
+	// claimed. 0: no bound.
+	HostnamesPerGateway     int
 	HostnameClaimsNamespace string   // the hub namespace of the hostname claims
 	BackendReservedDomains  []string // the domains no backend may be in; empty refuses none
 	// VerifyHostnames programs a hostname only while a Verified Domain in the Gateway's
@@ -67,6 +76,7 @@ func DefaultConfig() Config {
 		ControllerName:    "gateway.networking.datumapis.com/gateway-controller",
 		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
 		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
+		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: DefaultHostnameClaimsNamespace, BackendReservedDomains: slices.Clone(DefaultBackendReservedDomains),
 		VerifyHostnames: true,
 	}

@@ -12,6 +12,7 @@ func TestDefaultConfig(t *testing.T) {
 		ControllerName:    "gateway.networking.datumapis.com/gateway-controller",
 		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
 		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
+		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
 		BackendReservedDomains:  []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"},
 		VerifyHostnames:         true,

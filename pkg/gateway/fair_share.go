@@ -12,6 +12,7 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/multicluster-runtime/pkg/multicluster"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
@@ -418,15 +420,25 @@ func (q *fairQueue) toldDepth() {
 	}
 }
 
-// proxySlots caps the proxies a project programs: the first cap by creation time (then
-// namespace and name) hold a slot. The rank is read from the cache, never remembered,
-// so every replica agrees; a project's ranking is reused for rankFreshFor.
+// proxySlots caps what a project programs: its proxies and the Gateways of the manager's
+// class it writes directly (not a proxy's own) count together, and the first cap by
+// creation time (then namespace, name, proxies before Gateways) hold a slot. The rank is
+// read from the cache, never remembered, so every replica agrees; a project's ranking
+// is reused for rankFreshFor.
 type proxySlots struct {
-	cap     int
-	clk     clock.WithDelayedExecution
-	enqueue func(mcreconcile.Request)
+	cap   int
+	class string // the manager's Gateway class: only such Gateways count
+	clk   clock.WithDelayedExecution
+	// enqueue reconciles a holder again: a proxy's request, or a Gateway's (kind).
+	enqueue func(kind string, req mcreconcile.Request)
 	// rankings needs no lock of its own: the LRU is safe for concurrent use.
 	rankings *lru.Cache[string, *ranking]
+}
+
+// slotKey names what holds a slot: a proxy or a directly written Gateway.
+type slotKey struct {
+	kind string // kindHTTPProxy or kindGateway
+	types.NamespacedName
 }
 
 // rankFreshFor is how long a project's ranking is reused.
@@ -441,34 +453,43 @@ const slotRecheck = 10 * time.Minute
 
 type ranking struct {
 	at    time.Time
-	order []types.NamespacedName
-	rank  map[types.NamespacedName]int
+	order []slotKey
+	rank  map[slotKey]int
 }
 
-func newProxySlots(limit int, clk clock.WithDelayedExecution, enqueue func(mcreconcile.Request)) *proxySlots {
+func newProxySlots(limit int, class string, clk clock.WithDelayedExecution, enqueue func(kind string, req mcreconcile.Request)) *proxySlots {
 	rankings, err := lru.New[string, *ranking](maxLimitedProjects)
 	if err != nil {
 		panic(fmt.Sprintf("proxy slots: %v", err))
 	}
-	return &proxySlots{cap: limit, clk: clk, enqueue: enqueue, rankings: rankings}
+	return &proxySlots{cap: limit, class: class, clk: clk, enqueue: enqueue, rankings: rankings}
 }
 
-// slotRefusal is the message of a proxy past the cap, or "" for one within it. rank
-// counts from 0; total is the project's proxies.
-func slotRefusal(rank, total, limit int) string {
+// slotRefusal is the message of a proxy or Gateway past the cap, or "" for one within
+// it. rank counts from 0; total is the project's proxies and direct Gateways.
+func slotRefusal(what string, rank, total, limit int) string {
 	if rank < limit {
 		return ""
 	}
-	return fmt.Sprintf("The project has %d proxies and programs at most %d, the oldest first; this proxy is number %d by creation time. It is programmed once %d older proxies are deleted, or the cap is raised",
-		total, limit, rank+1, rank+1-limit)
+	return fmt.Sprintf("The project has %d proxies and Gateways of its own and programs at most %d, the oldest first; this %s is number %d by creation time. It is programmed once %d older ones are deleted, or the cap is raised",
+		total, limit, what, rank+1, rank+1-limit)
 }
 
 // refusal returns why proxy may not be programmed, or "" when it holds a slot.
 func (p *proxySlots) refusal(ctx context.Context, project string, reader client.Reader, proxy *v1alpha.HTTPProxy) (string, error) {
+	return p.refusalOf(ctx, project, reader, slotKey{kindHTTPProxy, client.ObjectKeyFromObject(proxy)}, "proxy")
+}
+
+// gatewayRefusal returns why a Gateway written directly (of the manager's class, not a
+// proxy's own) may not be programmed, or "" when it holds a slot.
+func (p *proxySlots) gatewayRefusal(ctx context.Context, project string, reader client.Reader, gw *gatewayv1.Gateway) (string, error) {
+	return p.refusalOf(ctx, project, reader, slotKey{kindGateway, client.ObjectKeyFromObject(gw)}, "Gateway")
+}
+
+func (p *proxySlots) refusalOf(ctx context.Context, project string, reader client.Reader, key slotKey, what string) (string, error) {
 	if p == nil {
 		return "", nil
 	}
-	key := client.ObjectKeyFromObject(proxy)
 	r, err := p.rankingOf(ctx, project, reader, key)
 	if err != nil {
 		return "", err
@@ -477,10 +498,10 @@ func (p *proxySlots) refusal(ctx context.Context, project string, reader client.
 	if !ok {
 		return "", nil // not in the cache at all: the reconcile ends at load next time
 	}
-	return slotRefusal(rank, len(r.order), p.cap), nil
+	return slotRefusal(what, rank, len(r.order), p.cap), nil
 }
 
-func (p *proxySlots) rankingOf(ctx context.Context, project string, reader client.Reader, key types.NamespacedName) (*ranking, error) {
+func (p *proxySlots) rankingOf(ctx context.Context, project string, reader client.Reader, key slotKey) (*ranking, error) {
 	now := p.clk.Now()
 	r, ok := p.rankings.Get(project)
 	if ok && now.Sub(r.at) < rankFreshFor {
@@ -488,34 +509,56 @@ func (p *proxySlots) rankingOf(ctx context.Context, project string, reader clien
 			return r, nil
 		}
 	}
-	list := &v1alpha.HTTPProxyList{}
-	if err := reader.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+	proxies := &v1alpha.HTTPProxyList{}
+	if err := reader.List(ctx, proxies, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing the project's proxies to rank them: %w", err)
 	}
-	r = rankProxies(list.Items, now)
+	gateways := &gatewayv1.GatewayList{}
+	if err := reader.List(ctx, gateways, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("listing the project's Gateways to rank them: %w", err)
+	}
+	r = rankSlotHolders(proxies.Items, gateways.Items, p.class, now)
 	p.rankings.Add(project, r)
 	return r, nil
 }
 
-// rankProxies orders proxies oldest first; ties go by namespace and name.
-func rankProxies(items []v1alpha.HTTPProxy, at time.Time) *ranking {
-	byAge := make([]*v1alpha.HTTPProxy, len(items))
-	for i := range items {
-		byAge[i] = &items[i]
+// holdsOwnSlot reports whether gw counts against the cap on its own: of class, and not
+// the Gateway a proxy writes for itself (the proxy counts for it).
+func holdsOwnSlot(gw *gatewayv1.Gateway, class string) bool {
+	return string(gw.Spec.GatewayClassName) == class && !ownedByItsProxy(gw)
+}
+
+// rankSlotHolders orders the proxies and the Gateways holding their own slot oldest
+// first; ties go by namespace and name, a proxy before a Gateway.
+func rankSlotHolders(proxies []v1alpha.HTTPProxy, gateways []gatewayv1.Gateway, class string, at time.Time) *ranking {
+	type holder struct {
+		key     slotKey
+		created metav1.Time
 	}
-	slices.SortFunc(byAge, func(a, b *v1alpha.HTTPProxy) int {
-		return cmp.Or(a.CreationTimestamp.Compare(b.CreationTimestamp.Time), strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+	byAge := make([]holder, 0, len(proxies)+len(gateways))
+	for i := range proxies {
+		byAge = append(byAge, holder{slotKey{kindHTTPProxy, client.ObjectKeyFromObject(&proxies[i])}, proxies[i].CreationTimestamp})
+	}
+	for i := range gateways {
+		if holdsOwnSlot(&gateways[i], class) {
+			byAge = append(byAge, holder{slotKey{kindGateway, client.ObjectKeyFromObject(&gateways[i])}, gateways[i].CreationTimestamp})
+		}
+	}
+	slices.SortFunc(byAge, func(a, b holder) int {
+		return cmp.Or(a.created.Compare(b.created.Time), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name),
+			-strings.Compare(a.key.kind, b.key.kind)) // HTTPProxy before Gateway
 	})
-	r := &ranking{at: at, order: make([]types.NamespacedName, len(byAge)), rank: make(map[types.NamespacedName]int, len(byAge))}
-	for i, p := range byAge {
-		r.order[i] = client.ObjectKeyFromObject(p)
-		r.rank[r.order[i]] = i
+	r := &ranking{at: at, order: make([]slotKey, len(byAge)), rank: make(map[slotKey]int, len(byAge))}
+	for i, h := range byAge {
+		r.order[i] = h.key
+		r.rank[h.key] = i
 	}
 	return r
 }
 
-// released is told that a proxy of project is finalized: the first waiting is enqueued.
-func (p *proxySlots) released(project string, gone types.NamespacedName) {
+// released is told that a proxy or Gateway of project holding its own slot is
+// finalized: the first waiting is enqueued.
+func (p *proxySlots) released(project string, gone slotKey) {
 	if p == nil {
 		return
 	}
@@ -524,9 +567,10 @@ func (p *proxySlots) released(project string, gone types.NamespacedName) {
 		return
 	}
 	if rank, in := r.rank[gone]; in && rank < p.cap && p.cap < len(r.order) {
-		// The first waiting proxy takes the slot, once the cache has seen the gone one go.
-		next := mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: r.order[p.cap]}}
-		p.clk.AfterFunc(slotHandOverDelay, func() { p.enqueue(next) })
+		// The first waiting takes the slot, once the cache has seen the gone one go.
+		next := r.order[p.cap]
+		req := mcreconcile.Request{ClusterName: multicluster.ClusterName(project), Request: reconcile.Request{NamespacedName: next.NamespacedName}}
+		p.clk.AfterFunc(slotHandOverDelay, func() { p.enqueue(next.kind, req) })
 	}
-	p.rankings.Remove(project) // the next reconcile ranks again without the gone proxy
+	p.rankings.Remove(project) // the next reconcile ranks again without the gone one
 }

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
 )
@@ -57,22 +60,44 @@ func TestSlotRefusal(t *testing.T) {
 		{rank: 3, total: 4, limit: 3, refused: true},
 		{rank: 9999, total: 10000, limit: 1000, refused: true},
 	} {
-		why := slotRefusal(tc.rank, tc.total, tc.limit)
+		why := slotRefusal("proxy", tc.rank, tc.total, tc.limit)
 		if (why != "") != tc.refused {
 			t.Errorf("rank %d of %d, cap %d: %q", tc.rank, tc.total, tc.limit, why)
 		}
 	}
 }
 
-func TestRankProxiesOldestFirstThenByName(t *testing.T) {
+func TestRankSlotHoldersOldestFirstThenByName(t *testing.T) {
 	at := func(sec int64, ns, name string) v1alpha.HTTPProxy {
 		return v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
 	}
-	r := rankProxies([]v1alpha.HTTPProxy{at(30, "a", "late"), at(10, "b", "x"), at(10, "a", "y"), at(20, "a", "mid")}, time.Now())
-	want := []types.NamespacedName{{Namespace: "a", Name: "y"}, {Namespace: "b", Name: "x"}, {Namespace: "a", Name: "mid"}, {Namespace: "a", Name: "late"}}
+	gw := func(sec int64, ns, name, class, controller string) gatewayv1.Gateway {
+		g := gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Unix(sec, 0)}, Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}}
+		if controller != "" {
+			g.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha.GroupVersion.String(), Kind: kindHTTPProxy, Name: controller, UID: "u", Controller: ptr.To(true)}}
+		}
+		return g
+	}
+	r := rankSlotHolders([]v1alpha.HTTPProxy{at(30, "a", "late"), at(10, "b", "x"), at(10, "a", "y"), at(20, "a", "mid")}, []gatewayv1.Gateway{
+		gw(10, "a", "y", "anchorage", ""),       // direct, same age and name as a proxy: after it
+		gw(25, "a", "direct", "anchorage", ""),  // direct
+		gw(5, "a", "mid", "anchorage", "mid"),   // the proxy's own: the proxy counts for it
+		gw(1, "a", "other", "elsewhere", ""),    // another class: not counted
+		gw(40, "a", "forged", "anchorage", "x"), // controlled by a proxy of another name: counted
+	}, "anchorage", time.Now())
+	p := func(ns, name string) slotKey {
+		return slotKey{kindHTTPProxy, types.NamespacedName{Namespace: ns, Name: name}}
+	}
+	g := func(ns, name string) slotKey {
+		return slotKey{kindGateway, types.NamespacedName{Namespace: ns, Name: name}}
+	}
+	want := []slotKey{p("a", "y"), g("a", "y"), p("b", "x"), p("a", "mid"), g("a", "direct"), p("a", "late"), g("a", "forged")}
+	if !slices.Equal(r.order, want) {
+		t.Fatalf("order %v, want %v", r.order, want)
+	}
 	for i, k := range want {
-		if r.order[i] != k || r.rank[k] != i {
-			t.Fatalf("order %v, want %v", r.order, want)
+		if r.rank[k] != i {
+			t.Fatalf("rank of %v is %d, want %d", k, r.rank[k], i)
 		}
 	}
 }

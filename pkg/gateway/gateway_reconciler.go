@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -37,6 +40,9 @@ type GatewayReconciler struct {
 	Anchors anchor.NameIndex
 	// Written remembers this replica's hub writes. Nil: the finalizer reads each first.
 	Written *WrittenObjects
+	// Slots caps what a project programs; a Gateway it writes directly (not a proxy's
+	// own) takes a slot like a proxy. Nil: no cap.
+	Slots *proxySlots
 	// Routes, when set, reconciles a Gateway's routes again when its programmed
 	// hostnames change (HTTPRouteReconciler.keepHeldHostnames).
 	Routes func(ctx context.Context, project string, gw *gatewayv1.Gateway)
@@ -59,6 +65,7 @@ func (r *GatewayReconciler) Reconcile(ctx context.Context, req mcreconcile.Reque
 			r.finalize,                     // terminating: delete the downstream objects and the anchor
 			r.skipOtherClass,               // not our class: leave it
 			skipHandsOff[*gatewayScope],    // controlled by a proxy with a backend this manager cannot program: leave it
+			r.withinCap,                    // written directly and past the project's cap: wait for a slot, write nothing
 			ensureFinalizer[*gatewayScope], // ours: make sure it carries our finalizer
 			guardLive[*gatewayScope],       // the live Gateway, and the proxy controlling it, must still be the ones this reconcile is about
 			r.program,                      // mapped namespace, anchor, downstream Gateway, Certificates, status
@@ -89,7 +96,7 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 			return true, err
 		}
 	}
-	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
+	done, err := s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
 		if err := w.deleteAttached(ctx, kindGateway, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: s.gw.Name, Namespace: w.ns}}); err != nil {
 			return err
 		}
@@ -100,6 +107,33 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 		}
 		return nil
 	})
+	if done && err == nil && s.gw.DeletionTimestamp != nil && holdsOwnSlot(s.gw, r.Config.GatewayClassName) {
+		r.Slots.released(s.project, slotKey{kindGateway, client.ObjectKeyFromObject(s.gw)})
+	}
+	return done, err
+}
+
+// withinCap ends the reconcile of a Gateway written directly (not a proxy's own) past
+// its project's cap (proxies and such Gateways together, the oldest first): Accepted and
+// Programmed False, reason ProxyLimitReached, before any finalizer, claim or hub write;
+// what an earlier reconcile wrote is left, as for a proxy.
+func (r *GatewayReconciler) withinCap(ctx context.Context, s *gatewayScope) (bool, error) {
+	if ownedByItsProxy(s.gw) {
+		return false, nil
+	}
+	why, err := r.Slots.gatewayRefusal(ctx, s.project, s.cluster.GetClient(), s.gw)
+	if err != nil || why == "" {
+		return err != nil, err
+	}
+	before := s.gw.DeepCopy()
+	for _, typ := range []gatewayv1.GatewayConditionType{gatewayv1.GatewayConditionAccepted, gatewayv1.GatewayConditionProgrammed} {
+		meta.SetStatusCondition(&s.gw.Status.Conditions, verdict{false, v1alpha.ReasonProxyLimitReached, why}.condition(string(typ), s.gw.Generation))
+	}
+	if c := meta.FindStatusCondition(before.Status.Conditions, string(gatewayv1.GatewayConditionAccepted)); c == nil || c.Reason != v1alpha.ReasonProxyLimitReached {
+		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonProxyLimitReached, "Programming", "The Gateway is not programmed: %s", why)
+	}
+	s.requeueAfter = slotRecheck
+	return true, patchStatus(ctx, s.cluster.GetClient(), before, s.gw)
 }
 
 // certificateNamesToDelete returns, sorted and once each, the Certificates of gw's
@@ -133,6 +167,12 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 	if err != nil {
 		s.events.Eventf(s.gw, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the Gateway to the hub failed: %v", err)
 		setGatewayStatus(s.gw, verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}, nil)
+		if len(s.refused) > 0 {
+			// Why those listeners were not in the write (a Gateway whose every listener
+			// is refused has none left, which the hub refuses too).
+			s.gw.Status.Listeners = nil
+			r.reportRefusedHostnames(s, before)
+		}
 	} else {
 		setGatewayStatus(s.gw, gatewayEdgeVerdict(down, r.Config.AssumeWrittenIsProgrammed), down)
 		s.gw.Status.Addresses = down.Status.Addresses
@@ -159,20 +199,28 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	unverified, err := r.unverifiedHostnames(ctx, s, held)
-	if err != nil {
-		return nil, err
-	}
-	refused, err := claims.claim(ctx, who, s.gw, held, unverified)
-	if err != nil {
-		return nil, err
+	var refused refusedHostnames
+	var taken map[string]*corev1.ConfigMap
+	if over := overHostnameBound(s.gw, r.Config); over != nil {
+		refused = over // nothing claimed; what it held is released below
+	} else {
+		unverified, err := r.unverifiedHostnames(ctx, s, held)
+		if err != nil {
+			return nil, err
+		}
+		if refused, taken, err = claims.claim(ctx, who, s.gw, held, unverified); err != nil {
+			return nil, errors.Join(err, releaseAfterFailedWrite(ctx, claims, hub, hubNS, s.gw.Name, held, taken))
+		}
 	}
 	s.refused = refused
 	programmable := refused.programmable(s.gw)
 	w := s.hubWriter(hub, hubNS)
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
-		return nil, err
+		if isGuardRefusal(err) {
+			return nil, err // not this Gateway's any more: its finalizer or next reconcile decides
+		}
+		return nil, errors.Join(err, releaseAfterFailedWrite(ctx, claims, hub, hubNS, s.gw.Name, held, taken))
 	}
 	if err := claims.releaseUnless(ctx, held, listenerHostnames(programmable)); err != nil {
 		return nil, err
@@ -201,6 +249,85 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		}
 	}
 	return written.(*gatewayv1.Gateway), nil
+}
+
+// releaseAfterFailedWrite releases, after the hub refused the Gateway's write (or
+// claiming failed part way), the claims held or taken for it that the hub Gateway as it
+// stands does not listen on: the hub keeps serving the previous spec, so what that serves
+// stays claimed, and nothing else is. When the hub Gateway cannot be read, only what this
+// reconcile took is released.
+func releaseAfterFailedWrite(ctx context.Context, claims hostnameClaims, hub client.Reader, hubNS, name string, held, taken map[string]*corev1.ConfigMap) error {
+	serving := &gatewayv1.Gateway{}
+	err := hub.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: name}, serving)
+	switch {
+	case apierrors.IsNotFound(err):
+		serving = nil
+	case err != nil:
+		return claims.releaseUnless(ctx, taken, nil)
+	}
+	all, keep := claimsToRelease(held, taken, serving)
+	return claims.releaseUnless(ctx, all, keep)
+}
+
+// claimsToRelease are held and taken together, and the hostnames of them to keep: those
+// serving (nil: no hub Gateway) listens on.
+func claimsToRelease(held, taken map[string]*corev1.ConfigMap, serving *gatewayv1.Gateway) (map[string]*corev1.ConfigMap, map[string]bool) {
+	all := maps.Clone(held)
+	if all == nil {
+		all = map[string]*corev1.ConfigMap{}
+	}
+	maps.Copy(all, taken)
+	keep := map[string]bool{}
+	if serving != nil {
+		keep = listenerHostnames(serving)
+	}
+	return all, keep
+}
+
+// ReasonTooManyHostnames: a proxy or Gateway asks for more hostnames than the manager's
+// bound (gateway.hostnamesPerProxy, gateway.hostnamesPerGateway).
+const ReasonTooManyHostnames = "TooManyHostnames"
+
+// ownedByItsProxy reports whether gw is the Gateway a proxy writes for itself: controlled
+// by an HTTPProxy of its own name (the controller's UID is checked by the live guard).
+func ownedByItsProxy(gw *gatewayv1.Gateway) bool {
+	p := controllingProxy(gw)
+	return p != nil && p.Name == gw.Name
+}
+
+// boundedHostnames are the distinct listener hostnames that count against gw's bound;
+// on a proxy's own Gateway, the previous manager's canonical listeners do not count.
+func boundedHostnames(gw *gatewayv1.Gateway) map[gatewayv1.Hostname]bool {
+	proxys := ownedByItsProxy(gw)
+	out := map[gatewayv1.Hostname]bool{}
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname == nil || *l.Hostname == "" || (proxys && slices.Contains(PreviousCanonicalListeners, l.Name)) {
+			continue
+		}
+		out[*l.Hostname] = true
+	}
+	return out
+}
+
+// overHostnameBound refuses every listener hostname of a Gateway with more than its
+// bound (a proxy's own: HostnamesPerProxy; any other: HostnamesPerGateway; 0: none),
+// or returns nil.
+func overHostnameBound(gw *gatewayv1.Gateway, cfg Config) refusedHostnames {
+	bound, what := cfg.HostnamesPerGateway, "gateway.hostnamesPerGateway"
+	if ownedByItsProxy(gw) {
+		bound, what = cfg.HostnamesPerProxy, "gateway.hostnamesPerProxy"
+	}
+	n := len(boundedHostnames(gw))
+	if bound <= 0 || n <= bound {
+		return nil
+	}
+	refused := refusedHostnames{}
+	for _, l := range gw.Spec.Listeners {
+		if l.Hostname != nil && *l.Hostname != "" {
+			refused[*l.Hostname] = refusal{ReasonTooManyHostnames, fmt.Sprintf("the Gateway has %d hostnames and may have at most %d (%s): none of them is programmed or claimed", n, bound, what)}
+		}
+	}
+	return refused
 }
 
 func copyGatewaySpec(dst, src client.Object) error {

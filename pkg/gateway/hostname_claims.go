@@ -115,8 +115,11 @@ func (h hostnameClaims) held(ctx context.Context, c claimant) (map[string]*corev
 
 // claim claims every listener hostname of gw for c that it does not hold yet and that
 // is not refused already (unverified); one another claimant holds, or a wildcard, is
-// refused. Nothing of another's is written.
-func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap, refused refusedHostnames) (refusedHostnames, error) {
+// refused. Nothing of another's is written. It returns the claims this call took (or
+// found its own though held did not list them), by hostname, for release should the
+// hub refuse the write they were taken for.
+func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap, refused refusedHostnames) (refusedHostnames, map[string]*corev1.ConfigMap, error) {
+	taken := map[string]*corev1.ConfigMap{}
 	seen := map[gatewayv1.Hostname]bool{} // an HTTP and an HTTPS listener share a hostname
 	for _, l := range gw.Spec.Listeners {
 		if l.Hostname == nil || seen[*l.Hostname] {
@@ -134,20 +137,22 @@ func (h hostnameClaims) claim(ctx context.Context, c claimant, gw *gatewayv1.Gat
 		if held[string(host)] != nil {
 			continue
 		}
-		ok, err := h.create(ctx, c, string(host))
+		claim, err := h.create(ctx, c, string(host))
 		if err != nil {
-			return refused, err
+			return refused, taken, err
 		}
-		if !ok {
+		if claim == nil {
 			refused[host] = refusal{ReasonHostnamesInUse, fmt.Sprintf("hostname %s is already programmed for another Gateway", host)}
+			continue
 		}
+		taken[string(host)] = claim
 	}
-	return refused, nil
+	return refused, taken, nil
 }
 
-// create writes c's claim on host, creating the namespace on first use; false means
-// another claimant holds it.
-func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bool, error) {
+// create writes c's claim on host, creating the namespace on first use, and returns
+// it; nil means another claimant holds it.
+func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (*corev1.ConfigMap, error) {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: h.ns, Name: host, Labels: c.labels()},
 		Data:       map[string]string{claimOwnerKey: c.project + "/" + c.namespace + "/" + c.name},
@@ -155,22 +160,25 @@ func (h hostnameClaims) create(ctx context.Context, c claimant, host string) (bo
 	err := h.hub.Create(ctx, cm)
 	if apierrors.IsNotFound(err) {
 		if nsErr := h.hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: h.ns}}); nsErr != nil && !apierrors.IsAlreadyExists(nsErr) {
-			return false, fmt.Errorf("creating the hostname claims namespace %s: %w", h.ns, nsErr)
+			return nil, fmt.Errorf("creating the hostname claims namespace %s: %w", h.ns, nsErr)
 		}
 		err = h.hub.Create(ctx, cm)
 	}
 	if err == nil {
 		logf.FromContext(ctx).Info("Claimed hostname", "hostname", host)
-		return true, nil
+		return cm, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("claiming hostname %s: %w", host, err)
+		return nil, fmt.Errorf("claiming hostname %s: %w", host, err)
 	}
 	existing := &corev1.ConfigMap{}
 	if err := h.hub.Get(ctx, client.ObjectKey{Namespace: h.ns, Name: host}, existing); err != nil {
-		return false, client.IgnoreNotFound(fmt.Errorf("reading the claim of hostname %s: %w", host, err))
+		return nil, client.IgnoreNotFound(fmt.Errorf("reading the claim of hostname %s: %w", host, err))
 	}
-	return c.holds(existing), nil
+	if !c.holds(existing) {
+		return nil, nil
+	}
+	return existing, nil
 }
 
 // releaseUnless deletes held's claims not in keep, on UID and resourceVersion.
@@ -229,7 +237,8 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 			}
 		}
 	}
-	notes := map[string]string{ReasonHostnamesInUse: "Not programmed, held by another Gateway or a wildcard: %s", ReasonUnverifiedHostname: "Not programmed, no Verified Domain covers them: %s"}
+	notes := map[string]string{ReasonHostnamesInUse: "Not programmed, held by another Gateway or a wildcard: %s", ReasonUnverifiedHostname: "Not programmed, no Verified Domain covers them: %s",
+		ReasonTooManyHostnames: "Not programmed nor claimed, the Gateway has more hostnames than it may: %s"}
 	for reason, hs := range hosts {
 		wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
 			c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))

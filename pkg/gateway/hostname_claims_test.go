@@ -64,3 +64,104 @@ func TestProgrammableListeners(t *testing.T) {
 		}
 	}
 }
+
+func TestClaimsReleasedAfterAFailedWrite(t *testing.T) {
+	cm := func(host string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: host}}
+	}
+	claims := func(hosts ...string) map[string]*corev1.ConfigMap {
+		out := map[string]*corev1.ConfigMap{}
+		for _, h := range hosts {
+			out[h] = cm(h)
+		}
+		return out
+	}
+	serving := func(hosts ...string) *gatewayv1.Gateway {
+		gw := &gatewayv1.Gateway{}
+		for _, h := range hosts {
+			gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: gatewayv1.SectionName(h), Hostname: ptr.To(gatewayv1.Hostname(h))})
+		}
+		return gw
+	}
+	for _, tc := range []struct {
+		name        string
+		held, taken map[string]*corev1.ConfigMap
+		serving     *gatewayv1.Gateway
+		released    []string
+	}{
+		{"first write refused: everything taken goes", nil, claims("a", "b"), nil, []string{"a", "b"}},
+		{"an update refused: what the hub still serves stays", claims("a"), claims("b", "c"), serving("a"), []string{"b", "c"}},
+		{"a claim left by an earlier failure that nothing serves goes", claims("a", "old"), claims("b"), serving("a"), []string{"b", "old"}},
+		{"no hub Gateway: held claims go too", claims("a"), nil, nil, []string{"a"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			all, keep := claimsToRelease(tc.held, tc.taken, tc.serving)
+			var released []string
+			for h := range all {
+				if !keep[h] {
+					released = append(released, h)
+				}
+			}
+			slices.Sort(released)
+			if !slices.Equal(released, tc.released) {
+				t.Fatalf("released %v, want %v", released, tc.released)
+			}
+		})
+	}
+}
+
+func TestHostnameBound(t *testing.T) {
+	listeners := func(names ...string) []gatewayv1.Listener {
+		var out []gatewayv1.Listener
+		for i, h := range names {
+			l := gatewayv1.Listener{Name: gatewayv1.SectionName("l" + string(rune('a'+i)))}
+			if h != "" {
+				l.Hostname = ptr.To(gatewayv1.Hostname(h))
+			}
+			out = append(out, l)
+		}
+		return out
+	}
+	direct := func(ls ...gatewayv1.Listener) *gatewayv1.Gateway {
+		return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "web"}, Spec: gatewayv1.GatewaySpec{Listeners: ls}}
+	}
+	proxys := func(ls ...gatewayv1.Listener) *gatewayv1.Gateway {
+		gw := direct(ls...)
+		gw.OwnerReferences = []metav1.OwnerReference{{APIVersion: "networking.datumapis.com/v1alpha", Kind: kindHTTPProxy, Name: "web", UID: "u", Controller: ptr.To(true)}}
+		return gw
+	}
+	cfg := Config{HostnamesPerProxy: 2, HostnamesPerGateway: 3}
+	canonical := gatewayv1.Listener{Name: PreviousCanonicalListeners[0], Hostname: ptr.To(gatewayv1.Hostname("web.platform.example"))}
+	for _, tc := range []struct {
+		name string
+		gw   *gatewayv1.Gateway
+		cfg  Config
+		over bool
+	}{
+		{"a direct Gateway at its bound", direct(listeners("a", "b", "c", "", "a")...), cfg, false},
+		{"a direct Gateway over its bound", direct(listeners("a", "b", "c", "d")...), cfg, true},
+		{"a proxy's Gateway at the proxy's bound, HTTP and HTTPS listeners for each", proxys(listeners("a", "a", "b", "b")...), cfg, false},
+		{"a proxy's Gateway over the proxy's bound", proxys(listeners("a", "b", "c")...), cfg, true},
+		{"a proxy's canonical listener does not count", proxys(append(listeners("a", "b"), canonical)...), cfg, false},
+		{"a canonical listener name counts on a direct Gateway", direct(append(listeners("a", "b", "c"), canonical)...), cfg, true},
+		{"no bound configured", direct(listeners("a", "b", "c", "d")...), Config{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			refused := overHostnameBound(tc.gw, tc.cfg)
+			if (refused != nil) != tc.over {
+				t.Fatalf("refused %v, want over=%v", refused, tc.over)
+			}
+			if !tc.over {
+				return
+			}
+			for h := range listenerHostnames(tc.gw) {
+				if r, ok := refused[gatewayv1.Hostname(h)]; !ok || r.reason != ReasonTooManyHostnames {
+					t.Errorf("hostname %s: %+v, want refused with %s", h, r, ReasonTooManyHostnames)
+				}
+			}
+			if got := refused.programmable(tc.gw); len(listenerHostnames(got)) != 0 {
+				t.Errorf("programmable keeps hostname listeners: %v", got.Spec.Listeners)
+			}
+		})
+	}
+}

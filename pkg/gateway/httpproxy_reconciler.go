@@ -169,7 +169,7 @@ func (r *HTTPProxyReconciler) finalize(ctx context.Context, s *proxyScope) (bool
 	if err := removeFinalizer(ctx, writer, s.proxy, finalizers...); err != nil {
 		return true, err
 	}
-	r.Slots.released(s.project, key)
+	r.Slots.released(s.project, slotKey{kindHTTPProxy, key})
 	return true, nil
 }
 
@@ -273,6 +273,15 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 		s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonUnsupportedBackend, "The proxy is not accepted")
 		if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != v1alpha.ReasonUnsupportedBackend {
 			s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, v1alpha.ReasonUnsupportedBackend, "Programming", "The proxy cannot be programmed: %s", why)
+		}
+		return true, nil
+	}
+	if n, bound := len(s.proxy.Spec.Hostnames), r.Config.HostnamesPerProxy; bound > 0 && n > bound {
+		why := fmt.Sprintf("The proxy has %d hostnames and may have at most %d (gateway.hostnamesPerProxy): none of them is programmed or claimed", n, bound)
+		s.setCondition(v1alpha.ConditionAccepted, false, ReasonTooManyHostnames, why)
+		s.setCondition(v1alpha.ConditionProgrammed, false, ReasonTooManyHostnames, "The proxy is not accepted")
+		if c := meta.FindStatusCondition(s.before.Status.Conditions, v1alpha.ConditionAccepted); c == nil || c.Reason != ReasonTooManyHostnames {
+			s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, ReasonTooManyHostnames, "Programming", "The proxy cannot be programmed: %s", why)
 		}
 		return true, nil
 	}
