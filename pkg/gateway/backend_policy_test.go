@@ -18,7 +18,11 @@ func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
 	}{
 		{"origin.example.org", ""},
 		{"api.example.com", ""},
-		{"xn--bcher-kva.example", ""}, // an IDN in its A-label form
+		{"xn--bcher-kva.example.com", ""}, // an IDN in its A-label form
+		{"kubernetes.default", "is not a public DNS name"},
+		{"a-b-c-d.default.pod", "is not a public DNS name"},
+		{"metadata", "is not a public DNS name"},
+		{"db.corp", "is not a public DNS name"},
 		{"localhost", "reserved domain localhost"},
 		{"localhost.", "reserved domain localhost"},
 		{"backend.demo.localhost", "reserved domain localhost"},
@@ -46,9 +50,13 @@ func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
 			t.Errorf("refusedBackendHost(%q) = %q, want %q", tc.host, got, tc.want)
 		}
 	}
-	// The list is the operator's: without localhost, a .localhost name passes.
-	if got := refusedBackendHost("backend.demo.localhost", []string{"svc"}); got != "" {
+	// The list is the operator's, on top of the rule: without localhost, a .localhost
+	// name is still no public name; with example.com, a public name in it is refused.
+	if got := refusedBackendHost("backend.demo.localhost", []string{"svc"}); !strings.Contains(got, "is not a public DNS name") {
 		t.Errorf("with localhost not reserved: %q", got)
+	}
+	if got := refusedBackendHost("db.corp.example.com", []string{"corp.example.com"}); !strings.Contains(got, "reserved domain corp.example.com") {
+		t.Errorf("with corp.example.com reserved: %q", got)
 	}
 }
 
@@ -64,6 +72,8 @@ func TestRefusedBackends(t *testing.T) {
 		"http://metadata.google.internal/computeMetadata": "reserved domain internal",
 		"http://evil.example.org@localhost:8080":          "reserved domain localhost",
 		"http://0x7f.0.0.1:9000":                          "reads as an IP address",
+		"http://kubernetes.default":                       `host "kubernetes.default" is not a public DNS name`,
+		"http://KUBE-DNS.KUBE-SYSTEM.:53":                 `host "KUBE-DNS.KUBE-SYSTEM." is not a public DNS name`,
 	} {
 		got := refusedBackends(proxy(endpoint), DefaultBackendReservedDomains, nil)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {
