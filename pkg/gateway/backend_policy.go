@@ -9,11 +9,12 @@ import (
 )
 
 // DefaultBackendReservedDomains are the operator's domains no backend may be in
-// (gateway.backendReservedDomains), beyond what netpolicy.RefusedName refuses of
-// itself: every name that is not a public DNS name, these included. The list names
-// them so a refusal says which platform domain a name is in; an operator adds the
-// public-looking names its edges answer privately (docs/design.md, Threat model).
-var DefaultBackendReservedDomains = []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"}
+// (gateway.backendReservedDomains) beyond netpolicy.RefusedName's rule: none. The rule
+// refuses every name that is not a public DNS name, which covers every domain the list
+// named before (localhost, localdomain, local, internal, svc, cluster.local and the
+// reverse zones under arpa); an operator lists the public-looking names its edges
+// answer privately (docs/design.md, Threat model).
+var DefaultBackendReservedDomains = []string{}
 
 // refusedBackendHost returns why host, a DNS name, may not be a backend, or "": only a
 // public DNS name, in none of the reserved domains, passes (netpolicy.RefusedName).

@@ -13,7 +13,7 @@ func TestDefaultConfig(t *testing.T) {
 		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
 		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
-		BackendReservedDomains:  []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"},
+		BackendReservedDomains:  []string{},
 		VerifyHostnames:         true,
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {

@@ -25,7 +25,7 @@ import (
 // (reverse lookups), is refused whole.
 //
 // reserved are the operator's domains beyond that (gateway.backendReservedDomains): a
-// name in one, or equal to one, is refused. They are for public-looking names an edge
+// public name in one, or equal to one, is refused. They are for public-looking names an edge
 // still answers privately: a split-horizon zone, or a namespace of the edge cluster
 // whose name is a TLD (x.app is a Service when the edge has a namespace app).
 //
@@ -49,16 +49,6 @@ func RefusedName(host string, reserved []string) string {
 		}
 		return fmt.Sprintf("host %q reads as an IP address (its last label %q is numeric) but is not one in canonical form: write an IPv4 address as four decimal numbers without leading zeros (such as 203.0.113.10), or name the backend by its DNS name", host, tld)
 	}
-	in := "" // the most specific reserved domain host is in
-	for _, d := range reserved {
-		d = strings.Trim(strings.ToLower(d), ".")
-		if d != "" && (h == d || strings.HasSuffix(h, "."+d)) && len(d) > len(in) {
-			in = d
-		}
-	}
-	if in != "" {
-		return fmt.Sprintf("host %q is in the reserved domain %s, which names the platform rather than a tenant's backend", host, in)
-	}
 	for _, l := range labels {
 		if l == "" {
 			return fmt.Sprintf("host %q has an empty label", host)
@@ -67,20 +57,30 @@ func RefusedName(host string, reserved []string) string {
 			return fmt.Sprintf("host %q has the label %q: a host name's labels are letters, digits and hyphens", host, l)
 		}
 	}
-	const public = "a backend is a public DNS name, under a top-level domain of the ICANN section of the public suffix list, with a label more than its public suffix (such as origin.example.com), or a public IP address"
+	const public = "a backend is a public DNS name (under an ICANN public suffix, such as origin.example.com) or a public IP address"
 	if len(labels) == 1 {
-		return fmt.Sprintf("host %q is not a public DNS name: a single label, which an edge's resolver completes through its search list into a cluster-local name (a Service of the edge's namespace); %s", host, public)
+		return fmt.Sprintf("host %q is not a public DNS name: a single label, which an edge's resolver completes into a cluster name; %s", host, public)
 	}
 	tld := labels[len(labels)-1]
 	if tld == "arpa" {
-		return fmt.Sprintf("host %q is not a public DNS name: arpa is the infrastructure domain (reverse lookups), not a backend's; %s", host, public)
+		return fmt.Sprintf("host %q is not a public DNS name: arpa is the infrastructure domain (reverse lookups); %s", host, public)
 	}
 	suffix, ok := icannSuffix(h)
 	if !ok {
-		return fmt.Sprintf("host %q is not a public DNS name: its top-level domain %q is not in the ICANN section of the public suffix list, so an edge's resolver may complete it into a cluster-local name (%s.<search domain>: a Service of namespace %s, a pod of the cluster DNS's pod form) or a private zone; %s", host, tld, h, tld, public)
+		return fmt.Sprintf("host %q is not a public DNS name: its top-level domain %q is not in the public suffix list's ICANN section, so an edge's resolver may complete it into a cluster name (a Service of namespace %s, a pod) or a private zone; %s", host, tld, tld, public)
 	}
 	if len(labels) <= strings.Count(suffix, ".")+1 {
-		return fmt.Sprintf("host %q is not a public DNS name: it is the public suffix %s itself, not a name registered under it; %s", host, suffix, public)
+		return fmt.Sprintf("host %q is not a public DNS name: it is the public suffix %s itself; %s", host, suffix, public)
+	}
+	in := "" // the most specific reserved domain host is in
+	for _, d := range reserved {
+		d = strings.Trim(strings.ToLower(d), ".")
+		if d != "" && (h == d || strings.HasSuffix(h, "."+d)) && len(d) > len(in) {
+			in = d
+		}
+	}
+	if in != "" {
+		return fmt.Sprintf("host %q is in the reserved domain %s, which the operator reserves (gateway.backendReservedDomains): it names the platform rather than a tenant's backend", host, in)
 	}
 	return ""
 }

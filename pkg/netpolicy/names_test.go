@@ -31,7 +31,7 @@ func TestRefusedName(t *testing.T) {
 		{"metadata", "a single label"},
 		{"kubernetes", "a single label"},
 		{"METADATA.", "a single label"},
-		{"kubernetes.default", `top-level domain "default" is not in the ICANN section`},
+		{"kubernetes.default", `top-level domain "default" is not in the public suffix list's ICANN section`},
 		{"kubernetes.default.", `top-level domain "default"`},
 		{"KUBERNETES.DEFAULT", `top-level domain "default"`},
 		{"kube-dns.kube-system", `top-level domain "kube-system"`},
