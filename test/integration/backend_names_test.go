@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -13,11 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
+	"anchorage/internal/app"
+	"anchorage/internal/cutover"
+	"anchorage/internal/harness"
 	"anchorage/pkg/gateway"
 )
 
@@ -194,6 +199,124 @@ func hubState(ctx context.Context, g *WithT, hubNS string) map[string]string {
 			out[fmt.Sprintf("%T/%s", obj, obj.GetName())] = string(obj.GetUID()) + "/" + obj.GetResourceVersion()
 			return nil
 		})).To(Succeed())
+	}
+	return out
+}
+
+// TestCutOverRefusesAStoredBackendThatIsNoPublicName: the previous manager stored and
+// programmed a proxy whose endpoint is a name only the edge's resolver completes
+// (kubernetes.default, the API server). The cut-over check reports it as changed,
+// naming the host and why, before the cut-over; after it, the proxy is Accepted=False,
+// reason Invalid, with the reason (not dropped in silence), no hub object carries the
+// name any more and the edge has no cluster for it, while the project's other proxy
+// and a second project keep serving, the second project's hub objects unchanged.
+func TestCutOverRefusesAStoredBackendThatIsNoPublicName(t *testing.T) {
+	gt := newGatewayTest(t, planeA)
+	victim := gt.another(planeB)
+	g, ctx := gt.g, gt.ctx
+	const hostile, hostileHost = "http://kubernetes.default:8080", "kubernetes.default"
+	suffix := rand.String(6)
+	state, err := harness.LayDownPrevious(ctx, harness.PreviousInput{
+		Hub: hub.Client, Plane: gt.plane.Client, Project: gt.project, Namespace: gt.ns, Suffix: suffix,
+		GatewayClass: gt.class, ControllerName: cutOverControllerName, DownstreamClass: cutOverDownstreamClass,
+		Issuer: cutOverIssuer, ClaimsNamespace: gt.env.ClaimsNamespace(),
+		Endpoints: map[string]string{"plain": hostile},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		for _, w := range state.Webhooks {
+			_ = gt.plane.Client.Delete(context.Background(), w)
+		}
+	})
+	hubNS := state.HubNamespace
+	g.Expect(hubCarries(ctx, g, hubNS, hostileHost)).NotTo(BeEmpty(), "the previous manager programmed the stored backend")
+
+	// Before the cut-over: the check names the proxy, the host and why.
+	checkOpts := cutover.Options{GatewayClass: gt.class, IssuerName: cutOverIssuer, DownstreamGatewayClass: cutOverDownstreamClass}
+	rows, err := cutover.Check(ctx, hub.Client, map[string]client.Client{gt.project: gt.plane.Client}, checkOpts)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rowsOf(rows, gt.ns.Name, hubNS, suffix)).To(ContainElement(And(
+		HaveField("Verdict", cutover.Changed), HaveField("Kind", cutover.KindHTTPProxy), HaveField("Name", "plain"),
+		HaveField("Detail", ContainSubstring(fmt.Sprintf("host %q is not a public DNS name", hostileHost))))), "the check reports the stored backend")
+	for _, w := range state.Webhooks {
+		g.Expect(gt.plane.Client.Delete(ctx, w)).To(Succeed())
+	}
+
+	edge, err := harness.NewEdge(hub.Client, cutOverDownstreamClass)
+	g.Expect(err).NotTo(HaveOccurred())
+	edgeCtx, stopEdge := context.WithCancel(ctx)
+	edgeDone := make(chan struct{})
+	go func() {
+		defer close(edgeDone)
+		edge.Serve(edgeCtx, harness.Namespaces(hubNS, victim.hubNS()), 250*time.Millisecond)
+	}()
+	t.Cleanup(func() { stopEdge(); <-edgeDone })
+	victim.createProxy(victim.newProxy("web", gatewayv1.Hostname("web-"+victim.project+".example.com")))
+	gt.startManager("cutover-names", edgeReportsStatus, func(o *app.Options) {
+		o.Gateway.ControllerName = cutOverControllerName
+		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
+		o.Gateway.CertificateIssuer.Name = cutOverIssuer
+	})
+	victim.waitProgrammed("web")
+	before := hubState(ctx, g, victim.hubNS())
+
+	// The stored proxy is refused with the reason; the other keeps serving.
+	g.Eventually(func(g Gomega) {
+		p := &v1alpha.HTTPProxy{}
+		g.Expect(gt.plane.Client.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "plain"}, p)).To(Succeed())
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha.ConditionAccepted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s %s", c.Reason, c.Message)
+		g.Expect(c.Reason).To(Equal(v1alpha.ReasonInvalid), c.Message)
+		g.Expect(c.Message).To(ContainSubstring(fmt.Sprintf("backend %q may not be programmed: host %q is not a public DNS name", hostile, hostileHost)))
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	waitAcceptedByUs(gt, "secure")
+
+	// The edge has no cluster for the name, and nothing on the hub carries it any more.
+	var v *harness.EdgeVerdict
+	g.Eventually(func(g Gomega) {
+		var err error
+		v, err = edge.Translate(ctx, hubNS)
+		g.Expect(err).NotTo(HaveOccurred())
+		clusters, err := harness.Resources[harness.EnvoyCluster](v, harness.XDSCluster)
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, c := range clusters {
+			for _, e := range c.Endpoints() {
+				g.Expect(e).NotTo(HavePrefix(hostileHost+":"), "edge cluster %s", c.Name)
+			}
+		}
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(hubCarries(ctx, g, hubNS, hostileHost)).To(BeEmpty(), "hub objects still carrying %s", hostileHost)
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	secure := &v1alpha.HTTPProxy{}
+	g.Expect(gt.plane.Client.Get(ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: "secure"}, secure)).To(Succeed())
+	t.Run("served/secure", func(t *testing.T) { expectServed(t, v, hubNS, secure) })
+
+	g.Expect(hubState(ctx, g, victim.hubNS())).To(Equal(before), "the second project's hub objects (UID/resourceVersion)")
+}
+
+// hubCarries names the hub Services in hubNS whose ExternalName is host, and the hub
+// EndpointSlices with host among their addresses.
+func hubCarries(ctx context.Context, g Gomega, hubNS, host string) []string {
+	var out []string
+	svcs := &corev1.ServiceList{}
+	g.Expect(hub.Client.List(ctx, svcs, client.InNamespace(hubNS))).To(Succeed())
+	for _, s := range svcs.Items {
+		if strings.TrimSuffix(strings.ToLower(s.Spec.ExternalName), ".") == host {
+			out = append(out, "Service "+s.Name)
+		}
+	}
+	slices := &discoveryv1.EndpointSliceList{}
+	g.Expect(hub.Client.List(ctx, slices, client.InNamespace(hubNS))).To(Succeed())
+	for _, s := range slices.Items {
+		for _, e := range s.Endpoints {
+			for _, a := range e.Addresses {
+				if strings.TrimSuffix(strings.ToLower(a), ".") == host {
+					out = append(out, "EndpointSlice "+s.Name)
+				}
+			}
+		}
 	}
 	return out
 }
