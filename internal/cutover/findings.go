@@ -173,7 +173,7 @@ func ProxyRows(project string, proxies []unstructured.Unstructured, opts Options
 		if refused := refusedEndpoints(p, opts.BackendReservedDomains); len(refused) > 0 {
 			rows = append(rows, Row{
 				Verdict: Changed, Project: project, Kind: KindHTTPProxy, Namespace: p.GetNamespace(), Name: p.GetName(),
-				Detail: fmt.Sprintf("%s: anchorage refuses these; the proxy gets Accepted=False, reason Invalid, with the reason, the refused backend is not programmed on the hub (its route's ResolvedRefs=False, RefNotPermitted), and the proxy's other backends and every other proxy keep serving; change the endpoint to a public DNS name or a public IP address before the cut-over",
+				Detail: fmt.Sprintf("%s: anchorage refuses these; the proxy gets Accepted=False, reason Invalid, with the reason, the refused backend is taken off the hub and the edge (its route's ResolvedRefs=False, RefNotPermitted), and the proxy's other backends and every other proxy keep serving; change the endpoint to a public DNS name or a public IP address before the cut-over",
 					strings.Join(refused, "; ")),
 			})
 		}
