@@ -56,7 +56,7 @@ func (d *demo) startReplicas(ctx context.Context) error {
 		d.say("%s  pid %d, metrics http://%s/metrics, log %s", name, r.proc.Pid(), r.metrics, r.logPath)
 	}
 	d.res.replicas = len(d.replicas)
-	d.say("each runs: %s --config=%s --kubeconfig=<hub> --identity=<name>; the file holds the namespace %s, short resync and Lease timings, the reserved backend domains but localhost,",
+	d.say("each runs: %s --config=%s --kubeconfig=<hub> --identity=<name>; the file holds the namespace %s, short resync and Lease timings,",
 		filepath.Base(d.cfg.manager), configPath, providerNamespace)
 	d.say("and domainVerification, on as by default: nameservers [%q], a pending Domain checked every %s for its first 2 minutes (by default every 5s, then 1m, then 5m)", d.dns.addr, domainCheckEvery)
 	err = poll(ctx, claimWithin, "the replicas to become ready", func(ctx context.Context) (bool, error) {

@@ -82,8 +82,8 @@ func (d *demo) verifyDomain(ctx context.Context) error {
 		return err
 	}
 	created := time.Now()
-	d.say("%-8s HTTPProxy %s/%s  %s -> https://backend.%s; no Domain in namespace %s covers %s yet",
-		acme.name, acme.namespace, px.name, px.host, px.host, acme.namespace, host)
+	d.say("%-8s HTTPProxy %s/%s  %s -> %s; no Domain in namespace %s covers %s yet",
+		acme.name, acme.namespace, px.name, px.host, originOf(px.host), acme.namespace, host)
 	if err := d.showRefused(ctx, px, nil); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (d *demo) verifyDomain(ctx context.Context) error {
 func (d *demo) refuseUnverified(ctx context.Context) error {
 	initech := d.projects[1]
 	host := "login." + acmeDomain
-	obj := proxyObject(initech, "lookalike", host, "https://backend."+host)
+	obj := proxyObject(initech, "lookalike", host, originOf(host))
 	if err := initech.plane.Client.Create(ctx, obj); err != nil {
 		return fmt.Errorf("creating HTTPProxy lookalike in project %s: %w", initech.name, err)
 	}

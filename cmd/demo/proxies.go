@@ -36,7 +36,7 @@ func (d *demo) createProxies(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			d.say("%-8s HTTPProxy %s/%s  %s -> https://backend.%s", p.name, p.namespace, px.name, px.host, px.host)
+			d.say("%-8s HTTPProxy %s/%s  %s -> %s", p.name, p.namespace, px.name, px.host, originOf(px.host))
 		}
 	}
 	began := time.Now()
@@ -47,6 +47,15 @@ func (d *demo) createProxies(ctx context.Context) error {
 	}
 	d.say("all %d Programmed=True %.1fs after the last was created (their hostnames under Verified Domains); on the hub:", len(d.proxies), time.Since(began).Seconds())
 	return d.showHub(ctx)
+}
+
+// originOf is the backend of the proxy serving host: the tenant's origin by a public
+// name (pay.acme.example serves from https://pay.acme.example.com), since a backend's
+// name must be a public DNS name (netpolicy.RefusedName) and .example is no public
+// suffix. The tenants' hostnames stay under .example: the demo's nameserver verifies
+// them, and no one else can.
+func originOf(host string) string {
+	return "https://" + strings.TrimSuffix(host, ".example") + ".example.com"
 }
 
 // proxyObject is an HTTPProxy in p's namespace serving host from endpoint.
@@ -67,7 +76,7 @@ func proxyObject(p *project, name, host, endpoint string) *v1alpha.HTTPProxy {
 
 // createProxy creates a proxy serving host and remembers it.
 func (d *demo) createProxy(ctx context.Context, p *project, name, host string) (*proxy, error) {
-	obj := proxyObject(p, name, host, "https://backend."+host)
+	obj := proxyObject(p, name, host, originOf(host))
 	if err := p.plane.Client.Create(ctx, obj); err != nil {
 		return nil, fmt.Errorf("creating HTTPProxy %s in project %s: %w", name, p.name, err)
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,9 +39,9 @@ const (
 const configFile = "config.yaml"
 
 // writeConfig writes the replicas' configuration file to path: the demo's namespace for
-// the kubeconfig Secrets and the Leases, the short resync and protocol timings, every
-// default reserved backend domain but localhost, and the Domain verification through
-// the demo's nameserver, checking a pending Domain every domainCheckEvery.
+// the kubeconfig Secrets and the Leases, the short resync and protocol timings, and the
+// Domain verification through the demo's nameserver, checking a pending Domain every
+// domainCheckEvery.
 func writeConfig(path, nameserver string) error {
 	return harness.WriteConfig(path, func(c *managerconfig.ManagerConfiguration) {
 		c.ProviderNamespace = providerNamespace
@@ -51,9 +50,6 @@ func writeConfig(path, nameserver string) error {
 		c.Resync.InitialJitter = metav1.Duration{Duration: resyncJitter}
 		c.Resync.ConfirmAfter = metav1.Duration{Duration: resyncConfirmAfter}
 		c.Resync.MinAge = metav1.Duration{Duration: resyncMinAge}
-		// The demo's own backend is a .localhost name on loopback (traffic.go), which
-		// the default reserved domains refuse.
-		c.Gateway.BackendReservedDomains = slices.DeleteFunc(c.Gateway.BackendReservedDomains, func(d string) bool { return d == "localhost" })
 		harness.SetTimings(c, harness.FastTimings)
 		// Verification stays on (the default); the TXT records are looked up at the
 		// demo's nameserver only (dns.go), and a pending Domain is checked every second

@@ -78,7 +78,7 @@ func (d *demo) serveRequest(ctx context.Context) error {
 	}
 	px := &proxy{project: p, name: "hello", host: helloHost}
 	d.proxies = append(d.proxies, px)
-	d.say("%-8s HTTPProxy %s/hello  %s/hello -> %s (a server of the demo's, on loopback: a .localhost name)", p.name, p.namespace, helloHost, endpoint)
+	d.say("%-8s HTTPProxy %s/hello  %s/hello -> %s (a server of the demo's, on loopback, by a public name)", p.name, p.namespace, helloHost, endpoint)
 	began := time.Now()
 	if err := d.waitProgrammed(ctx, px); err != nil {
 		return err
@@ -128,18 +128,19 @@ func (d *demo) serveRequest(ctx context.Context) error {
 // verified domain, so it is programmed at once.
 const helloHost = "hello." + acmeDomain
 
-// backendHost is the demo backend's name: a .localhost name is loopback (RFC 6761),
-// which the demo's client resolves as such (loopbackClient), as an edge's resolver would.
-const backendHost = "backend.demo.localhost"
+// backendHost is the demo backend's name: a public DNS name, as every backend name must
+// be (netpolicy.RefusedName), which the demo's client resolves to its server on
+// loopback (loopbackClient), standing in for the public DNS an edge would ask.
+const backendHost = "backend.demo.example.com"
 
-// loopbackClient reaches every .localhost name on 127.0.0.1.
+// loopbackClient reaches backendHost on 127.0.0.1.
 var loopbackClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 	DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return nil, err
 		}
-		if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		if host == backendHost {
 			addr = net.JoinHostPort("127.0.0.1", port)
 		}
 		var d net.Dialer

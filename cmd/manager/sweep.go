@@ -105,7 +105,7 @@ func (s *sweepFlags) cutOverConfig(c sweepConfig) (sweepConfig, error) {
 	}
 	g := c.loaded.Gateway
 	c.cutOver = &cutover.Options{GatewayClass: g.GatewayClassName, IssuerName: g.CertificateIssuer.Name,
-		DownstreamGatewayClass: g.DownstreamGatewayClassName, Projects: s.projects}
+		DownstreamGatewayClass: g.DownstreamGatewayClassName, Projects: s.projects, BackendReservedDomains: g.BackendReservedDomains}
 	return c, nil
 }
 

@@ -102,7 +102,7 @@ func checkPlane(ctx context.Context, project string, c client.Client, opts Optio
 	rows := WebhookRows(project, PlaneWrites, validating, mutating)
 
 	proxies, _ := r.unstructured(ctx, gvkHTTPProxy)
-	proxyRows, left := ProxyRows(project, proxies)
+	proxyRows, left := ProxyRows(project, proxies, opts)
 	rows = append(rows, proxyRows...)
 	out.left = left
 

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/netpolicy"
 )
 
 // Finalizers the previous manager wrote that anchorage honours (wire format).
@@ -65,6 +68,9 @@ type Options struct {
 	Projects []string
 	// Workers is how many planes are read at once (default 4).
 	Workers int
+	// BackendReservedDomains are the replicas' gateway.backendReservedDomains: backend
+	// names in them are refused on top of netpolicy.RefusedName's rule.
+	BackendReservedDomains []string
 }
 
 // The replicas' defaults (pkg/gateway; cmd/manager's tests check they agree).
@@ -138,10 +144,13 @@ func plural(kind string) string {
 
 // ProxyRows returns, for HTTPProxies read as unstructured objects (so the check does not
 // depend on the Go type's fields): an adopted row per proxy carrying the previous
-// manager's replicator finalizer, and a left row per proxy with a connector or instance
-// backend. It also returns the UIDs of the latter: what was programmed for them is left
-// alone, so no other row is reported about it.
-func ProxyRows(project string, proxies []unstructured.Unstructured) ([]Row, map[types.UID]bool) {
+// manager's replicator finalizer, a left row per proxy with a connector or instance
+// backend, and a changed row per other proxy with an endpoint anchorage refuses (a
+// name that is not a public DNS name or is in opts.BackendReservedDomains, an IP
+// address that is not public unicast: refusedEndpoints). It also returns the UIDs of
+// the left ones: what was programmed for them is left alone, so no other row is
+// reported about it.
+func ProxyRows(project string, proxies []unstructured.Unstructured, opts Options) ([]Row, map[types.UID]bool) {
 	var rows []Row
 	left := map[types.UID]bool{}
 	for i := range proxies {
@@ -159,9 +168,51 @@ func ProxyRows(project string, proxies []unstructured.Unstructured) ([]Row, map[
 				Detail: fmt.Sprintf("%s: anchorage cannot program these; the proxy gets Accepted=False, reason UnsupportedBackend, and nothing programmed for it (its Gateway, HTTPRoute, EndpointSlices, hub objects) is touched",
 					strings.Join(unsupported, "; ")),
 			})
+			continue
+		}
+		if refused := refusedEndpoints(p, opts.BackendReservedDomains); len(refused) > 0 {
+			rows = append(rows, Row{
+				Verdict: Changed, Project: project, Kind: KindHTTPProxy, Namespace: p.GetNamespace(), Name: p.GetName(),
+				Detail: fmt.Sprintf("%s: anchorage refuses these; the proxy gets Accepted=False, reason Invalid, with the reason, the refused backend is taken off the hub and the edge (its route's ResolvedRefs=False, RefNotPermitted), and the proxy's other backends and every other proxy keep serving; change the endpoint to a public DNS name or a public IP address before the cut-over",
+					strings.Join(refused, "; ")),
+			})
 		}
 	}
 	return rows, left
+}
+
+// refusedEndpoints says why each of a proxy's endpoint backends anchorage refuses is
+// refused: the replicas' judgement (pkg/gateway refusedBackends), without the
+// operator's gateway.backendDeniedNetworks.
+func refusedEndpoints(p *unstructured.Unstructured, reserved []string) []string {
+	var out []string
+	rules, _, _ := unstructured.NestedSlice(p.Object, "spec", "rules")
+	for i, r := range rules {
+		rule, _ := r.(map[string]any)
+		backends, _, _ := unstructured.NestedSlice(rule, "backends")
+		for _, b := range backends {
+			backend, _ := b.(map[string]any)
+			endpoint, _, _ := unstructured.NestedString(backend, "endpoint")
+			if endpoint == "" {
+				continue
+			}
+			u, err := url.Parse(endpoint)
+			if err != nil {
+				continue // the proxy is Invalid for its endpoint already
+			}
+			host := u.Hostname()
+			why := ""
+			if _, err := netip.ParseAddr(host); err == nil {
+				why = netpolicy.Refused(host, nil)
+			} else {
+				why = netpolicy.RefusedName(host, reserved)
+			}
+			if why != "" {
+				out = append(out, fmt.Sprintf("rule %d: backend %q: %s", i, endpoint, why))
+			}
+		}
+	}
+	return out
 }
 
 // unsupportedBackends names a proxy's connector and instance backends.

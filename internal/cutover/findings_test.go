@@ -120,7 +120,7 @@ func TestProxyRows(t *testing.T) {
 		proxy("replicated", []string{FinalizerHTTPProxyCleanup, FinalizerReplicator}, endpoint),
 		proxy("tunnelled", nil, connector),
 		proxy("on-vm", nil, instance),
-	})
+	}, Options{})
 	Sort(rows)
 	expectRows(t, "proxies", rows,
 		"adopted acme HTTPProxy shop replicated",
@@ -133,6 +133,44 @@ func TestProxyRows(t *testing.T) {
 		t.Errorf("left %v: want the connector and the instance proxies", left)
 	}
 }
+
+// TestProxyRowsRefusedBackends: a stored proxy whose endpoint anchorage refuses (a name
+// that is no public DNS name, a reserved one, a non-public IP address) is reported as
+// changed before the cut-over, each refused backend named with the reason; a proxy left
+// for its connector is not judged, a public backend not reported.
+func TestProxyRowsRefusedBackends(t *testing.T) {
+	ep := func(e string) map[string]any { return map[string]any{"endpoint": e} }
+	rows, left := ProxyRows("acme", []unstructured.Unstructured{
+		proxy("public", nil, ep("https://api.example.com"), ep("http://203.0.113.10:8080")),
+		proxy("apiserver", nil, ep("https://api.example.com"), ep("https://kubernetes.default")),
+		proxy("pod-form", nil, ep("http://169-254-169-254.default.pod")),
+		proxy("short", nil, ep("http://METADATA.")),
+		proxy("corp", nil, ep("http://db.corp:5432")),
+		proxy("reserved", nil, ep("http://db.intra.example.com")),
+		proxy("private-ip", nil, ep("http://10.0.0.1")),
+		proxy("tunnelled", nil, map[string]any{"endpoint": "http://localhost:8080", "connector": map[string]any{"name": "tunnel"}}),
+	}, Options{BackendReservedDomains: []string{"intra.example.com"}})
+	Sort(rows)
+	expectRows(t, "proxies", rows,
+		"changed acme HTTPProxy shop apiserver",
+		"changed acme HTTPProxy shop corp",
+		"changed acme HTTPProxy shop pod-form",
+		"changed acme HTTPProxy shop private-ip",
+		"changed acme HTTPProxy shop reserved",
+		"changed acme HTTPProxy shop short",
+		"left acme HTTPProxy shop tunnelled")
+	expectDetail(t, "apiserver", rows[0:1], `rule 0: backend "https://kubernetes.default"`, `host "kubernetes.default" is not a public DNS name`, `top-level domain "default"`,
+		"Accepted=False, reason Invalid", "every other proxy keep serving")
+	expectDetail(t, "corp", rows[1:2], `host "db.corp" is not a public DNS name`)
+	expectDetail(t, "pod-form", rows[2:3], `host "169-254-169-254.default.pod" is not a public DNS name`)
+	expectDetail(t, "private-ip", rows[3:4], `host "10.0.0.1" is a private range`)
+	expectDetail(t, "reserved", rows[4:5], "reserved domain intra.example.com")
+	expectDetail(t, "short", rows[5:6], `host "METADATA." is not a public DNS name: a single label`)
+	if len(left) != 1 || !left["uid-tunnelled"] {
+		t.Errorf("left %v: want the connector proxy only", left)
+	}
+}
+
 
 func gateway(m metav1.ObjectMeta, class string, listeners ...string) gatewayv1.Gateway {
 	gw := gatewayv1.Gateway{ObjectMeta: m, Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}}

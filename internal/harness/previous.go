@@ -93,6 +93,10 @@ type PreviousInput struct {
 	Suffix                                                                 string
 	GatewayClass, ControllerName, DownstreamClass, Issuer, ClaimsNamespace string
 	TargetDomain                                                           string
+	// Endpoints, when set, replace the endpoint of the named endpoint proxies (plain,
+	// leaving; secure keeps its tls.hostname): what a tenant may have stored under the
+	// previous manager, such as a name only the edge's resolver completes.
+	Endpoints map[string]string
 }
 
 // PreviousProxy is what was laid down for one proxy.
@@ -206,6 +210,9 @@ func (l *prevLayer) namespaces(ctx context.Context) error {
 // proxy lays down one proxy, upstream then hub, then the status NSO writes upstream.
 func (l *prevLayer) proxy(ctx context.Context, name string) (*PreviousProxy, error) {
 	b := prevBackends[name]
+	if e, ok := l.in.Endpoints[name]; ok && b.endpoint != "" && b.connector == "" {
+		b.endpoint = e
+	}
 	p := &PreviousProxy{Name: name, Hostname: name + "." + l.in.Suffix}
 	if err := l.upstream(ctx, p, b); err != nil {
 		return nil, err

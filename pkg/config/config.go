@@ -181,8 +181,15 @@ type Gateway struct {
 	// Programmed follows the edge's status and stays False (reason Pending) until then.
 	AssumeWrittenIsProgrammed bool `json:"assumeWrittenIsProgrammed"`
 	// BackendReservedDomains are domains no proxy backend may be in (the name or any name
-	// under it); non-ASCII hosts, and numeric-looking ones that are not an IP address in
-	// canonical form, are always refused.
+	// under it), beyond the rule always applied: a backend name must be a public DNS
+	// name, under a top-level domain of the public suffix list's ICANN section with a
+	// label more than its public suffix, so single labels, cluster names (svc,
+	// cluster.local, <name>.<namespace>, the pod form), private TLDs (internal, corp,
+	// local, localhost) and arpa are refused whatever this lists, as are non-ASCII hosts
+	// and numeric-looking ones that are not an IP address in canonical form. List here
+	// the public-looking names an edge answers privately: a split-horizon zone, or a
+	// namespace of the edge cluster named like a TLD (a name ending in it is completed
+	// into a Service of that namespace).
 	BackendReservedDomains []string `json:"backendReservedDomains"`
 	// BackendDeniedNetworks are CIDRs no IP-address backend may be in, beyond the
 	// non-public ranges always refused (loopback, link-local, private, shared,

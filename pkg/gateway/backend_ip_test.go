@@ -93,7 +93,7 @@ func TestIPBackendPolicy(t *testing.T) {
 		{"http://[2001:db8:ffff::5]", []string{"is in 2001:db8:ffff::/48, listed in gateway.backendDeniedNetworks"}},
 		{"https://203.0.113.77", []string{"is in 203.0.113.77/32, the hub API server's address"}},
 		// DNS names keep their rules.
-		{"http://localhost:8080", []string{"reserved domain localhost"}},
+		{"http://localhost:8080", []string{`host "localhost" is not a public DNS name`}},
 	}
 	for _, tc := range cases {
 		u, err := url.Parse(tc.endpoint)

@@ -18,16 +18,20 @@ func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
 	}{
 		{"origin.example.org", ""},
 		{"api.example.com", ""},
-		{"xn--bcher-kva.example", ""}, // an IDN in its A-label form
-		{"localhost", "reserved domain localhost"},
-		{"localhost.", "reserved domain localhost"},
-		{"backend.demo.localhost", "reserved domain localhost"},
-		{"LOCALHOST", "reserved domain localhost"},
-		{"metadata.google.internal", "reserved domain internal"},
-		{"kubernetes.default.svc", "reserved domain svc"},
-		{"kubernetes.default.svc.cluster.local", "reserved domain cluster.local"},
-		{"printer.local", "reserved domain local"},
-		{"1.0.0.127.in-addr.arpa", "reserved domain in-addr.arpa"},
+		{"xn--bcher-kva.example.com", ""}, // an IDN in its A-label form
+		{"kubernetes.default", "is not a public DNS name"},
+		{"a-b-c-d.default.pod", "is not a public DNS name"},
+		{"metadata", "is not a public DNS name"},
+		{"db.corp", "is not a public DNS name"},
+		{"localhost", "a single label"},
+		{"localhost.", "a single label"},
+		{"backend.demo.localhost", "top-level domain \"localhost\""},
+		{"LOCALHOST", "a single label"},
+		{"metadata.google.internal", "top-level domain \"internal\""},
+		{"kubernetes.default.svc", "top-level domain \"svc\""},
+		{"kubernetes.default.svc.cluster.local", "top-level domain \"local\""},
+		{"printer.local", "top-level domain \"local\""},
+		{"1.0.0.127.in-addr.arpa", "arpa is the infrastructure domain"},
 		{"notlocalhost.example.org", ""},
 		{"127.1", "reads as an IP address"},
 		{"0177.0.0.1", "reads as an IP address"},
@@ -46,9 +50,13 @@ func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
 			t.Errorf("refusedBackendHost(%q) = %q, want %q", tc.host, got, tc.want)
 		}
 	}
-	// The list is the operator's: without localhost, a .localhost name passes.
-	if got := refusedBackendHost("backend.demo.localhost", []string{"svc"}); got != "" {
+	// The list is the operator's, on top of the rule: without localhost, a .localhost
+	// name is still no public name; with example.com, a public name in it is refused.
+	if got := refusedBackendHost("backend.demo.localhost", []string{"svc"}); !strings.Contains(got, "is not a public DNS name") {
 		t.Errorf("with localhost not reserved: %q", got)
+	}
+	if got := refusedBackendHost("db.corp.example.com", []string{"corp.example.com"}); !strings.Contains(got, "reserved domain corp.example.com") {
+		t.Errorf("with corp.example.com reserved: %q", got)
 	}
 }
 
@@ -61,9 +69,11 @@ func TestRefusedBackends(t *testing.T) {
 	}
 	for endpoint, want := range map[string]string{
 		"https://origin.example.org":                      "",
-		"http://metadata.google.internal/computeMetadata": "reserved domain internal",
-		"http://evil.example.org@localhost:8080":          "reserved domain localhost",
+		"http://metadata.google.internal/computeMetadata": `host "metadata.google.internal" is not a public DNS name`,
+		"http://evil.example.org@localhost:8080":          `host "localhost" is not a public DNS name`,
 		"http://0x7f.0.0.1:9000":                          "reads as an IP address",
+		"http://kubernetes.default":                       `host "kubernetes.default" is not a public DNS name`,
+		"http://KUBE-DNS.KUBE-SYSTEM.:53":                 `host "KUBE-DNS.KUBE-SYSTEM." is not a public DNS name`,
 	} {
 		got := refusedBackends(proxy(endpoint), DefaultBackendReservedDomains, nil)
 		if (want == "") != (got == "") || !strings.Contains(got, want) {

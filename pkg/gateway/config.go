@@ -58,7 +58,7 @@ type Config struct {
 	// claimed. 0: no bound.
 	HostnamesPerGateway     int
 	HostnameClaimsNamespace string   // the hub namespace of the hostname claims
-	BackendReservedDomains  []string // the domains no backend may be in; empty refuses none
+	BackendReservedDomains  []string // domains no backend may be in beyond netpolicy.RefusedName; empty adds none
 	// VerifyHostnames programs a hostname only while a Verified Domain in the Gateway's
 	// namespace covers it (pkg/domain); one already held stays (docs/design.md,
 	// Verified domains).

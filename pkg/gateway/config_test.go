@@ -14,7 +14,7 @@ func TestDefaultConfig(t *testing.T) {
 		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
 		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
-		BackendReservedDomains:  []string{"localhost", "localdomain", "local", "internal", "svc", "cluster.local", "in-addr.arpa", "ip6.arpa"},
+		BackendReservedDomains:  []string{},
 		VerifyHostnames:         true,
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {

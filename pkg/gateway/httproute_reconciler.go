@@ -248,6 +248,9 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	if err != nil {
 		return nil, resolved, err
 	}
+	if err := r.deletePreviousBackendObjects(ctx, s, w, wanted); err != nil {
+		return nil, resolved, err
+	}
 	return written.(*gatewayv1.HTTPRoute), resolved, r.deleteBackendObjects(ctx, s, w, wanted)
 }
 

@@ -9,9 +9,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
@@ -145,6 +149,65 @@ func isPreviousBackendSliceOf(obj client.Object, route anchor.Owner) bool {
 	}
 	p, err := anchor.ProjectFromClusterName(labels[anchor.LabelClusterName])
 	return err == nil && p == route.Project
+}
+
+// isPreviousBackendOf reports whether obj, a hub object named for one of route's
+// backendRefs, is what the previous manager wrote for that backend: its backend slice
+// (isPreviousBackendSliceOf), or a Service or BackendTLSPolicy labelled for no upstream
+// object and controlled by the hub HTTPRoute of the route's name. This manager's own
+// are labelled for the route and hang on its anchor.
+func isPreviousBackendOf(obj client.Object, route anchor.Owner) bool {
+	if isPreviousBackendSliceOf(obj, route) {
+		return true
+	}
+	switch obj.(type) {
+	case *corev1.Service, *gatewayv1.BackendTLSPolicy:
+	default:
+		return false
+	}
+	if !strings.HasPrefix(obj.GetName(), "route-"+string(route.UID)+"-rule-") || obj.GetLabels()[anchor.LabelKind] != "" {
+		return false
+	}
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.Kind == kindHTTPRoute && strings.HasPrefix(ref.APIVersion, gatewayv1.GroupName+"/") && ref.Name == route.Name
+}
+
+// deletePreviousBackendObjects deletes the hub objects the previous manager wrote for
+// each backendRef of the route that has no hub objects wanted now (refused, such as a
+// stored endpoint that is no public DNS name, or its backend gone). A resolved backend
+// adopts them by writing over them; a refused one would leave them where the hub
+// route's reference still reaches them, and the edge would keep serving the backend
+// the proxy's condition says is refused.
+func (r *HTTPRouteReconciler) deletePreviousBackendObjects(ctx context.Context, s *routeScope, w hubWriter, keep map[string]bool) error {
+	for i, rule := range s.route.Spec.Rules {
+		for j := range rule.BackendRefs {
+			name := BackendObjectName(s.route.UID, i, j)
+			for _, kind := range backendKinds {
+				if keep[kind.name+"/"+name] {
+					continue
+				}
+				existing := kind.object()
+				err := w.hub.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, existing)
+				if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("reading %s %s/%s on the hub: %w", kind.name, w.ns, name, err)
+				}
+				if !isPreviousBackendOf(existing, w.owner) || existing.GetDeletionTimestamp() != nil {
+					continue
+				}
+				uid, rv := existing.GetUID(), existing.GetResourceVersion()
+				logf.FromContext(ctx).Info("Deleting the previous manager's hub object of a backend with none wanted", "kind", kind.name, "object", klog.KObj(existing), "uid", uid)
+				if err := w.hub.Delete(ctx, existing, client.Preconditions{UID: &uid, ResourceVersion: &rv}); err != nil && !apierrors.IsNotFound(err) {
+					w.metrics.downstreamWrite(kind.name, resultError)
+					return fmt.Errorf("deleting %s %s/%s on the hub: %w", kind.name, w.ns, name, err)
+				}
+				w.metrics.downstreamWrite(kind.name, resultDeleted)
+			}
+		}
+	}
+	return nil
 }
 
 // EndpointSliceReconciler finalizes the previous manager's upstream EndpointSlices

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
@@ -178,6 +180,43 @@ func TestIsPreviousBackendSliceOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		if got := isPreviousBackendSliceOf(tc.obj, route); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
+		}
+	}
+}
+
+// TestIsPreviousBackendOf: the previous manager's Service and BackendTLSPolicy of a
+// route's backend (controlled by the hub route, labelled for nothing) and its backend
+// slice are deleted when the backend is refused; this manager's own objects, another
+// route's, and a kind a backend does not have are not the previous manager's.
+func TestIsPreviousBackendOf(t *testing.T) {
+	route := anchor.Owner{Project: "acme", Group: gatewayv1.GroupName, Kind: kindHTTPRoute, Namespace: "team", Name: "web", UID: "11111111-1111-1111-1111-111111111111"}
+	own := BackendObjectName(route.UID, 0, 0)
+	byRoute := func(name string) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: "gateway.networking.k8s.io/v1", Kind: kindHTTPRoute, Name: name, UID: "hub-route", Controller: ptr.To(true)}}
+	}
+	meta := func(name string, owners []metav1.OwnerReference, labels map[string]string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, OwnerReferences: owners, Labels: labels}
+	}
+	ours := map[string]string{anchor.LabelKind: kindHTTPRoute, anchor.LabelNamespace: "team", anchor.LabelName: "web"}
+	prevSlice := map[string]string{anchor.LabelClusterName: "cluster-acme", anchor.LabelGroup: discoveryv1.GroupName, anchor.LabelKind: kindEndpointSlice, anchor.LabelNamespace: "team", anchor.LabelName: "web-0-0"}
+	cases := []struct {
+		reason string
+		obj    client.Object
+		want   bool
+	}{
+		{"the previous manager's Service", &corev1.Service{ObjectMeta: meta(own, byRoute("web"), nil)}, true},
+		{"the previous manager's BackendTLSPolicy", &gatewayv1.BackendTLSPolicy{ObjectMeta: meta(own, byRoute("web"), nil)}, true},
+		{"the previous manager's slice", &discoveryv1.EndpointSlice{ObjectMeta: meta(own, byRoute("web"), prevSlice)}, true},
+		{"this manager's Service", &corev1.Service{ObjectMeta: meta(own, nil, ours)}, false},
+		{"labelled, though controlled by the route", &corev1.Service{ObjectMeta: meta(own, byRoute("web"), ours)}, false},
+		{"controlled by another hub route", &corev1.Service{ObjectMeta: meta(own, byRoute("other"), nil)}, false},
+		{"controlled by nothing", &corev1.Service{ObjectMeta: meta(own, nil, nil)}, false},
+		{"another route's name", &corev1.Service{ObjectMeta: meta(BackendObjectName("22222222-2222-2222-2222-222222222222", 0, 0), byRoute("web"), nil)}, false},
+		{"a kind a backend does not have", &corev1.ConfigMap{ObjectMeta: meta(own, byRoute("web"), nil)}, false},
+	}
+	for _, tc := range cases {
+		if got := isPreviousBackendOf(tc.obj, route); got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.reason, got, tc.want)
 		}
 	}

@@ -35,7 +35,7 @@ func TestBackendsAimedAtThePlatformAreRefused(t *testing.T) {
 		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha.ConditionAccepted)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Reason).To(Equal(v1alpha.ReasonInvalid))
-		g.Expect(c.Message).To(ContainSubstring("reserved domain internal"))
+		g.Expect(c.Message).To(ContainSubstring(`host "metadata.google.internal" is not a public DNS name`))
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 
 	host := gatewayv1.Hostname("direct-" + gt.project + ".example.com")
@@ -64,7 +64,7 @@ func TestBackendsAimedAtThePlatformAreRefused(t *testing.T) {
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(string(gatewayv1.RouteReasonRefNotPermitted)), c.Message)
-		g.Expect(c.Message).To(ContainSubstring("reserved domain cluster.local"))
+		g.Expect(c.Message).To(ContainSubstring(`host "kubernetes.default.svc.cluster.local" is not a public DNS name`))
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 	got := &gatewayv1.HTTPRoute{}
 	g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
