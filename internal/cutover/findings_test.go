@@ -171,7 +171,6 @@ func TestProxyRowsRefusedBackends(t *testing.T) {
 	}
 }
 
-
 func gateway(m metav1.ObjectMeta, class string, listeners ...string) gatewayv1.Gateway {
 	gw := gatewayv1.Gateway{ObjectMeta: m, Spec: gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}}
 	for _, l := range listeners {
