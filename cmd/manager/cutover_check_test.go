@@ -48,6 +48,7 @@ func TestCutOverCheckFlags(t *testing.T) {
 	g.Expect(c.cutOver).NotTo(BeNil())
 	g.Expect(*c.cutOver).To(Equal(cutover.Options{
 		GatewayClass: gateway.DefaultConfig().GatewayClassName, IssuerName: gateway.DefaultConfig().CertificateIssuer.Name, DownstreamGatewayClass: gateway.DefaultConfig().DownstreamGatewayClassName,
+		BackendReservedDomains: gateway.DefaultConfig().BackendReservedDomains,
 	}), "the defaults are the replicas'")
 	g.Expect(c.output).To(Equal(outputTable))
 	// The package's own defaults, for callers that leave the options empty, agree.
@@ -59,13 +60,13 @@ func TestCutOverCheckFlags(t *testing.T) {
 gateway: {gatewayClassName: datum-external-global-proxy, certificateIssuer: {name: letsencrypt}, downstreamGatewayClassName: edge}
 `))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt", DownstreamGatewayClass: "edge", Projects: []string{"a", "b"}}))
+	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt", DownstreamGatewayClass: "edge", Projects: []string{"a", "b"}, BackendReservedDomains: []string{}}))
 	g.Expect(c.output).To(Equal(outputJSON))
 
 	// The previous manager's own file: the check compares with what its keys became.
 	c, err = parseSweep("--cut-over-check", writeConfig(t, previousConfig))
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt-prod", DownstreamGatewayClass: "datum-downstream-gateway"}))
+	g.Expect(*c.cutOver).To(Equal(cutover.Options{GatewayClass: "datum-external-global-proxy", IssuerName: "letsencrypt-prod", DownstreamGatewayClass: "datum-downstream-gateway", BackendReservedDomains: []string{}}))
 
 	c, err = parseSweep("--once")
 	g.Expect(err).NotTo(HaveOccurred())
