@@ -33,15 +33,7 @@ func TestBackendPolicyRefusesWhatATenantMayNotAimAt(t *testing.T) {
 		{"printer.local", "top-level domain \"local\""},
 		{"1.0.0.127.in-addr.arpa", "arpa is the infrastructure domain"},
 		{"notlocalhost.example.org", ""},
-		{"127.1", "reads as an IP address"},
-		{"0177.0.0.1", "reads as an IP address"},
-		{"0x7f.0.0.1", "reads as an IP address"},
-		{"0x7f000001", "reads as an IP address"},
-		{"2130706433", "reads as an IP address"},
-		{"169.254.169.254", "reads as an IP address"},
-		{"10.0.0.1.", "reads as an IP address"},
-		{"ｌｏｃａｌｈｏｓｔ", "not ASCII"},
-		{"bücher.example", "not ASCII"},
+		{"127.1", "reads as an IP address"}, // the other spellings: netpolicy's TestRefusedName
 		{"", "no host"},
 	}
 	for _, tc := range cases {
