@@ -208,6 +208,9 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		if err != nil {
 			return nil, err
 		}
+		if r.programmed.refusedWrite(s.project, s.gw) {
+			unverified = notClaimedAfterARefusedWrite(s.gw, held, unverified)
+		}
 		if refused, taken, err = claims.claim(ctx, who, s.gw, held, unverified); err != nil {
 			return nil, errors.Join(err, releaseAfterFailedWrite(ctx, claims, hub, hubNS, s.gw.Name, held, taken))
 		}
@@ -220,6 +223,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		if isGuardRefusal(err) {
 			return nil, err // not this Gateway's any more: its finalizer or next reconcile decides
 		}
+		r.programmed.rememberRefusedWrite(s.project, s.gw)
 		return nil, errors.Join(err, releaseAfterFailedWrite(ctx, claims, hub, hubNS, s.gw.Name, held, taken))
 	}
 	if err := claims.releaseUnless(ctx, held, listenerHostnames(programmable)); err != nil {
@@ -256,6 +260,17 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 // stands does not listen on: the hub keeps serving the previous spec, so what that serves
 // stays claimed, and nothing else is. When the hub Gateway cannot be read, only what this
 // reconcile took is released.
+// notClaimedAfterARefusedWrite adds to refused every listener hostname of gw not held:
+// the hub refused this generation's write, so nothing new is claimed until it changes.
+func notClaimedAfterARefusedWrite(gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap, refused refusedHostnames) refusedHostnames {
+	for h := range listenerHostnames(gw) {
+		if _, no := refused[gatewayv1.Hostname(h)]; !no && held[h] == nil {
+			refused[gatewayv1.Hostname(h)] = refusal{v1alpha.ReasonHubWriteFailed, fmt.Sprintf("hostname %s is not claimed: the hub refused this generation of the Gateway; change it to try again", h)}
+		}
+	}
+	return refused
+}
+
 func releaseAfterFailedWrite(ctx context.Context, claims hostnameClaims, hub client.Reader, hubNS, name string, held, taken map[string]*corev1.ConfigMap) error {
 	serving := &gatewayv1.Gateway{}
 	err := hub.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: name}, serving)

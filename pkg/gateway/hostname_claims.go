@@ -288,10 +288,43 @@ func (r *GatewayReconciler) unverifiedHostnames(ctx context.Context, s *gatewayS
 	return refused, nil
 }
 
-// hostnameSets remembers, per Gateway, the hostnames last programmed on the hub.
+// hostnameSets remembers, per Gateway, the hostnames last programmed on the hub, and
+// the generation whose hub write was refused: until the Gateway changes it claims
+// nothing new, so its retries never hold, even for the length of a write, a hostname
+// another project is waiting for.
 type hostnameSets struct {
-	mu   sync.Mutex
-	last map[string]string
+	mu      sync.Mutex
+	last    map[string]string
+	refused map[string]int64
+}
+
+// rememberRefusedWrite records that the hub refused gw's current generation.
+func (h *hostnameSets) rememberRefusedWrite(project string, gw *gatewayv1.Gateway) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refused == nil {
+		h.refused = map[string]int64{}
+	}
+	h.refused[hostnameSetKey(project, gw)] = gw.Generation
+}
+
+// refusedWrite reports whether the hub refused gw's current generation; a record of
+// an older generation is dropped.
+func (h *hostnameSets) refusedWrite(project string, gw *gatewayv1.Gateway) bool {
+	if h == nil {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	key := hostnameSetKey(project, gw)
+	gen, ok := h.refused[key]
+	if ok && gen != gw.Generation {
+		delete(h.refused, key)
+	}
+	return ok && gen == gw.Generation
 }
 
 // noticeHostnames reconciles the Gateway's routes again when its hub hostnames changed.
@@ -322,6 +355,7 @@ func (h *hostnameSets) forget(project string, gw *gatewayv1.Gateway) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.last, hostnameSetKey(project, gw))
+	delete(h.refused, hostnameSetKey(project, gw))
 }
 
 // hostnamesNotHeldError: none of a route's hostnames is on its Gateways' hub copies.

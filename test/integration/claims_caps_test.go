@@ -127,7 +127,7 @@ func TestARefusedGatewayWriteHoldsNoClaim(t *testing.T) {
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha.ReasonHubWriteFailed), "the hub refused the write: %s", c.Message)
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
-	// Each retry takes the claims again for as long as its write takes, and releases them.
+	// The first write takes the claims and releases them; the retries of that generation claim nothing.
 	g.Eventually(func() []string { return claimsOf(a, hosts) }, gwProgrammedWithin, gwPoll).Should(BeEmpty(), "a Gateway the hub refused holds no claim")
 	g.Expect(goneFromHub(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: a.hubNS(), Name: "hoard"}})).To(BeTrue(), "nothing on the hub")
 	b.unchanged()
