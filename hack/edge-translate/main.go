@@ -83,7 +83,11 @@ func run(file, envoyAddress string, w io.Writer) error {
 		GatewayControllerName: string(res.GatewayClass.Spec.ControllerName),
 		GatewayClassName:      gwapiv1.ObjectName(res.GatewayClass.Name),
 		BackendEnabled:        true,
-		Logger:                logging.DefaultLogger(io.Discard, egv1a1.LogLevelInfo),
+		// An EnvoyProxy on the class with mergeGateways: one Envoy serves every Gateway
+		// of the class, so their listeners may conflict (Envoy Gateway's runner decides
+		// it the same way).
+		MergeGateways: gatewayapi.IsMergeGatewaysEnabled(res),
+		Logger:        logging.DefaultLogger(io.Discard, egv1a1.LogLevelInfo),
 	}
 	result, _ := t.Translate(res) // statuses carry every refusal; the error only sums them up
 

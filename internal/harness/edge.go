@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
@@ -51,6 +52,11 @@ type Edge struct {
 	// Address is the edge Envoy's address; Envoy Gateway reports a Gateway Programmed
 	// only once its Envoy has one. Default 192.0.2.10.
 	Address string
+	// Merged translates the class's Gateways as one Envoy serving them all (an EnvoyProxy
+	// with mergeGateways on the GatewayClass, as the previous manager's edges run):
+	// listeners of different Gateways on one port then conflict unless their hostnames
+	// differ. Default true.
+	Merged bool
 
 	binary  string
 	mu      sync.Mutex
@@ -65,7 +71,7 @@ func NewEdge(hub client.Client, class string) (*Edge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Edge{Hub: hub, GatewayClass: class, Address: "192.0.2.10", binary: bin, secrets: map[string]*corev1.Secret{}}, nil
+	return &Edge{Hub: hub, GatewayClass: class, Address: "192.0.2.10", Merged: true, binary: bin, secrets: map[string]*corev1.Secret{}}, nil
 }
 
 // EdgeVerdict is what Envoy Gateway's translator makes of one hub namespace: each
@@ -109,11 +115,21 @@ func (e *Edge) translate(ctx context.Context, input string) (*EdgeVerdict, error
 // edge's controller and with a TLS Secret for every Certificate (what cert-manager
 // writes).
 func (e *Edge) input(ctx context.Context, namespaces []string) (string, error) {
-	docs := []any{&gatewayv1.GatewayClass{
+	class := &gatewayv1.GatewayClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "gateway.networking.k8s.io/v1", Kind: "GatewayClass"},
 		ObjectMeta: metav1.ObjectMeta{Name: e.GatewayClass},
 		Spec:       gatewayv1.GatewayClassSpec{ControllerName: EdgeControllerName},
-	}}
+	}
+	docs := []any{class}
+	if e.Merged {
+		const ns, name = "envoy-gateway-system", "merged"
+		class.Spec.ParametersRef = &gatewayv1.ParametersReference{Group: "gateway.envoyproxy.io", Kind: "EnvoyProxy", Name: name, Namespace: ptr.To(gatewayv1.Namespace(ns))}
+		docs = append(docs, map[string]any{
+			"apiVersion": "gateway.envoyproxy.io/v1alpha1", "kind": "EnvoyProxy",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"mergeGateways": true},
+		})
+	}
 	for _, ns := range namespaces {
 		more, err := e.namespaceDocs(ctx, ns)
 		if err != nil {

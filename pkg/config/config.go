@@ -36,6 +36,7 @@ import (
 	"anchorage/pkg/domain"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/netpolicy"
+	"anchorage/pkg/platform"
 	"anchorage/pkg/shard"
 )
 
@@ -63,6 +64,9 @@ type ManagerConfiguration struct {
 	Gateway Gateway `json:"gateway"`
 	// DomainVerification is the proof that a project owns the domains of its hostnames.
 	DomainVerification DomainVerification `json:"domainVerification"`
+	// Platform is the platform's own hostnames: every Gateway's canonical hostname and
+	// its DNS records.
+	Platform Platform `json:"platform"`
 	// Clients are the rates of the manager's API clients.
 	Clients Clients `json:"clients"`
 }
@@ -97,6 +101,22 @@ type DomainVerification struct {
 	// AllowPrivateAddresses lets the HTTP token fetch dial loopback and private
 	// addresses; off, a domain resolving only to such addresses is not fetched from.
 	AllowPrivateAddresses bool `json:"allowPrivateAddresses"`
+}
+
+// Platform is the platform hostnames' settings (docs/operations.md, Platform hostnames).
+type Platform struct {
+	// TargetDomain is the domain every Gateway's canonical hostname is derived under
+	// (<Gateway UID without dashes>.<targetDomain>); the platform answers for it in DNS.
+	TargetDomain string `json:"targetDomain"`
+	// LegacyTargetDomains are earlier target domains: a Gateway named under one keeps
+	// its name, and names under them stay reserved to the platform.
+	LegacyTargetDomains []string `json:"legacyTargetDomains"`
+	// IPFamilies are the families the edge serves (IPv4, IPv6): each gets its
+	// v4./v6.<canonical> name and its records.
+	IPFamilies []string `json:"ipFamilies"`
+	// DNSEndpoints writes, per hub Gateway, an external-dns DNSEndpoint holding the
+	// records of its platform hostnames; the hub must serve the DNSEndpoint CRD.
+	DNSEndpoints bool `json:"dnsEndpoints"`
 }
 
 // RetryInterval is one step of the verification schedule.
@@ -279,8 +299,30 @@ func Default() ManagerConfiguration {
 			},
 			RetryJitter: 0.25, Workers: 20, Nameservers: []string{}, Timeout: metav1.Duration{Duration: 5 * time.Second}, HTTPPort: 80,
 		},
+		Platform: Platform{TargetDomain: g.Platform.TargetDomain, LegacyTargetDomains: append([]string{}, g.Platform.LegacyTargetDomains...),
+			IPFamilies: families(g.Platform.Families), DNSEndpoints: g.DNSEndpoints},
 		Clients: Clients{Hub: ClientConnection{QPS: 50, Burst: 100}, Project: ClientConnection{QPS: 50, Burst: 100}},
 	}
+}
+
+// PlatformSettings are the platform hostnames' settings (Validate has checked them).
+func (c *ManagerConfiguration) PlatformSettings() platform.Settings {
+	s := platform.Settings{TargetDomain: c.Platform.TargetDomain}
+	if len(c.Platform.LegacyTargetDomains) > 0 {
+		s.LegacyTargetDomains = slices.Clone(c.Platform.LegacyTargetDomains)
+	}
+	for _, f := range c.Platform.IPFamilies {
+		s.Families = append(s.Families, platform.Family(f))
+	}
+	return s
+}
+
+func families(fs []platform.Family) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = string(f)
+	}
+	return out
 }
 
 // DomainSettings are the Domain verification's settings and its checker. Empty
@@ -435,6 +477,8 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 		HostnamesPerProxy: g.HostnamesPerProxy, HostnamesPerGateway: g.HostnamesPerGateway,
 		VerifyHostnames:       c.DomainVerification.Enabled,
 		BackendDeniedNetworks: deniedNetworks(g.BackendDeniedNetworks),
+		Platform:              c.PlatformSettings(),
+		DNSEndpoints:          c.Platform.DNSEndpoints,
 	}
 }
 

@@ -233,6 +233,7 @@ func TestPreviousManagersDocument(t *testing.T) {
 	want.Sharding.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
 	want.Sharding.RetryPeriod = metav1.Duration{Duration: 4 * time.Second}
 	want.Clients = Clients{Hub: ClientConnection{QPS: 80, Burst: 160}, Project: ClientConnection{QPS: 25, Burst: 100}}
+	want.Platform.TargetDomain, want.Platform.LegacyTargetDomains = "prism.global.datum-dns.net", []string{"datumproxy.net"}
 	want.DomainVerification.RetryIntervals = []RetryInterval{
 		{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 5 * time.Minute}},
 		{Interval: metav1.Duration{Duration: 5 * time.Minute}},
@@ -248,10 +249,13 @@ func TestPreviousManagersDocument(t *testing.T) {
 	}
 	g.Expect(byPath["httpProxy.gatewayClassName"].Became).To(gomega.Equal("gateway.gatewayClassName: datum-external-global-proxy"))
 	g.Expect(byPath["leaderElection.leaseDuration"].Became).To(gomega.Equal("sharding.leaseDuration: 30s"))
+	g.Expect(byPath["gateway.targetDomain"].Became).To(gomega.Equal("platform.targetDomain: prism.global.datum-dns.net"))
+	g.Expect(byPath["gateway.legacyTargetDomains"].Became).To(gomega.Equal("platform.legacyTargetDomains: [datumproxy.net]"))
+	g.Expect(byPath["gateway.ipFamilies"].Became).To(gomega.Equal("platform.ipFamilies: [IPv4 IPv6]"))
 	g.Expect(byPath["projectClient.burst"]).To(gomega.Equal(Key{Path: "projectClient.burst", Became: "clients.project.burst: 100"}), "absent: its default, said as such")
 	g.Expect(byPath["gateway.clusterIssuerMap[gateway.listenerTLSOptions.gateway.networking.datumapis.com/certificate-issuer]"].Became).To(gomega.Equal("gateway.certificateIssuer: ClusterIssuer letsencrypt-prod"))
 	for _, unserved := range []string{"metricsServer", "webhookServer", "discovery", "redis", "connector", "ipam",
-		"gateway.targetDomain", "gateway.legacyTargetDomains", "gateway.ipFamilies", "gateway.coraza", "gateway.resourceReplicator",
+		"gateway.coraza", "gateway.resourceReplicator",
 		"gateway.maxConcurrentReconciles", "httpProxy.maxConcurrentReconciles", "gateway.enableDownstreamCertificateSolver"} {
 		g.Expect(byPath).To(gomega.HaveKey(unserved), "%s is not reported", unserved)
 		g.Expect(byPath[unserved].Became).To(gomega.BeEmpty(), unserved)

@@ -65,9 +65,9 @@ var previousRules = []previousRule{
 	{key: "gateway.listenerTLSOptions", issuer: true},
 	{key: "gateway.clusterIssuerMap", issuer: true},
 	{key: "gateway.maxConcurrentReconciles", why: "gateway.workers and gateway.projectWorkers (per-project fair share) replace it"},
-	{key: "gateway.targetDomain", why: notYet + "platform hostnames and their DNS records", lost: true},
-	{key: "gateway.legacyTargetDomains", why: notYet + "platform hostnames under earlier target domains"},
-	{key: "gateway.ipFamilies", why: notYet + "the edge's address families follow its own configuration"},
+	{key: "gateway.targetDomain", apply: set("platform.targetDomain", func(l *Loaded) *string { return &l.Platform.TargetDomain })},
+	{key: "gateway.legacyTargetDomains", apply: set("platform.legacyTargetDomains", func(l *Loaded) *[]string { return &l.Platform.LegacyTargetDomains })},
+	{key: "gateway.ipFamilies", def: `["IPv4","IPv6"]`, apply: set("platform.ipFamilies", func(l *Loaded) *[]string { return &l.Platform.IPFamilies })},
 	{key: "gateway.disableHostnameVerification", def: `false`, apply: func(l *Loaded, raw json.RawMessage) (string, error) {
 		var off bool
 		if err := json.Unmarshal(raw, &off); err != nil {

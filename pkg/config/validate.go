@@ -31,6 +31,9 @@ func (c *ManagerConfiguration) Validate() error {
 	errs = append(errs, c.validateResync(field.NewPath("resync"))...)
 	errs = append(errs, c.validateGateway(field.NewPath("gateway"))...)
 	errs = append(errs, c.validateDomainVerification(field.NewPath("domainVerification"))...)
+	if err := c.PlatformSettings().Validate(); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("platform"), c.Platform, err.Error()))
+	}
 	for _, client := range []struct {
 		name string
 		cc   ClientConnection

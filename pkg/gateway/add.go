@@ -43,6 +43,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/platform"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/domain"
 )
@@ -154,6 +155,12 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
+	// external-dns reporting it has published a DNSEndpoint's records.
+	if opts.DNSEndpoints {
+		if err := gatewayCtrl.Watch(hubSource(hubCache, platform.DNSEndpointRef("", ""), kindGateway)); err != nil {
+			return nil, fmt.Errorf("watching the hub's DNSEndpoints: %w", err)
+		}
+	}
 	// A Domain verified (or gone) changes what its namespace's Gateways may program.
 	if opts.VerifyHostnames {
 		domains := mcsource.TypedKind[client.Object, mcreconcile.Request](&v1alpha.Domain{}, gatewaysOfDomain)
@@ -229,8 +236,8 @@ func gatewaysOfDomain(name multicluster.ClusterName, cl cluster.Cluster) handler
 }
 
 // HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes, Services,
-// EndpointSlices and BackendTLSPolicies to those carrying the cluster-name label, the
-// downstream objects. Pass it as the hub manager's cache.Options.ByObject.
+// EndpointSlices, BackendTLSPolicies and DNSEndpoints to those carrying the
+// cluster-name label, the downstream objects. Pass it as the hub manager's cache.Options.ByObject.
 func HubCacheByObject() map[client.Object]cache.ByObject {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
@@ -243,6 +250,7 @@ func HubCacheByObject() map[client.Object]cache.ByObject {
 		&corev1.Service{}:             {Label: downstream},
 		&discoveryv1.EndpointSlice{}:  {Label: downstream},
 		&gatewayv1.BackendTLSPolicy{}: {Label: downstream},
+		platform.DNSEndpointRef("", ""): {Label: downstream},
 	}
 }
 

@@ -81,7 +81,7 @@ func TestIPBackendsFromProxyToHub(t *testing.T) {
 		backendRule("http://203.0.113.10:8080"),
 		v1alpha.HTTPProxyRule{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "https://[2001:DB8::1]", TLS: &v1alpha.HTTPProxyBackendTLS{Hostname: ptr.To("origin.example.org")}}}},
 	)
-	objs, err := buildProxyObjects(p, nil, "cls")
+	objs, err := buildProxyObjects(p, nil, "cls", DefaultConfig().Platform)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestIPBackendsFromProxyToHub(t *testing.T) {
 	}
 
 	// https to an IP address without tls.hostname is refused at the proxy.
-	_, err = buildProxyObjects(proxy("web", nil, backendRule("https://203.0.113.10")), nil, "cls")
+	_, err = buildProxyObjects(proxy("web", nil, backendRule("https://203.0.113.10")), nil, "cls", DefaultConfig().Platform)
 	if inv := (*invalidError)(nil); !errors.As(err, &inv) || !strings.Contains(err.Error(), "https to the IP address 203.0.113.10 needs tls.hostname") {
 		t.Errorf("https without tls.hostname: %v", err)
 	}

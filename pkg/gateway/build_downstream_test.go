@@ -25,7 +25,7 @@ func TestDownstreamGateway(t *testing.T) {
 	l.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("team"))
 	other := httpsListener("web", "https-b.example.com", "b.example.com")
 	other.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("elsewhere"))
-	up := upstreamGateway(httpListener("http"), l, other)
+	up := upstreamGateway(httpListener("http", ""), l, other)
 
 	got := downstreamGateway(up, hubNS, "edge")
 
@@ -84,12 +84,12 @@ func TestDownstreamCertificates(t *testing.T) {
 	}{
 		{
 			reason: "one per HTTPS listener with a hostname; HTTP, passthrough and hostless listeners get none",
-			gw:     upstreamGateway(httpListener("http"), httpsListener("web", "https-a.example.com", "a.example.com"), passthrough, noHost, httpsListener("web", "https-0", "b.example.com")),
+			gw:     upstreamGateway(httpListener("http", ""), httpsListener("web", "https-a.example.com", "a.example.com"), passthrough, noHost, httpsListener("web", "https-0", "b.example.com")),
 			want:   []string{"web-https-a.example.com a.example.com", "web-https-0 b.example.com"},
 		},
 		{
 			reason: "no HTTPS listener: no Certificate",
-			gw:     upstreamGateway(httpListener("http")),
+			gw:     upstreamGateway(httpListener("http", "")),
 		},
 	}
 	issuer := IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"}

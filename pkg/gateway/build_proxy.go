@@ -20,10 +20,12 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
+	"anchorage/pkg/platform"
 )
 
-// invalidError says why a proxy cannot be programmed as written (no retry helps).
-type invalidError struct{ msg string }
+// invalidError says why a proxy cannot be programmed as written (no retry helps), and
+// the reason its Accepted condition gives ("": Invalid).
+type invalidError struct{ msg, reason string }
 
 func (e *invalidError) Error() string { return e.msg }
 
@@ -41,14 +43,18 @@ type proxyObjects struct {
 }
 
 // buildProxyObjects returns what proxy produces. existing is its current Gateway, if
-// any, whose listener names are kept. An *invalidError means it cannot be programmed.
-func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (*proxyObjects, error) {
+// any, whose listener names and platform hostname are kept. An *invalidError means it
+// cannot be programmed.
+func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string, names platform.Settings) (*proxyObjects, error) {
 	for _, h := range proxy.Spec.Hostnames {
 		if net.ParseIP(string(h)) != nil {
 			return nil, invalidf("hostname %s is an IP address: no certificate can be issued for it", h)
 		}
+		if names.Reserved(string(h), "") {
+			return nil, &invalidError{reason: ReasonReservedHostname, msg: fmt.Sprintf("hostname %s is under the platform's domain %s: the proxy's platform hostname is given to it (status.canonicalHostname), no other can be asked for", h, strings.Join(names.Domains(), ", "))}
+		}
 	}
-	gwSpec, err := buildGatewaySpec(proxy, existing, gatewayClass)
+	gwSpec, canonical, err := buildGatewaySpec(proxy, existing, gatewayClass, names)
 	if err != nil {
 		return nil, err
 	}
@@ -56,13 +62,8 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	if err != nil {
 		return nil, err
 	}
-	// The previous manager's canonical-hostname listeners stay, and so does their hostname.
-	kept, canonical := keptCanonicalListeners(proxy.Name, existing)
-	gwSpec.Listeners = append(gwSpec.Listeners, kept...)
-	for _, h := range canonical {
-		if !slices.Contains(routeSpec.Hostnames, h) {
-			routeSpec.Hostnames = append(routeSpec.Hostnames, h)
-		}
+	if canonical != "" {
+		routeSpec.Hostnames = append(routeSpec.Hostnames, gatewayv1.Hostname(canonical))
 	}
 	owner := *metav1.NewControllerRef(proxy, v1alpha.GroupVersion.WithKind(kindHTTPProxy))
 	meta := func(name string) metav1.ObjectMeta {
@@ -87,40 +88,59 @@ func buildProxyObjects(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, ga
 	return out, nil
 }
 
-// buildGatewaySpec lays out the proxy's Gateway: an HTTP listener on 80 and an HTTPS
-// listener per hostname on 443 terminating with the Secret <gateway>-<listener>. A
-// listener of existing serving a hostname the same way keeps its name (and Secret).
-func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string) (gatewayv1.GatewaySpec, error) {
-	used := map[gatewayv1.SectionName]bool{}
-	httpName := gatewayv1.SectionName(HTTPListenerName)
-	if l := findListener(existing, gatewayv1.HTTPProtocolType, HTTPPort, nil); l != nil {
-		httpName = l.Name
+// buildGatewaySpec lays out the proxy's Gateway and returns its platform hostname ("":
+// not known yet). First the platform hostname's listeners, default-http on 80 and
+// default-https on 443 (platform.DefaultListeners); then per hostname an HTTP listener
+// on 80 and an HTTPS one on 443 terminating with the Secret <gateway>-<listener>. No
+// listener is hostname-less: on an edge that merges Gateways one would answer every
+// Host (docs/design.md, Platform hostnames). The platform hostname is existing's
+// (platform.Settings.Canonical); a Gateway not created yet has no UID to derive it from,
+// so its default listeners carry none until the next write, and the hub never sees them
+// without one (GatewayReconciler fills it in). A listener of existing serving a
+// hostname the same way keeps its name (and Secret).
+func buildGatewaySpec(proxy *v1alpha.HTTPProxy, existing *gatewayv1.Gateway, gatewayClass string, names platform.Settings) (gatewayv1.GatewaySpec, string, error) {
+	canonical := ""
+	if existing != nil {
+		canonical = names.Canonical(existing)
 	}
-	used[httpName] = true
-	listeners := []gatewayv1.Listener{{
-		Name:          httpName,
-		Port:          HTTPPort,
-		Protocol:      gatewayv1.HTTPProtocolType,
-		AllowedRoutes: sameNamespaceRoutes(),
-	}}
-
+	var host *gatewayv1.Hostname
+	if canonical != "" {
+		host = ptr.To(gatewayv1.Hostname(canonical))
+	}
+	httpName, httpsName := platform.DefaultListeners[0], platform.DefaultListeners[1]
+	listeners := []gatewayv1.Listener{
+		{Name: httpName, Hostname: host, Port: HTTPPort, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: sameNamespaceRoutes()},
+		{Name: httpsName, Hostname: host, Port: HTTPSPort, Protocol: gatewayv1.HTTPSProtocolType, TLS: httpsTermination(proxy.Name, httpsName), AllowedRoutes: sameNamespaceRoutes()},
+	}
+	used := map[gatewayv1.SectionName]bool{httpName: true, httpsName: true}
 	for _, host := range proxy.Spec.Hostnames {
-		name, err := pickHTTPSListenerName(proxy.Name, host, existing, used)
-		if err != nil {
-			return gatewayv1.GatewaySpec{}, err
+		for _, kind := range []listenerKind{httpKind, httpsKind} {
+			name, err := pickListenerName(proxy.Name, kind, host, existing, used)
+			if err != nil {
+				return gatewayv1.GatewaySpec{}, "", err
+			}
+			used[name] = true
+			l := gatewayv1.Listener{Name: name, Hostname: ptr.To(host), Port: kind.port, Protocol: kind.protocol, AllowedRoutes: sameNamespaceRoutes()}
+			if kind.protocol == gatewayv1.HTTPSProtocolType {
+				l.TLS = httpsTermination(proxy.Name, name)
+			}
+			listeners = append(listeners, l)
 		}
-		used[name] = true
-		listeners = append(listeners, gatewayv1.Listener{
-			Name:          name,
-			Hostname:      ptr.To(host),
-			Port:          HTTPSPort,
-			Protocol:      gatewayv1.HTTPSProtocolType,
-			TLS:           httpsTermination(proxy.Name, name),
-			AllowedRoutes: sameNamespaceRoutes(),
-		})
 	}
-	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, nil
+	return gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(gatewayClass), Listeners: listeners}, canonical, nil
 }
+
+// listenerKind is one of the two listeners a hostname gets.
+type listenerKind struct {
+	protocol gatewayv1.ProtocolType
+	port     gatewayv1.PortNumber
+	prefix   string
+}
+
+var (
+	httpKind  = listenerKind{gatewayv1.HTTPProtocolType, HTTPPort, "http-"}
+	httpsKind = listenerKind{gatewayv1.HTTPSProtocolType, HTTPSPort, httpsListenerPrefix}
+)
 
 // httpsTermination terminates TLS with the Secret <gateway>-<listener>.
 func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1.ListenerTLSConfig {
@@ -134,20 +154,22 @@ func httpsTermination(gateway string, listener gatewayv1.SectionName) *gatewayv1
 	}
 }
 
-// pickHTTPSListenerName returns the existing listener's name for host if there is one
-// and it is free, else "https-<host>", else "https-" and host's digest: derived from
-// host alone, so removing a hostname renames no other listener.
-func pickHTTPSListenerName(gateway string, host gatewayv1.Hostname, existing *gatewayv1.Gateway, used map[gatewayv1.SectionName]bool) (gatewayv1.SectionName, error) {
+// pickListenerName returns the name of host's listener of kind: existing's for it if
+// there is one and it is free (the previous manager's http-hostname-<n> and
+// https-hostname-<n> kept so), else "<prefix><host>", else the prefix and host's digest:
+// derived from host alone, so removing a hostname renames no other listener (nor its
+// Certificate). An HTTPS listener's name must also give a valid Certificate name.
+func pickListenerName(gateway string, kind listenerKind, host gatewayv1.Hostname, existing *gatewayv1.Gateway, used map[gatewayv1.SectionName]bool) (gatewayv1.SectionName, error) {
 	var candidates []gatewayv1.SectionName
-	if l := findListener(existing, gatewayv1.HTTPSProtocolType, HTTPSPort, &host); l != nil {
+	if l := findListener(existing, kind.protocol, kind.port, &host); l != nil && !slices.Contains(platform.DefaultListeners, l.Name) {
 		candidates = append(candidates, l.Name)
 	}
-	candidates = append(candidates, gatewayv1.SectionName(httpsListenerPrefix+string(host)), gatewayv1.SectionName(httpsListenerPrefix+digest(string(host), 16)))
+	candidates = append(candidates, gatewayv1.SectionName(kind.prefix+string(host)), gatewayv1.SectionName(kind.prefix+digest(string(host), 16)))
 	for _, c := range candidates {
-		if used[c] {
+		if used[c] || len(validation.IsDNS1123Subdomain(string(c))) > 0 {
 			continue
 		}
-		if errs := validation.IsDNS1123Subdomain(CertificateName(gateway, c)); len(errs) > 0 {
+		if kind.protocol == gatewayv1.HTTPSProtocolType && len(validation.IsDNS1123Subdomain(CertificateName(gateway, c))) > 0 {
 			continue
 		}
 		return c, nil
@@ -461,10 +483,7 @@ func backendSlice(name string, t backendTarget) *discoveryv1.EndpointSlice {
 
 // Listener layout of the Gateway an HTTPProxy produces.
 const (
-	// HTTPListenerName is the proxy Gateway's plain-HTTP listener, on HTTPPort, for
-	// every hostname.
-	HTTPListenerName = "http"
-	// HTTPPort is the port of the HTTP listener.
+	// HTTPPort is the port of the HTTP listeners, one per hostname.
 	HTTPPort gatewayv1.PortNumber = 80
 	// HTTPSPort is the port of the HTTPS listeners, one per hostname.
 	HTTPSPort gatewayv1.PortNumber = 443

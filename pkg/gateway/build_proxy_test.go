@@ -46,81 +46,115 @@ func httpsListener(gw string, name gatewayv1.SectionName, host gatewayv1.Hostnam
 	}
 }
 
-func httpListener(name gatewayv1.SectionName) gatewayv1.Listener {
-	return gatewayv1.Listener{Name: name, Port: 80, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: sameNamespaceRoutes()}
+func httpListener(name gatewayv1.SectionName, host gatewayv1.Hostname) gatewayv1.Listener {
+	l := gatewayv1.Listener{Name: name, Port: 80, Protocol: gatewayv1.HTTPProtocolType, AllowedRoutes: sameNamespaceRoutes()}
+	if host != "" {
+		l.Hostname = ptr.To(host)
+	}
+	return l
+}
+
+// defaultListeners are a proxy Gateway's platform listeners for canonical ("": none yet).
+func defaultListeners(gw string, canonical gatewayv1.Hostname) []gatewayv1.Listener {
+	https := httpsListener(gw, "default-https", canonical)
+	if canonical == "" {
+		https.Hostname = nil
+	}
+	return []gatewayv1.Listener{httpListener("default-http", canonical), https}
 }
 
 func TestBuildGatewaySpec(t *testing.T) {
 	long := strings.Repeat("h", 60) + "." + strings.Repeat("o", 60) + "." + strings.Repeat("s", 60) + "." + strings.Repeat("t", 50) + ".example.com"
+	const uid = "22222222-3333-4444-5555-666666666666"
+	derived := gatewayv1.Hostname("22222222333344445555666666666666.edge.anchorage.test")
+	created := func(listeners ...gatewayv1.Listener) *gatewayv1.Gateway {
+		return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{UID: uid}, Spec: gatewayv1.GatewaySpec{Listeners: listeners}}
+	}
 	cases := []struct {
-		reason   string
-		proxy    *v1alpha.HTTPProxy
-		existing *gatewayv1.Gateway
-		want     []gatewayv1.Listener
+		reason    string
+		proxy     *v1alpha.HTTPProxy
+		existing  *gatewayv1.Gateway
+		want      []gatewayv1.Listener
+		canonical string
 	}{
 		{
-			reason: "no hostnames: only the HTTP listener",
+			reason: "no hostnames, the Gateway not created yet: the platform listeners, waiting for its UID",
 			proxy:  proxy("web", nil, backendRule("http://a.example")),
-			want:   []gatewayv1.Listener{httpListener("http")},
+			want:   defaultListeners("web", ""),
 		},
 		{
-			reason: "one HTTPS listener per hostname, named after it, TLS from <gateway>-<listener>",
+			reason:    "the Gateway exists: its platform hostname, derived from its UID",
+			proxy:     proxy("web", nil, backendRule("http://a.example")),
+			existing:  created(defaultListeners("web", "")...),
+			want:      defaultListeners("web", derived),
+			canonical: string(derived),
+		},
+		{
+			reason: "one HTTP and one HTTPS listener per hostname, named after it, TLS from <gateway>-<listener>",
 			proxy:  proxy("web", []gatewayv1.Hostname{"a.example.com", "b.example.com"}),
-			want: []gatewayv1.Listener{
-				httpListener("http"),
+			want: append(defaultListeners("web", ""),
+				httpListener("http-a.example.com", "a.example.com"),
 				httpsListener("web", "https-a.example.com", "a.example.com"),
+				httpListener("http-b.example.com", "b.example.com"),
 				httpsListener("web", "https-b.example.com", "b.example.com"),
-			},
+			),
 		},
 		{
 			reason: "a certificate name too long for an object name falls back to a digest",
 			proxy:  proxy("web", []gatewayv1.Hostname{gatewayv1.Hostname(long)}),
-			want: []gatewayv1.Listener{
-				httpListener("http"),
+			want: append(defaultListeners("web", ""),
+				httpListener(gatewayv1.SectionName("http-"+long), gatewayv1.Hostname(long)),
 				httpsListener("web", gatewayv1.SectionName("https-"+digest(long, 16)), gatewayv1.Hostname(long)),
-			},
+			),
 		},
 		{
 			reason: "listener names of the existing Gateway are kept (take-over), new hostnames get derived names",
 			proxy:  proxy("web", []gatewayv1.Hostname{"a.example.com", "b.example.com"}),
-			existing: &gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Listeners: []gatewayv1.Listener{
-				httpListener("plain"),
-				httpsListener("web", "https-0", "a.example.com"),
-				httpsListener("web", "https-1", "gone.example.com"),
-			}}},
-			want: []gatewayv1.Listener{
-				httpListener("plain"),
-				httpsListener("web", "https-0", "a.example.com"),
+			existing: created(
+				httpListener("plain", ""),
+				httpListener("http-hostname-0", "a.example.com"),
+				httpsListener("web", "https-hostname-0", "a.example.com"),
+				httpsListener("web", "https-hostname-1", "gone.example.com"),
+			),
+			want: append(defaultListeners("web", derived),
+				httpListener("http-hostname-0", "a.example.com"),
+				httpsListener("web", "https-hostname-0", "a.example.com"),
+				httpListener("http-b.example.com", "b.example.com"),
 				httpsListener("web", "https-b.example.com", "b.example.com"),
-			},
+			),
+			canonical: string(derived),
 		},
 		{
 			reason: "an existing name already taken is not reused twice",
 			proxy:  proxy("web", []gatewayv1.Hostname{"a.example.com"}),
-			existing: &gatewayv1.Gateway{Spec: gatewayv1.GatewaySpec{Listeners: []gatewayv1.Listener{
-				httpListener("x"),
+			existing: created(
+				httpListener("x", "a.example.com"),
 				httpsListener("web", "x", "a.example.com"),
-			}}},
-			want: []gatewayv1.Listener{
-				httpListener("x"),
+			),
+			want: append(defaultListeners("web", derived),
+				httpListener("x", "a.example.com"),
 				httpsListener("web", "https-a.example.com", "a.example.com"),
-			},
+			),
+			canonical: string(derived),
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			got, err := buildGatewaySpec(tc.proxy, tc.existing, "cls")
+			got, canonical, err := buildGatewaySpec(tc.proxy, tc.existing, "cls", DefaultConfig().Platform)
 			if err != nil {
 				t.Fatalf("buildGatewaySpec: %v", err)
 			}
 			if got.GatewayClassName != "cls" {
 				t.Errorf("class %q, want cls", got.GatewayClassName)
 			}
+			if canonical != tc.canonical {
+				t.Errorf("canonical %q, want %q", canonical, tc.canonical)
+			}
 			if diff := cmp.Diff(tc.want, got.Listeners); diff != "" {
 				t.Errorf("%s\nlisteners -want +got:\n%s", tc.reason, diff)
 			}
 			for _, l := range got.Listeners {
-				if errs := validation.IsDNS1123Subdomain(CertificateName(tc.proxy.Name, l.Name)); len(errs) > 0 {
+				if errs := validation.IsDNS1123Subdomain(CertificateName(tc.proxy.Name, l.Name)); l.TLS != nil && len(errs) > 0 {
 					t.Errorf("certificate name for listener %s invalid: %v", l.Name, errs)
 				}
 			}
@@ -130,7 +164,7 @@ func TestBuildGatewaySpec(t *testing.T) {
 
 func TestBuildGatewaySpecRefusesANameNoCertificateCanCarry(t *testing.T) {
 	p := proxy(strings.Repeat("p", 240), []gatewayv1.Hostname{"a.example.com"})
-	_, err := buildGatewaySpec(p, nil, "cls")
+	_, _, err := buildGatewaySpec(p, nil, "cls", DefaultConfig().Platform)
 	var inv *invalidError
 	if !errors.As(err, &inv) {
 		t.Fatalf("got %v, want an invalidError", err)
@@ -285,7 +319,7 @@ func TestBuildRouteSpec(t *testing.T) {
 
 func TestBuildProxyObjectsAreControlledByTheProxy(t *testing.T) {
 	p := proxy("web", []gatewayv1.Hostname{"a.example.com"}, backendRule("http://b.example"))
-	objs, err := buildProxyObjects(p, nil, "cls")
+	objs, err := buildProxyObjects(p, nil, "cls", DefaultConfig().Platform)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +334,7 @@ func TestBuildProxyObjectsAreControlledByTheProxy(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	listener, err := pickHTTPSListenerName("web", "a.example.com", nil, nil)
+	listener, err := pickListenerName("web", httpsKind, "a.example.com", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/pkg/netpolicy"
+	"anchorage/pkg/platform"
 )
 
 // Finalizer names, wire format (docs/design.md, Finalizers); the HTTPProxy's is
@@ -67,6 +68,11 @@ type Config struct {
 	// non-public ranges (netpolicy.Refused): the hub's Service range, its API server's
 	// address. Empty denies none beyond those.
 	BackendDeniedNetworks []netpolicy.DeniedNetwork
+	// Platform names every Gateway on the platform's domain (pkg/platform).
+	Platform platform.Settings
+	// DNSEndpoints writes, per hub Gateway, external-dns's DNSEndpoint with the records
+	// of its platform hostnames; the hub must serve the DNSEndpoint CRD.
+	DNSEndpoints bool
 }
 
 // DefaultConfig is the gateway data path's defaults, pkg/config's for a file that sets none.
@@ -79,6 +85,9 @@ func DefaultConfig() Config {
 		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: DefaultHostnameClaimsNamespace, BackendReservedDomains: slices.Clone(DefaultBackendReservedDomains),
 		VerifyHostnames: true,
+		// A placeholder under a reserved TLD: an operator sets the platform's own.
+		Platform:     platform.Settings{TargetDomain: "edge.anchorage.test", Families: []platform.Family{platform.IPv4, platform.IPv6}},
+		DNSEndpoints: true,
 	}
 }
 

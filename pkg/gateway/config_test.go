@@ -3,6 +3,8 @@ package gateway
 import (
 	"reflect"
 	"testing"
+
+	"anchorage/pkg/platform"
 )
 
 // TestDefaultConfig pins the defaults a configuration file that sets none runs with.
@@ -16,6 +18,8 @@ func TestDefaultConfig(t *testing.T) {
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
 		BackendReservedDomains:  []string{},
 		VerifyHostnames:         true,
+		Platform:                platform.Settings{TargetDomain: "edge.anchorage.test", Families: []platform.Family{platform.IPv4, platform.IPv6}},
+		DNSEndpoints:            true,
 	}
 	if got := DefaultConfig(); !reflect.DeepEqual(got, want) {
 		t.Errorf("DefaultConfig() = %+v, want %+v", got, want)

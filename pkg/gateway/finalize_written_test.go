@@ -127,7 +127,7 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 				Admission: OpenAdmission{}, Config: testConfig("ours"),
 				Metrics: m, Anchors: anchors, Written: NewWrittenObjects(DefaultWrittenOwners),
 			}
-			f := programWrittenGateway(t, ctx, writer, setup, httpListener("http"), a, b)
+			f := programWrittenGateway(t, ctx, writer, setup, httpListener("http", ""), a, b)
 			finalizer := writer
 			if tc.finalizedElsewhere {
 				other := *writer
@@ -150,7 +150,7 @@ func TestGatewayFinalizerDeletesItsHubObjectsWithoutAList(t *testing.T) {
 				if err := setup.Delete(ctx, old); err != nil {
 					t.Fatal(err)
 				}
-				replacement = &gatewayv1.Gateway{ObjectMeta: objectMeta(f.gw.Name, f.hubNS), Spec: gatewayv1.GatewaySpec{GatewayClassName: "by-hand", Listeners: []gatewayv1.Listener{httpListener("http")}}}
+				replacement = &gatewayv1.Gateway{ObjectMeta: objectMeta(f.gw.Name, f.hubNS), Spec: gatewayv1.GatewaySpec{GatewayClassName: "by-hand", Listeners: []gatewayv1.Listener{httpListener("http", "")}}}
 				if err := setup.Create(ctx, replacement); err != nil {
 					t.Fatal(err)
 				}

@@ -19,11 +19,13 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/platform"
 )
 
 // Hub RBAC (the project plane's is internal/planerbac, config/rbac/project-role.yaml):
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;create;update;delete
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
 
@@ -54,7 +56,10 @@ type GatewayReconciler struct {
 type gatewayScope struct {
 	upstream
 	gw      *gatewayv1.Gateway
-	refused refusedHostnames // the listener hostnames not programmed
+	refused refusedHostnames // the listener hostnames not programmed ("": hostname-less)
+	// canonical is the Gateway's platform hostname (pkg/platform).
+	canonical string
+	dns       dnsState
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -83,7 +88,7 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 		return nil, err
 	}
 	u.anchors, u.written, u.metrics = r.Anchors, r.Written, r.Metrics
-	return &gatewayScope{upstream: *u, gw: gw}, nil
+	return &gatewayScope{upstream: *u, gw: gw, canonical: r.Config.Platform.Canonical(gw)}, nil
 }
 
 // finalize releases the Gateway's hostname claims, deletes the downstream Gateway and
@@ -104,6 +109,13 @@ func (r *GatewayReconciler) finalize(ctx context.Context, s *gatewayScope) (bool
 			if err := w.deleteAttached(ctx, kindCertificate, certificateRef(name, w.ns)); err != nil {
 				return err
 			}
+		}
+		if !r.Config.DNSEndpoints {
+			return nil
+		}
+		// A hub that does not serve the kind holds none.
+		if err := w.deleteAttached(ctx, kindDNSEndpoint, platform.DNSEndpointRef(s.gw.Name, w.ns)); !meta.IsNoMatchError(err) {
+			return err
 		}
 		return nil
 	})
@@ -175,7 +187,10 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 		}
 	} else {
 		setGatewayStatus(s.gw, gatewayEdgeVerdict(down, r.Config.AssumeWrittenIsProgrammed), down)
-		s.gw.Status.Addresses = down.Status.Addresses
+		s.gw.Status.Addresses = r.Config.Platform.Addresses(s.canonical)
+		if r.Config.DNSEndpoints {
+			meta.SetStatusCondition(&s.gw.Status.Conditions, dnsVerdict(s.dns, s.canonical).condition(ConditionDNSRecordsProgrammed, s.gw.Generation))
+		}
 		r.reportRefusedHostnames(s, before)
 	}
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.gw); statusErr != nil {
@@ -187,11 +202,18 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 // writeHub ensures the mapped namespace, claims the verified hostnames, writes the downstream
 // Gateway and Certificates, and releases the claims and deletes the Certificates of
 // listeners that are gone. It returns the downstream Gateway as the hub holds it.
+//
+// The Gateway's platform hostnames (pkg/platform) need no Domain and take no claim; a
+// hostname-less listener and a tenant's hostname under the platform's domain are
+// refused, so no hub listener answers every Host or another Gateway's platform name.
 func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub client.Client) (*gatewayv1.Gateway, error) {
 	hubNS, err := s.ensureMappedNamespace(ctx, hub)
 	if err != nil {
 		return nil, err
 	}
+	named := withPlatformHostname(s.gw, s.canonical)
+	refused := r.platformRefusals(named, s.canonical)
+	tenant := withoutListenersOn(named, r.Config.Platform.Hostnames(s.canonical))
 	// Only the listeners whose hostname this Gateway holds are programmed.
 	claims := hostnameClaims{hub: hub, ns: r.Config.HostnameClaimsNamespace}
 	who := claimantOf(s.project, s.gw)
@@ -199,24 +221,22 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
-	var refused refusedHostnames
 	var taken map[string]*corev1.ConfigMap
-	if over := overHostnameBound(s.gw, r.Config); over != nil {
-		refused = over // nothing claimed; what it held is released below
+	if over := overHostnameBound(tenant, r.Config); over != nil {
+		maps.Copy(refused, over) // nothing claimed; what it held is released below
 	} else {
-		unverified, err := r.unverifiedHostnames(ctx, s, held)
-		if err != nil {
+		if err := r.unverifiedHostnames(ctx, s, tenant, held, refused); err != nil {
 			return nil, err
 		}
 		if r.programmed.refusedWrite(s.project, s.gw) {
-			unverified = notClaimedAfterARefusedWrite(s.gw, held, unverified)
+			refused = notClaimedAfterARefusedWrite(tenant, held, refused)
 		}
-		if refused, taken, err = claims.claim(ctx, who, s.gw, held, unverified); err != nil {
+		if refused, taken, err = claims.claim(ctx, who, tenant, held, refused); err != nil {
 			return nil, errors.Join(err, releaseAfterFailedWrite(ctx, claims, hub, hubNS, s.gw.Name, held, taken))
 		}
 	}
 	s.refused = refused
-	programmable := refused.programmable(s.gw)
+	programmable := refused.programmable(named)
 	w := s.hubWriter(hub, hubNS)
 	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
 	if err != nil {
@@ -230,6 +250,11 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		return nil, err
 	}
 	r.noticeHostnames(s, written.(*gatewayv1.Gateway))
+	if r.Config.DNSEndpoints {
+		if s.dns, err = r.writeDNSRecords(ctx, w, s.canonical, written.(*gatewayv1.Gateway)); err != nil {
+			return nil, err
+		}
+	}
 	certs, err := downstreamCertificates(programmable, hubNS, r.Config.CertificateIssuer)
 	if err != nil {
 		return nil, err
@@ -310,16 +335,14 @@ func ownedByItsProxy(gw *gatewayv1.Gateway) bool {
 	return p != nil && p.Name == gw.Name
 }
 
-// boundedHostnames are the distinct listener hostnames that count against gw's bound;
-// on a proxy's own Gateway, the previous manager's canonical listeners do not count.
+// boundedHostnames are the distinct listener hostnames of gw that count against its
+// bound (the caller has left out its platform hostnames).
 func boundedHostnames(gw *gatewayv1.Gateway) map[gatewayv1.Hostname]bool {
-	proxys := ownedByItsProxy(gw)
 	out := map[gatewayv1.Hostname]bool{}
 	for _, l := range gw.Spec.Listeners {
-		if l.Hostname == nil || *l.Hostname == "" || (proxys && slices.Contains(PreviousCanonicalListeners, l.Name)) {
-			continue
+		if l.Hostname != nil && *l.Hostname != "" {
+			out[*l.Hostname] = true
 		}
-		out[*l.Hostname] = true
 	}
 	return out
 }

@@ -77,7 +77,8 @@ type refusal struct{ reason, why string }
 // refusedHostnames maps each listener hostname not programmed to why.
 type refusedHostnames map[gatewayv1.Hostname]refusal
 
-// programmable returns gw with only its held and hostname-less listeners.
+// programmable returns gw without its refused listeners (a hostname-less one is
+// refused under "").
 func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
 	if len(r) == 0 {
 		return gw
@@ -85,7 +86,7 @@ func (r refusedHostnames) programmable(gw *gatewayv1.Gateway) *gatewayv1.Gateway
 	out := gw.DeepCopy()
 	out.Spec.Listeners = slices.DeleteFunc(out.Spec.Listeners, func(l gatewayv1.Listener) bool {
 		_, no := r[ptr.Deref(l.Hostname, "")]
-		return l.Hostname != nil && no
+		return no
 	})
 	return out
 }
@@ -226,19 +227,21 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 		return
 	}
 	hosts := map[string][]string{} // by reason
-	for _, l := range s.gw.Spec.Listeners {
-		if l.Hostname == nil {
-			continue
-		}
-		if no, refused := s.refused[*l.Hostname]; refused {
+	for _, l := range withPlatformHostname(s.gw, s.canonical).Spec.Listeners {
+		host := string(ptr.Deref(l.Hostname, ""))
+		if no, refused := s.refused[gatewayv1.Hostname(host)]; refused {
 			s.gw.Status.Listeners = append(s.gw.Status.Listeners, refusedListenerStatus(l, no, s.gw.Generation))
-			if !slices.Contains(hosts[no.reason], string(*l.Hostname)) {
-				hosts[no.reason] = append(hosts[no.reason], string(*l.Hostname))
+			if host == "" {
+				host = "listener " + string(l.Name)
+			}
+			if !slices.Contains(hosts[no.reason], host) {
+				hosts[no.reason] = append(hosts[no.reason], host)
 			}
 		}
 	}
 	notes := map[string]string{ReasonHostnamesInUse: "Not programmed, held by another Gateway or a wildcard: %s", ReasonUnverifiedHostname: "Not programmed, no Verified Domain covers them: %s",
-		ReasonTooManyHostnames: "Not programmed nor claimed, the Gateway has more hostnames than it may: %s"}
+		ReasonTooManyHostnames: "Not programmed nor claimed, the Gateway has more hostnames than it may: %s",
+		ReasonHostnameRequired: "Not programmed, no hostname (it would answer every Host): %s", ReasonReservedHostname: "Not programmed, under the platform's domain: %s"}
 	for reason, hs := range hosts {
 		wasRefused := slices.ContainsFunc(before.Status.Listeners, func(l gatewayv1.ListenerStatus) bool {
 			c := meta.FindStatusCondition(l.Conditions, string(gatewayv1.ListenerConditionProgrammed))
@@ -251,25 +254,25 @@ func (r *GatewayReconciler) reportRefusedHostnames(s *gatewayScope, before *gate
 	s.requeueAfter = claimRetryAfter
 }
 
-// unverifiedHostnames returns the listener hostnames of s's Gateway that no Verified
-// Domain in its namespace covers (domain.Gate), creating a Domain for each that no
-// Domain covers, as the previous manager did. A hostname the Gateway holds a claim on
-// stays, verified or not: what serves today is not dropped when its Domain goes
-// (docs/design.md, Verified domains: the grace rule and what ends it).
-func (r *GatewayReconciler) unverifiedHostnames(ctx context.Context, s *gatewayScope, held map[string]*corev1.ConfigMap) (refusedHostnames, error) {
-	refused := refusedHostnames{}
+// unverifiedHostnames adds to refused the listener hostnames of gw (s's Gateway, its
+// tenant listeners) not refused yet that no Verified Domain in its namespace covers
+// (domain.Gate), creating a Domain for each that no Domain covers, as the previous
+// manager did. A hostname the Gateway holds a claim on stays, verified or not: what
+// serves today is not dropped when its Domain goes (docs/design.md, Verified domains:
+// the grace rule and what ends it).
+func (r *GatewayReconciler) unverifiedHostnames(ctx context.Context, s *gatewayScope, gw *gatewayv1.Gateway, held map[string]*corev1.ConfigMap, refused refusedHostnames) error {
 	var hosts []string
-	for h := range listenerHostnames(s.gw) {
-		if claimable(gatewayv1.Hostname(h)) && held[h] == nil {
+	for h := range listenerHostnames(gw) {
+		if _, no := refused[gatewayv1.Hostname(h)]; !no && claimable(gatewayv1.Hostname(h)) && held[h] == nil {
 			hosts = append(hosts, h)
 		}
 	}
 	if !r.Config.VerifyHostnames || len(hosts) == 0 {
-		return refused, nil
+		return nil
 	}
 	domains := &v1alpha.DomainList{}
 	if err := s.cluster.GetClient().List(ctx, domains, client.InNamespace(s.gw.Namespace)); err != nil {
-		return nil, fmt.Errorf("listing the Domains of namespace %s: %w", s.gw.Namespace, err)
+		return fmt.Errorf("listing the Domains of namespace %s: %w", s.gw.Namespace, err)
 	}
 	for h, v := range domain.Gate(hosts, domains.Items) {
 		if v.Verified {
@@ -281,11 +284,11 @@ func (r *GatewayReconciler) unverifiedHostnames(ctx context.Context, s *gatewayS
 		}
 		d := &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: s.gw.Namespace, Name: v.Create}, Spec: v1alpha.DomainSpec{DomainName: v.Create}}
 		if err := s.cluster.GetClient().Create(ctx, d); err != nil && !apierrors.IsAlreadyExists(err) {
-			return nil, fmt.Errorf("creating Domain %s for hostname %s: %w", v.Create, h, err)
+			return fmt.Errorf("creating Domain %s for hostname %s: %w", v.Create, h, err)
 		}
 		s.log.Info("Created a Domain for an unverified hostname", "domain", v.Create, "hostname", h)
 	}
-	return refused, nil
+	return nil
 }
 
 // hostnameSets remembers, per Gateway, the hostnames last programmed on the hub, and

@@ -131,7 +131,6 @@ func TestHostnameBound(t *testing.T) {
 		return gw
 	}
 	cfg := Config{HostnamesPerProxy: 2, HostnamesPerGateway: 3}
-	canonical := gatewayv1.Listener{Name: PreviousCanonicalListeners[0], Hostname: ptr.To(gatewayv1.Hostname("web.platform.example"))}
 	for _, tc := range []struct {
 		name string
 		gw   *gatewayv1.Gateway
@@ -142,8 +141,6 @@ func TestHostnameBound(t *testing.T) {
 		{"a direct Gateway over its bound", direct(listeners("a", "b", "c", "d")...), cfg, true},
 		{"a proxy's Gateway at the proxy's bound, HTTP and HTTPS listeners for each", proxys(listeners("a", "a", "b", "b")...), cfg, false},
 		{"a proxy's Gateway over the proxy's bound", proxys(listeners("a", "b", "c")...), cfg, true},
-		{"a proxy's canonical listener does not count", proxys(append(listeners("a", "b"), canonical)...), cfg, false},
-		{"a canonical listener name counts on a direct Gateway", direct(append(listeners("a", "b", "c"), canonical)...), cfg, true},
 		{"no bound configured", direct(listeners("a", "b", "c", "d")...), Config{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

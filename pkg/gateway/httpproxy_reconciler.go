@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -295,14 +296,15 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 	case !metav1.IsControlledBy(existing, s.proxy):
 		existing = nil // someone else's: write reports the conflict
 	}
-	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName)
+	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName, r.Config.Platform)
 	if why := refusedBackends(s.proxy, r.Config.BackendReservedDomains, r.Config.BackendDeniedNetworks); why != "" && err == nil {
 		err = invalidf("%s", why)
 	}
 	if inv := (*invalidError)(nil); errors.As(err, &inv) {
-		s.setCondition(v1alpha.ConditionAccepted, false, v1alpha.ReasonInvalid, inv.Error())
-		s.setCondition(v1alpha.ConditionProgrammed, false, v1alpha.ReasonInvalid, "The proxy is not accepted")
-		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, v1alpha.ReasonInvalid, "Programming", "The proxy cannot be programmed: %s", inv.Error())
+		reason := cmp.Or(inv.reason, v1alpha.ReasonInvalid)
+		s.setCondition(v1alpha.ConditionAccepted, false, reason, inv.Error())
+		s.setCondition(v1alpha.ConditionProgrammed, false, reason, "The proxy is not accepted")
+		s.events.Eventf(s.proxy, nil, corev1.EventTypeWarning, reason, "Programming", "The proxy cannot be programmed: %s", inv.Error())
 		return true, nil
 	}
 	if err != nil {
@@ -403,12 +405,14 @@ func (r *HTTPProxyReconciler) pruneSlices(ctx context.Context, s *proxyScope) er
 func (r *HTTPProxyReconciler) observe(_ context.Context, s *proxyScope) (bool, error) {
 	ok, reason, message := proxyProgrammed(s.gateway, s.route, r.Config.controllerName())
 	s.setCondition(v1alpha.ConditionProgrammed, ok, reason, message)
+	s.showGatewayConditions(ConditionDNSRecordsProgrammed, ConditionCertificatesReady)
 	programmed := s.reportHostnames(r.Config.VerifyHostnames)
 	if !ok {
 		return true, nil
 	}
 	s.proxy.Status.Hostnames = programmed
 	s.proxy.Status.Addresses = append([]gatewayv1.GatewayStatusAddress(nil), s.gateway.Status.Addresses...)
+	s.proxy.Status.CanonicalHostname = r.Config.Platform.Canonical(s.gateway)
 	if !meta.IsStatusConditionTrue(s.before.Status.Conditions, v1alpha.ConditionProgrammed) {
 		s.events.Eventf(s.proxy, nil, corev1.EventTypeNormal, v1alpha.ReasonProgrammed, "Programming", "The proxy is programmed on the hub")
 	}
@@ -426,6 +430,16 @@ func (r *HTTPProxyReconciler) writeStatusAndRequeue(ctx context.Context, s *prox
 		r.Metrics.proxyObserved(s.project, s.proxy)
 	}
 	return reconcile.Result{RequeueAfter: s.requeueAfter}, err
+}
+
+// showGatewayConditions sets the proxy's conditions of types as its Gateway has them
+// for its current generation (the Gateway reconciler's DNS and certificate verdicts).
+func (s *proxyScope) showGatewayConditions(types ...string) {
+	for _, typ := range types {
+		if c := meta.FindStatusCondition(s.gateway.Status.Conditions, typ); c != nil && c.ObservedGeneration == s.gateway.Generation {
+			s.setCondition(typ, c.Status == metav1.ConditionTrue, c.Reason, c.Message)
+		}
+	}
 }
 
 func (s *proxyScope) setCondition(typ string, ok bool, reason, message string) {

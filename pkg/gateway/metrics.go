@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		downstreamWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchorage_downstream_writes_total",
-			Help: "Writes of downstream objects (Gateway, HTTPRoute, Certificate, and a backend's Service, EndpointSlice and BackendTLSPolicy) to the hub, by kind and result.",
+			Help: "Writes of downstream objects (Gateway, HTTPRoute, Certificate, DNSEndpoint, and a backend's Service, EndpointSlice and BackendTLSPolicy) to the hub, by kind and result.",
 		}, []string{"kind", "result"}),
 		anchorDeletes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "anchorage_anchor_deletes_total",
@@ -83,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	if m.Proxies, err = register(reg, proxies, "the HTTPProxy condition gauge", err); err != nil {
 		return nil, err
 	}
-	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate, kindService, kindEndpointSlice, kindBackendTLSPolicy} {
+	for _, kind := range []string{kindGateway, kindHTTPRoute, kindCertificate, kindDNSEndpoint, kindService, kindEndpointSlice, kindBackendTLSPolicy} {
 		for _, result := range []string{resultCreated, resultUpdated, resultDeleted, resultError} {
 			m.downstreamWrites.WithLabelValues(kind, result)
 		}

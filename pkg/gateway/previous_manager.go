@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,11 +22,6 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
 )
-
-// PreviousCanonicalListeners are the listeners the previous manager gave every proxy's
-// Gateway for its canonical (platform) hostname. A Gateway keeps them: tenants point
-// CNAMEs at that hostname (docs/operations.md, Cut-over from the previous manager).
-var PreviousCanonicalListeners = []gatewayv1.SectionName{"default-http", "default-https"}
 
 // DefaultHostnameClaimsNamespace is the previous manager's, so its claims are adopted.
 const DefaultHostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
@@ -61,30 +55,6 @@ func handsOff(ctx context.Context, reader client.Reader, obj client.Object) (boo
 		return false, client.IgnoreNotFound(err)
 	}
 	return proxy.UID == ref.UID && unsupportedBackend(proxy) != "", nil
-}
-
-// keptCanonicalListeners returns existing's canonical listeners, as written here, and
-// their hostnames.
-func keptCanonicalListeners(gateway string, existing *gatewayv1.Gateway) ([]gatewayv1.Listener, []gatewayv1.Hostname) {
-	if existing == nil {
-		return nil, nil
-	}
-	var listeners []gatewayv1.Listener
-	var hosts []gatewayv1.Hostname
-	for _, l := range existing.Spec.Listeners {
-		if l.Hostname == nil || *l.Hostname == "" || !slices.Contains(PreviousCanonicalListeners, l.Name) {
-			continue
-		}
-		kept := gatewayv1.Listener{Name: l.Name, Hostname: ptr.To(*l.Hostname), Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
-		if l.Protocol == gatewayv1.HTTPSProtocolType {
-			kept.TLS = httpsTermination(gateway, l.Name)
-		}
-		listeners = append(listeners, kept)
-		if len(hosts) == 0 || hosts[len(hosts)-1] != *l.Hostname {
-			hosts = append(hosts, *l.Hostname)
-		}
-	}
-	return listeners, hosts
 }
 
 // isSliceRef reports whether ref names an EndpointSlice.

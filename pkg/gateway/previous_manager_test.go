@@ -15,6 +15,7 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
+	"anchorage/pkg/platform"
 )
 
 func TestUnsupportedBackend(t *testing.T) {
@@ -43,8 +44,8 @@ func TestUnsupportedBackend(t *testing.T) {
 }
 
 // A Gateway in the previous manager's shape keeps its canonical-hostname listeners
-// (written this manager's way) and its HTTPS listener names; its http-hostname-<n>
-// listeners become one http listener; the route serves the canonical hostname too.
+// (written this manager's way) and its listener names; the route serves the canonical
+// hostname too.
 func TestBuildProxyObjectsKeepThePreviousCanonicalListeners(t *testing.T) {
 	canonical, custom := gatewayv1.Hostname("word-word-abcde.prism.example.net"), gatewayv1.Hostname("app.example.com")
 	issuer := &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate), Options: map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{"gateway.networking.datumapis.com/certificate-issuer": "auto"}}
@@ -58,32 +59,36 @@ func TestBuildProxyObjectsKeepThePreviousCanonicalListeners(t *testing.T) {
 		Hostnames: []gatewayv1.Hostname{custom},
 		Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "http://origin.example.org"}}}},
 	}}
-	out, err := buildProxyObjects(proxy, existing, "datum-external-global-proxy")
+	names := platform.Settings{TargetDomain: "new.example.net", LegacyTargetDomains: []string{"prism.example.net"}, Families: []platform.Family{platform.IPv4}}
+	out, err := buildProxyObjects(proxy, existing, "datum-external-global-proxy", names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var listeners []string
 	for _, l := range out.Gateway.Spec.Listeners {
-		names = append(names, string(l.Name))
+		listeners = append(listeners, string(l.Name))
+		if l.Hostname == nil {
+			t.Errorf("listener %s has no hostname", l.Name)
+		}
 		if l.Protocol == gatewayv1.HTTPSProtocolType {
 			if l.TLS == nil || len(l.TLS.CertificateRefs) != 1 || string(l.TLS.CertificateRefs[0].Name) != "web-"+string(l.Name) {
 				t.Errorf("listener %s: TLS %+v, want termination with Secret web-%s", l.Name, l.TLS, l.Name)
 			}
 		}
 	}
-	if want := []string{"http", "https-hostname-0", "default-http", "default-https"}; !slices.Equal(names, want) {
-		t.Errorf("listeners %v, want %v", names, want)
+	if want := []string{"default-http", "default-https", "http-hostname-0", "https-hostname-0"}; !slices.Equal(listeners, want) {
+		t.Errorf("listeners %v, want %v", listeners, want)
 	}
 	if want := []gatewayv1.Hostname{custom, canonical}; !slices.Equal(out.Route.Spec.Hostnames, want) {
 		t.Errorf("route hostnames %v, want %v", out.Route.Spec.Hostnames, want)
 	}
 
-	// A Gateway of this manager's own shape gets no extra listener.
-	plain, err := buildProxyObjects(proxy, nil, "anchorage")
+	// A proxy whose Gateway is not created yet: the default listeners wait for its UID.
+	plain, err := buildProxyObjects(proxy, nil, "anchorage", names)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plain.Gateway.Spec.Listeners) != 2 || len(plain.Route.Spec.Hostnames) != 1 {
+	if len(plain.Gateway.Spec.Listeners) != 4 || plain.Gateway.Spec.Listeners[0].Hostname != nil || len(plain.Route.Spec.Hostnames) != 1 {
 		t.Errorf("a new proxy's Gateway %v and route hostnames %v", plain.Gateway.Spec.Listeners, plain.Route.Spec.Hostnames)
 	}
 }
@@ -93,7 +98,7 @@ func TestBuildProxyObjectsRefuseAnIPHostname(t *testing.T) {
 		Hostnames: []gatewayv1.Hostname{"192.0.2.10"},
 		Rules:     []v1alpha.HTTPProxyRule{{Backends: []v1alpha.HTTPProxyBackend{{Endpoint: "http://origin.example.org"}}}},
 	}}
-	_, err := buildProxyObjects(proxy, nil, "anchorage")
+	_, err := buildProxyObjects(proxy, nil, "anchorage", DefaultConfig().Platform)
 	if inv := (*invalidError)(nil); err == nil || !strings.Contains(err.Error(), "192.0.2.10 is an IP address") {
 		t.Fatalf("got %v (%T), want an invalidError naming the IP hostname", err, inv)
 	}

@@ -23,7 +23,7 @@ func TestSampleProxyIsProgrammable(t *testing.T) {
 		t.Fatalf("config/samples HTTPProxy does not decode strictly: %v", err)
 	}
 	p.UID = "11111111-1111-1111-1111-111111111111"
-	objs, err := buildProxyObjects(&p, nil, DefaultConfig().GatewayClassName)
+	objs, err := buildProxyObjects(&p, nil, DefaultConfig().GatewayClassName, DefaultConfig().Platform)
 	if err != nil {
 		t.Fatalf("config/samples HTTPProxy cannot be programmed: %v", err)
 	}

@@ -72,8 +72,8 @@ func TestCertificateNamesToDelete(t *testing.T) {
 		remembered []string
 		want       string
 	}{
-		{"nothing", []gatewayv1.Listener{httpListener("http")}, nil, "[]"},
-		{"listeners only", []gatewayv1.Listener{httpListener("http"), httpsListener("web", "https-b", "b.example.com"), httpsListener("web", "https-a", "a.example.com")}, nil, "[web-https-a web-https-b]"},
+		{"nothing", []gatewayv1.Listener{httpListener("http", "")}, nil, "[]"},
+		{"listeners only", []gatewayv1.Listener{httpListener("http", ""), httpsListener("web", "https-b", "b.example.com"), httpsListener("web", "https-a", "a.example.com")}, nil, "[web-https-a web-https-b]"},
 		{"a listener without a hostname", []gatewayv1.Listener{noHost}, nil, "[]"},
 		{"remembered beside the listeners, once each", []gatewayv1.Listener{httpsListener("web", "https-a", "a.example.com")}, []string{"web-https-old", "web-https-a"}, "[web-https-a web-https-old]"},
 	}

@@ -7,5 +7,6 @@ package resync
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways;httproutes,verbs=list
 // +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=list
+// +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=list
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

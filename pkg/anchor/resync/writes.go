@@ -22,6 +22,7 @@ var DefaultHubWrites = map[schema.GroupKind][]HubWrite{
 	{Group: "gateway.networking.k8s.io", Kind: "Gateway"}: {
 		{Group: "gateway.networking.k8s.io", Kind: "Gateway"},
 		{Group: "cert-manager.io", Kind: "Certificate", PerListener: true},
+		{Group: "externaldns.k8s.io", Kind: "DNSEndpoint"},
 	},
 	{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: {
 		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"},
