@@ -256,6 +256,7 @@ func TestCutOverRefusesAStoredBackendThatIsNoPublicName(t *testing.T) {
 		o.Gateway.ControllerName = cutOverControllerName
 		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
 		o.Gateway.CertificateIssuer.Name = cutOverIssuer
+		o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain
 	})
 	victim.waitProgrammed("web")
 	before := hubState(ctx, g, victim.hubNS())

@@ -108,6 +108,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 		o.Gateway.ControllerName = cutOverControllerName
 		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
 		o.Gateway.CertificateIssuer.Name = cutOverIssuer
+		o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain // the previous manager's gateway.targetDomain, mapped
 		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
 	})
 
@@ -281,6 +282,7 @@ func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
 		o.Gateway.ControllerName = cutOverControllerName
 		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
 		o.Gateway.CertificateIssuer.Name = cutOverIssuer
+		o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain // the previous manager's gateway.targetDomain, mapped
 		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
 	})
 	g.Eventually(func(g Gomega) {
