@@ -117,6 +117,11 @@ type Platform struct {
 	// DNSEndpoints writes, per hub Gateway, an external-dns DNSEndpoint holding the
 	// records of its platform hostnames; the hub must serve the DNSEndpoint CRD.
 	DNSEndpoints bool `json:"dnsEndpoints"`
+	// DefaultListenerTLSSecretName is, when set, the Secret the platform hostnames'
+	// HTTPS listeners terminate with (a wildcard certificate of the target domains,
+	// present in every mapped namespace): no Certificate is ordered for them. Empty:
+	// each gets a Certificate of its own.
+	DefaultListenerTLSSecretName string `json:"defaultListenerTLSSecretName"`
 }
 
 // RetryInterval is one step of the verification schedule.
@@ -300,7 +305,7 @@ func Default() ManagerConfiguration {
 			RetryJitter: 0.25, Workers: 20, Nameservers: []string{}, Timeout: metav1.Duration{Duration: 5 * time.Second}, HTTPPort: 80,
 		},
 		Platform: Platform{TargetDomain: g.Platform.TargetDomain, LegacyTargetDomains: append([]string{}, g.Platform.LegacyTargetDomains...),
-			IPFamilies: families(g.Platform.Families), DNSEndpoints: g.DNSEndpoints},
+			IPFamilies: families(g.Platform.Families), DNSEndpoints: g.DNSEndpoints, DefaultListenerTLSSecretName: g.PlatformTLSSecret},
 		Clients: Clients{Hub: ClientConnection{QPS: 50, Burst: 100}, Project: ClientConnection{QPS: 50, Burst: 100}},
 	}
 }
@@ -479,6 +484,7 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 		BackendDeniedNetworks: deniedNetworks(g.BackendDeniedNetworks),
 		Platform:              c.PlatformSettings(),
 		DNSEndpoints:          c.Platform.DNSEndpoints,
+		PlatformTLSSecret:     c.Platform.DefaultListenerTLSSecretName,
 	}
 }
 

@@ -76,7 +76,7 @@ var previousRules = []previousRule{
 		l.DomainVerification.Enabled = !off
 		return fmt.Sprintf("domainVerification.enabled: %t", !off), nil
 	}},
-	{key: "gateway.defaultListenerTLSSecretName", why: notYet + "a shared certificate for the platform hostname's listener"},
+	{key: "gateway.defaultListenerTLSSecretName", apply: set("platform.defaultListenerTLSSecretName", func(l *Loaded) *string { return &l.Platform.DefaultListenerTLSSecretName })},
 	{key: "gateway.certificateReissuance", why: notYet + "cert-manager's own backoff applies to a failed Certificate"},
 	{key: "gateway.coraza", why: notYet + "the WAF (TrafficProtectionPolicy) does not reach the edge", lost: true},
 	{key: "gateway.enableDNSIntegration", why: notYet + "DNS records for Gateway hostnames"},

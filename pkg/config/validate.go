@@ -34,6 +34,11 @@ func (c *ManagerConfiguration) Validate() error {
 	if err := c.PlatformSettings().Validate(); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("platform"), c.Platform, err.Error()))
 	}
+	if name := c.Platform.DefaultListenerTLSSecretName; name != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(field.NewPath("platform", "defaultListenerTLSSecretName"), name, msg))
+		}
+	}
 	for _, client := range []struct {
 		name string
 		cc   ClientConnection

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,8 +19,11 @@ var CertificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 
 // downstreamGateway returns the hub copy of up in hubNS, of class, with an allow-list of
 // each listener (docs/design.md, Threat model): name, hostname, port, protocol, TLS
-// mode, certificate references into up's namespace made local, same-namespace routes.
-func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Gateway {
+// mode, same-namespace routes. A terminating HTTPS listener's certificate is the Secret
+// its Certificate writes (certificates.secretOf), whatever up names: the hub holds no
+// other Secret for it, and a listener that terminates without one is refused by the
+// Gateway API's experimental-channel schema.
+func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string, certificates listenerCertificates) *gatewayv1.Gateway {
 	spec := gatewayv1.GatewaySpec{GatewayClassName: gatewayv1.ObjectName(class)}
 	for _, l := range up.Spec.Listeners {
 		down := gatewayv1.Listener{Name: l.Name, Port: l.Port, Protocol: l.Protocol, AllowedRoutes: sameNamespaceRoutes()}
@@ -31,41 +35,67 @@ func downstreamGateway(up *gatewayv1.Gateway, hubNS, class string) *gatewayv1.Ga
 			if l.TLS.Mode != nil {
 				down.TLS.Mode = ptr.To(*l.TLS.Mode)
 			}
-			for _, ref := range l.TLS.CertificateRefs {
-				if ref.Namespace != nil && string(*ref.Namespace) != up.Namespace {
-					continue
-				}
-				local := *ref.DeepCopy()
-				local.Namespace = nil
-				down.TLS.CertificateRefs = append(down.TLS.CertificateRefs, local)
-			}
+		}
+		if terminates(l) {
+			down.TLS = &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{{
+				Group: ptr.To(gatewayv1.Group("")), Kind: ptr.To(gatewayv1.Kind("Secret")),
+				Name: gatewayv1.ObjectName(certificates.secretOf(up.Name, l)),
+			}}}
 		}
 		spec.Listeners = append(spec.Listeners, down)
 	}
 	return &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: up.Name, Namespace: hubNS}, Spec: spec}
 }
 
+// terminates reports whether l is an HTTPS listener with a hostname terminating TLS
+// (the mode the API server defaults), the listeners that get a certificate.
+func terminates(l gatewayv1.Listener) bool {
+	if l.Protocol != gatewayv1.HTTPSProtocolType || l.Hostname == nil || *l.Hostname == "" {
+		return false
+	}
+	return l.TLS == nil || ptr.Deref(l.TLS.Mode, gatewayv1.TLSModeTerminate) == gatewayv1.TLSModeTerminate
+}
+
+// listenerCertificates says where a Gateway's terminating listeners get their
+// certificates: the platform hostnames' listeners from the shared Secret when one is
+// configured (platform.defaultListenerTLSSecretName, the previous manager's
+// defaultListenerTLSSecretName: no ACME order per Gateway for them), every other one
+// from a Certificate of its own, <gateway>-<listener>, writing the Secret of that name.
+type listenerCertificates struct {
+	platformHosts []string
+	shared        string
+}
+
+// secretOf names the Secret l of gateway terminates with.
+func (c listenerCertificates) secretOf(gateway string, l gatewayv1.Listener) string {
+	if c.sharedFor(l) {
+		return c.shared
+	}
+	return CertificateName(gateway, l.Name)
+}
+
+// sharedFor reports whether l uses the shared Secret (and gets no Certificate).
+func (c listenerCertificates) sharedFor(l gatewayv1.Listener) bool {
+	return c.shared != "" && l.Hostname != nil && slices.Contains(c.platformHosts, string(*l.Hostname))
+}
+
 // certificateListeners returns the listeners of up that get a Certificate: HTTPS
-// listeners with a hostname terminating TLS.
-func certificateListeners(up *gatewayv1.Gateway) []gatewayv1.Listener {
+// listeners with a hostname terminating TLS, but those on the shared Secret.
+func certificateListeners(up *gatewayv1.Gateway, certificates listenerCertificates) []gatewayv1.Listener {
 	var out []gatewayv1.Listener
 	for _, l := range up.Spec.Listeners {
-		if l.Protocol != gatewayv1.HTTPSProtocolType || l.Hostname == nil || *l.Hostname == "" {
-			continue
+		if terminates(l) && !certificates.sharedFor(l) {
+			out = append(out, l)
 		}
-		if l.TLS != nil && ptr.Deref(l.TLS.Mode, gatewayv1.TLSModeTerminate) != gatewayv1.TLSModeTerminate {
-			continue
-		}
-		out = append(out, l)
 	}
 	return out
 }
 
 // downstreamCertificates returns one Certificate per certificate listener of up in
 // hubNS, named and writing the Secret <gateway>-<listener>; an invalid name is an error.
-func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuer IssuerRef) ([]*unstructured.Unstructured, error) {
+func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuer IssuerRef, certificates listenerCertificates) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for _, l := range certificateListeners(up) {
+	for _, l := range certificateListeners(up, certificates) {
 		name := CertificateName(up.Name, l.Name)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return nil, fmt.Errorf("certificate name %q for listener %s: %s", name, l.Name, strings.Join(errs, "; "))

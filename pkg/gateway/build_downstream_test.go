@@ -25,9 +25,13 @@ func TestDownstreamGateway(t *testing.T) {
 	l.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("team"))
 	other := httpsListener("web", "https-b.example.com", "b.example.com")
 	other.TLS.CertificateRefs[0].Namespace = ptr.To(gatewayv1.Namespace("elsewhere"))
-	up := upstreamGateway(httpListener("http", ""), l, other)
+	other.TLS.CertificateRefs[0].Name = "someone-elses"
+	bare := httpsListener("web", "https-c.example.com", "c.example.com")
+	bare.TLS = &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate)} // the previous manager's shape
+	platformHost := httpsListener("web", "default-https", "abc.edge.example")
+	up := upstreamGateway(httpListener("http", "h.example.com"), l, other, bare, platformHost)
 
-	got := downstreamGateway(up, hubNS, "edge")
+	got := downstreamGateway(up, hubNS, "edge", listenerCertificates{})
 
 	if got.Name != "web" || got.Namespace != hubNS {
 		t.Errorf("got %s/%s, want %s/web", got.Namespace, got.Name, hubNS)
@@ -35,14 +39,25 @@ func TestDownstreamGateway(t *testing.T) {
 	if got.Spec.GatewayClassName != "edge" {
 		t.Errorf("class %q, want the downstream class", got.Spec.GatewayClassName)
 	}
-	if ns := got.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace; ns != nil {
-		t.Errorf("a reference into the Gateway's own namespace must become local, got %q", *ns)
+	if got.Spec.Listeners[0].TLS != nil {
+		t.Errorf("an HTTP listener has no TLS, got %+v", got.Spec.Listeners[0].TLS)
 	}
-	if refs := got.Spec.Listeners[2].TLS.CertificateRefs; len(refs) != 0 {
-		t.Errorf("a reference into another namespace is not written to the hub, got %v", refs)
+	for i, want := range []string{"web-https-a.example.com", "web-https-b.example.com", "web-https-c.example.com", "web-default-https"} {
+		got := got.Spec.Listeners[i+1].TLS
+		if diff := cmp.Diff(httpsListener("web", gatewayv1.SectionName(strings.TrimPrefix(want, "web-")), "x").TLS, got); diff != "" {
+			t.Errorf("listener %d terminates with the Secret its Certificate writes, %s, whatever the tenant named (-want +got):\n%s", i+1, want, diff)
+		}
 	}
 	if up.Spec.GatewayClassName != "anchorage" || up.Spec.Listeners[1].TLS.CertificateRefs[0].Namespace == nil {
 		t.Error("the upstream Gateway must not be changed")
+	}
+
+	shared := downstreamGateway(up, hubNS, "edge", listenerCertificates{platformHosts: []string{"abc.edge.example"}, shared: "platform-wildcard"})
+	if name := shared.Spec.Listeners[4].TLS.CertificateRefs[0].Name; name != "platform-wildcard" {
+		t.Errorf("the platform hostname's listener: Secret %s, want the shared one", name)
+	}
+	if name := shared.Spec.Listeners[1].TLS.CertificateRefs[0].Name; name != "web-https-a.example.com" {
+		t.Errorf("a tenant hostname's listener: Secret %s, want its own", name)
 	}
 }
 
@@ -55,7 +70,7 @@ func TestDownstreamGatewayWritesOnlyTheAllowList(t *testing.T) {
 	up.Spec.Listeners[0].TLS.Options = map[gatewayv1.AnnotationKey]gatewayv1.AnnotationValue{"gateway.envoyproxy.io/tls-minimum-version": "1.0"}
 	up.Spec.Listeners[0].AllowedRoutes = &gatewayv1.AllowedRoutes{Namespaces: &gatewayv1.RouteNamespaces{From: ptr.To(gatewayv1.NamespacesFromAll)}}
 
-	got := downstreamGateway(up, hubNS, "edge")
+	got := downstreamGateway(up, hubNS, "edge", listenerCertificates{})
 
 	if got.Spec.Addresses != nil || got.Spec.Infrastructure != nil {
 		t.Errorf("addresses %v and infrastructure %v reached the hub", got.Spec.Addresses, got.Spec.Infrastructure)
@@ -78,9 +93,10 @@ func TestDownstreamCertificates(t *testing.T) {
 	noHost := httpsListener("web", "https-any", "x")
 	noHost.Hostname = nil
 	cases := []struct {
-		reason string
-		gw     *gatewayv1.Gateway
-		want   []string // name dnsName
+		reason       string
+		gw           *gatewayv1.Gateway
+		certificates listenerCertificates
+		want         []string // name dnsName
 	}{
 		{
 			reason: "one per HTTPS listener with a hostname; HTTP, passthrough and hostless listeners get none",
@@ -91,11 +107,17 @@ func TestDownstreamCertificates(t *testing.T) {
 			reason: "no HTTPS listener: no Certificate",
 			gw:     upstreamGateway(httpListener("http", "")),
 		},
+		{
+			reason:       "the platform hostname on the shared Secret: no Certificate of its own",
+			gw:           upstreamGateway(httpsListener("web", "default-https", "abc.edge.example"), httpsListener("web", "https-0", "b.example.com")),
+			certificates: listenerCertificates{platformHosts: []string{"abc.edge.example"}, shared: "platform-wildcard"},
+			want:         []string{"web-https-0 b.example.com"},
+		},
 	}
 	issuer := IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			certs, err := downstreamCertificates(tc.gw, hubNS, issuer)
+			certs, err := downstreamCertificates(tc.gw, hubNS, issuer, tc.certificates)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +146,7 @@ func TestDownstreamCertificates(t *testing.T) {
 
 func TestDownstreamCertificatesRefusesAnInvalidName(t *testing.T) {
 	gw := upstreamGateway(httpsListener("web", gatewayv1.SectionName(strings.Repeat("l", 250)), "a.example.com"))
-	if _, err := downstreamCertificates(gw, hubNS, IssuerRef{}); err == nil {
+	if _, err := downstreamCertificates(gw, hubNS, IssuerRef{}, listenerCertificates{}); err == nil {
 		t.Fatal("want an error for a certificate name longer than 253 characters")
 	}
 }

@@ -70,6 +70,10 @@ type Config struct {
 	BackendDeniedNetworks []netpolicy.DeniedNetwork
 	// Platform names every Gateway on the platform's domain (pkg/platform).
 	Platform platform.Settings
+	// PlatformTLSSecret, when set, is the Secret (in every mapped namespace) the
+	// platform hostnames' HTTPS listeners terminate with, a wildcard certificate of the
+	// target domain: no Certificate is ordered for them. Empty: each gets its own.
+	PlatformTLSSecret string
 	// DNSEndpoints writes, per hub Gateway, external-dns's DNSEndpoint with the records
 	// of its platform hostnames; the hub must serve the DNSEndpoint CRD.
 	DNSEndpoints bool

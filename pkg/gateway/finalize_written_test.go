@@ -44,7 +44,7 @@ func programWrittenGateway(t *testing.T, ctx context.Context, r *GatewayReconcil
 		t.Fatalf("programming the Gateway: %v", err)
 	}
 	f := &writtenGatewayFixture{project: project, gw: gw, hubNS: anchor.MappedNamespace(ns.UID), setup: setup}
-	for _, l := range certificateListeners(gw) {
+	for _, l := range certificateListeners(gw, listenerCertificates{}) {
 		f.mustExist(t, ctx, certificateRef(CertificateName(gw.Name, l.Name), f.hubNS))
 	}
 	f.mustExist(t, ctx, &gatewayv1.Gateway{ObjectMeta: objectMeta(gw.Name, f.hubNS)})

@@ -152,7 +152,7 @@ func (r *GatewayReconciler) withinCap(ctx context.Context, s *gatewayScope) (boo
 // certificate listeners and the remembered ones.
 func certificateNamesToDelete(gw *gatewayv1.Gateway, remembered []string) []string {
 	names := slices.Clone(remembered)
-	for _, l := range certificateListeners(gw) {
+	for _, l := range certificateListeners(gw, listenerCertificates{}) {
 		names = append(names, CertificateName(gw.Name, l.Name))
 	}
 	slices.Sort(names)
@@ -238,7 +238,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	s.refused = refused
 	programmable := refused.programmable(named)
 	w := s.hubWriter(hub, hubNS)
-	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName), copyGatewaySpec)
+	written, err := w.apply(ctx, kindGateway, downstreamGateway(programmable, hubNS, r.Config.DownstreamGatewayClassName, r.certificates(s.canonical)), copyGatewaySpec)
 	if err != nil {
 		if isGuardRefusal(err) {
 			return nil, err // not this Gateway's any more: its finalizer or next reconcile decides
@@ -255,7 +255,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 			return nil, err
 		}
 	}
-	certs, err := downstreamCertificates(programmable, hubNS, r.Config.CertificateIssuer)
+	certs, err := downstreamCertificates(programmable, hubNS, r.Config.CertificateIssuer, r.certificates(s.canonical))
 	if err != nil {
 		return nil, err
 	}
@@ -278,6 +278,12 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		}
 	}
 	return written.(*gatewayv1.Gateway), nil
+}
+
+// certificates says where the listeners of the Gateway with platform hostname
+// canonical get their certificates.
+func (r *GatewayReconciler) certificates(canonical string) listenerCertificates {
+	return listenerCertificates{platformHosts: r.Config.Platform.Hostnames(canonical), shared: r.Config.PlatformTLSSecret}
 }
 
 // releaseAfterFailedWrite releases, after the hub refused the Gateway's write (or
