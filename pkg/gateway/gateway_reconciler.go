@@ -1,16 +1,19 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -45,6 +48,9 @@ type GatewayReconciler struct {
 	// Slots caps what a project programs; a Gateway it writes directly (not a proxy's
 	// own) takes a slot like a proxy. Nil: no cap.
 	Slots *proxySlots
+	// Clock reads the time a failed Certificate's re-issue is judged at; nil: the
+	// machine's.
+	Clock clock.PassiveClock
 	// Routes, when set, reconciles a Gateway's routes again when its programmed
 	// hostnames change (HTTPRouteReconciler.keepHeldHostnames).
 	Routes func(ctx context.Context, project string, gw *gatewayv1.Gateway)
@@ -60,6 +66,7 @@ type gatewayScope struct {
 	// canonical is the Gateway's platform hostname (pkg/platform).
 	canonical string
 	dns       dnsState
+	certs     certState
 }
 
 // Reconcile runs the phases in order; a phase that is done or fails ends the reconcile.
@@ -191,6 +198,10 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 		if r.Config.DNSEndpoints {
 			meta.SetStatusCondition(&s.gw.Status.Conditions, dnsVerdict(s.dns, s.canonical).condition(ConditionDNSRecordsProgrammed, s.gw.Generation))
 		}
+		meta.SetStatusCondition(&s.gw.Status.Conditions, certificatesVerdict(s.certs).condition(ConditionCertificatesReady, s.gw.Generation))
+		if len(s.certs.failed)+len(s.certs.pending) > 0 {
+			s.requeueAfter = min(cmp.Or(s.requeueAfter, ReissueAfter), ReissueAfter) // a failure's re-issue comes due
+		}
 		r.reportRefusedHostnames(s, before)
 	}
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.gw); statusErr != nil {
@@ -255,29 +266,17 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 			return nil, err
 		}
 	}
-	certs, err := downstreamCertificates(programmable, hubNS, r.Config.CertificateIssuer, r.certificates(s.canonical))
-	if err != nil {
+	if s.certs, err = r.writeCertificates(ctx, w, programmable, s.canonical, r.now()); err != nil {
 		return nil, err
-	}
-	want := map[string]bool{}
-	for _, c := range certs {
-		want[c.GetName()] = true
-		if _, err := w.apply(ctx, kindCertificate, c, setCertificateSpec); err != nil {
-			return nil, err
-		}
-	}
-	stale, err := w.certificates(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, c := range stale {
-		if !want[c.GetName()] {
-			if err := w.deleteIfAttached(ctx, kindCertificate, c); err != nil {
-				return nil, err
-			}
-		}
 	}
 	return written.(*gatewayv1.Gateway), nil
+}
+
+func (r *GatewayReconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
 }
 
 // certificates says where the listeners of the Gateway with platform hostname

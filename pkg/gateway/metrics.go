@@ -38,6 +38,7 @@ type Metrics struct {
 	guardRefusals    *prometheus.CounterVec
 	queueDepth       *prometheus.GaugeVec
 	hubWriteWaits    *prometheus.CounterVec
+	reissues         prometheus.Counter
 	// Proxies is the gauge of HTTPProxies by condition; it must be added to the manager
 	// (SetupWithManager does) to follow the projects engaged.
 	Proxies *ProxyConditions
@@ -67,8 +68,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "anchorage_project_hub_write_wait_seconds_total",
 			Help: "Seconds the hub writes of a project waited for its share of hub writes (gateway.projectHubWritesPerSecond), by project: a project that keeps this rising writes more than its share.",
 		}, []string{"project"}),
+		reissues: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "anchorage_certificate_reissues_total",
+			Help: "Failed Certificates deleted and written anew to start a fresh order (at most 3 per Certificate, 5 minutes after its failure); a rise means orders keep failing, often DNS not pointed at the edge.",
+		}),
 	}
 	var err error
+	m.reissues, err = register(reg, m.reissues, "gateway metrics", err)
 	m.queueDepth, err = register(reg, m.queueDepth, "gateway metrics", err)
 	m.hubWriteWaits, err = register(reg, m.hubWriteWaits, "gateway metrics", err)
 	m.downstreamWrites, err = register(reg, m.downstreamWrites, "gateway metrics", err)
@@ -117,6 +123,12 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, what strin
 		}
 	}
 	return c, fmt.Errorf("registering %s: %w", what, err)
+}
+
+func (m *Metrics) certificateReissued() {
+	if m != nil {
+		m.reissues.Inc()
+	}
 }
 
 func (m *Metrics) downstreamWrite(kind, result string) {
