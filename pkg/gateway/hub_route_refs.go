@@ -149,30 +149,29 @@ func judgeFilter(f gatewayv1.HTTPRouteFilter, allowed []gatewayv1.HTTPRouteFilte
 	return routeRefusal{}, true
 }
 
-// typeFieldOnly is f with only the field its type names: what the hub copy carries of
-// an allowed filter. One lacking that field comes back without its type, so it never
-// equals f.
+// typeFieldOnly is f with only the field its type names (a copy): what the hub copy
+// carries of an allowed filter. One lacking that field comes back without its type, so
+// it never equals f.
 func typeFieldOnly(f gatewayv1.HTTPRouteFilter) gatewayv1.HTTPRouteFilter {
-	out := gatewayv1.HTTPRouteFilter{Type: f.Type}
-	switch f.Type {
-	case gatewayv1.HTTPRouteFilterRequestHeaderModifier:
-		out.RequestHeaderModifier = f.RequestHeaderModifier.DeepCopy()
-	case gatewayv1.HTTPRouteFilterResponseHeaderModifier:
-		out.ResponseHeaderModifier = f.ResponseHeaderModifier.DeepCopy()
-	case gatewayv1.HTTPRouteFilterRequestRedirect:
-		out.RequestRedirect = f.RequestRedirect.DeepCopy()
-	case gatewayv1.HTTPRouteFilterURLRewrite:
-		out.URLRewrite = f.URLRewrite.DeepCopy()
-	case gatewayv1.HTTPRouteFilterCORS:
-		out.CORS = f.CORS.DeepCopy()
-	case gatewayv1.HTTPRouteFilterExtensionRef:
-		out.ExtensionRef = f.ExtensionRef.DeepCopy()
+	only := gatewayv1.HTTPRouteFilter{
+		RequestHeaderModifier:  keepIf(f.Type == gatewayv1.HTTPRouteFilterRequestHeaderModifier, f.RequestHeaderModifier),
+		ResponseHeaderModifier: keepIf(f.Type == gatewayv1.HTTPRouteFilterResponseHeaderModifier, f.ResponseHeaderModifier),
+		RequestRedirect:        keepIf(f.Type == gatewayv1.HTTPRouteFilterRequestRedirect, f.RequestRedirect),
+		URLRewrite:             keepIf(f.Type == gatewayv1.HTTPRouteFilterURLRewrite, f.URLRewrite),
+		CORS:                   keepIf(f.Type == gatewayv1.HTTPRouteFilterCORS, f.CORS),
+		ExtensionRef:           keepIf(f.Type == gatewayv1.HTTPRouteFilterExtensionRef, f.ExtensionRef),
 	}
-	if out.RequestHeaderModifier == nil && out.ResponseHeaderModifier == nil && out.RequestRedirect == nil &&
-		out.URLRewrite == nil && out.CORS == nil && out.ExtensionRef == nil {
-		out.Type = ""
+	if only != (gatewayv1.HTTPRouteFilter{}) {
+		only.Type = f.Type
 	}
-	return out
+	return *only.DeepCopy()
+}
+
+func keepIf[T any](keep bool, field *T) *T {
+	if keep {
+		return field
+	}
+	return nil
 }
 
 // judgeBackendRef judges a backendRef of a route in namespace: a Service or an

@@ -229,17 +229,6 @@ func TestHubRoutesCarryOnlyTheManagersOwnReferences(t *testing.T) {
 	b.unchanged()
 }
 
-// routeCondition reads the condition typ of the upstream route's first parent entry,
-// or nil.
-func (gt *gatewayTest) routeCondition(g Gomega, name string, typ gatewayv1.RouteConditionType) *metav1.Condition {
-	route := &gatewayv1.HTTPRoute{}
-	g.Expect(gt.plane.Client.Get(gt.ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: name}, route)).To(Succeed())
-	if len(route.Status.Parents) == 0 {
-		return nil
-	}
-	return meta.FindStatusCondition(route.Status.Parents[0].Conditions, string(typ))
-}
-
 // describe is a condition in a line, for a failure message.
 func describe(c *metav1.Condition) string {
 	if c == nil {
