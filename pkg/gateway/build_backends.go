@@ -139,11 +139,6 @@ func buildHubBackendAt(annotations map[string]string, sp *corev1.ServicePort, ad
 	return b, nil
 }
 
-// isServiceRef reports whether ref names a core Service (defaults applied).
-func isServiceRef(ref gatewayv1.BackendObjectReference) bool {
-	return ptr.Deref(ref.Group, "") == "" && ptr.Deref(ref.Kind, kindService) == kindService
-}
-
 // hubBackendRef is ref pointed at the hub Service named name in hubNS, keeping only its
 // port and weight (the caller sets its filters). A reference written without a port (to
 // another kind, refused) gets the http port: it names nothing, and the hub's schema

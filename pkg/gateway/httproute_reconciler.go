@@ -159,10 +159,10 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 	return true, err
 }
 
-// notWritten judges a hub write that failed with err, or refused to write: the
-// Accepted verdict of every parent, an Event (once for a refusal the status reports,
-// the route as before holds the previous status) and a requeue. The error returned is
-// nil when the status says it all and retrying cannot help.
+// notWritten judges a hub write that failed with err, or wrote nothing on purpose: the
+// Accepted verdict of every parent, an Event (for a refusal, only when it starts,
+// judged on before, the route as read) and a requeue. It returns nil instead of err
+// when the status says it all and a retry cannot help.
 func (s *routeScope) notWritten(before *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController, err error) (verdict, error) {
 	was := meta.FindStatusCondition(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted))
 	var notHeld *hostnamesNotHeldError
@@ -254,14 +254,14 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 		return nil, unknown, err
 	}
 	w := s.hubWriter(hub, hubNS)
-	if i := slices.IndexFunc(refused, routeRefusal.notAccepted); i >= 0 {
+	if notAccepted := slices.DeleteFunc(slices.Clone(refused), func(r routeRefusal) bool { return !r.notAccepted() }); len(notAccepted) > 0 {
 		// Not accepted: the edge must not serve it, whatever an earlier write (an
 		// earlier version's, the previous manager's) left on the hub for it.
 		s.requeueAfter = 0 // a missing backend does not matter until it is accepted
 		if err := r.deleteHubCopy(ctx, s, w); err != nil {
 			return nil, resolved, err
 		}
-		return nil, resolved, &routeRefusedError{slices.DeleteFunc(slices.Clone(refused), func(r routeRefusal) bool { return !r.notAccepted() })}
+		return nil, resolved, &routeRefusedError{notAccepted}
 	}
 	down, err := downstreamRoute(s.route, hubNS, s.parents, hubNamespaces)
 	if err != nil {
