@@ -20,8 +20,9 @@ import (
 	"anchorage/pkg/gateway"
 )
 
-// objRef is a reference as an attacker spells it: group and namespace "" are left out
-// of the object (nil), so both the defaulted and the bare spelling are tried.
+// objRef is a reference as an attacker spells it. A group of "-", a kind or a namespace
+// of "" are left out (nil), so a Service is tried both bare (the plane's schema then
+// defaults group and kind) and spelled out.
 type objRef struct{ group, kind, namespace, name string }
 
 func (r objRef) backend(port gatewayv1.PortNumber) gatewayv1.BackendObjectReference {
