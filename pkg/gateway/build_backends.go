@@ -139,19 +139,28 @@ func buildHubBackendAt(annotations map[string]string, sp *corev1.ServicePort, ad
 	return b, nil
 }
 
-// isServiceRef reports whether ref names a core Service (defaults applied).
-func isServiceRef(ref gatewayv1.BackendObjectReference) bool {
-	return ptr.Deref(ref.Group, "") == "" && ptr.Deref(ref.Kind, kindService) == kindService
+// hubBackendRef is ref pointed at the hub Service named name in hubNS, keeping only its
+// port and weight (the caller sets its filters). A reference written without a port (to
+// another kind, refused) gets the http port: it names nothing, and the hub's schema
+// wants a port on a Service reference.
+func hubBackendRef(ref gatewayv1.HTTPBackendRef, name, hubNS string) gatewayv1.HTTPBackendRef {
+	return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{
+		BackendObjectReference: gatewayv1.BackendObjectReference{
+			Group:     ptr.To(gatewayv1.Group("")),
+			Kind:      ptr.To(gatewayv1.Kind(kindService)),
+			Namespace: ptr.To(gatewayv1.Namespace(hubNS)),
+			Name:      gatewayv1.ObjectName(name),
+			Port:      ptr.To(ptr.Deref(ref.Port, HTTPPort)),
+		},
+		Weight: copyWeight(ref.Weight),
+	}}
 }
 
-// hubBackendRef is ref pointed at the hub objects named name in hubNS.
-func hubBackendRef(ref gatewayv1.HTTPBackendRef, name, hubNS string) gatewayv1.HTTPBackendRef {
-	out := *ref.DeepCopy()
-	out.Group = ptr.To(gatewayv1.Group(""))
-	out.Kind = ptr.To(gatewayv1.Kind(kindService))
-	out.Namespace = ptr.To(gatewayv1.Namespace(hubNS))
-	out.Name = gatewayv1.ObjectName(name)
-	return out
+func copyWeight(w *int32) *int32 {
+	if w == nil {
+		return nil
+	}
+	return ptr.To(*w)
 }
 
 // copyHubServiceSpec brings the hub Service dst to src's type and ports, merged by name

@@ -160,11 +160,11 @@ func parentNamespace(ref gatewayv1.ParentReference, routeNS string) string {
 	return string(*ref.Namespace)
 }
 
-// downstreamRoute returns the hub copy of up in hubNS, attached only to parents; a
-// parent in up's namespace becomes local, others go to hubNamespaces[namespace].
+// downstreamRoute returns the hub copy of up in hubNS, built from the allow-list
+// (hubRules): up's hostnames and rules, attached only to parents; a parent in up's
+// namespace becomes local, others go to hubNamespaces[namespace].
 func downstreamRoute(up *gatewayv1.HTTPRoute, hubNS string, parents []gatewayv1.ParentReference, hubNamespaces map[string]string) (*gatewayv1.HTTPRoute, error) {
-	spec := up.Spec.DeepCopy()
-	spec.ParentRefs = nil
+	spec := &gatewayv1.HTTPRouteSpec{Hostnames: slices.Clone(up.Spec.Hostnames), Rules: hubRules(up, hubNS)}
 	for _, p := range parents {
 		ref := *p.DeepCopy()
 		if ns := parentNamespace(p, up.Namespace); ns == up.Namespace {

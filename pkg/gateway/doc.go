@@ -20,6 +20,8 @@
 //   - gateway_reconciler.go: upstream Gateway -> downstream Gateway and Certificates.
 //   - hostname_claims.go: hostname claims; only held hostnames reach the hub.
 //   - build_downstream.go: the downstream Gateway, Certificates and HTTPRoute.
+//   - hub_route_refs.go: the allow-list a hub route is built from; what it refuses and
+//     the condition that says so.
 //   - httproute_reconciler.go: upstream HTTPRoute -> downstream route and backends.
 //   - build_backends.go: each backendRef's Service, EndpointSlice and BackendTLSPolicy.
 //   - upstream.go: the scope and finalizer shared by the Gateway and route reconcilers;

@@ -297,8 +297,8 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 		existing = nil // someone else's: write reports the conflict
 	}
 	desired, err := buildProxyObjects(s.proxy, existing, r.Config.GatewayClassName, r.Config.Platform)
-	if why := refusedBackends(s.proxy, r.Config.BackendReservedDomains, r.Config.BackendDeniedNetworks); why != "" && err == nil {
-		err = invalidf("%s", why)
+	if err == nil {
+		err = r.refused(s.proxy, desired)
 	}
 	if inv := (*invalidError)(nil); errors.As(err, &inv) {
 		reason := cmp.Or(inv.reason, v1alpha.ReasonInvalid)
@@ -313,6 +313,20 @@ func (r *HTTPProxyReconciler) build(ctx context.Context, s *proxyScope) (bool, e
 	s.setCondition(v1alpha.ConditionAccepted, true, v1alpha.ReasonAccepted, "The proxy is valid")
 	s.desired = desired
 	return false, nil
+}
+
+// refused returns an *invalidError when what proxy produces (desired) may not be
+// programmed: a backend the backend policy refuses, or a filter or reference its route
+// may not carry to the hub (checkRouteReferences, the route reconciler's own check, so
+// the proxy says why rather than its route; the manager's own rewrite passes it).
+func (r *HTTPProxyReconciler) refused(proxy *v1alpha.HTTPProxy, desired *proxyObjects) error {
+	if why := refusedBackends(proxy, r.Config.BackendReservedDomains, r.Config.BackendDeniedNetworks); why != "" {
+		return invalidf("%s", why)
+	}
+	if refused := checkRouteReferences(&desired.Route.Spec, proxy.Namespace); len(refused) > 0 {
+		return invalidf("%s", refusalMessages(refused, "backend"))
+	}
+	return nil
 }
 
 // write upserts the Services, Gateway and HTTPRoute (creates guarded) and prunes Services

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -89,12 +88,16 @@ func (r *HTTPRouteReconciler) load(ctx context.Context, req mcreconcile.Request)
 // finalize deletes the downstream route and backend objects that hang on this route's
 // anchor, then the anchor, whether or not the route's Gateways still exist.
 func (r *HTTPRouteReconciler) finalize(ctx context.Context, s *routeScope) (bool, error) {
-	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error {
-		if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: s.route.Name, Namespace: w.ns}}); err != nil {
-			return err
-		}
-		return r.deleteBackendObjects(ctx, s, w, nil)
-	})
+	return s.finalize(ctx, func(ctx context.Context, w hubWriter) error { return r.deleteHubCopy(ctx, s, w) })
+}
+
+// deleteHubCopy deletes the downstream route and backend objects that hang on this
+// route's anchor in w's namespace.
+func (r *HTTPRouteReconciler) deleteHubCopy(ctx context.Context, s *routeScope, w hubWriter) error {
+	if err := w.deleteAttached(ctx, kindHTTPRoute, &gatewayv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: s.route.Name, Namespace: w.ns}}); err != nil {
+		return err
+	}
+	return r.deleteBackendObjects(ctx, s, w, nil)
 }
 
 // findOurParents records the route's parent references to Gateways of our class, and
@@ -133,43 +136,66 @@ func (r *HTTPRouteReconciler) program(ctx context.Context, s *routeScope) (bool,
 	}
 	before := s.route.DeepCopy()
 	controller := r.Config.controllerName()
-	var notHeld *hostnamesNotHeldError
-	isNotHeld := errors.As(err, &notHeld)
+	written := err == nil
+	var accepted verdict
+	if !written {
+		accepted, err = s.notWritten(before, controller, err)
+	} else if !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)) {
+		// Once, when the route's references stop resolving.
+		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, resolved.reason, "Programming", "%s", resolved.message)
+	}
 	var parents []parentVerdict
 	for _, p := range s.parents {
-		pv := parentVerdict{parent: p, refs: resolved}
-		switch {
-		case isNotHeld:
-			pv.accepted = verdict{false, notHeld.reason(), notHeld.Error()}
-		case err != nil:
-			pv.accepted = verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}
-		default:
+		pv := parentVerdict{parent: p, accepted: accepted, refs: resolved}
+		if written {
 			pv.accepted, pv.refs = routeEdgeVerdict(down, downstreamParent(down, p, s.route.Namespace), controller, resolved, r.Config.AssumeWrittenIsProgrammed)
 		}
 		parents = append(parents, pv)
-	}
-	switch {
-	case isNotHeld:
-		// Nothing written: on a hostname-less listener it would serve every hostname.
-		s.requeueAfter = claimRetryAfter
-		if notHeld.pending {
-			s.requeueAfter = finalizeRecheck
-		}
-		if !notHeld.pending && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted)) {
-			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", notHeld.Error())
-		}
-		err = nil // reported in the status, retried by the requeue
-	case err != nil:
-		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
-	case !resolved.ok && !meta.IsStatusConditionFalse(flattenParents(before, controller), string(gatewayv1.RouteConditionResolvedRefs)):
-		// Once, when the route's references stop resolving.
-		s.events.Eventf(s.route, nil, corev1.EventTypeWarning, resolved.reason, "Programming", "%s", resolved.message)
 	}
 	setRouteParentStatus(s.route, parents, controller)
 	if statusErr := patchStatus(ctx, s.cluster.GetClient(), before, s.route); statusErr != nil {
 		err = errors.Join(err, statusErr)
 	}
 	return true, err
+}
+
+// notWritten judges a hub write that failed with err, or wrote nothing on purpose: the
+// Accepted verdict of every parent, an Event (for a refusal, only when it starts,
+// judged on before, the route as read) and a requeue. It returns nil instead of err
+// when the status says it all and a retry cannot help.
+func (s *routeScope) notWritten(before *gatewayv1.HTTPRoute, controller gatewayv1.GatewayController, err error) (verdict, error) {
+	was := meta.FindStatusCondition(flattenParents(before, controller), string(gatewayv1.RouteConditionAccepted))
+	var notHeld *hostnamesNotHeldError
+	var refused *routeRefusedError
+	switch {
+	case errors.As(err, &notHeld):
+		// Nothing written: on a hostname-less listener it would serve every hostname.
+		s.requeueAfter = claimRetryAfter
+		if notHeld.pending {
+			s.requeueAfter = finalizeRecheck
+		}
+		if !notHeld.pending && (was == nil || was.Status != metav1.ConditionFalse) {
+			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, ReasonHostnamesInUse, "Programming", "%s", notHeld.Error())
+		}
+		return verdict{false, notHeld.reason(), notHeld.Error()}, nil
+	case errors.As(err, &refused):
+		// Only a change of the route's spec, which brings it back, can help.
+		reason := string(gatewayv1.RouteReasonUnsupportedValue)
+		if was == nil || was.Reason != reason {
+			s.events.Eventf(s.route, nil, corev1.EventTypeWarning, reason, "Programming", "%s", refused.Error())
+		}
+		return verdict{false, reason, refused.Error()}, nil
+	}
+	s.events.Eventf(s.route, nil, corev1.EventTypeWarning, v1alpha.ReasonHubWriteFailed, "Programming", "Writing the HTTPRoute to the hub failed: %v", err)
+	return verdict{false, v1alpha.ReasonHubWriteFailed, fmt.Sprintf("Writing to the hub failed: %v", err)}, err
+}
+
+// routeRefusedError: the route carries what its hub copy may not (checkRouteReferences)
+// and is not accepted; it has no copy on the hub.
+type routeRefusedError struct{ refused []routeRefusal }
+
+func (e *routeRefusedError) Error() string {
+	return "The route is not programmed on the hub: " + refusalMessages(e.refused, "backendRef")
 }
 
 // flattenParents returns the conditions of route's parent entries of controller.
@@ -222,9 +248,20 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 		}
 		hubNamespaces[ns] = mapped
 	}
-	backends, resolved, err := r.resolveBackends(ctx, s, hubNS)
+	refused := checkRouteReferences(&s.route.Spec, s.route.Namespace)
+	backends, resolved, err := r.resolveBackends(ctx, s, hubNS, refused)
 	if err != nil {
 		return nil, unknown, err
+	}
+	w := s.hubWriter(hub, hubNS)
+	if notAccepted := slices.DeleteFunc(slices.Clone(refused), func(r routeRefusal) bool { return !r.notAccepted() }); len(notAccepted) > 0 {
+		// Not accepted: the edge must not serve it, whatever an earlier write (an
+		// earlier version's, the previous manager's) left on the hub for it.
+		s.requeueAfter = 0 // a missing backend does not matter until it is accepted
+		if err := r.deleteHubCopy(ctx, s, w); err != nil {
+			return nil, resolved, err
+		}
+		return nil, resolved, &routeRefusedError{notAccepted}
 	}
 	down, err := downstreamRoute(s.route, hubNS, s.parents, hubNamespaces)
 	if err != nil {
@@ -233,8 +270,6 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 	if err := r.keepHeldHostnames(ctx, s, hub, down, hubNS, hubNamespaces); err != nil {
 		return nil, resolved, err
 	}
-	pointBackendsAtHub(down, s.route.UID, hubNS)
-	w := s.hubWriter(hub, hubNS)
 	wanted := map[string]bool{}
 	for _, b := range backends {
 		for _, o := range b.objects() {
@@ -256,13 +291,23 @@ func (r *HTTPRouteReconciler) writeHub(ctx context.Context, s *routeScope, hub c
 
 // resolveBackends builds the hub objects of every backendRef an edge can reach and
 // judges ResolvedRefs: True when every one has them, else False with the first
-// refusal's reason and every refusal's message.
-func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope, hubNS string) ([]hubBackend, verdict, error) {
+// refusal's reason and every refusal's message. refused (checkRouteReferences) are not
+// looked up: their backendRefs, and those of a rule with a refused filter, get nothing.
+func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope, hubNS string, refused []routeRefusal) ([]hubBackend, verdict, error) {
 	var out []hubBackend
 	var reason gatewayv1.RouteConditionReason
 	var problems []string
+	for _, f := range refused {
+		if !f.notAccepted() {
+			reason = cmp.Or(reason, f.reason)
+			problems = append(problems, f.message("backendRef"))
+		}
+	}
 	for i, rule := range s.route.Spec.Rules {
 		for j, ref := range rule.BackendRefs {
+			if refusedAt(refused, i, j) {
+				continue
+			}
 			b, err := r.resolveBackend(ctx, s, ref.BackendObjectReference, BackendObjectName(s.route.UID, i, j), hubNS)
 			var unresolved *unresolvedError
 			if errors.As(err, &unresolved) {
@@ -282,16 +327,11 @@ func (r *HTTPRouteReconciler) resolveBackends(ctx context.Context, s *routeScope
 	return out, verdict{true, string(gatewayv1.RouteReasonResolvedRefs), "Every backend is on the hub"}, nil
 }
 
-// resolveBackend builds the hub objects named name of one backendRef.
+// resolveBackend builds the hub objects named name of one backendRef, a Service or an
+// EndpointSlice of the route's namespace (judgeBackendRef).
 func (r *HTTPRouteReconciler) resolveBackend(ctx context.Context, s *routeScope, ref gatewayv1.BackendObjectReference, name, hubNS string) (hubBackend, error) {
-	if isSliceRef(ref) && (ref.Namespace == nil || string(*ref.Namespace) == s.route.Namespace) {
+	if isSliceRef(ref) {
 		return r.resolveSliceBackend(ctx, s, ref, name, hubNS)
-	}
-	if !isServiceRef(ref) {
-		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonInvalidKind, fmt.Sprintf("kind %s/%s: only Services are programmed on the hub", ptr.Deref(ref.Group, ""), ptr.Deref(ref.Kind, ""))}
-	}
-	if ref.Namespace != nil && string(*ref.Namespace) != s.route.Namespace {
-		return hubBackend{}, &unresolvedError{gatewayv1.RouteReasonRefNotPermitted, fmt.Sprintf("a backend in namespace %s: only the route's own namespace is programmed on the hub", *ref.Namespace)}
 	}
 	svc := &corev1.Service{}
 	err := s.cluster.GetClient().Get(ctx, client.ObjectKey{Namespace: s.route.Namespace, Name: string(ref.Name)}, svc)
@@ -350,19 +390,6 @@ func refusedSliceAddress(addressType discoveryv1.AddressType, address string, re
 // backendRetryAfter is how soon a route whose backend Service is missing looks again;
 // routes do not watch Services (a proxy writes its Services before its route).
 const backendRetryAfter = 30 * time.Second
-
-// pointBackendsAtHub points every Service or EndpointSlice backendRef of down at its
-// hub objects, resolved or not: an unresolved one names nothing, so the edge answers
-// 500 rather than reaching someone else's Service of that name.
-func pointBackendsAtHub(down *gatewayv1.HTTPRoute, routeUID types.UID, hubNS string) {
-	for i := range down.Spec.Rules {
-		for j, ref := range down.Spec.Rules[i].BackendRefs {
-			if isServiceRef(ref.BackendObjectReference) || isSliceRef(ref.BackendObjectReference) {
-				down.Spec.Rules[i].BackendRefs[j] = hubBackendRef(ref, BackendObjectName(routeUID, i, j), hubNS)
-			}
-		}
-	}
-}
 
 // deleteBackendObjects deletes the route's backend objects in w's namespace not in keep
 // (kind/name; nil keeps none, and adds the names the rules give), found in the hub

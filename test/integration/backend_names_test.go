@@ -23,7 +23,6 @@ import (
 	"anchorage/internal/app"
 	"anchorage/internal/cutover"
 	"anchorage/internal/harness"
-	"anchorage/pkg/gateway"
 )
 
 // TestBackendNamesThatAreNoPublicNameAreRefused: a tenant with full admin on its plane
@@ -138,22 +137,7 @@ func TestBackendNamesThatAreNoPublicNameAreRefused(t *testing.T) {
 		if j < len(externalNames) {
 			want = fmt.Sprintf("Service ext-%d: host %q is not a public DNS name", j, externalNames[j])
 		}
-		got := &gatewayv1.HTTPRoute{}
-		g.Eventually(func(g Gomega) {
-			g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
-			g.Expect(got.Status.Parents).NotTo(BeEmpty(), route.Name)
-			c := meta.FindStatusCondition(got.Status.Parents[0].Conditions, string(gatewayv1.RouteConditionResolvedRefs))
-			g.Expect(c).NotTo(BeNil(), route.Name)
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", route.Name, c.Message)
-			g.Expect(c.Reason).To(Equal(string(gatewayv1.RouteReasonRefNotPermitted)), "%s: %s", route.Name, c.Message)
-			g.Expect(c.Message).To(ContainSubstring(want), route.Name)
-		}, gwProgrammedWithin, gwPoll).Should(Succeed())
-		name := gateway.BackendObjectName(got.UID, 0, 0)
-		for _, obj := range []client.Object{&corev1.Service{}, &discoveryv1.EndpointSlice{}, &gatewayv1.BackendTLSPolicy{}} {
-			obj.SetNamespace(gt.hubNS())
-			obj.SetName(name)
-			g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "no hub %T for %s's refused backend", obj, route.Name)
-		}
+		gt.expectRefNotPermitted(route, want)
 	}
 
 	// No hub Service or EndpointSlice, the attacker's or the victim's, carries a

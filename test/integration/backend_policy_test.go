@@ -12,7 +12,6 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"anchorage/api/v1alpha"
-	"anchorage/pkg/gateway"
 )
 
 // TestBackendsAimedAtThePlatformAreRefused: a proxy whose endpoint is the cloud
@@ -56,22 +55,5 @@ func TestBackendsAimedAtThePlatformAreRefused(t *testing.T) {
 			BackendObjectReference: gatewayv1.BackendObjectReference{Name: "apiserver", Port: ptr.To(gatewayv1.PortNumber(443))}}}}}},
 	}}
 	g.Expect(pc.Create(ctx, route)).To(Succeed())
-	g.Eventually(func(g Gomega) {
-		got := &gatewayv1.HTTPRoute{}
-		g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
-		g.Expect(got.Status.Parents).NotTo(BeEmpty())
-		c := meta.FindStatusCondition(got.Status.Parents[0].Conditions, string(gatewayv1.RouteConditionResolvedRefs))
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(string(gatewayv1.RouteReasonRefNotPermitted)), c.Message)
-		g.Expect(c.Message).To(ContainSubstring(`host "kubernetes.default.svc.cluster.local" is not a public DNS name`))
-	}, gwProgrammedWithin, gwPoll).Should(Succeed())
-	got := &gatewayv1.HTTPRoute{}
-	g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
-	name := gateway.BackendObjectName(got.UID, 0, 0)
-	for _, obj := range []client.Object{&corev1.Service{}, &gatewayv1.BackendTLSPolicy{}} {
-		obj.SetNamespace(gt.hubNS())
-		obj.SetName(name)
-		g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "no hub %T for the refused backend", obj)
-	}
+	gt.expectRefNotPermitted(route, `host "kubernetes.default.svc.cluster.local" is not a public DNS name`)
 }

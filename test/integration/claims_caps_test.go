@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,17 +39,9 @@ func newBystander(a *gatewayTest) *bystander {
 }
 
 // hubState maps every hub object of b's mapped namespace of the kinds the data path
-// writes, and b's claim, to "UID/resourceVersion".
+// writes (hubState), its Certificates, and b's claim, to "UID/resourceVersion".
 func (b *bystander) hubState() map[string]string {
-	out := map[string]string{}
-	for _, list := range []client.ObjectList{&gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}} {
-		b.g.Expect(hub.Client.List(b.ctx, list, client.InNamespace(b.hubNS()))).To(Succeed())
-		b.g.Expect(meta.EachListItem(list, func(o runtime.Object) error {
-			obj := o.(client.Object)
-			out[fmt.Sprintf("%T/%s", obj, obj.GetName())] = string(obj.GetUID()) + "/" + obj.GetResourceVersion()
-			return nil
-		})).To(Succeed())
-	}
+	out := hubState(b.ctx, b.g, b.hubNS())
 	for _, c := range certificatesIn(b.ctx, b.g, b.hubNS()) {
 		out["Certificate/"+c.GetName()] = string(c.GetUID()) + "/" + c.GetResourceVersion()
 	}

@@ -182,6 +182,38 @@ func (gt *gatewayTest) upstream(name string) (*gatewayv1.Gateway, *gatewayv1.HTT
 	return gw, route
 }
 
+// routeCondition reads the condition typ of the upstream route's first parent entry,
+// or nil.
+func (gt *gatewayTest) routeCondition(g Gomega, name string, typ gatewayv1.RouteConditionType) *metav1.Condition {
+	route := &gatewayv1.HTTPRoute{}
+	g.Expect(gt.plane.Client.Get(gt.ctx, client.ObjectKey{Namespace: gt.ns.Name, Name: name}, route)).To(Succeed())
+	if len(route.Status.Parents) == 0 {
+		return nil
+	}
+	return meta.FindStatusCondition(route.Status.Parents[0].Conditions, string(typ))
+}
+
+// expectRefNotPermitted waits for the upstream route's ResolvedRefs=False, reason
+// RefNotPermitted, with want in its message, and checks the hub holds no backend object
+// for its first backendRef.
+func (gt *gatewayTest) expectRefNotPermitted(route *gatewayv1.HTTPRoute, want string) {
+	gt.t.Helper()
+	gt.g.Eventually(func(g Gomega) {
+		c := gt.routeCondition(g, route.Name, gatewayv1.RouteConditionResolvedRefs)
+		g.Expect(c).NotTo(BeNil(), route.Name)
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse), "%s: %s", route.Name, c.Message)
+		g.Expect(c.Reason).To(Equal(string(gatewayv1.RouteReasonRefNotPermitted)), "%s: %s", route.Name, c.Message)
+		g.Expect(c.Message).To(ContainSubstring(want), route.Name)
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	got := &gatewayv1.HTTPRoute{}
+	gt.g.Expect(gt.plane.Client.Get(gt.ctx, client.ObjectKeyFromObject(route), got)).To(Succeed())
+	for _, obj := range []client.Object{&corev1.Service{}, &discoveryv1.EndpointSlice{}, &gatewayv1.BackendTLSPolicy{}} {
+		obj.SetNamespace(gt.hubNS())
+		obj.SetName(gateway.BackendObjectName(got.UID, 0, 0))
+		gt.g.Expect(gone(gt.ctx, hub.Client, obj)).To(BeTrue(), "no hub %T for %s's refused backend", obj, route.Name)
+	}
+}
+
 // anchorsNamed lists the ConfigMaps named anchor-<uid> anywhere on the hub.
 func anchorsNamed(ctx context.Context, g Gomega, uid string) []corev1.ConfigMap {
 	list := &corev1.ConfigMapList{}

@@ -170,23 +170,7 @@ func TestEdgeServesIPBackends(t *testing.T) {
 	}
 
 	// The tenant's own slice: RefNotPermitted, and no hub objects for it.
-	g.Eventually(func(g Gomega) {
-		got := &gatewayv1.HTTPRoute{}
-		g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(direct), got)).To(Succeed())
-		g.Expect(got.Status.Parents).NotTo(BeEmpty())
-		c := meta.FindStatusCondition(got.Status.Parents[0].Conditions, string(gatewayv1.RouteConditionResolvedRefs))
-		g.Expect(c).NotTo(BeNil())
-		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(c.Reason).To(Equal(string(gatewayv1.RouteReasonRefNotPermitted)), c.Message)
-		g.Expect(c.Message).To(ContainSubstring(`EndpointSlice private: host "10.0.0.5" is a private range (RFC 1918 10.0.0.0/8)`))
-	}, gwProgrammedWithin, gwPoll).Should(Succeed())
-	got := &gatewayv1.HTTPRoute{}
-	g.Expect(pc.Get(ctx, client.ObjectKeyFromObject(direct), got)).To(Succeed())
-	for _, obj := range []client.Object{&corev1.Service{}, &discoveryv1.EndpointSlice{}} {
-		obj.SetNamespace(gt.hubNS())
-		obj.SetName(gateway.BackendObjectName(got.UID, 0, 0))
-		g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "no hub %T for the refused slice", obj)
-	}
+	gt.expectRefNotPermitted(direct, `EndpointSlice private: host "10.0.0.5" is a private range (RFC 1918 10.0.0.0/8)`)
 
 	// The IPv4 backend moves to another IPv4 address (its route unchanged: the address
 	// is only in its slice), to IPv6, then to a DNS name: an address type cannot change,
