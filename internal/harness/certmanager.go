@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -52,6 +53,9 @@ type CertManagerOptions struct {
 	ClusterResourceNamespace string
 	// Controllers to run; default CertManagerControllers.
 	Controllers []string
+	// HTTP01Solver, when set, answers the self-check of ACME HTTP-01 challenges: it is
+	// the controller's HTTP proxy (HTTP_PROXY).
+	HTTP01Solver *HTTP01Solver
 	// Args are more flags for the controller.
 	Args []string
 }
@@ -102,8 +106,15 @@ func StartCertManager(ctx context.Context, t testing.TB, cfg *rest.Config, opts 
 		"--cluster-resource-namespace=" + opts.ClusterResourceNamespace,
 		"--metrics-listen-address=127.0.0.1:0",
 		"--internal-healthz-listen-address=127.0.0.1:" + strconv.Itoa(healthz),
+		// How long after a failed ACME self-check the next one runs: 10 s by default,
+		// for DNS propagation on the Internet; nothing propagates here.
+		"--dns01-check-retry-period=1s",
 	}, opts.Args...)
-	p, err := startTestProcess(t, "cert-manager-controller", bin, nil, args...)
+	var env []string
+	if opts.HTTP01Solver != nil {
+		env = append(env, "HTTP_PROXY="+opts.HTTP01Solver.URL)
+	}
+	p, err := startTestProcess(t, "cert-manager-controller", bin, env, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,40 +145,75 @@ func (ca *CA) Pool() *x509.CertPool {
 
 // NewCA returns a fresh self-signed CA valid for a day.
 func NewCA(commonName string) (*CA, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newKeyAndTemplate(commonName)
 	if err != nil {
 		return nil, err
+	}
+	tmpl.IsCA, tmpl.BasicConstraintsValid = true, true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
+	certPEM, keyPEM, err := signPEM(tmpl, tmpl, key, key)
+	if err != nil {
+		return nil, err
+	}
+	block, _ := pem.Decode(certPEM)
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &CA{Cert: cert, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}
+
+// IssueServing returns a serving certificate the CA signed for the loopback address
+// and "localhost", valid for a day, and its key, both PEM: for a TLS server a test
+// runs (Pebble), which clients then trust through the CA alone.
+func (ca *CA) IssueServing() (certPEM, keyPEM []byte, err error) {
+	key, tmpl, err := newKeyAndTemplate("localhost")
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.DNSNames = []string{"localhost"}
+	tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	block, _ := pem.Decode(ca.KeyPEM)
+	caKey, err := x509.ParseECPrivateKey(block.Bytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	return signPEM(tmpl, ca.Cert, key, caKey)
+}
+
+// newKeyAndTemplate returns a fresh P-256 key and a certificate template for it named
+// commonName, with a random serial, valid from an hour ago for a day.
+func newKeyAndTemplate(commonName string) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
 	}
 	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	return key, &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+	}, nil
+}
+
+// signPEM signs tmpl's certificate for key with parent and parentKey, and returns it and
+// key as PEM.
+func signPEM(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &CA{
-		Cert:    cert,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // ClusterIssuerGVK is cert-manager's ClusterIssuer, for unstructured objects (go.mod does

@@ -22,6 +22,9 @@ import (
 // ClusterIssuer to Ready, and the Secret it writes holds a certificate for the name,
 // signed by that CA, with its key.
 func TestCertManagerIssuesFromACAClusterIssuer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()

@@ -22,6 +22,9 @@ import (
 // serving the hub's CRDs, writes a DNSEndpoint's A and AAAA records to Knot DNS through
 // TSIG-signed dynamic updates, and removes them once the DNSEndpoint is deleted.
 func TestExternalDNSWritesAndRemovesRecords(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts an API server")
+	}
 	g := NewWithT(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()

@@ -143,6 +143,13 @@ func ExternalDNSBinary() (string, error) {
 	return builtBinary("EXTERNAL_DNS", "external-dns", "external-dns", "external-dns")
 }
 
+// PebbleBinary returns the path of Pebble, Let's Encrypt's ACME test server, built by
+// hack/build-pebble.sh: PEBBLE when set, else bin/pebble. It returns an error naming the
+// command that builds it when it is missing.
+func PebbleBinary() (string, error) {
+	return builtBinary("PEBBLE", "pebble", "Pebble", "pebble")
+}
+
 // builtBinary returns env's value when set, else bin/<name> in the checkout, once it
 // exists; the error says what the binary is and that make <target> (which runs
 // hack/build-<target>.sh) builds it.
