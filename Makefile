@@ -4,6 +4,12 @@ K8S_BIN_DIR := $(CURDIR)/bin/k8s/$(K8S_VERSION)
 export KUBEBUILDER_ASSETS ?= $(K8S_BIN_DIR)
 # The data-plane oracle (hack/build-edge-translate.sh): the tests and the demo run it.
 export EDGE_TRANSLATE ?= $(CURDIR)/bin/edge-translate
+# cert-manager's controller, external-dns and Pebble (hack/build-cert-manager.sh,
+# hack/build-external-dns.sh, hack/build-pebble.sh): tests run them against real API
+# servers.
+export CERT_MANAGER_CONTROLLER ?= $(CURDIR)/bin/cert-manager-controller
+export EXTERNAL_DNS ?= $(CURDIR)/bin/external-dns
+export PEBBLE ?= $(CURDIR)/bin/pebble
 GO_FILES = $(shell find . -name '*.go' -not -path './bin/*' -not -path './tmp/*')
 # Packages run one at a time: the integration suites and the demo each start several
 # API servers, and timing-sensitive tests must not compete for 2 cores.
@@ -27,7 +33,7 @@ RUN_FLAGS ?=
 # so that whether the reverted rule is caught does not hang on a drawn schedule.
 SUSPECT_SEED ?= 20
 
-.PHONY: help all test unit lint k8s-binaries edge-translate manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-fair-share bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
+.PHONY: help all test unit lint k8s-binaries edge-translate cert-manager external-dns pebble dns-server manifests build run docker-build deploy undeploy tools demo fuzz bench bench-failover bench-fair-share bench-smoke bench-smoke-nogate bench-smoke-suspectexpires bench-binaries
 .DEFAULT_GOAL := all
 
 ## help: every target with what it does: the `## target:` comment block above each one.
@@ -41,9 +47,10 @@ help:
 ## all: the default goal, same as build.
 all: build
 
-## test: build the control-plane binaries and the data-plane oracle if missing, install
-## kubectl and promtool if missing, lint, then run unit and integration tests.
-test: k8s-binaries edge-translate tools lint
+## test: build the control-plane binaries, the data-plane oracle, cert-manager's
+## controller, external-dns and Pebble if missing, install kubectl, promtool and Knot DNS
+## if missing, lint, then run unit and integration tests.
+test: k8s-binaries edge-translate cert-manager external-dns pebble tools dns-server lint
 	go test $(TEST_FLAGS) ./...
 
 ## unit: tests that need no API server.
@@ -68,6 +75,26 @@ k8s-binaries:
 ## bin/edge-translate (hack/edge-translate).
 edge-translate:
 	@hack/build-edge-translate.sh >/dev/null
+
+## cert-manager: cert-manager's controller, built offline into bin/cert-manager-controller
+## (hack/cert-manager), for tests that issue real Certificates.
+cert-manager:
+	@hack/build-cert-manager.sh >/dev/null
+
+## external-dns: external-dns, built offline into bin/external-dns (hack/external-dns), for
+## tests that publish DNS records.
+external-dns:
+	@hack/build-external-dns.sh >/dev/null
+
+## pebble: Pebble, Let's Encrypt's ACME test server, built offline into bin/pebble
+## (hack/pebble), for tests that order Certificates from an ACME ClusterIssuer.
+pebble:
+	@hack/build-pebble.sh >/dev/null
+
+## dns-server: Knot DNS from Debian's packages, when missing (hack/install-dns-server.sh):
+## the server external-dns writes to in tests.
+dns-server:
+	@hack/install-dns-server.sh
 
 ## manifests: regenerate CRDs, deepcopy and RBAC from markers.
 manifests:

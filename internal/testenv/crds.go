@@ -13,9 +13,24 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// CertManagerVersion is the cert-manager release whose Certificate CRD the hub serves.
-// The module is only downloaded for its CRD file; go.mod does not require it.
+// CertManagerVersion is the cert-manager release whose CRDs the hub serves and whose
+// controller hack/build-cert-manager.sh builds (hack/cert-manager/go.mod requires the
+// same version). The module is only downloaded for its CRD files; go.mod does not
+// require it.
 const CertManagerVersion = "v1.17.2"
+
+// ExternalDNSVersion is the external-dns release whose DNSEndpoint CRD the hub serves
+// and which hack/build-external-dns.sh builds (hack/external-dns/go.mod requires the
+// same version). Like cert-manager, it is only downloaded for its CRD file.
+const ExternalDNSVersion = "v0.21.0"
+
+// certManagerCRDFiles are the CRDs cert-manager's controller watches, as its module ships
+// them: Certificates with the CertificateRequests they issue through, the issuers, and
+// the ACME Orders and Challenges.
+var certManagerCRDFiles = []string{
+	"crd-certificates.yaml", "crd-certificaterequests.yaml", "crd-issuers.yaml",
+	"crd-clusterissuers.yaml", "crd-orders.yaml", "crd-challenges.yaml",
+}
 
 // PreviousConnectorCRD is the previous manager's Connector CRD, served in v1alpha1 of the
 // proxies' group, networking.datumapis.com, which the API server then prefers over
@@ -37,7 +52,7 @@ func PreviousConnectorCRD() *apiextensionsv1.CustomResourceDefinition {
 // ProjectCRDs are the CRDs a project control plane serves: HTTPProxy and the Gateway API
 // standard channel, read from the gateway-api module in the module cache.
 func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	own, err := readCRDDir(filepath.Join(RepoRoot(), "config", "crd", "bases"))
+	own, err := ownCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -48,23 +63,28 @@ func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return append(own, gw...), nil
 }
 
-// HubCRDs are the CRDs the hub serves: the Gateway API standard channel,
-// cert-manager's Certificate, and this repository's HTTPProxy, because the previous
-// manager replicated every HTTPProxy to the hub and a takeover finds those copies.
+// HubCRDs are the CRDs the hub serves: the Gateway API standard channel, cert-manager's
+// (the edge's cert-manager issues the hub's Certificates, and tests run the real
+// controller against the hub), external-dns's DNSEndpoint, and this repository's
+// HTTPProxy, because the previous manager replicated every HTTPProxy to the hub and a
+// takeover finds those copies.
 func HubCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	own, err := readCRDDir(filepath.Join(RepoRoot(), "config", "crd", "bases"))
-	if err != nil {
-		return nil, err
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, read := range []func() ([]*apiextensionsv1.CustomResourceDefinition, error){
+		ownCRDs, GatewayCRDs, CertManagerCRDs, ExternalDNSCRDs,
+	} {
+		crds, err := read()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crds...)
 	}
-	gw, err := GatewayCRDs()
-	if err != nil {
-		return nil, err
-	}
-	cert, err := CertificateCRD()
-	if err != nil {
-		return nil, err
-	}
-	return append(append(own, gw...), cert), nil
+	return out, nil
+}
+
+// ownCRDs are this repository's CRDs (HTTPProxy).
+func ownCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return readCRDDir(filepath.Join(RepoRoot(), "config", "crd", "bases"))
 }
 
 // GatewayCRDs reads the standard-channel CRDs shipped in the gateway-api module.
@@ -76,22 +96,51 @@ func GatewayCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return readCRDDir(filepath.Join(dir, "config", "crd", "standard"))
 }
 
-// CertificateCRD reads cert-manager's Certificate CRD. The file is a Helm template:
-// its labels and annotations hold "{{ ... }}" that an API server refuses, so they are
-// dropped; the schema is untouched.
-func CertificateCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+// CertManagerCRDs reads cert-manager's CRDs (certManagerCRDFiles) from its module. The
+// files are Helm templates: their labels and annotations hold "{{ ... }}" that an API
+// server refuses, so they are dropped; the schemas are untouched. Any conversion
+// webhook is dropped too: each CRD serves one version, and no webhook runs here.
+func CertManagerCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	dir, err := DownloadedModuleDir("github.com/cert-manager/cert-manager", CertManagerVersion)
 	if err != nil {
 		return nil, err
 	}
-	crds, err := readCRDFile(filepath.Join(dir, "deploy", "crds", "crd-certificates.yaml"))
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range certManagerCRDFiles {
+		crd, err := readOneCRD(filepath.Join(dir, "deploy", "crds", name))
+		if err != nil {
+			return nil, err
+		}
+		crd.Labels, crd.Annotations = nil, nil
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+// ExternalDNSCRDs reads external-dns's DNSEndpoint CRD from its module.
+func ExternalDNSCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	dir, err := DownloadedModuleDir("sigs.k8s.io/external-dns", ExternalDNSVersion)
+	if err != nil {
+		return nil, err
+	}
+	crd, err := readOneCRD(filepath.Join(dir, "config", "crd", "standard", "dnsendpoints.externaldns.k8s.io.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return []*apiextensionsv1.CustomResourceDefinition{crd}, nil
+}
+
+// readOneCRD reads a file that holds exactly one CRD, served without a conversion
+// webhook (a webhook an API server here could never reach).
+func readOneCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := readCRDFile(path)
 	if err != nil {
 		return nil, err
 	}
 	if len(crds) != 1 {
-		return nil, fmt.Errorf("want one CRD in cert-manager's crd-certificates.yaml, found %d", len(crds))
+		return nil, fmt.Errorf("want one CRD in %s, found %d", path, len(crds))
 	}
-	crds[0].Labels, crds[0].Annotations = nil, nil
+	crds[0].Spec.Conversion = nil
 	return crds[0], nil
 }
 

@@ -125,12 +125,41 @@ func StartAPIServer(t testing.TB, crds ...*apiextensionsv1.CustomResourceDefinit
 // hack/build-edge-translate.sh: EDGE_TRANSLATE when set, else bin/edge-translate. It
 // returns an error naming the command that builds it when it is missing.
 func EdgeTranslateBinary() (string, error) {
-	path := os.Getenv("EDGE_TRANSLATE")
+	return builtBinary("EDGE_TRANSLATE", "edge-translate", "data-plane oracle", "edge-translate")
+}
+
+// CertManagerBinary returns the path of cert-manager's controller built by
+// hack/build-cert-manager.sh: CERT_MANAGER_CONTROLLER when set, else
+// bin/cert-manager-controller. It returns an error naming the command that builds it
+// when it is missing.
+func CertManagerBinary() (string, error) {
+	return builtBinary("CERT_MANAGER_CONTROLLER", "cert-manager-controller", "cert-manager's controller", "cert-manager")
+}
+
+// ExternalDNSBinary returns the path of external-dns built by
+// hack/build-external-dns.sh: EXTERNAL_DNS when set, else bin/external-dns. It returns an
+// error naming the command that builds it when it is missing.
+func ExternalDNSBinary() (string, error) {
+	return builtBinary("EXTERNAL_DNS", "external-dns", "external-dns", "external-dns")
+}
+
+// PebbleBinary returns the path of Pebble, Let's Encrypt's ACME test server, built by
+// hack/build-pebble.sh: PEBBLE when set, else bin/pebble. It returns an error naming the
+// command that builds it when it is missing.
+func PebbleBinary() (string, error) {
+	return builtBinary("PEBBLE", "pebble", "Pebble", "pebble")
+}
+
+// builtBinary returns env's value when set, else bin/<name> in the checkout, once it
+// exists; the error says what the binary is and that make <target> (which runs
+// hack/build-<target>.sh) builds it.
+func builtBinary(env, name, what, target string) (string, error) {
+	path := os.Getenv(env)
 	if path == "" {
-		path = filepath.Join(RepoRoot(), "bin", "edge-translate")
+		path = filepath.Join(RepoRoot(), "bin", name)
 	}
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("data-plane oracle missing at %s (run make edge-translate or make test): %w", path, err)
+		return "", fmt.Errorf("%s missing at %s (run make %s, which runs hack/build-%s.sh, or make test): %w", what, path, target, target, err)
 	}
 	return path, nil
 }
