@@ -63,7 +63,8 @@ type gatewayScope struct {
 	upstream
 	gw      *gatewayv1.Gateway
 	refused refusedHostnames // the listener hostnames not programmed ("": hostname-less)
-	// canonical is the Gateway's platform hostname (pkg/platform).
+	// canonical is the Gateway's platform hostname (pkg/platform), once writeHub has
+	// checked it is the Gateway's own (ownCanonical).
 	canonical string
 	dns       dnsState
 	certs     certState
@@ -95,7 +96,7 @@ func (r *GatewayReconciler) load(ctx context.Context, req mcreconcile.Request) (
 		return nil, err
 	}
 	u.anchors, u.written, u.metrics = r.Anchors, r.Written, r.Metrics
-	return &gatewayScope{upstream: *u, gw: gw, canonical: r.Config.Platform.Canonical(gw)}, nil
+	return &gatewayScope{upstream: *u, gw: gw}, nil
 }
 
 // finalize releases the Gateway's hostname claims, deletes the downstream Gateway and
@@ -222,6 +223,9 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	if err != nil {
 		return nil, err
 	}
+	if s.canonical, err = r.ownCanonical(ctx, hub, hubNS, s); err != nil {
+		return nil, err
+	}
 	named := withPlatformHostname(s.gw, s.canonical)
 	refused := r.platformRefusals(named, s.canonical)
 	tenant := withoutListenersOn(named, r.Config.Platform.Hostnames(s.canonical))
@@ -270,6 +274,26 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 		return nil, err
 	}
 	return written.(*gatewayv1.Gateway), nil
+}
+
+// ownCanonical is the Gateway's platform hostname (platform.Settings.Own): the name it
+// carries (status, default listener) only when derived from its UID or already on its
+// hub copy, which is read live, and only for a name not derived from the UID. Another
+// name is whatever the tenant wrote, maybe another Gateway's: the Gateway gets its own.
+func (r *GatewayReconciler) ownCanonical(ctx context.Context, hub client.Reader, hubNS string, s *gatewayScope) (string, error) {
+	var readErr error
+	canonical := r.Config.Platform.Own(s.gw, func(host string) bool {
+		down := &gatewayv1.Gateway{}
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: s.gw.Name}, down); err != nil {
+			readErr = client.IgnoreNotFound(err)
+			return false
+		}
+		return notLabelledForAnotherOwner(down, s.owner) == nil && listenerHostnames(down)[host]
+	})
+	if readErr != nil {
+		return "", fmt.Errorf("reading the hub copy of Gateway %s for its platform hostname: %w", s.gw.Name, readErr)
+	}
+	return canonical, nil
 }
 
 func (r *GatewayReconciler) now() time.Time {

@@ -120,6 +120,31 @@ func (s Settings) Canonical(gw *gatewayv1.Gateway) string {
 	return Derive(gw.UID, s.Domains()[0])
 }
 
+// Own returns gw's canonical hostname once the platform can vouch that it is gw's:
+// Canonical(gw) when it is derived from gw's UID (under any target domain), or when
+// onHub reports that gw's hub copy already listens on it (a name the previous manager
+// gave, kept at cut-over: only a manager writes the hub copy, in the Gateway's own
+// mapped namespace); else the name derived from gw's UID ("" without one). A name read
+// from gw alone proves nothing: its status and listeners are written by whoever writes
+// the Gateway, the tenant included, who may spell another Gateway's name there. onHub
+// is asked only about a name that is not derived from gw's UID.
+func (s Settings) Own(gw *gatewayv1.Gateway, onHub func(host string) bool) string {
+	kept := s.Canonical(gw)
+	if kept == "" || s.derivedFrom(kept, gw.UID) || onHub(kept) {
+		return kept
+	}
+	if gw.UID == "" {
+		return ""
+	}
+	return Derive(gw.UID, s.Domains()[0])
+}
+
+// derivedFrom reports whether host is, exactly, the name Derive gives uid under one of
+// the target domains.
+func (s Settings) derivedFrom(host string, uid types.UID) bool {
+	return uid != "" && slices.ContainsFunc(s.Domains(), func(d string) bool { return host == Derive(uid, d) })
+}
+
 // Hostnames are canonical's platform hostnames: itself and its enabled families' forms.
 func (s Settings) Hostnames(canonical string) []string {
 	out := []string{canonical}

@@ -1,6 +1,8 @@
 package platform
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/onsi/gomega"
@@ -42,6 +44,59 @@ func TestCanonical(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			gomega.NewWithT(t).Expect(settings.Canonical(&tc.gw)).To(gomega.Equal(tc.want))
+		})
+	}
+}
+
+// TestOwn: a tenant spells another Gateway's platform hostname everywhere Canonical
+// reads one from (status addresses, default listeners), in every form that reads as a
+// name under a target domain; only a name derived from the Gateway's own UID, or one its
+// hub copy already listens on, is kept, and the hub copy is asked about nothing else.
+func TestOwn(t *testing.T) {
+	own := "0b6e1c2a4d1f4f539a6b2f1d6c7e8a90.edge.example.net"
+	legacyOwn := "0b6e1c2a4d1f4f539a6b2f1d6c7e8a90.old.example.net"
+	theirs := Derive("7f000001-0000-4000-8000-0000a9fea9fe", "edge.example.net")
+	const previous = "brave-otter-x2k9q.old.example.net" // the previous manager's form
+	for _, tc := range []struct {
+		name  string
+		gw    gatewayv1.Gateway
+		onHub []string // the hostnames the hub copy listens on
+		want  string
+		asked bool // whether the hub copy is read
+	}{
+		{name: "a new Gateway: derived", gw: gw(uid, nil, nil), want: own},
+		{name: "its own derived name, from its status", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(own)}, nil), want: own},
+		{name: "its own derived name under a legacy domain", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(legacyOwn)}, nil), want: legacyOwn},
+		{name: "its own derived name, from its default listener", gw: gw(uid, nil, []gatewayv1.Listener{listener("default-https", own)}), want: own},
+		{name: "the previous manager's name, on its hub copy", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(previous)}, nil),
+			onHub: []string{previous, "www.tenant.example"}, want: previous, asked: true},
+		{name: "the previous manager's name, from the default listener, on its hub copy", gw: gw(uid, nil, []gatewayv1.Listener{listener("default-http", previous)}),
+			onHub: []string{previous}, want: previous, asked: true},
+		// Another Gateway's name, however spelled, where its hub copy does not listen on it.
+		{name: "another's name in the status", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(theirs)}, nil), want: own, asked: true},
+		{name: "another's name in the status, upper case", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(strings.ToUpper(theirs))}, nil), want: own, asked: true},
+		{name: "another's v4. form in the status, upper case", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr("V4." + theirs)}, nil), want: own, asked: true},
+		{name: "another's name with a trailing dot", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(theirs + ".")}, nil), want: own, asked: true},
+		{name: "another's name on the default-https listener", gw: gw(uid, nil, []gatewayv1.Listener{listener("default-https", theirs)}), want: own, asked: true},
+		{name: "another's v4. form on the default-http listener", gw: gw(uid, nil, []gatewayv1.Listener{listener("default-http", "v4."+theirs)}), want: own, asked: true},
+		{name: "another's name on the listener, its own in the status: the status wins", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(own)}, []gatewayv1.Listener{listener("default-https", theirs)}), want: own},
+		{name: "the previous manager's form, not on its hub copy", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(previous)}, nil), onHub: []string{"www.tenant.example"}, want: own, asked: true},
+		{name: "the previous manager's form, no hub copy", gw: gw(uid, nil, []gatewayv1.Listener{listener("default-https", previous)}), want: own, asked: true},
+		{name: "its own name derived from another UID's dashes", gw: gw(uid, []gatewayv1.GatewayStatusAddress{hostAddr(strings.ReplaceAll(own, "0b6e", "0b6f"))}, nil), want: own, asked: true},
+		{name: "no UID and another's name: none", gw: gw("", []gatewayv1.GatewayStatusAddress{hostAddr(theirs)}, nil), want: "", asked: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := gomega.NewWithT(t)
+			asked := false
+			got := settings.Own(&tc.gw, func(host string) bool {
+				asked = true
+				return slices.Contains(tc.onHub, host)
+			})
+			g.Expect(got).To(gomega.Equal(tc.want))
+			g.Expect(asked).To(gomega.Equal(tc.asked), "whether the hub copy is read")
+			if got != "" {
+				g.Expect(settings.Reserved(theirs, got)).To(gomega.BeTrue(), "the other Gateway's name stays reserved for this one")
+			}
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	"anchorage/api/v1alpha"
 	"anchorage/internal/app"
 	"anchorage/pkg/gateway"
+	"anchorage/pkg/platform"
 )
 
 // The tests of this file attack the hostname claims and the per-project cap from
@@ -30,8 +32,11 @@ type bystander struct {
 	before map[string]string
 }
 
-func newBystander(a *gatewayTest) *bystander {
-	b := &bystander{gatewayTest: a.another(planeB), host: gatewayv1.Hostname("bystander-" + rand.String(6) + ".example.com")}
+func newBystander(a *gatewayTest) *bystander { return bystanderOf(a.another(planeB)) }
+
+// bystanderOf is newBystander for a project already made (one an edge was started for).
+func bystanderOf(gt *gatewayTest) *bystander {
+	b := &bystander{gatewayTest: gt, host: gatewayv1.Hostname("bystander-" + rand.String(6) + ".example.com")}
 	b.createProxy(b.newProxy("web", b.host))
 	b.waitProgrammed("web")
 	b.before = b.hubState()
@@ -39,11 +44,18 @@ func newBystander(a *gatewayTest) *bystander {
 }
 
 // hubState maps every hub object of b's mapped namespace of the kinds the data path
-// writes (hubState), its Certificates, and b's claim, to "UID/resourceVersion".
+// writes (hubState), its Certificates and DNSEndpoints, and b's claim, to
+// "UID/resourceVersion".
 func (b *bystander) hubState() map[string]string {
 	out := hubState(b.ctx, b.g, b.hubNS())
 	for _, c := range certificatesIn(b.ctx, b.g, b.hubNS()) {
 		out["Certificate/"+c.GetName()] = string(c.GetUID()) + "/" + c.GetResourceVersion()
+	}
+	endpoints := &unstructured.UnstructuredList{}
+	endpoints.SetGroupVersionKind(platform.DNSEndpointGVK.GroupVersion().WithKind("DNSEndpointList"))
+	b.g.Expect(hub.Client.List(b.ctx, endpoints, client.InNamespace(b.hubNS()))).To(Succeed())
+	for _, e := range endpoints.Items {
+		out["DNSEndpoint/"+e.GetName()] = string(e.GetUID()) + "/" + e.GetResourceVersion()
 	}
 	claim := &corev1.ConfigMap{}
 	b.g.Expect(hub.Client.Get(b.ctx, client.ObjectKey{Namespace: b.env.ClaimsNamespace(), Name: string(b.host)}, claim)).To(Succeed())
