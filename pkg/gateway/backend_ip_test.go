@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
+
 	"anchorage/pkg/netpolicy"
 )
 
@@ -124,5 +126,59 @@ func TestIPBackendPolicy(t *testing.T) {
 	// The same refusals come out of a proxy: refusedBackends names the rule and endpoint.
 	if got := refusedBackends(proxy("web", nil, backendRule("http://169.254.169.254/")), DefaultBackendReservedDomains, nil); !strings.Contains(got, `rule 0: backend "http://169.254.169.254/" may not be programmed: host "169.254.169.254" is the cloud metadata service's address`) {
 		t.Errorf("refusedBackends: %q", got)
+	}
+}
+
+// TestRefusedSliceAddress: an EndpointSlice of the tenant's own behind its own route is
+// judged as an HTTPProxy's endpoint is, whatever the address type claims and however the
+// address is spelled (a plane may answer with addresses its own validation would refuse).
+func TestRefusedSliceAddress(t *testing.T) {
+	denied := netpolicy.HubAPIServerDenied("https://203.0.113.77:6443")
+	const public = "an address a tenant names must be public unicast"
+	const notAName = "is not a public DNS name"
+	cases := []struct {
+		addressType discoveryv1.AddressType
+		address     string
+		want        string // substring of the refusal; "" for accepted
+	}{
+		{discoveryv1.AddressTypeIPv4, "203.0.113.10", ""},
+		{discoveryv1.AddressTypeIPv6, "2001:db8::10", ""},
+		{discoveryv1.AddressTypeFQDN, "origin.example.org", ""},
+		{discoveryv1.AddressTypeFQDN, "connector.local", ""}, // the previous manager's placeholder: BackendNotFound later
+		// IPv4 slices.
+		{discoveryv1.AddressTypeIPv4, "10.0.0.5", "a private range (RFC 1918 10.0.0.0/8)"},
+		{discoveryv1.AddressTypeIPv4, "169.254.169.254", "the cloud metadata service's address"},
+		{discoveryv1.AddressTypeIPv4, "127.0.0.1", "loopback"},
+		{discoveryv1.AddressTypeIPv4, "203.0.113.77", "the hub API server's address"},
+		{discoveryv1.AddressTypeIPv4, "010.0.0.5", "not an IP address in canonical form"},
+		{discoveryv1.AddressTypeIPv4, "0x7f000001", "not an IP address in canonical form"},
+		{discoveryv1.AddressTypeIPv4, "kubernetes.default", "not an IP address in canonical form"},
+		{discoveryv1.AddressTypeIPv4, "::ffff:169.254.169.254", "IPv4-mapped IPv6 form of 169.254.169.254"},
+		// IPv6 slices.
+		{discoveryv1.AddressTypeIPv6, "::1", "loopback (::1)"},
+		{discoveryv1.AddressTypeIPv6, "fe80::1%eth0", `names the zone "eth0"`},
+		{discoveryv1.AddressTypeIPv6, "fd00::1", "a unique local range"},
+		{discoveryv1.AddressTypeIPv6, "64:ff9b::a9fe:a9fe", "NAT64 IPv6 form of 169.254.169.254"},
+		{discoveryv1.AddressTypeIPv6, "::ffff:10.0.0.1", "IPv4-mapped IPv6 form of 10.0.0.1"},
+		{discoveryv1.AddressTypeIPv6, "10.0.0.1", public},
+		// FQDN slices: the names an edge's resolver completes, in every spelling.
+		{discoveryv1.AddressTypeFQDN, "kubernetes.default", notAName},
+		{discoveryv1.AddressTypeFQDN, "KUBERNETES.DEFAULT.", notAName},
+		{discoveryv1.AddressTypeFQDN, "169-254-169-254.kube-system.pod", notAName},
+		{discoveryv1.AddressTypeFQDN, "metadata", notAName},
+		{discoveryv1.AddressTypeFQDN, "metadata.google.internal", notAName},
+		{discoveryv1.AddressTypeFQDN, "Connector.Local", notAName}, // only the placeholder's own spelling passes
+		{discoveryv1.AddressTypeFQDN, "connector.local.", notAName},
+		{discoveryv1.AddressTypeFQDN, "169.254.169.254", "reads as an IP address"},
+		{discoveryv1.AddressTypeFQDN, "2130706433", "reads as an IP address"},
+		// A type no backend has.
+		{"IPX", "203.0.113.10", "address type IPX is not a backend's"},
+		{"", "origin.example.org", "is not a backend's"},
+	}
+	for _, tc := range cases {
+		got := refusedSliceAddress(tc.addressType, tc.address, DefaultBackendReservedDomains, denied)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%s %q: got %q, want %q", tc.addressType, tc.address, got, tc.want)
+		}
 	}
 }

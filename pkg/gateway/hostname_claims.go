@@ -65,9 +65,10 @@ func (c claimant) holds(claim *corev1.ConfigMap) bool {
 	return err == nil && p == c.project
 }
 
-// claimable reports whether a listener hostname can be claimed: not a wildcard.
+// claimable reports whether a listener hostname can be claimed: not a wildcard, wherever
+// its "*" stands (a schema loosened on the plane lets a tenant write one anywhere).
 func claimable(host gatewayv1.Hostname) bool {
-	return host != "" && !strings.HasPrefix(string(host), "*")
+	return host != "" && !strings.Contains(string(host), "*")
 }
 
 // refusal is why a listener hostname is not programmed: a listener condition reason

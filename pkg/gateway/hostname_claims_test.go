@@ -58,7 +58,8 @@ func TestProgrammableListeners(t *testing.T) {
 	if len(gw.Spec.Listeners) != 4 {
 		t.Errorf("the upstream Gateway was changed: %v", gw.Spec.Listeners)
 	}
-	for h, want := range map[gatewayv1.Hostname]bool{"a.example.com": true, "*.example.com": false, "*": false, "": false} {
+	for h, want := range map[gatewayv1.Hostname]bool{"a.example.com": true, "*.example.com": false, "*": false, "": false,
+		"*.": false, "**.example.com": false, "*example.com": false, "a.*.example.com": false, "example.*": false, "a.example.com*": false} {
 		if got := claimable(h); got != want {
 			t.Errorf("claimable(%q) = %v, want %v", h, got, want)
 		}

@@ -26,9 +26,17 @@ func TestNotLabelledForAnotherOwner(t *testing.T) {
 		{"the owner's labels", owner.Labels(), true},
 		{"legacy spelling of the same project", with(anchor.LabelClusterName, "cluster-_proj"), true},
 		{"another project", with(anchor.LabelClusterName, "cluster-other"), false},
+		{"another project, in the legacy spelling", with(anchor.LabelClusterName, "cluster-_other"), false},
+		{"a project of an organisation, named like the owner's", with(anchor.LabelClusterName, "cluster-org_proj"), false},
+		{"a project whose name starts with the owner's", with(anchor.LabelClusterName, "cluster-proj2"), false},
+		{"the owner's project in another case", with(anchor.LabelClusterName, "cluster-PROJ"), false},
 		{"another name", with(anchor.LabelName, "api"), false},
+		{"another namespace", with(anchor.LabelNamespace, "other-team"), false},
 		{"another kind", with(anchor.LabelKind, "HTTPRoute"), false},
+		{"another group", with(anchor.LabelGroup, "networking.datumapis.com"), false},
+		{"an empty name", with(anchor.LabelName, ""), false},
 		{"an undecodable project", with(anchor.LabelClusterName, "nope"), false},
+		{"an empty project", with(anchor.LabelClusterName, ""), false},
 	}
 	for _, tc := range cases {
 		err := notLabelledForAnotherOwner(&gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Labels: tc.labels}}, owner)

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// TestBoundPlaneCalls: a plane that hangs, or answers more than the ceiling (with or
-// without saying so up front), fails the call; a watch is left long; a plane within the
+// TestBoundPlaneCalls: a plane that hangs (before its headers, or in the middle of its
+// body), or answers more than the ceiling (with or without saying so up front, or
+// compressed to fewer bytes than it inflates to), fails the call; a watch is left long; a plane within the
 // bounds is read whole.
 func TestBoundPlaneCalls(t *testing.T) {
 	release := make(chan struct{})
@@ -27,6 +29,19 @@ func TestBoundPlaneCalls(t *testing.T) {
 		case "/huge":
 			w.Header().Set("Content-Length", "4096")
 			_, _ = w.Write(make([]byte, 4096))
+		case "/trickle": // the headers at once, then a body that never ends
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("{"))
+			w.(http.Flusher).Flush()
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		case "/gzip-bomb": // a few compressed bytes that inflate past the ceiling
+			w.Header().Set("Content-Encoding", "gzip")
+			zw := gzip.NewWriter(w)
+			_, _ = zw.Write(make([]byte, 64<<10))
+			_ = zw.Close()
 		case "/huge-chunked":
 			for range 8 {
 				_, _ = w.Write(make([]byte, 512))
@@ -59,8 +74,10 @@ func TestBoundPlaneCalls(t *testing.T) {
 	}
 	for path, want := range map[string]string{
 		"/hang":         "did not answer within 100ms",
+		"/trickle":      "context deadline exceeded",
 		"/huge":         "4096 bytes, over the ceiling of 1024",
 		"/huge-chunked": "over the ceiling",
+		"/gzip-bomb":    "over the ceiling",
 	} {
 		if _, err := read(path); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %q", path, err, want)
