@@ -5,15 +5,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"anchorage/api/v1alpha"
 	"anchorage/pkg/gateway"
 	"anchorage/pkg/platform"
 )
@@ -187,4 +191,80 @@ func hubObjectsNaming(gt *gatewayTest, hosts []string) []string {
 		}
 	}
 	return out
+}
+
+// TestAHeldHostnameStaysHeldWhateverTheDomainSays: with Domain verification on, project b
+// verifies its domain by DNS and programs www.<domain>. Tenants on the other plane ask
+// for that hostname with a Verified Domain of their own covering it: one verified by DNS
+// as b's was (both publish their token: a domain moved between organisations), asking
+// through a proxy; one that wrote the hostname's Domain Verified itself on its plane,
+// asking through a listener of a Gateway of its own. Both are refused HostnamesInUse,
+// nothing of them reaches the hub, and b's claim and hub objects keep their UID and
+// resourceVersion.
+func TestAHeldHostnameStaysHeldWhateverTheDomainSays(t *testing.T) {
+	a := newGatewayTest(t, planeA)
+	g, ctx := a.g, a.ctx
+	forger := a.another(planeA)
+	resolver := startDNS(t)
+	a.startManager("held-verified", verifying(resolver, 80))
+
+	apex := "held-" + rand.String(6) + ".example"
+	host := gatewayv1.Hostname("www." + apex)
+	b := &bystander{gatewayTest: a.another(planeB), host: host}
+	b.createProxy(b.newProxy("web", host))
+	proof := b.domainWithProof(apex)
+	resolver.publishTXT(proof.Status.Verification.DNSRecord.Name, proof.Status.Verification.DNSRecord.Content)
+	b.waitProgrammed("web")
+	b.before = b.hubState()
+
+	// a verifies the same domain by DNS.
+	a.createProxy(a.newProxy("web", host))
+	mine := a.domainWithProof(apex)
+	resolver.publishTXT(mine.Status.Verification.DNSRecord.Name, mine.Status.Verification.DNSRecord.Content)
+	g.Eventually(func(g Gomega) {
+		g.Expect(a.plane.Client.Get(ctx, client.ObjectKeyFromObject(mine), mine)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(mine.Status.Conditions, v1alpha.DomainConditionVerified)).To(BeTrue(), "a's Domain is verified by DNS")
+	}, 30*time.Second, gwPoll).Should(Succeed())
+	// The forger writes the hostname's Domain Verified on its own plane.
+	forgeVerified(forger, string(host))
+	// A hostname-less listener besides (it gets the Gateway's platform hostname): a
+	// Gateway whose every listener is refused has no hub copy to write.
+	direct := forger.directGateway("direct", []gatewayv1.Hostname{host})
+	direct.Spec.Listeners = append(direct.Spec.Listeners, gatewayv1.Listener{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType})
+	g.Expect(forger.plane.Client.Create(ctx, direct)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		c := a.proxyCondition(g, "web", v1alpha.ConditionAccepted)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(gateway.ReasonHostnamesInUse), c.Message)
+		gw, _ := gatewayCondition(g, forger, "direct", gatewayv1.GatewayConditionProgrammed)
+		var lc *metav1.Condition
+		for _, ls := range gw.Status.Listeners {
+			if ls.Name == direct.Spec.Listeners[0].Name {
+				lc = meta.FindStatusCondition(ls.Conditions, string(gatewayv1.ListenerConditionProgrammed))
+			}
+		}
+		g.Expect(lc).NotTo(BeNil())
+		g.Expect(lc.Reason).To(Equal(gateway.ReasonHostnamesInUse), lc.Message)
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	for _, gt := range []*gatewayTest{a, forger} {
+		g.Expect(hubObjectsNaming(gt, []string{string(host)})).To(BeEmpty(), "project %s", gt.project)
+	}
+	b.unchanged()
+}
+
+// forgeVerified creates a Domain for name in gt's namespace and writes its status
+// Verified, as a tenant with full admin on its plane can (the manager's Domain
+// reconciler writes the status too: a conflict is retried on a fresh read).
+func forgeVerified(gt *gatewayTest, name string) {
+	gt.t.Helper()
+	d := &v1alpha.Domain{ObjectMeta: metav1.ObjectMeta{Namespace: gt.ns.Name, Name: name}, Spec: v1alpha.DomainSpec{DomainName: name}}
+	gt.g.Expect(gt.plane.Client.Create(gt.ctx, d)).To(Succeed())
+	gt.g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := gt.plane.Client.Get(gt.ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{Type: v1alpha.DomainConditionVerified, Status: metav1.ConditionTrue, Reason: v1alpha.DomainReasonVerified, Message: "written by the tenant"})
+		return gt.plane.Client.Status().Update(gt.ctx, d)
+	})).To(Succeed())
 }
