@@ -79,8 +79,16 @@ func TestBoundPlaneCalls(t *testing.T) {
 		"/huge-chunked": "over the ceiling",
 		"/gzip-bomb":    "over the ceiling",
 	} {
-		if _, err := read(path); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want an error with %q", path, err, want)
+		// A call left unbounded would hang the test: it gets ten seconds to fail.
+		done := make(chan error, 1)
+		go func() { _, err := read(path); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %v, want an error with %q", path, err, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("%s: the call is still running after 10s: it is not bounded", path)
 		}
 	}
 	if got, err := read("/small"); err != nil || got != "small" {
