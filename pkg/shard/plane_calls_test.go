@@ -18,7 +18,6 @@ import (
 // bounds is read whole.
 func TestBoundPlaneCalls(t *testing.T) {
 	release := make(chan struct{})
-	defer close(release)
 	plane := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/hang":
@@ -54,7 +53,7 @@ func TestBoundPlaneCalls(t *testing.T) {
 			_, _ = w.Write([]byte("small"))
 		}
 	}))
-	defer plane.Close()
+	defer func() { close(release); plane.Close() }() // the hanging handlers first
 	cfg := &rest.Config{Host: plane.URL}
 	if err := BoundPlaneCalls(100*time.Millisecond, 1024)(cfg); err != nil {
 		t.Fatal(err)
