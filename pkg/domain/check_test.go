@@ -457,6 +457,11 @@ func TestCheckerTokenAddresses(t *testing.T) {
 		{reason: "v4-mapped loopback, refused", url: "http://mapped-loop.acme.com" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"127.0.0.1", "may not reach"}},
 		{reason: "an IP literal, refused", url: "http://127.0.0.1" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"may not reach"}},
 		{reason: "an IP literal, allowed", url: "http://127.0.0.1" + tokenPath, allowPrivate: true, wantFound: true, wantReason: v1alpha.DomainReasonVerified},
+		// The URL is in the Domain's status, which a tenant can write on its plane.
+		{reason: "a public name as userinfo before a loopback literal, refused", url: "http://www.acme.com@127.0.0.1" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"127.0.0.1", "may not reach"}},
+		{reason: "an IPv6 loopback literal, refused", url: "http://[::1]" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"::1", "may not reach"}},
+		{reason: "the metadata address, IPv4-mapped, refused", url: "http://[::ffff:a9fe:a9fe]" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"169.254.169.254", "may not reach"}},
+		{reason: "a numeric spelling is a name to look up, not an address", url: "http://2130706433" + tokenPath, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"no A or AAAA"}},
 		{reason: "a URL port is not the port dialled", url: "http://www.acme.com:1" + tokenPath, allowPrivate: true, wantFound: true, wantReason: v1alpha.DomainReasonVerified},
 		{reason: "no address", url: "http://no-address.acme.com" + tokenPath, allowPrivate: true, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"no A or AAAA"}},
 		{reason: "NXDOMAIN", url: "http://nowhere.acme.com" + tokenPath, allowPrivate: true, wantReason: v1alpha.DomainReasonPendingVerification, wantMsg: []string{"no A or AAAA"}},
