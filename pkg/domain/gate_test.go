@@ -137,6 +137,25 @@ func TestGateInvalidCoveringDomain(t *testing.T) {
 	}
 }
 
+// TestGateForgedPublicSuffix: a Domain nobody can own covers nothing even when its
+// status says Verified (a tenant writes its own Domain's status on its plane), however
+// the suffix is spelled.
+func TestGateForgedPublicSuffix(t *testing.T) {
+	for _, tc := range []struct{ suffix, host, create string }{
+		{"github.io", "foo.github.io", "foo.github.io"},
+		{"CO.UK", "shop.acme.co.uk", "acme.co.uk"},
+		{"com.", "www.acme.com", "acme.com"},
+		{"uk", "shop.acme.co.uk", "acme.co.uk"},
+		{"example", "www.acme.example", "acme.example"},
+	} {
+		d := verified(newDomain(tc.suffix, t0), t0)
+		v := Gate([]string{tc.host}, []v1alpha.Domain{*d})[tc.host]
+		if v.Verified || v.Create != tc.create {
+			t.Errorf("%s under a Domain %q written Verified: verdict %+v, want unverified, Create %s", tc.host, tc.suffix, v, tc.create)
+		}
+	}
+}
+
 // TestGateMany: one verdict per hostname, each on its own.
 func TestGateMany(t *testing.T) {
 	domains := []v1alpha.Domain{verifiedDomain("acme.com"), pending("beta.net", "tok-beta")}

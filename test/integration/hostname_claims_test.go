@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -150,10 +151,8 @@ func holderNamedTo(loser, holder *gatewayTest, host gatewayv1.Hostname) []string
 	}
 	var named []string
 	for _, text := range texts {
-		for _, s := range secrets {
-			if strings.Contains(text, s) {
-				named = append(named, text)
-			}
+		if slices.ContainsFunc(secrets, func(s string) bool { return strings.Contains(text, s) }) {
+			named = append(named, text)
 		}
 	}
 	g.Expect(strings.Join(texts, "\n")).To(ContainSubstring(string(host)), "the refusal is on the loser's plane")
