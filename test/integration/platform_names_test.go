@@ -82,7 +82,7 @@ func records(g Gomega, obj *unstructured.Unstructured) []string {
 // the proxy.
 func TestEveryProxyHasAPlatformHostname(t *testing.T) {
 	a := newGatewayTest(t, planeA)
-	projects := []*gatewayTest{a, a.another(planeA), a.another(planeB)}
+	projects := []*gatewayTest{a, a.another(planeB), a.another(planeC)}
 	edge := startMergedEdge(projects...)
 	a.startManager("platform", edgeReportsStatus, ipv4Only)
 	domain := gateway.DefaultConfig().Platform.TargetDomain
