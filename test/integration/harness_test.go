@@ -29,6 +29,9 @@ import (
 var (
 	hub                    *harness.ControlPlane
 	planeA, planeB, planeC *harness.ControlPlane
+	// issuerCA signs every Certificate ordered from the default issuer
+	// (gateway.DefaultConfig().CertificateIssuer), through cert-manager.
+	issuerCA *harness.CA
 )
 
 func TestMain(m *testing.M) {
@@ -99,8 +102,12 @@ func startCertManager() (func(failed bool), error) {
 		defer cancel()
 		cm := harness.StartCertManager(ctx, session, hub.Config, harness.CertManagerOptions{})
 		for _, issuer := range []string{gateway.DefaultConfig().CertificateIssuer.Name, cutOverIssuer} {
-			if _, err := harness.CreateCAClusterIssuer(ctx, hub.Client, issuer, cm.ClusterResourceNamespace); err != nil {
+			ca, err := harness.CreateCAClusterIssuer(ctx, hub.Client, issuer, cm.ClusterResourceNamespace)
+			if err != nil {
 				session.Fatal(err)
+			}
+			if issuer == gateway.DefaultConfig().CertificateIssuer.Name {
+				issuerCA = ca
 			}
 		}
 	})
