@@ -183,7 +183,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	for _, name := range live {
 		waitAcceptedByUs(gt, name)
 	}
-	expectNotReissued(ctx, g, hubNS, state, live)
+	expectNotReissued(ctx, g, gt.plane.Client, hubNS, state, live)
 
 	// 6. Every proxy deleted now leaves nothing on either side, and nothing Terminating.
 	for _, name := range append(slices.Clone(live), left...) {
@@ -307,8 +307,9 @@ func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
 // expectNotReissued checks, with cert-manager running against the hub the whole time,
 // that no Certificate the previous manager ordered for the named proxies was ordered
 // again: each still at the revision it was issued at, and no CertificateRequest for it.
-// And their Gateways keep the previous manager's canonical name and listener names.
-func expectNotReissued(ctx context.Context, g *WithT, hubNS string, state *harness.PreviousState, names []string) {
+// And their Gateways keep the previous manager's canonical name (status.addresses, as
+// it wrote them) and listener names.
+func expectNotReissued(ctx context.Context, g *WithT, plane client.Client, hubNS string, state *harness.PreviousState, names []string) {
 	requests := &unstructured.UnstructuredList{}
 	requests.SetAPIVersion("cert-manager.io/v1")
 	requests.SetKind("CertificateRequestList")
@@ -336,6 +337,9 @@ func expectNotReissued(ctx context.Context, g *WithT, hubNS string, state *harne
 		for _, l := range p.Gateway.Spec.Listeners {
 			g.Expect(listeners).To(ContainElement(l.Name), "%s: listener %s kept", name, l.Name)
 		}
+		up := &gatewayv1.Gateway{}
+		g.Expect(plane.Get(ctx, client.ObjectKeyFromObject(p.Gateway), up)).To(Succeed())
+		g.Expect(up.Status.Addresses).To(Equal(p.Gateway.Status.Addresses), "%s: the Gateway's addresses as the previous manager wrote them", name)
 	}
 }
 
