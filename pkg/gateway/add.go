@@ -43,9 +43,9 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
-	"anchorage/pkg/platform"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/domain"
+	"anchorage/pkg/platform"
 )
 
 // Options configure SetupWithManager: Config as given (pkg/config checks it), a nil
@@ -245,11 +245,11 @@ func HubCacheByObject() map[client.Object]cache.ByObject {
 	}
 	downstream := labels.NewSelector().Add(*req)
 	return map[client.Object]cache.ByObject{
-		&gatewayv1.Gateway{}:          {Label: downstream},
-		&gatewayv1.HTTPRoute{}:        {Label: downstream},
-		&corev1.Service{}:             {Label: downstream},
-		&discoveryv1.EndpointSlice{}:  {Label: downstream},
-		&gatewayv1.BackendTLSPolicy{}: {Label: downstream},
+		&gatewayv1.Gateway{}:            {Label: downstream},
+		&gatewayv1.HTTPRoute{}:          {Label: downstream},
+		&corev1.Service{}:               {Label: downstream},
+		&discoveryv1.EndpointSlice{}:    {Label: downstream},
+		&gatewayv1.BackendTLSPolicy{}:   {Label: downstream},
 		platform.DNSEndpointRef("", ""): {Label: downstream},
 	}
 }

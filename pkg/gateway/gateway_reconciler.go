@@ -224,6 +224,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	}
 	named := withPlatformHostname(s.gw, s.canonical)
 	refused := r.platformRefusals(named, s.canonical)
+	maps.Copy(refused, r.issuers().refusals(named))
 	tenant := withoutListenersOn(named, r.Config.Platform.Hostnames(s.canonical))
 	// Only the listeners whose hostname this Gateway holds are programmed.
 	claims := hostnameClaims{hub: hub, ns: r.Config.HostnameClaimsNamespace}
