@@ -102,7 +102,7 @@ manifests:
 
 ## demo: a local hub, two project planes and three manager processes, narrated end to end.
 ## DEMO_KEEP=1 (or DEMO_FLAGS=--keep) leaves everything running and prints the kubeconfigs.
-demo: k8s-binaries edge-translate build
+demo: k8s-binaries edge-translate cert-manager external-dns dns-server build
 	go build -o bin/demo ./cmd/demo
 	bin/demo --manager=bin/manager $(DEMO_FLAGS)
 

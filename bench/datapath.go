@@ -92,6 +92,8 @@ type DataPathResult struct {
 	// CertificateListsOfDeleted counts the Certificate LISTs sent for a proxy after its
 	// deletion was requested (CertificateListsOfDeleted), whichever phase they fell in.
 	CertificateListsOfDeleted int `json:"certificateListsOfDeleted"`
+	// CertificateOrders are the Certificates ordered for the run's proxies.
+	CertificateOrders CertificateOrders `json:"certificateOrders"`
 	// MinimumCreate and MinimumDelete are DesignMinimum per proxy for this run.
 	MinimumCreate MinimumCost `json:"minimumCreate"`
 	MinimumDelete MinimumCost `json:"minimumDelete"`
@@ -450,6 +452,7 @@ func (d *dataPathRun) result(res DataPathResult, hub auditCursor, owners map[str
 		index.Projects[anchor.MappedNamespace(p.NamespaceUID)] = p
 	}
 	res.CertificateListsOfDeleted = CertificateListsOfDeleted(events, users, index, d.deleted)
+	res.CertificateOrders = CountCertificateOrders(events, users, index, len(d.created), DataPathHostnames, d.deleted)
 	lives := hubObjectLives(events, index)
 	clean, notClean := cleanTimesOf(lives, d.deleted)
 	for _, v := range clean {

@@ -169,6 +169,51 @@ func CertificateListsOfDeleted(events []requestEvent, users map[string]bool, x P
 	return n
 }
 
+// CertificateOrders counts the Certificates the replicas created on the hub: each is an
+// order (ACME, in the field) for its hostname, and the seed's edge reached 42 ACME
+// requests a second from leaked Gateways ordering again and again.
+type CertificateOrders struct {
+	// Created counts the replicas' Certificate creates for the run's proxies.
+	Created int `json:"created"`
+	// AfterDelete counts those sent after their proxy's deletion was requested.
+	AfterDelete int `json:"afterDelete"`
+	// Hostnames counts the hostnames of the proxies they were made for: each proxy's
+	// own and its platform hostname.
+	Hostnames int `json:"hostnames"`
+}
+
+// PerHostname is the orders per hostname over the proxies' lives (target: at most one).
+func (c CertificateOrders) PerHostname() float64 {
+	return float64(c.Created) / float64(max(c.Hostnames, 1))
+}
+
+// CountCertificateOrders counts the users' Certificate creates in the projects' hub
+// namespaces (x), attributed to their proxy, for proxies with hostnames each (plus the
+// platform hostname); those of a proxy whose deletion was requested before are counted
+// again in AfterDelete.
+func CountCertificateOrders(events []requestEvent, users map[string]bool, x ProxyIndex, proxies, hostnames int, deleted map[ProxyKey]time.Time) CertificateOrders {
+	c := CertificateOrders{Hostnames: proxies * (hostnames + 1)}
+	for _, e := range events {
+		ref := e.ObjectRef
+		if !countsAsDataPath(e, users) || e.Verb != "create" || ref.Resource != "certificates" || !succeeded(e.auditEvent) {
+			continue
+		}
+		p, ok := x.Projects[ref.Namespace]
+		if !ok {
+			continue
+		}
+		k, ok, _ := x.proxyOf(p, ref.Resource, ref.Name)
+		if !ok {
+			continue
+		}
+		c.Created++
+		if at, gone := deleted[k]; gone && !e.RequestReceivedTimestamp.Before(at) {
+			c.AfterDelete++
+		}
+	}
+	return c
+}
+
 // selectedUpstreamName returns the upstream name a request's label selector asks for
 // (anchor.LabelName=<name>).
 func selectedUpstreamName(requestURI string) (string, bool) {

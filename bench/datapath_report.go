@@ -74,9 +74,15 @@ func DataPathTargets(r *Report) []Target {
 			cm[ListByName], cm[ListOther], cm[ListInformer], a.CertificateListsOfDeleted, a.DeleteRequests.ByVerbResource["list certificates"])
 		lists.Met = verdictOf(a.FinalizerLists() == 0)
 	}
+	orders := Target{Name: "Certificate (ACME) orders per hostname over a proxy's life ≤ 1, none after its deletion", Measured: notAvailable}
+	if okA && a.CertificateOrders.Hostnames > 0 {
+		o := a.CertificateOrders
+		orders.Measured = fmt.Sprintf("%.2f per hostname (%d orders, %d hostnames), %d after a deletion", o.PerHostname(), o.Created, o.Hostnames, o.AfterDelete)
+		orders.Met = verdictOf(o.PerHostname() <= 1 && o.AfterDelete == 0)
+	}
 	programmed := p99Target("time to Programmed p99 ≤ the baseline's", a.ToProgrammed, s.ToProgrammed, okA && okS)
 	clean := p99Target("delete-to-clean p99 ≤ the baseline's", a.ToClean, s.ToClean, okA && okS)
-	return []Target{deleteCost, lists, programmed, clean}
+	return []Target{deleteCost, lists, orders, programmed, clean}
 }
 
 func p99Target(name string, a, s []time.Duration, both bool) Target {

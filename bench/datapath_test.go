@@ -285,12 +285,12 @@ func TestDataPathTargets(t *testing.T) {
 		return out
 	}
 	// 70 requests / 10 proxies = 7 per proxy = 1.0 × 7: met.
-	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch, base}}), []string{"yes", "yes", "yes", "no"}; !slices.Equal(got, want) {
+	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch, base}}), []string{"yes", "yes", "n/a", "yes", "no"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
 	}
 	anch.DeleteRequests.ByVerb["list"] = 36 // 10.6 per proxy
 	anch.DeleteRequests.ConfigMapLists[ListByName] = 1
-	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch}}), []string{"no", "no", "n/a", "n/a"}; !slices.Equal(got, want) {
+	if got, want := verdicts(&Report{DataPath: []DataPathResult{anch}}), []string{"no", "no", "n/a", "n/a", "n/a"}; !slices.Equal(got, want) {
 		t.Errorf("verdicts = %v, want %v", got, want)
 	}
 	certLists := anch
@@ -306,8 +306,43 @@ func TestDataPathTargets(t *testing.T) {
 	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[0]; got != "n/a" {
 		t.Errorf("cost verdict with a proxy not clean = %v, want n/a", got)
 	}
-	if got := verdicts(&Report{}); !slices.Equal(got, []string{"n/a", "n/a", "n/a", "n/a"}) {
+	if got := verdicts(&Report{}); !slices.Equal(got, []string{"n/a", "n/a", "n/a", "n/a", "n/a"}) {
 		t.Errorf("verdicts without data = %v", got)
+	}
+	anch.CertificateOrders = CertificateOrders{Created: 20, Hostnames: 20}
+	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[2]; got != "yes" {
+		t.Errorf("orders verdict at one order per hostname = %v, want yes", got)
+	}
+	anch.CertificateOrders.AfterDelete = 1
+	if got := verdicts(&Report{DataPath: []DataPathResult{anch}})[2]; got != "no" {
+		t.Errorf("orders verdict with an order after a deletion = %v, want no", got)
+	}
+}
+
+// TestCountCertificateOrders: a replica's successful Certificate create in a project's
+// hub namespace is an order of its proxy (a tenant hostname's or the platform's), and
+// counts again when sent after the proxy's deletion was requested; others' creates,
+// failed ones and other kinds do not count.
+func TestCountCertificateOrders(t *testing.T) {
+	p := ProjectLoad{Name: "run-p0", Namespace: "bench-run"}
+	hubNS := "ns-00000000-0000-0000-0000-000000000001"
+	x := ProxyIndex{Projects: map[string]ProjectLoad{hubNS: p}}
+	deleted := map[ProxyKey]time.Time{{Project: p.Name, Namespace: p.Namespace, Name: "px-1"}: reportAt(1)}
+	events := []requestEvent{
+		request(900, "u-r0", "create", "certificates", hubNS, "px-1-https-a.example.com", 201, ""),
+		request(950, "u-r0", "create", "certificates", hubNS, "px-1-default-https", 201, ""),
+		request(1100, "u-r1", "create", "certificates", hubNS, "px-1-default-https", 201, ""), // after the delete
+		request(1200, "u-r0", "create", "certificates", hubNS, "px-2-default-https", 409, ""), // refused
+		request(1300, "admin", "create", "certificates", hubNS, "px-2-default-https", 201, ""),
+		request(1400, "u-r0", "create", "dnsendpoints", hubNS, "px-2", 201, ""),
+		request(1500, "u-r0", "create", "certificates", "ns-other", "px-2-default-https", 201, ""),
+	}
+	got := CountCertificateOrders(events, map[string]bool{"u-r0": true, "u-r1": true}, x, 2, 1, deleted)
+	if want := (CertificateOrders{Created: 3, AfterDelete: 1, Hostnames: 4}); got != want {
+		t.Errorf("orders = %+v, want %+v", got, want)
+	}
+	if got.PerHostname() != 0.75 {
+		t.Errorf("per hostname = %v, want 0.75", got.PerHostname())
 	}
 }
 

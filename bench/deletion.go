@@ -130,8 +130,9 @@ type ProxyIndex struct {
 }
 
 // proxyOf names the proxy a hub object was created for: an anchor by its owner, the
-// downstream Gateway and HTTPRoute by their name (the proxy's), a Certificate by the
-// "<gateway>-https-" its name begins with, a backend's Service, EndpointSlice or
+// downstream Gateway, HTTPRoute and DNSEndpoint by their name (the proxy's), a
+// Certificate by the "<gateway>-https-" its name begins with or the
+// "<gateway>-default-https" it is (the platform hostname's), a backend's Service, EndpointSlice or
 // BackendTLSPolicy by the route whose UID its name carries (route-<UID>-rule-...), whose
 // anchor is named after the same UID. ok is false for anything else (the hub
 // namespace itself serves every proxy of its upstream namespace); known is false for an
@@ -145,12 +146,16 @@ func (x ProxyIndex) proxyOf(p ProjectLoad, resource, name string) (k ProxyKey, o
 		}
 		owner, seen := x.AnchorOwner(name)
 		return owner, true, seen
-	case "gateways", "httproutes":
+	case "gateways", "httproutes", "dnsendpoints":
 		k.Name = name
 		return k, true, true
 	case "certificates":
 		if gateway, _, found := strings.Cut(name, "-https-"); found {
 			k.Name = gateway
+			return k, true, true
+		}
+		if gateway, found := strings.CutSuffix(name, "-default-https"); found {
+			k.Name = gateway // the platform hostname's listener
 			return k, true, true
 		}
 	case "services", "endpointslices", "backendtlspolicies":

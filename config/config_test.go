@@ -420,6 +420,7 @@ func resourceOf(gk schema.GroupKind) string {
 		{Group: "gateway.networking.k8s.io", Kind: "Gateway"}:   "gateways",
 		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}: "httproutes",
 		{Group: "cert-manager.io", Kind: "Certificate"}:         "certificates",
+		{Group: "externaldns.k8s.io", Kind: "DNSEndpoint"}:      "dnsendpoints",
 		{Group: "networking.datumapis.com", Kind: "HTTPProxy"}:  "httpproxies",
 		{Kind: "Service"}: "services",
 		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:             "endpointslices",

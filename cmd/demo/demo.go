@@ -98,6 +98,9 @@ type demo struct {
 	stopEdge      func()
 	// dns is the tenants' nameserver the replicas verify Domains through.
 	dns *dnsServer
+	// session runs the platform's parts (platform.go); zone is its DNS server.
+	session *harness.Session
+	zone    *harness.DNSServer
 	// acmeRecord is the TXT record acme published to verify its domain.
 	acmeRecord string
 	// refused is initech's proxy for a hostname under acme's domain, never programmed.
@@ -169,6 +172,7 @@ func (d *demo) story(ctx context.Context) error {
 	}{
 		{"Starting the hub (with its garbage collector) and two project control planes", d.startPlanes},
 		{"Installing the manager's namespace and RBAC on the hub, and registering the projects", d.registerProjects},
+		{"Starting the platform's parts: cert-manager, the platform's DNS and external-dns", d.startPlatform},
 		{"Starting the tenants' DNS: a nameserver on loopback for their domains", d.startDNSStep},
 		{"Starting three replicas of the manager, each its own process", d.startReplicas},
 		{"Verifying a domain: acme's first proxy waits until acme proves it owns " + acmeDomain, d.verifyDomain},
@@ -211,6 +215,9 @@ func (d *demo) stopAll(w io.Writer) {
 	}
 	if d.dns != nil {
 		d.dns.stop()
+	}
+	if d.session != nil {
+		d.session.Close(false)
 	}
 	for _, p := range d.projects {
 		_ = p.plane.Stop()

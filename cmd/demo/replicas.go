@@ -57,6 +57,8 @@ func writeConfig(path, nameserver string) error {
 		// but the last names its maxElapsed: the manager reads a list of steps onto the
 		// default list, step by step, and would otherwise keep a default's maxElapsed.
 		c.DomainVerification.Nameservers = []string{nameserver}
+		// The demo's edge has an IPv4 address only.
+		c.Platform.IPFamilies = []string{"IPv4"}
 		c.DomainVerification.RetryIntervals = []managerconfig.RetryInterval{
 			{Interval: metav1.Duration{Duration: domainCheckEvery}, MaxElapsed: &metav1.Duration{Duration: 2 * time.Minute}},
 			{Interval: metav1.Duration{Duration: 5 * time.Second}, MaxElapsed: &metav1.Duration{Duration: 10 * time.Minute}},

@@ -121,6 +121,11 @@ func (d *demo) serveRequest(ctx context.Context) error {
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("the backend answered %s", resp.Status)
 	}
+	canonical, err := d.showCanonicalName(ctx, px, v, cluster.Name)
+	if err != nil {
+		return err
+	}
+	d.say("  so GET http://%s/hello/world reaches the edge at that address and the same cluster %s", canonical, cluster.Name)
 	return nil
 }
 

@@ -285,10 +285,11 @@ clients: {hub: {qps: 11, burst: 12}, project: {qps: 13, burst: 14}}
 	g.Expect(o.Timings).To(Equal(timings))
 	g.Expect(o.Gateway).To(Equal(gateway.Config{
 		GatewayClassName: "up", DownstreamGatewayClassName: "down", ControllerName: "example.com/gc",
-		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, Workers: 2,
+		CertificateIssuer: gateway.IssuerRef{Name: "le", Kind: "Issuer", Group: "example.com"}, ClusterIssuers: map[string]string{}, Workers: 2,
 		ProjectWorkers: 1, ProjectHubWritesPerSecond: 7.5, ProxiesPerProject: 30, AssumeWrittenIsProgrammed: true,
 		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: "claims", BackendReservedDomains: []string{}, VerifyHostnames: true,
+		Platform: gateway.DefaultConfig().Platform, DNSEndpoints: true,
 	}))
 	g.Expect(o.Domains.Settings.DNSRecordPrefix).To(Equal("datum-custom-hostname"), "the Domain verification's settings reach the replica")
 	g.Expect(o.Resync).To(Equal(resync.Options{

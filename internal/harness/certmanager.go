@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,7 +75,7 @@ type CertManager struct {
 // (which must serve testenv.CertManagerCRDs) and returns once it is alive; it stops
 // when the test ends. It fails the test when the binary has not been built or the
 // controller does not come up within ctx.
-func StartCertManager(ctx context.Context, t testing.TB, cfg *rest.Config, opts CertManagerOptions) *CertManager {
+func StartCertManager(ctx context.Context, t TB, cfg *rest.Config, opts CertManagerOptions) *CertManager {
 	t.Helper()
 	bin, err := testenv.CertManagerBinary()
 	if err != nil {

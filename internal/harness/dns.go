@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/miekg/dns"
@@ -51,7 +50,7 @@ const dnsServerStartAttempts = 3
 // StartDNSServer starts knotd serving zone (its SOA and NS, nothing else) from a
 // directory of its own, as the test's user (no systemd, no privilege), and stops it when
 // the test ends. It returns once the server answers for the zone over UDP and TCP.
-func StartDNSServer(t testing.TB, zone string) *DNSServer {
+func StartDNSServer(t TB, zone string) *DNSServer {
 	t.Helper()
 	bin, err := knotdBinary()
 	if err != nil {
@@ -74,7 +73,7 @@ func StartDNSServer(t testing.TB, zone string) *DNSServer {
 }
 
 // start runs knotd on a fresh port and waits until it answers.
-func (s *DNSServer) start(t testing.TB, bin string) error {
+func (s *DNSServer) start(t TB, bin string) error {
 	// knotd's own directory (zone file, journal, control socket) is outside t.TempDir:
 	// a test's long temp path would overflow a Unix socket's path.
 	dir, err := os.MkdirTemp("", "knotd-")

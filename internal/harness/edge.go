@@ -3,16 +3,9 @@ package harness
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"os/exec"
 	"slices"
 	"strings"
@@ -23,7 +16,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +31,8 @@ const EdgeControllerName = "gateway.envoyproxy.io/gatewayclass-controller"
 
 // Edge stands in for an edge cluster that reads the hub: its gateway controller is
 // Envoy Gateway's translator (bin/edge-translate, hack/edge-translate), its Envoy runs
-// at Address, and cert-manager has issued every Certificate the hub asks for. It reads
+// at Address, and cert-manager (run against the hub by the caller) writes the TLS
+// Secrets of the hub's Certificates. It reads
 // one hub namespace as the edge's Karmada propagation would hand it over, and can write
 // the verdict back onto the hub's Gateways and HTTPRoutes as the edge's controller does
 // (Publish), so a manager that mirrors that status is judged by a controller nobody
@@ -60,7 +53,6 @@ type Edge struct {
 
 	binary  string
 	mu      sync.Mutex
-	secrets map[string]*corev1.Secret // stand-ins for cert-manager's Secrets, by namespace/name and DNS names
 	lastErr error
 }
 
@@ -71,7 +63,7 @@ func NewEdge(hub client.Client, class string) (*Edge, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Edge{Hub: hub, GatewayClass: class, Address: "192.0.2.10", Merged: true, binary: bin, secrets: map[string]*corev1.Secret{}}, nil
+	return &Edge{Hub: hub, GatewayClass: class, Address: "192.0.2.10", Merged: true, binary: bin}, nil
 }
 
 // EdgeVerdict is what Envoy Gateway's translator makes of one hub namespace: each
@@ -112,8 +104,7 @@ func (e *Edge) translate(ctx context.Context, input string) (*EdgeVerdict, error
 }
 
 // input is the namespaces' objects as YAML documents, behind a GatewayClass of the
-// edge's controller and with a TLS Secret for every Certificate (what cert-manager
-// writes).
+// edge's controller, with the TLS Secrets cert-manager wrote.
 func (e *Edge) input(ctx context.Context, namespaces []string) (string, error) {
 	class := &gatewayv1.GatewayClass{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "gateway.networking.k8s.io/v1", Kind: "GatewayClass"},
@@ -175,7 +166,7 @@ func (e *Edge) namespaceDocs(ctx context.Context, namespace string) ([]any, erro
 	for i := range policies.Items {
 		docs = append(docs, typed(&policies.Items[i], "gateway.networking.k8s.io/v1", "BackendTLSPolicy"))
 	}
-	issued, err := e.issuedSecrets(ctx, namespace)
+	issued, err := e.tlsSecrets(ctx, namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -213,76 +204,22 @@ func manifest(obj any) ([]byte, error) {
 	return yaml.Marshal(m)
 }
 
-// issuedSecrets returns, for each Certificate in namespace, the TLS Secret cert-manager
-// would write for it: a self-signed certificate for its DNS names.
-func (e *Edge) issuedSecrets(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
-	certs := &unstructured.UnstructuredList{}
-	certs.SetAPIVersion("cert-manager.io/v1")
-	certs.SetKind("CertificateList")
-	if err := e.Hub.List(ctx, certs, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing Certificates in %s: %w", namespace, err)
+// tlsSecrets returns the TLS Secrets the hub holds in namespace: those cert-manager
+// wrote for the Certificates there (the tests and the demo run cert-manager's own
+// controller against the hub), and a platform's shared one. A listener whose Secret is
+// not written yet is judged by the translator as Envoy Gateway would judge it.
+func (e *Edge) tlsSecrets(ctx context.Context, namespace string) ([]*corev1.Secret, error) {
+	list := &corev1.SecretList{}
+	if err := e.Hub.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing Secrets in %s: %w", namespace, err)
 	}
 	var out []*corev1.Secret
-	for _, c := range certs.Items {
-		name, _, _ := unstructured.NestedString(c.Object, "spec", "secretName")
-		dns, _, _ := unstructured.NestedStringSlice(c.Object, "spec", "dnsNames")
-		if name == "" || len(dns) == 0 {
-			continue
+	for i := range list.Items {
+		if list.Items[i].Type == corev1.SecretTypeTLS {
+			out = append(out, typed(&list.Items[i], "v1", "Secret"))
 		}
-		s, err := e.issued(namespace, name, dns)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
 	}
 	return out, nil
-}
-
-func (e *Edge) issued(namespace, name string, dns []string) (*corev1.Secret, error) {
-	key := namespace + "/" + name + "/" + strings.Join(dns, ",")
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if s, ok := e.secrets[key]; ok {
-		return s, nil
-	}
-	certPEM, keyPEM, err := selfSigned(dns)
-	if err != nil {
-		return nil, err
-	}
-	s := &corev1.Secret{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Type:       corev1.SecretTypeTLS,
-		Data:       map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM},
-	}
-	e.secrets[key] = s
-	return s, nil
-}
-
-// selfSigned returns a PEM certificate and key for dns, valid for a day.
-func selfSigned(dns []string) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: dns[0]},
-		DNSNames:     dns,
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
 }
 
 // Publish writes the verdict's status onto the hub's Gateways and HTTPRoutes, as the

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,7 +43,7 @@ type ExternalDNS struct {
 // the DNSEndpoint CRD, testenv.ExternalDNSCRDs) and server, and returns once it is
 // alive; it stops when the test ends. It fails the test when the binary has not been
 // built or external-dns does not come up within ctx.
-func StartExternalDNS(ctx context.Context, t testing.TB, cfg *rest.Config, server *DNSServer, opts ExternalDNSOptions) *ExternalDNS {
+func StartExternalDNS(ctx context.Context, t TB, cfg *rest.Config, server *DNSServer, opts ExternalDNSOptions) *ExternalDNS {
 	t.Helper()
 	bin, err := testenv.ExternalDNSBinary()
 	if err != nil {

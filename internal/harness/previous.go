@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -441,17 +442,12 @@ func (l *prevLayer) hubGateway(ctx context.Context, p *PreviousProxy, gwAnchor *
 }
 
 // certificate writes the Certificate of one HTTPS listener (gateway_controller.go
-// L838-1044) and what cert-manager then leaves: the Secret and a Ready status.
+// L838-1044) and what cert-manager then leaves: the Secret and a Ready status. The
+// Secret is written first, in the shape cert-manager writes it, so a cert-manager
+// running against the hub finds the Certificate issued and leaves it so (a Certificate
+// without its Secret would be issued anew); status writes retry on a conflict with it.
 func (l *prevLayer) certificate(ctx context.Context, p *PreviousProxy, gwAnchor *corev1.ConfigMap, ds *gatewayv1.Gateway, ln gatewayv1.Listener) error {
 	name, host := string(ln.TLS.CertificateRefs[0].Name), string(*ln.Hostname)
-	meta := l.attached(gwAnchor, name)
-	meta.OwnerReferences = append(meta.OwnerReferences, prevController("gateway.networking.k8s.io/v1", "Gateway", ds))
-	cert := prevUnstructured("cert-manager.io/v1", "Certificate", meta, map[string]any{"secretName": name, "dnsNames": []any{host},
-		"issuerRef":      map[string]any{"name": l.in.Issuer, "kind": "ClusterIssuer"},
-		"secretTemplate": map[string]any{"labels": map[string]any{anchor.LabelClusterName: l.clusterLbl}}})
-	if err := l.create(ctx, p, cert); err != nil {
-		return err
-	}
 	certPEM, keyPEM, err := selfSigned([]string{host})
 	if err != nil {
 		return err
@@ -461,22 +457,44 @@ func (l *prevLayer) certificate(ctx context.Context, p *PreviousProxy, gwAnchor 
 	if err != nil {
 		return err
 	}
-	ready, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(prevTrue("Ready", "Ready", "Certificate is up to date and has not expired", cert.GetGeneration())))
-	cert.Object["status"] = map[string]any{"conditions": []any{ready}, "revision": int64(1),
-		"notBefore": x.NotBefore.UTC().Format(time.RFC3339), "notAfter": x.NotAfter.UTC().Format(time.RFC3339),
-		"renewalTime": x.NotAfter.Add(-8 * time.Hour).UTC().Format(time.RFC3339)}
-	if err := l.in.Hub.Status().Update(ctx, cert); err != nil {
-		return fmt.Errorf("writing Certificate status: %w", err)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: name,
+		Labels: map[string]string{anchor.LabelClusterName: l.clusterLbl, "controller.cert-manager.io/fao": "true"},
+		Annotations: map[string]string{"cert-manager.io/certificate-name": name, "cert-manager.io/issuer-name": l.in.Issuer,
+			"cert-manager.io/issuer-kind": "ClusterIssuer", "cert-manager.io/issuer-group": "", "cert-manager.io/alt-names": host, "cert-manager.io/common-name": host}},
+		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}
+	if err := l.create(ctx, p, secret); err != nil {
+		return err
+	}
+	meta := l.attached(gwAnchor, name)
+	meta.OwnerReferences = append(meta.OwnerReferences, prevController("gateway.networking.k8s.io/v1", "Gateway", ds))
+	cert := prevUnstructured("cert-manager.io/v1", "Certificate", meta, map[string]any{"secretName": name, "dnsNames": []any{host},
+		"issuerRef":      map[string]any{"name": l.in.Issuer, "kind": "ClusterIssuer"},
+		"secretTemplate": map[string]any{"labels": map[string]any{anchor.LabelClusterName: l.clusterLbl}}})
+	if err := l.create(ctx, p, cert); err != nil {
+		return err
 	}
 	// Owned by its Certificate, as cert-manager writes it with --enable-certificate-owner-ref,
 	// so the Secret goes with the Certificate.
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: meta.Namespace, Name: name,
-		OwnerReferences: []metav1.OwnerReference{prevController("cert-manager.io/v1", "Certificate", cert)},
-		Labels:          map[string]string{anchor.LabelClusterName: l.clusterLbl, "controller.cert-manager.io/fao": "true"},
-		Annotations: map[string]string{"cert-manager.io/certificate-name": name, "cert-manager.io/issuer-name": l.in.Issuer,
-			"cert-manager.io/issuer-kind": "ClusterIssuer", "cert-manager.io/alt-names": host, "cert-manager.io/common-name": host}},
-		Type: corev1.SecretTypeTLS, Data: map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}}
-	return l.create(ctx, p, secret)
+	owned := client.MergeFrom(secret.DeepCopy())
+	secret.OwnerReferences = []metav1.OwnerReference{prevController("cert-manager.io/v1", "Certificate", cert)}
+	if err := l.in.Hub.Patch(ctx, secret, owned); err != nil {
+		return fmt.Errorf("owning Secret %s by its Certificate: %w", name, err)
+	}
+	ready, _ := runtime.DefaultUnstructuredConverter.ToUnstructured(ptr.To(prevTrue("Ready", "Ready", "Certificate is up to date and has not expired", cert.GetGeneration())))
+	status := map[string]any{"conditions": []any{ready}, "revision": int64(1),
+		"notBefore": x.NotBefore.UTC().Format(time.RFC3339), "notAfter": x.NotAfter.UTC().Format(time.RFC3339),
+		"renewalTime": x.NotAfter.Add(-8 * time.Hour).UTC().Format(time.RFC3339)}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := l.in.Hub.Get(ctx, client.ObjectKeyFromObject(cert), cert); err != nil {
+			return err
+		}
+		cert.Object["status"] = status
+		return l.in.Hub.Status().Update(ctx, cert)
+	})
+	if err != nil {
+		return fmt.Errorf("writing Certificate status: %w", err)
+	}
+	return nil
 }
 
 // hubRoute writes the DS HTTPRoute and, per UP slice backend, the Service, EndpointSlice
@@ -795,3 +813,17 @@ const (
 	PreviousProxyFinalizer      = prevProxyFinalizer
 	PreviousReplicatorFinalizer = prevReplicatorFinalizer
 )
+
+// selfSigned is a certificate for dns signed by its own key: what the previous
+// manager's cert-manager left in a listener's Secret, for a fixture.
+// selfSigned returns a PEM certificate and key for dns, valid for a day.
+func selfSigned(dns []string) (certPEM, keyPEM []byte, err error) {
+	key, tmpl, err := newKeyAndTemplate(dns[0])
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.DNSNames = dns
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	return signPEM(tmpl, tmpl, key, key)
+}

@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -28,7 +27,7 @@ type testProcess struct {
 
 // startTestProcess starts bin with args (env added to this process's environment) and
 // stops it when the test ends, before the temp dir holding its log is removed.
-func startTestProcess(t testing.TB, name, bin string, env []string, args ...string) (*testProcess, error) {
+func startTestProcess(t TB, name, bin string, env []string, args ...string) (*testProcess, error) {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	p, err := proc.StartEnv(name, bin, logPath, env, args...)

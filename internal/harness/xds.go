@@ -16,6 +16,7 @@ const (
 	XDSEndpoints = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
 	XDSListener  = "type.googleapis.com/envoy.config.listener.v3.Listener"
 	XDSRoutes    = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	XDSSecret    = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
 )
 
 // EnvoyCluster is the part of an xDS Cluster a reader of the edge's verdict needs.
@@ -122,6 +123,17 @@ type EnvoyListener struct {
 			ServerNames []string `json:"serverNames"`
 		} `json:"filterChainMatch"`
 	} `json:"filterChains"`
+}
+
+// EnvoySecret is the part of an xDS Secret a reader of the edge's verdict needs: the
+// certificate chain a listener serves (PEM).
+type EnvoySecret struct {
+	Name           string `json:"name"`
+	TLSCertificate struct {
+		CertificateChain struct {
+			InlineBytes []byte `json:"inlineBytes"`
+		} `json:"certificateChain"`
+	} `json:"tlsCertificate"`
 }
 
 // EnvoyRouteConfig is the part of an xDS RouteConfiguration a reader of the edge's verdict needs.

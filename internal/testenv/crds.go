@@ -89,11 +89,17 @@ func ownCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // GatewayCRDs reads the standard-channel CRDs shipped in the gateway-api module.
 func GatewayCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return GatewayChannelCRDs("standard")
+}
+
+// GatewayChannelCRDs reads the CRDs of channel (standard or experimental, the one the
+// previous manager's hubs run) shipped in the gateway-api module.
+func GatewayChannelCRDs(channel string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	dir, err := ModuleDir("sigs.k8s.io/gateway-api")
 	if err != nil {
 		return nil, err
 	}
-	return readCRDDir(filepath.Join(dir, "config", "crd", "standard"))
+	return readCRDDir(filepath.Join(dir, "config", "crd", channel))
 }
 
 // CertManagerCRDs reads cert-manager's CRDs (certManagerCRDFiles) from its module. The

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"reflect"
@@ -196,8 +197,14 @@ type Gateway struct {
 	DownstreamGatewayClassName string `json:"downstreamGatewayClassName"`
 	// ControllerName is this manager's name in Gateway API status (a domain-prefixed path).
 	ControllerName string `json:"controllerName"`
-	// CertificateIssuer is the cert-manager issuer every downstream Certificate names.
+	// CertificateIssuer is the cert-manager issuer a downstream Certificate names when
+	// its listener names none (or "auto", the previous manager's default option).
 	CertificateIssuer Issuer `json:"certificateIssuer"`
+	// ClusterIssuers maps the issuer a Gateway's listener names in its TLS option
+	// gateway.networking.datumapis.com/certificate-issuer to a ClusterIssuer (the
+	// previous manager's clusterIssuerMap); a listener naming one not here is refused
+	// (reason UnsupportedIssuer): a tenant picks among the operator's issuers only.
+	ClusterIssuers map[string]string `json:"clusterIssuers"`
 	// HostnameClaimsNamespace is the hub namespace of the hostname claims (a ConfigMap
 	// per hostname): a hostname is programmed for the one Gateway holding its claim.
 	HostnameClaimsNamespace string `json:"hostnameClaimsNamespace"`
@@ -290,6 +297,7 @@ func Default() ManagerConfiguration {
 		Gateway: Gateway{
 			GatewayClassName: g.GatewayClassName, DownstreamGatewayClassName: g.DownstreamGatewayClassName, ControllerName: g.ControllerName,
 			CertificateIssuer:       Issuer{Name: g.CertificateIssuer.Name, Kind: g.CertificateIssuer.Kind, Group: g.CertificateIssuer.Group},
+			ClusterIssuers:          map[string]string{},
 			HostnameClaimsNamespace: g.HostnameClaimsNamespace, AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed,
 			BackendReservedDomains: g.BackendReservedDomains, BackendDeniedNetworks: []string{}, Workers: g.Workers, ProjectWorkers: g.ProjectWorkers,
 			ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,
@@ -476,6 +484,7 @@ func (c *ManagerConfiguration) GatewayConfig() gateway.Config {
 	return gateway.Config{
 		GatewayClassName: g.GatewayClassName, DownstreamGatewayClassName: g.DownstreamGatewayClassName, ControllerName: g.ControllerName,
 		CertificateIssuer:         gateway.IssuerRef{Name: g.CertificateIssuer.Name, Kind: g.CertificateIssuer.Kind, Group: g.CertificateIssuer.Group},
+		ClusterIssuers:            maps.Clone(g.ClusterIssuers),
 		HostnameClaimsNamespace:   g.HostnameClaimsNamespace,
 		AssumeWrittenIsProgrammed: g.AssumeWrittenIsProgrammed, BackendReservedDomains: slices.Clone(g.BackendReservedDomains),
 		Workers: g.Workers, ProjectWorkers: g.ProjectWorkers, ProjectHubWritesPerSecond: g.ProjectHubWritesPerSecond, ProxiesPerProject: g.ProxiesPerProject,

@@ -229,6 +229,7 @@ func TestPreviousManagersDocument(t *testing.T) {
 	want.Gateway.DownstreamGatewayClassName = "datum-downstream-gateway"
 	want.Gateway.HostnameClaimsNamespace = "datum-downstream-gateway-hostnames"
 	want.Gateway.CertificateIssuer = Issuer{Name: "letsencrypt-prod", Kind: "ClusterIssuer", Group: "cert-manager.io"}
+	want.Gateway.ClusterIssuers = map[string]string{"auto": "letsencrypt-prod", "staging": "letsencrypt-staging"}
 	want.Sharding.LeaseDuration = metav1.Duration{Duration: 30 * time.Second}
 	want.Sharding.RenewDeadline = metav1.Duration{Duration: 20 * time.Second}
 	want.Sharding.RetryPeriod = metav1.Duration{Duration: 4 * time.Second}

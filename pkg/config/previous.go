@@ -227,6 +227,12 @@ func (l *Loaded) issuer(present map[string]json.RawMessage) ([]Key, error) {
 	l.Gateway.CertificateIssuer = Issuer{Name: name, Kind: "ClusterIssuer", Group: "cert-manager.io"}
 	keys := []Key{{Path: "gateway.clusterIssuerMap[gateway.listenerTLSOptions." + issuerOption + "]",
 		Value: compact(present["gateway.clusterIssuerMap"]), Became: "gateway.certificateIssuer: ClusterIssuer " + name}}
+	if len(byName) > 0 {
+		// A Gateway's listener may name another issuer of the map in its own option.
+		l.Gateway.ClusterIssuers = byName
+		keys = append(keys, Key{Path: "gateway.clusterIssuerMap", Value: compact(present["gateway.clusterIssuerMap"]),
+			Became: "gateway.clusterIssuers: " + compact(present["gateway.clusterIssuerMap"])})
+	}
 	for _, option := range slices.Sorted(maps.Keys(options)) {
 		if option != issuerOption {
 			keys = append(keys, Key{Path: "gateway.listenerTLSOptions." + option, Value: options[option],

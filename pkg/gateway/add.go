@@ -43,9 +43,9 @@ import (
 
 	"anchorage/api/v1alpha"
 	"anchorage/pkg/anchor"
-	"anchorage/pkg/platform"
 	"anchorage/pkg/anchor/resync"
 	"anchorage/pkg/domain"
+	"anchorage/pkg/platform"
 )
 
 // Options configure SetupWithManager: Config as given (pkg/config checks it), a nil
@@ -155,6 +155,10 @@ func SetupWithManager(ctx context.Context, mgr mcmanager.Manager, opts Options) 
 	if err != nil {
 		return nil, fmt.Errorf("setting up the Gateway controller: %w", err)
 	}
+	// cert-manager reporting a Certificate Ready or failed (CertificatesReady).
+	if err := gatewayCtrl.Watch(hubSource(hubCache, certificateRef("", ""), kindGateway)); err != nil {
+		return nil, fmt.Errorf("watching the hub's Certificates: %w", err)
+	}
 	// external-dns reporting it has published a DNSEndpoint's records.
 	if opts.DNSEndpoints {
 		if err := gatewayCtrl.Watch(hubSource(hubCache, platform.DNSEndpointRef("", ""), kindGateway)); err != nil {
@@ -236,8 +240,8 @@ func gatewaysOfDomain(name multicluster.ClusterName, cl cluster.Cluster) handler
 }
 
 // HubCacheByObject restricts the hub cache's Gateways, HTTPRoutes, Services,
-// EndpointSlices, BackendTLSPolicies and DNSEndpoints to those carrying the
-// cluster-name label, the downstream objects. Pass it as the hub manager's cache.Options.ByObject.
+// EndpointSlices, BackendTLSPolicies, Certificates and DNSEndpoints to those carrying
+// the cluster-name label, the downstream objects. Pass it as the hub manager's cache.Options.ByObject.
 func HubCacheByObject() map[client.Object]cache.ByObject {
 	req, err := labels.NewRequirement(anchor.LabelClusterName, selection.Exists, nil)
 	if err != nil {
@@ -245,12 +249,13 @@ func HubCacheByObject() map[client.Object]cache.ByObject {
 	}
 	downstream := labels.NewSelector().Add(*req)
 	return map[client.Object]cache.ByObject{
-		&gatewayv1.Gateway{}:          {Label: downstream},
-		&gatewayv1.HTTPRoute{}:        {Label: downstream},
-		&corev1.Service{}:             {Label: downstream},
-		&discoveryv1.EndpointSlice{}:  {Label: downstream},
-		&gatewayv1.BackendTLSPolicy{}: {Label: downstream},
+		&gatewayv1.Gateway{}:            {Label: downstream},
+		&gatewayv1.HTTPRoute{}:          {Label: downstream},
+		&corev1.Service{}:               {Label: downstream},
+		&discoveryv1.EndpointSlice{}:    {Label: downstream},
+		&gatewayv1.BackendTLSPolicy{}:   {Label: downstream},
 		platform.DNSEndpointRef("", ""): {Label: downstream},
+		certificateRef("", ""):          {Label: downstream},
 	}
 }
 

@@ -92,14 +92,16 @@ func certificateListeners(up *gatewayv1.Gateway, certificates listenerCertificat
 }
 
 // downstreamCertificates returns one Certificate per certificate listener of up in
-// hubNS, named and writing the Secret <gateway>-<listener>; an invalid name is an error.
-func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuer IssuerRef, certificates listenerCertificates) ([]*unstructured.Unstructured, error) {
+// hubNS, named and writing the Secret <gateway>-<listener>, from the issuer the
+// listener names (issuers); an invalid name is an error.
+func downstreamCertificates(up *gatewayv1.Gateway, hubNS string, issuers issuers, certificates listenerCertificates) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for _, l := range certificateListeners(up, certificates) {
 		name := CertificateName(up.Name, l.Name)
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return nil, fmt.Errorf("certificate name %q for listener %s: %s", name, l.Name, strings.Join(errs, "; "))
 		}
+		issuer, _ := issuers.of(l) // issuers.refusals has refused a listener naming one not mapped
 		out = append(out, newCertificate(name, hubNS, string(*l.Hostname), issuer))
 	}
 	return out, nil

@@ -179,7 +179,7 @@ func TestDownstreamCertificates(t *testing.T) {
 	issuer := IssuerRef{Name: "le", Kind: "ClusterIssuer", Group: "cert-manager.io"}
 	for _, tc := range cases {
 		t.Run(tc.reason, func(t *testing.T) {
-			certs, err := downstreamCertificates(tc.gw, hubNS, issuer, tc.certificates)
+			certs, err := downstreamCertificates(tc.gw, hubNS, issuers{fallback: issuer}, tc.certificates)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -208,7 +208,7 @@ func TestDownstreamCertificates(t *testing.T) {
 
 func TestDownstreamCertificatesRefusesAnInvalidName(t *testing.T) {
 	gw := upstreamGateway(httpsListener("web", gatewayv1.SectionName(strings.Repeat("l", 250)), "a.example.com"))
-	if _, err := downstreamCertificates(gw, hubNS, IssuerRef{}, listenerCertificates{}); err == nil {
+	if _, err := downstreamCertificates(gw, hubNS, issuers{}, listenerCertificates{}); err == nil {
 		t.Fatal("want an error for a certificate name longer than 253 characters")
 	}
 }

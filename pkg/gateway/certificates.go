@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +26,46 @@ const (
 	ReissueLimit       = 3
 	ReissuesAnnotation = "anchorage.datumapis.com/certificate-reissues"
 )
+
+// ListenerIssuerOption is the listener TLS option naming the issuer of its Certificate
+// (the previous manager's); "auto", or none, is Config.CertificateIssuer.
+const ListenerIssuerOption = "gateway.networking.datumapis.com/certificate-issuer"
+
+// ReasonUnsupportedIssuer: a listener names an issuer the operator did not map
+// (gateway.clusterIssuers).
+const ReasonUnsupportedIssuer = "UnsupportedIssuer"
+
+// issuers picks each listener's issuer: the one its ListenerIssuerOption names through
+// mapped, or fallback for none or "auto".
+type issuers struct {
+	fallback IssuerRef
+	mapped   map[string]string
+}
+
+// of returns l's issuer, and false when l names one not mapped.
+func (is issuers) of(l gatewayv1.Listener) (IssuerRef, bool) {
+	var name gatewayv1.AnnotationValue
+	if l.TLS != nil {
+		name = l.TLS.Options[ListenerIssuerOption]
+	}
+	if mapped, ok := is.mapped[string(name)]; ok {
+		return IssuerRef{Name: mapped, Kind: "ClusterIssuer", Group: "cert-manager.io"}, true
+	}
+	return is.fallback, name == "" || name == "auto"
+}
+
+// refusals refuses the hostnames of gw's terminating listeners that name an
+// issuer not mapped: nothing is ordered from an issuer the operator did not offer.
+func (is issuers) refusals(gw *gatewayv1.Gateway) refusedHostnames {
+	refused := refusedHostnames{}
+	for _, l := range gw.Spec.Listeners {
+		if _, ok := is.of(l); !ok && terminates(l) {
+			refused[*l.Hostname] = refusal{ReasonUnsupportedIssuer, fmt.Sprintf("listener %s names the issuer %q (TLS option %s), which is not one of gateway.clusterIssuers: %s",
+				l.Name, l.TLS.Options[ListenerIssuerOption], ListenerIssuerOption, strings.Join(slices.Sorted(maps.Keys(is.mapped)), ", "))}
+		}
+	}
+	return refused
+}
 
 // certState is what writeCertificates found, for the CertificatesReady condition.
 type certState struct {
@@ -70,7 +112,7 @@ func dueForReissue(existing *unstructured.Unstructured, failedSince, now time.Ti
 // and returns their readiness.
 func (r *GatewayReconciler) writeCertificates(ctx context.Context, w hubWriter, programmable *gatewayv1.Gateway, canonical string, now time.Time) (certState, error) {
 	var st certState
-	certs, err := downstreamCertificates(programmable, w.ns, r.Config.CertificateIssuer, r.certificates(canonical))
+	certs, err := downstreamCertificates(programmable, w.ns, r.issuers(), r.certificates(canonical))
 	if err != nil {
 		return st, err
 	}
@@ -110,6 +152,10 @@ func (r *GatewayReconciler) writeCertificates(ctx context.Context, w hubWriter, 
 		}
 	}
 	return st, nil
+}
+
+func (r *GatewayReconciler) issuers() issuers {
+	return issuers{fallback: r.Config.CertificateIssuer, mapped: r.Config.ClusterIssuers}
 }
 
 // reissue deletes existing (proven on the anchor, UID-preconditioned) and writes desired

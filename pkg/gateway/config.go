@@ -37,8 +37,12 @@ type Config struct {
 	DownstreamGatewayClassName string
 	// ControllerName identifies this manager in HTTPRoute status.parents.
 	ControllerName string
-	// CertificateIssuer is the issuer of every downstream Certificate.
+	// CertificateIssuer is the issuer of a downstream Certificate whose listener names
+	// none, or "auto" (ListenerIssuerOption).
 	CertificateIssuer IssuerRef
+	// ClusterIssuers maps an issuer a listener names (ListenerIssuerOption) to a
+	// ClusterIssuer; a listener naming another is refused (ReasonUnsupportedIssuer).
+	ClusterIssuers map[string]string
 	// AssumeWrittenIsProgrammed counts a written downstream copy as accepted and
 	// programmed, for hubs where no edge controller writes status. Off, Programmed
 	// follows the edge and is False with reason Pending until it has spoken.
@@ -84,8 +88,8 @@ func DefaultConfig() Config {
 	return Config{
 		GatewayClassName: "anchorage", DownstreamGatewayClassName: "anchorage-edge",
 		ControllerName:    "gateway.networking.datumapis.com/gateway-controller",
-		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
-		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
+		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"}, ClusterIssuers: map[string]string{},
+		Workers: 8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
 		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: DefaultHostnameClaimsNamespace, BackendReservedDomains: slices.Clone(DefaultBackendReservedDomains),
 		VerifyHostnames: true,

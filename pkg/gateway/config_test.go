@@ -12,8 +12,8 @@ func TestDefaultConfig(t *testing.T) {
 	want := Config{
 		GatewayClassName: "anchorage", DownstreamGatewayClassName: "anchorage-edge",
 		ControllerName:    "gateway.networking.datumapis.com/gateway-controller",
-		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"},
-		Workers:           8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
+		CertificateIssuer: IssuerRef{Name: "anchorage", Kind: "ClusterIssuer", Group: "cert-manager.io"}, ClusterIssuers: map[string]string{},
+		Workers: 8, ProjectWorkers: 2, ProjectHubWritesPerSecond: 20, ProxiesPerProject: 1000,
 		HostnamesPerProxy: 16, HostnamesPerGateway: 16,
 		HostnameClaimsNamespace: "datum-downstream-gateway-hostnames",
 		BackendReservedDomains:  []string{},

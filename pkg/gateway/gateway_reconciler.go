@@ -27,7 +27,7 @@ import (
 
 // Hub RBAC (the project plane's is internal/planerbac, config/rbac/project-role.yaml):
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch;create;update;delete
-// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;create;update;delete
+// +kubebuilder:rbac:groups=cert-manager.io,resources=certificates,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups=externaldns.k8s.io,resources=dnsendpoints,verbs=get;list;watch;create;update;delete
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;delete
@@ -200,7 +200,7 @@ func (r *GatewayReconciler) program(ctx context.Context, s *gatewayScope) (bool,
 			meta.SetStatusCondition(&s.gw.Status.Conditions, dnsVerdict(s.dns, s.canonical).condition(ConditionDNSRecordsProgrammed, s.gw.Generation))
 		}
 		meta.SetStatusCondition(&s.gw.Status.Conditions, certificatesVerdict(s.certs).condition(ConditionCertificatesReady, s.gw.Generation))
-		if len(s.certs.failed)+len(s.certs.pending) > 0 {
+		if len(s.certs.failed) > 0 {
 			s.requeueAfter = min(cmp.Or(s.requeueAfter, ReissueAfter), ReissueAfter) // a failure's re-issue comes due
 		}
 		r.reportRefusedHostnames(s, before)
@@ -228,6 +228,7 @@ func (r *GatewayReconciler) writeHub(ctx context.Context, s *gatewayScope, hub c
 	}
 	named := withPlatformHostname(s.gw, s.canonical)
 	refused := r.platformRefusals(named, s.canonical)
+	maps.Copy(refused, r.issuers().refusals(named))
 	tenant := withoutListenersOn(named, r.Config.Platform.Hostnames(s.canonical))
 	// Only the listeners whose hostname this Gateway holds are programmed.
 	claims := hostnameClaims{hub: hub, ns: r.Config.HostnameClaimsNamespace}

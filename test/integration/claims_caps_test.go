@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,8 +41,20 @@ func bystanderOf(gt *gatewayTest) *bystander {
 	b := &bystander{gatewayTest: gt, host: gatewayv1.Hostname("bystander-" + rand.String(6) + ".example.com")}
 	b.createProxy(b.newProxy("web", b.host))
 	b.waitProgrammed("web")
-	b.before = b.hubState()
+	b.settled()
 	return b
+}
+
+// settled waits until cert-manager has issued the Certificates of b's proxy "web" (it
+// writes their status), then takes b's hub state as it stands before the attack.
+func (b *bystander) settled() {
+	b.t.Helper()
+	b.g.Eventually(func(g Gomega) {
+		c := b.proxyCondition(g, "web", gateway.ConditionCertificatesReady)
+		g.Expect(c).NotTo(BeNil(), "CertificatesReady")
+		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "CertificatesReady: %s", c.Message)
+	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+	b.before = b.hubState()
 }
 
 // hubState maps every hub object of b's mapped namespace of the kinds the data path
@@ -108,36 +122,70 @@ func gatewayCondition(g Gomega, gt *gatewayTest, name string, typ gatewayv1.Gate
 }
 
 // TestARefusedGatewayWriteHoldsNoClaim: a directly written Gateway asks for twenty
-// hostnames, one on an HTTPS listener whose certificate is in another namespace, so the
-// hub copy (which carries no cross-namespace reference) is invalid and the hub refuses
-// it. The Gateway reports the failed write and holds no claim afterwards; another
-// project then programs one of its hostnames.
+// hostnames, and the hub refuses its copy (a ValidatingAdmissionPolicy on the hub
+// stands in for whatever a hub may refuse: a Karmada webhook, a quota). The Gateway
+// reports the failed write and holds no claim afterwards; another project then programs
+// one of its hostnames.
 func TestARefusedGatewayWriteHoldsNoClaim(t *testing.T) {
 	a := newGatewayTest(t, planeA)
 	g, ctx := a.g, a.ctx
 	a.startManager("refused-write", func(o *app.Options) { o.Gateway.HostnamesPerGateway = 64 })
 	b := newBystander(a)
 
+	name := "hoard-" + rand.String(6)
+	hubRefuses(t, g, name)
 	hosts := hostnames("refused", 20)
-	gw := a.directGateway("hoard", hosts[:19])
-	gw.Spec.Listeners = append(gw.Spec.Listeners, gatewayv1.Listener{Name: "https", Hostname: ptr.To(hosts[19]), Port: 443, Protocol: gatewayv1.HTTPSProtocolType,
-		TLS: &gatewayv1.ListenerTLSConfig{Mode: ptr.To(gatewayv1.TLSModeTerminate), CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "cert", Namespace: ptr.To(gatewayv1.Namespace("elsewhere"))}}}})
+	gw := a.directGateway(name, hosts)
 	g.Expect(a.plane.Client.Create(ctx, gw)).To(Succeed())
 
 	g.Eventually(func(g Gomega) {
-		_, c := gatewayCondition(g, a, "hoard", gatewayv1.GatewayConditionProgrammed)
+		_, c := gatewayCondition(g, a, name, gatewayv1.GatewayConditionProgrammed)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(c.Reason).To(Equal(v1alpha.ReasonHubWriteFailed), "the hub refused the write: %s", c.Message)
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 	// The first write takes the claims and releases them; the retries of that generation claim nothing.
 	g.Eventually(func() []string { return claimsOf(a, hosts) }, gwProgrammedWithin, gwPoll).Should(BeEmpty(), "a Gateway the hub refused holds no claim")
-	g.Expect(goneFromHub(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: a.hubNS(), Name: "hoard"}})).To(BeTrue(), "nothing on the hub")
+	g.Expect(goneFromHub(ctx, &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: a.hubNS(), Name: name}})).To(BeTrue(), "nothing on the hub")
 	b.unchanged()
 
 	// Another project programs one of the hostnames the refused Gateway asked for.
 	b.createProxy(b.newProxy("taken", hosts[3]))
 	b.waitProgrammed("taken")
+}
+
+// hubRefuses makes the hub refuse every write of a Gateway named name, until the test
+// ends, and waits until it does (a dry-run create in default is refused).
+func hubRefuses(t *testing.T, g *WithT, name string) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "refuse-" + name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{gatewayv1.GroupName}, APIVersions: []string{"v1"}, Resources: []string{"gateways"}},
+				}}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != '" + name + "'", Message: "this hub refuses Gateway " + name}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	g.Expect(hub.Client.Create(ctx, policy)).To(Succeed())
+	g.Expect(hub.Client.Create(ctx, binding)).To(Succeed())
+	t.Cleanup(func() {
+		_ = hub.Client.Delete(ctx, binding)
+		_ = hub.Client.Delete(ctx, policy)
+	})
+	probe := &gatewayv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: gatewayv1.GatewaySpec{GatewayClassName: "probe",
+		Listeners: []gatewayv1.Listener{{Name: "http", Port: 80, Protocol: gatewayv1.HTTPProtocolType}}}}
+	g.Eventually(func() error { return hub.Client.Create(ctx, probe.DeepCopy(), client.DryRunAll) }, gwProgrammedWithin, gwPoll).
+		Should(MatchError(ContainSubstring("this hub refuses")), "the hub's policy is in force")
 }
 
 // TestHostnamesPerProxyAndPerGatewayAreBounded: with a bound of three, a proxy with four

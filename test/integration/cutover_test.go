@@ -13,6 +13,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -182,6 +183,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	for _, name := range live {
 		waitAcceptedByUs(gt, name)
 	}
+	expectNotReissued(ctx, g, gt.plane.Client, hubNS, state, live)
 
 	// 6. Every proxy deleted now leaves nothing on either side, and nothing Terminating.
 	for _, name := range append(slices.Clone(live), left...) {
@@ -302,6 +304,45 @@ func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
 
 // hubUIDs maps every hub object laid down for the named proxies to its UID now ("" for
 // one that is gone).
+// expectNotReissued checks, with cert-manager running against the hub the whole time,
+// that no Certificate the previous manager ordered for the named proxies was ordered
+// again: each still at the revision it was issued at, and no CertificateRequest for it.
+// And their Gateways keep the previous manager's canonical name (status.addresses, as
+// it wrote them) and listener names.
+func expectNotReissued(ctx context.Context, g *WithT, plane client.Client, hubNS string, state *harness.PreviousState, names []string) {
+	requests := &unstructured.UnstructuredList{}
+	requests.SetAPIVersion("cert-manager.io/v1")
+	requests.SetKind("CertificateRequestList")
+	g.Expect(hub.Client.List(ctx, requests, client.InNamespace(hubNS))).To(Succeed())
+	for _, name := range names {
+		for _, obj := range state.HubObjectsOf(name) {
+			if obj.GetObjectKind().GroupVersionKind().Kind != "Certificate" {
+				continue
+			}
+			cert := obj.DeepCopyObject().(*unstructured.Unstructured)
+			g.Expect(hub.Client.Get(ctx, client.ObjectKeyFromObject(obj), cert)).To(Succeed())
+			rev, _, _ := unstructured.NestedInt64(cert.Object, "status", "revision")
+			g.Expect(rev).To(Equal(int64(1)), "%s: Certificate %s issued again", name, cert.GetName())
+			for _, r := range requests.Items {
+				g.Expect(r.GetAnnotations()["cert-manager.io/certificate-name"]).NotTo(Equal(cert.GetName()), "%s: a CertificateRequest for %s", name, cert.GetName())
+			}
+		}
+		p := state.Proxies[name]
+		gw := &gatewayv1.Gateway{}
+		g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: hubNS, Name: p.Gateway.Name}, gw)).To(Succeed())
+		var listeners []gatewayv1.SectionName
+		for _, l := range gw.Spec.Listeners {
+			listeners = append(listeners, l.Name)
+		}
+		for _, l := range p.Gateway.Spec.Listeners {
+			g.Expect(listeners).To(ContainElement(l.Name), "%s: listener %s kept", name, l.Name)
+		}
+		up := &gatewayv1.Gateway{}
+		g.Expect(plane.Get(ctx, client.ObjectKeyFromObject(p.Gateway), up)).To(Succeed())
+		g.Expect(up.Status.Addresses).To(Equal(p.Gateway.Status.Addresses), "%s: the Gateway's addresses as the previous manager wrote them", name)
+	}
+}
+
 func hubUIDs(state *harness.PreviousState, names []string) map[string]types.UID {
 	out := map[string]types.UID{}
 	for _, name := range names {

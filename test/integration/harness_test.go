@@ -21,6 +21,7 @@ import (
 
 	"anchorage/internal/harness"
 	"anchorage/internal/testenv"
+	"anchorage/pkg/gateway"
 )
 
 // One hub (with its garbage collector) and two project planes, shared by the tests in
@@ -28,6 +29,9 @@ import (
 var (
 	hub                    *harness.ControlPlane
 	planeA, planeB, planeC *harness.ControlPlane
+	// issuerCA signs every Certificate ordered from the default issuer
+	// (gateway.DefaultConfig().CertificateIssuer), through cert-manager.
+	issuerCA *harness.CA
 )
 
 func TestMain(m *testing.M) {
@@ -58,6 +62,13 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer hub.Stop()
+	stopCertManager, err := startCertManager()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var code int
+	defer func() { stopCertManager(code != 0) }()
 	if planeA, err = harness.StartControlPlane("project-a", harness.PlaneOptions{CRDs: projectCRDs, AuditGuardReads: true}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -73,7 +84,38 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer planeC.Stop()
-	return m.Run()
+	code = m.Run()
+	return code
+}
+
+// startCertManager runs cert-manager's controller against the hub for the whole suite,
+// with a CA ClusterIssuer of every name the tests' managers order from: it writes the
+// TLS Secrets the edge serves (no stand-in writes them). The returned func stops it,
+// printing its log's end when the suite failed.
+func startCertManager() (func(failed bool), error) {
+	session, err := harness.NewSession("integration", nil)
+	if err != nil {
+		return nil, err
+	}
+	err = session.Run(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cm := harness.StartCertManager(ctx, session, hub.Config, harness.CertManagerOptions{})
+		for _, issuer := range []string{gateway.DefaultConfig().CertificateIssuer.Name, cutOverIssuer} {
+			ca, err := harness.CreateCAClusterIssuer(ctx, hub.Client, issuer, cm.ClusterResourceNamespace)
+			if err != nil {
+				session.Fatal(err)
+			}
+			if issuer == gateway.DefaultConfig().CertificateIssuer.Name {
+				issuerCA = ca
+			}
+		}
+	})
+	if err != nil {
+		session.Close(true)
+		return nil, fmt.Errorf("starting cert-manager: %w", err)
+	}
+	return session.Close, nil
 }
 
 func needEnvtest(t *testing.T) {

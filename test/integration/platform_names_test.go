@@ -2,9 +2,13 @@ package integration
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"slices"
+	"testing"
 	"time"
 
-	"testing"
+	"github.com/miekg/dns"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,10 +86,13 @@ func records(g Gomega, obj *unstructured.Unstructured) []string {
 // the proxy.
 func TestEveryProxyHasAPlatformHostname(t *testing.T) {
 	a := newGatewayTest(t, planeA)
-	projects := []*gatewayTest{a, a.another(planeA), a.another(planeB)}
+	projects := []*gatewayTest{a, a.another(planeB), a.another(planeC)}
 	edge := startMergedEdge(projects...)
-	a.startManager("platform", edgeReportsStatus, ipv4Only)
 	domain := gateway.DefaultConfig().Platform.TargetDomain
+	// The platform's zone on a real DNS server, written by external-dns from the hub.
+	zone := harness.StartDNSServer(t, domain)
+	harness.StartExternalDNS(a.ctx, t, hub.Config, zone, harness.ExternalDNSOptions{})
+	a.startManager("platform", edgeReportsStatus, ipv4Only)
 	for _, gt := range projects {
 		gt.createProxy(gt.newProxy("web"))
 		gt.createProxy(gt.newProxy("custom", gatewayv1.Hostname(gt.project+".example.com")))
@@ -120,8 +127,11 @@ func TestEveryProxyHasAPlatformHostname(t *testing.T) {
 			g.Expect(records(g, obj)).To(ConsistOf(name+" A "+edge.Address, "v4."+name+" A "+edge.Address))
 			g.Expect(obj.GetOwnerReferences()).To(ConsistOf(HaveField("Name", anchor.Name(gw.UID))), "on the Gateway's anchor")
 			c := gt.proxyCondition(g, "web", gateway.ConditionDNSRecordsProgrammed)
-			g.Expect(c).NotTo(BeNil(), "DNSRecordsProgrammed on the proxy")
-			g.Expect(c.Reason).To(Equal("Pending"), "no external-dns runs here: not published yet")
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "DNSRecordsProgrammed: %s %s", c.Reason, c.Message)
+			g.Expect(resolve(gt.ctx, g, zone, name)).To(ConsistOf(edge.Address), "%s resolves to the edge", name)
+			g.Expect(resolve(gt.ctx, g, zone, "v4."+name)).To(ConsistOf(edge.Address))
+			c = gt.proxyCondition(g, "web", gateway.ConditionCertificatesReady)
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "CertificatesReady: %s %s", c.Reason, c.Message)
 		}, gwProgrammedWithin, gwPoll).Should(Succeed())
 	}
 
@@ -154,6 +164,7 @@ func TestEveryProxyHasAPlatformHostname(t *testing.T) {
 	}
 	for _, gt := range projects {
 		a.g.Expect(served).To(HaveKey(canonical[gt]), "the edge serves %s", canonical[gt])
+		a.g.Expect(servedCertificate(a.g, v, canonical[gt])).To(BeTrue(), "the edge serves %s on HTTPS with the certificate cert-manager issued", canonical[gt])
 	}
 	if t.Failed() {
 		t.Logf("translator input:\n%s", v.Input)
@@ -163,7 +174,53 @@ func TestEveryProxyHasAPlatformHostname(t *testing.T) {
 	gt := projects[0]
 	gt.g.Expect(gt.plane.Client.Delete(gt.ctx, &v1alpha.HTTPProxy{ObjectMeta: metav1.ObjectMeta{Namespace: gt.ns.Name, Name: "web"}})).To(Succeed())
 	gt.g.Eventually(func(g Gomega) { g.Expect(gt.dnsEndpoint(g, "web")).To(BeNil()) }, gwCleanWithin, gwPoll).Should(Succeed())
+	gt.g.Eventually(func(g Gomega) { g.Expect(resolve(gt.ctx, g, zone, canonical[gt])).To(BeEmpty()) }, gwProgrammedWithin, gwPoll).Should(Succeed(),
+		"external-dns takes %s out of the zone", canonical[gt])
 	gt.g.Expect(gt.dnsEndpoint(gt.g, "custom")).NotTo(BeNil(), "the other proxy's stays")
+}
+
+// resolve asks the DNS server for name's A records.
+func resolve(ctx context.Context, g Gomega, server *harness.DNSServer, name string) []string {
+	m, err := server.Query(ctx, name, dns.TypeA)
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []string
+	for _, rr := range m.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			out = append(out, a.A.String())
+		}
+	}
+	return out
+}
+
+// servedCertificate reports whether the edge's xDS holds a certificate for host that
+// the default issuer's CA signed (cert-manager issued it), and a filter chain for it.
+func servedCertificate(g Gomega, v *harness.EdgeVerdict, host string) bool {
+	secrets, err := harness.Resources[harness.EnvoySecret](v, harness.XDSSecret)
+	g.Expect(err).NotTo(HaveOccurred())
+	signed := false
+	for _, s := range secrets {
+		blk, _ := pem.Decode(s.TLSCertificate.CertificateChain.InlineBytes)
+		if blk == nil {
+			continue
+		}
+		cert, err := x509.ParseCertificate(blk.Bytes)
+		if err != nil {
+			continue
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{DNSName: host, Roots: issuerCA.Pool()}); err == nil {
+			signed = true
+		}
+	}
+	listeners, err := harness.Resources[harness.EnvoyListener](v, harness.XDSListener)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, l := range listeners {
+		for _, fc := range l.FilterChains {
+			if signed && slices.Contains(fc.FilterChainMatch.ServerNames, host) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestResyncCollectsAStrandedDNSEndpoint: the anchor of a Gateway that is gone, with its

@@ -137,7 +137,7 @@ func TestAGatewayCannotTakeAnotherGatewaysPlatformHostname(t *testing.T) {
 
 // platformHostnames waits for b's proxy "web" to be published under its platform
 // hostnames (its Gateway's status addresses and its DNSEndpoint), takes b's hub state
-// again, and returns them, the canonical one first.
+// again once settled, and returns them, the canonical one first.
 func (b *bystander) platformHostnames(g *WithT) []string {
 	var names []string
 	g.Eventually(func(g Gomega) {
@@ -150,7 +150,7 @@ func (b *bystander) platformHostnames(g *WithT) []string {
 		g.Expect(names).NotTo(BeEmpty(), "the Gateway's platform hostnames")
 		g.Expect(b.dnsEndpoint(g, "web")).NotTo(BeNil(), "the Gateway's DNSEndpoint")
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
-	b.before = b.hubState()
+	b.settled()
 	return names
 }
 
@@ -215,7 +215,7 @@ func TestAHeldHostnameStaysHeldWhateverTheDomainSays(t *testing.T) {
 	proof := b.domainWithProof(apex)
 	resolver.publishTXT(proof.Status.Verification.DNSRecord.Name, proof.Status.Verification.DNSRecord.Content)
 	b.waitProgrammed("web")
-	b.before = b.hubState()
+	b.settled()
 
 	// a verifies the same domain by DNS.
 	a.createProxy(a.newProxy("web", host))

@@ -84,7 +84,7 @@ func TestDependentKindsOfTheLivePathsWrites(t *testing.T) {
 	got := resync.DependentKindsOf(resync.DefaultHubWrites, nil)
 	want := []schema.GroupKind{
 		{Kind: "ConfigMap"}, {Group: "gateway.networking.k8s.io", Kind: "BackendTLSPolicy"}, {Group: "cert-manager.io", Kind: "Certificate"},
-		{Group: "discovery.k8s.io", Kind: "EndpointSlice"}, {Group: "gateway.networking.k8s.io", Kind: "Gateway"},
+		{Group: "externaldns.k8s.io", Kind: "DNSEndpoint"}, {Group: "discovery.k8s.io", Kind: "EndpointSlice"}, {Group: "gateway.networking.k8s.io", Kind: "Gateway"},
 		{Group: "gateway.networking.k8s.io", Kind: "HTTPRoute"}, {Kind: "Service"},
 	}
 	if !slices.Equal(got, want) {
