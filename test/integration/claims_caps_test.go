@@ -45,16 +45,24 @@ func bystanderOf(gt *gatewayTest) *bystander {
 	return b
 }
 
-// settled waits until cert-manager has issued the Certificates of b's proxy "web" (it
-// writes their status), then takes b's hub state as it stands before the attack.
+// settled waits until cert-manager has issued the Certificates of b's proxy "web", then
+// takes b's hub state as it stands before the attack.
 func (b *bystander) settled() {
 	b.t.Helper()
-	b.g.Eventually(func(g Gomega) {
-		c := b.proxyCondition(g, "web", gateway.ConditionCertificatesReady)
+	b.certificatesIssued("web")
+	b.before = b.hubState()
+}
+
+// certificatesIssued waits until cert-manager has issued the Certificates of gt's proxy
+// name: it writes their status until then, which a snapshot of resourceVersions must not
+// take for another writer's.
+func (gt *gatewayTest) certificatesIssued(name string) {
+	gt.t.Helper()
+	gt.g.Eventually(func(g Gomega) {
+		c := gt.proxyCondition(g, name, gateway.ConditionCertificatesReady)
 		g.Expect(c).NotTo(BeNil(), "CertificatesReady")
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "CertificatesReady: %s", c.Message)
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
-	b.before = b.hubState()
 }
 
 // hubState maps every hub object of b's mapped namespace of the kinds the data path

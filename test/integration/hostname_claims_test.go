@@ -83,6 +83,7 @@ func TestAHostnameIsProgrammedForOneProjectAtATime(t *testing.T) {
 	}
 
 	// The loser reconciled again (a spec change) writes nothing of the holder's.
+	winner.certificatesIssued("web")
 	held := resourceVersions(ctx, g, winner.hubNS(), a.env.ClaimsNamespace(), string(host))
 	// The manager writes the proxy's status meanwhile: the test's own write retries a
 	// conflict on a fresh read.
@@ -170,7 +171,9 @@ func programmedNow(g Gomega, gt *gatewayTest, name string) bool {
 }
 
 // resourceVersions maps every object in hubNS of the kinds the data path writes, and
-// the claim of host, to its resourceVersion.
+// the claim of host, to its resourceVersion; a Certificate, whose status cert-manager
+// keeps writing after it is Ready, to what the manager writes of it: its generation
+// (the spec), labels and owners.
 func resourceVersions(ctx context.Context, g *WithT, hubNS, claimsNS, host string) map[string]string {
 	out := map[string]string{}
 	for _, list := range []client.ObjectList{&gatewayv1.GatewayList{}, &gatewayv1.HTTPRouteList{}, &corev1.ConfigMapList{}, &corev1.ServiceList{}} {
@@ -182,7 +185,7 @@ func resourceVersions(ctx context.Context, g *WithT, hubNS, claimsNS, host strin
 		})).To(Succeed())
 	}
 	for _, c := range certificatesIn(ctx, g, hubNS) {
-		out["Certificate/"+c.GetName()] = c.GetResourceVersion()
+		out["Certificate/"+c.GetName()] = fmt.Sprintf("%s/%d %v %v", c.GetUID(), c.GetGeneration(), c.GetLabels(), c.GetOwnerReferences())
 	}
 	claim := &corev1.ConfigMap{}
 	g.Expect(hub.Client.Get(ctx, client.ObjectKey{Namespace: claimsNS, Name: host}, claim)).To(Succeed())

@@ -32,12 +32,12 @@ import (
 // default-https listener (the canonical name, and its v4. form), and the Gateway's status
 // addresses (written by the tenant before the manager first sees the Gateway, above a
 // hostname-less HTTP or HTTPS listener, which the manager narrows to the Gateway's
-// platform hostname; other spellings, which the plane's schema refuses, are pkg/platform's
-// TestOwnCanonical). Each attacking Gateway ends up with a platform
-// hostname of its own, derived from its UID; a listener spelling the other's name is
-// refused, ReservedHostname; none of the other's names reaches a hub Gateway, a
-// DNSEndpoint or a Certificate of the attacker; the merged edge conflicts none of the
-// other project's listeners; and its hub objects keep their UID and resourceVersion.
+// platform hostname; the spellings the plane's schema refuses are pkg/platform's
+// TestOwn). Each attacking Gateway ends up with a platform hostname of its own, derived
+// from its UID; a listener spelling the other's name is refused, ReservedHostname; none
+// of the other's names reaches a hub Gateway, a DNSEndpoint or a Certificate of the
+// attacker; the merged edge conflicts none of the other project's listeners; and its
+// hub objects keep their UID and resourceVersion.
 func TestAGatewayCannotTakeAnotherGatewaysPlatformHostname(t *testing.T) {
 	a := newGatewayTest(t, planeA)
 	g, ctx, pc := a.g, a.ctx, a.plane.Client
