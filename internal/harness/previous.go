@@ -13,6 +13,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -81,6 +82,9 @@ var prevBackends = map[string]prevBackend{
 	"tunnel":  {endpoint: "http://localhost:8080", connector: "tunnel-1"},
 	"vm":      {instance: "vm-slice", instancePort: 8080},
 	"leaving": {endpoint: "http://leaving-origin.example.org"},
+	// A connector proxy being deleted (PreviousHalfDone); every other half-done proxy
+	// has an endpoint of its name (prevLayer.proxy).
+	"half-connector": {endpoint: "http://localhost:8080", connector: "tunnel-2"},
 }
 
 // PreviousInput says where to lay NSO's state down. Empty strings take the defaults above.
@@ -119,6 +123,8 @@ type PreviousState struct {
 	StrandedAnchor *corev1.ConfigMap
 	StrandedSlice  client.Object
 	Webhooks       []client.Object
+	// HalfDone are the deletions laid down half done, one proxy each (PreviousHalfDone).
+	HalfDone []HalfDone
 }
 
 // HubObjectsOf returns the hub objects laid down for proxy name.
@@ -138,8 +144,9 @@ type prevLayer struct {
 }
 
 // LayDownPrevious writes NSO's state for the proxies PreviousProxyNames in
-// in.Namespace, a stranded EndpointSlice anchor, deletes "leaving" (left Terminating on
-// its finalizers) and, last, NSO's webhook configurations, whose service is gone.
+// in.Namespace, one more proxy per deletion NSO may leave half done (PreviousHalfDone),
+// a stranded EndpointSlice anchor, deletes "leaving" (left Terminating on its
+// finalizers) and, last, NSO's webhook configurations, whose service is gone.
 func LayDownPrevious(ctx context.Context, in PreviousInput) (*PreviousState, error) {
 	for p, d := range map[*string]string{&in.GatewayClass: PreviousGatewayClass, &in.ControllerName: PreviousControllerName,
 		&in.DownstreamClass: PreviousDownstreamClass, &in.Issuer: PreviousIssuer, &in.ClaimsNamespace: PreviousClaimsNamespace,
@@ -158,11 +165,22 @@ func LayDownPrevious(ctx context.Context, in PreviousInput) (*PreviousState, err
 		return nil, err
 	}
 	for _, name := range PreviousProxyNames {
-		p, err := l.proxy(ctx, name)
+		p, err := l.proxy(ctx, name, false)
 		if err != nil {
 			return nil, fmt.Errorf("laying down previous proxy %s: %w", name, err)
 		}
 		st.Proxies[name] = p
+	}
+	for _, h := range PreviousHalfDone() {
+		p, err := l.proxy(ctx, h.Proxy, h.gatewayFinalized())
+		if err != nil {
+			return nil, fmt.Errorf("laying down previous proxy %s: %w", h.Proxy, err)
+		}
+		st.Proxies[h.Proxy] = p
+		if err := l.halfDelete(ctx, p, h); err != nil {
+			return nil, fmt.Errorf("half-deleting previous proxy %s (%s): %w", h.Proxy, h, err)
+		}
+		st.HalfDone = append(st.HalfDone, h)
 	}
 	if err := l.stranded(ctx, st); err != nil {
 		return nil, err
@@ -208,9 +226,13 @@ func (l *prevLayer) namespaces(ctx context.Context) error {
 	return nil
 }
 
-// proxy lays down one proxy, upstream then hub, then the status NSO writes upstream.
-func (l *prevLayer) proxy(ctx context.Context, name string) (*PreviousProxy, error) {
-	b := prevBackends[name]
+// proxy lays down one proxy, upstream then hub, then the status NSO writes upstream;
+// without the Gateway's hub side when NSO has finalized the Gateway already (hub).
+func (l *prevLayer) proxy(ctx context.Context, name string, gatewayFinalized bool) (*PreviousProxy, error) {
+	b, ok := prevBackends[name]
+	if !ok {
+		b = prevBackend{endpoint: "http://" + name + "-origin.example.org"}
+	}
 	if e, ok := l.in.Endpoints[name]; ok && b.endpoint != "" && b.connector == "" {
 		b.endpoint = e
 	}
@@ -218,7 +240,7 @@ func (l *prevLayer) proxy(ctx context.Context, name string) (*PreviousProxy, err
 	if err := l.upstream(ctx, p, b); err != nil {
 		return nil, err
 	}
-	if err := l.hub(ctx, p, b); err != nil {
+	if err := l.hub(ctx, p, b, gatewayFinalized); err != nil {
 		return nil, err
 	}
 	return p, l.upstreamStatus(ctx, p)
@@ -379,8 +401,12 @@ func (b prevBackend) wire() prevWire {
 	return w
 }
 
-// hub writes the proxy's hub objects (section 2 of the shapes).
-func (l *prevLayer) hub(ctx context.Context, p *PreviousProxy, b prevBackend) error {
+// hub writes the proxy's hub objects (section 2 of the shapes). The Gateway's, when
+// gatewayFinalized, only its anchor (which halfDelete deletes): a hub side written and
+// collected at once could race a cert-manager running against the hub, which writes a
+// Certificate's Secret again, owner-less, when it applies one the garbage collector has
+// just taken.
+func (l *prevLayer) hub(ctx context.Context, p *PreviousProxy, b prevBackend, gatewayFinalized bool) error {
 	gv := gatewayv1.SchemeGroupVersion
 	hpAnchor, err := l.anchor(ctx, p, schema.GroupVersionKind{Group: "networking.datumapis.com", Version: "v1alpha", Kind: "HTTPProxy"}, p.Proxy)
 	if err != nil {
@@ -400,8 +426,10 @@ func (l *prevLayer) hub(ctx context.Context, p *PreviousProxy, b prevBackend) er
 	if err := l.create(ctx, p, cp); err != nil {
 		return err
 	}
-	if err := l.hubGateway(ctx, p, gwAnchor); err != nil {
-		return err
+	if !gatewayFinalized {
+		if err := l.hubGateway(ctx, p, gwAnchor); err != nil {
+			return err
+		}
 	}
 	return l.hubRoute(ctx, p, b, routeAnchor)
 }
@@ -792,27 +820,189 @@ func PreviousCanonicalHostname(uid types.UID, targetDomain string) string {
 	return fmt.Sprintf("%s-%s-%s.%s", w1, w2, chars[:], targetDomain)
 }
 
-// HalfDeleted deletes the previous manager's proxy and leaves it with only the finalizers
-// keep of its two: a deletion the previous manager started and did not finish (its
-// replicator's part done and not its proxy controller's, or the reverse) when it was
-// scaled to zero.
-func HalfDeleted(ctx context.Context, plane client.Client, proxy *unstructured.Unstructured, keep ...string) error {
-	p := proxy.DeepCopy()
-	if err := plane.Delete(ctx, p); err != nil {
-		return fmt.Errorf("deleting proxy %s: %w", p.GetName(), err)
-	}
-	if err := plane.Get(ctx, client.ObjectKeyFromObject(p), p); err != nil {
-		return err
-	}
-	p.SetFinalizers(keep)
-	return plane.Update(ctx, p)
+// kindFinalizers are the previous manager's finalizers of one upstream kind of a proxy.
+type kindFinalizers struct {
+	kind       string
+	finalizers []string
 }
 
-// The previous manager's finalizers of an HTTPProxy, for HalfDeleted.
-const (
-	PreviousProxyFinalizer      = prevProxyFinalizer
-	PreviousReplicatorFinalizer = prevReplicatorFinalizer
-)
+// previousFinalizers are NSO's finalizers of each upstream kind of a proxy, in the order
+// its controllers add them: the proxy's by its HTTPProxy controller (which removes a
+// connector's EnvoyPatchPolicy) and by its replicator (which deletes the proxy's hub
+// copy and anchor); the Gateway's by its Gateway controller (the Gateway's anchor and
+// hostname claims); the route's and the backend slice's by its downstream GC controller
+// (their anchors and, for a route, its hub backend slices). (httpproxy_controller.go
+// L102, L147-157; gateway_resource_replicator_controller.go L45, L285-305, L721-750;
+// gateway_controller.go L54-55, L155-166, L1642-1730; gateway_downstream_gc_controller.go
+// L82-150.)
+var previousFinalizers = []kindFinalizers{
+	{"HTTPProxy", []string{prevProxyFinalizer, prevReplicatorFinalizer}},
+	{"Gateway", []string{prevGatewayFinalizer}},
+	{"HTTPRoute", []string{prevGCFinalizer}},
+	{"EndpointSlice", []string{prevGCFinalizer}},
+}
+
+// HalfDone is a deletion of one proxy the previous manager started and did not finish
+// before it was scaled to zero.
+type HalfDone struct {
+	// Proxy is the proxy's name.
+	Proxy string
+	// Left maps each of the proxy's upstream kinds still Terminating to the finalizers it
+	// keeps. Without HTTPProxy the proxy is gone (NSO finished it), and so is each child
+	// kind not listed (NSO finalized it); with it, the children are live, since a plane's
+	// garbage collector deletes them only once the proxy is gone.
+	Left map[string][]string
+	// Orphaned leaves the children live when the proxy is gone: NSO finished the proxy on
+	// a plane with no garbage collector to delete what it controlled (Left is empty).
+	Orphaned bool
+}
+
+// String names the kinds left Terminating and what each keeps.
+func (h HalfDone) String() string {
+	var parts []string
+	if _, ok := h.Left["HTTPProxy"]; !ok {
+		parts = append(parts, "HTTPProxy gone")
+	}
+	if h.Orphaned {
+		parts = append(parts, "its Gateway, HTTPRoute and EndpointSlice live")
+	}
+	for _, kf := range previousFinalizers {
+		if keep, ok := h.Left[kf.kind]; ok {
+			parts = append(parts, kf.kind+" on "+strings.Join(keep, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// PreviousHalfDone returns every deletion NSO may leave half done, one proxy each: for
+// each kind, every non-empty subset of its finalizers left on an object of that kind
+// being deleted (named half-<kind>-<bits>, bit i for the kind's finalizer i); every child
+// at once, as a plane's garbage collector leaves them when NSO finalized none of them
+// (half-cascade), or all live, as a plane without one keeps them (half-orphans); and a
+// connector proxy whose replicator finished and whose HTTPProxy controller did not
+// (half-connector).
+func PreviousHalfDone() []HalfDone {
+	var out []HalfDone
+	cascade := map[string][]string{}
+	for _, kf := range previousFinalizers {
+		for bits := 1; bits < 1<<len(kf.finalizers); bits++ {
+			var keep []string
+			for i, f := range kf.finalizers {
+				if bits&(1<<i) != 0 {
+					keep = append(keep, f)
+				}
+			}
+			out = append(out, HalfDone{Proxy: fmt.Sprintf("half-%s-%d", strings.ToLower(kf.kind), bits), Left: map[string][]string{kf.kind: keep}})
+		}
+		if kf.kind != "HTTPProxy" {
+			cascade[kf.kind] = kf.finalizers
+		}
+	}
+	return append(out, HalfDone{Proxy: "half-cascade", Left: cascade}, HalfDone{Proxy: "half-orphans", Orphaned: true},
+		HalfDone{Proxy: "half-connector", Left: map[string][]string{"HTTPProxy": {prevProxyFinalizer}}})
+}
+
+// gatewayFinalized reports whether NSO finalized the proxy's Gateway before it stopped.
+func (h HalfDone) gatewayFinalized() bool {
+	_, proxyLeft := h.Left["HTTPProxy"]
+	_, gatewayLeft := h.Left["Gateway"]
+	return !proxyLeft && !gatewayLeft && !h.Orphaned
+}
+
+// halfDelete leaves p's deletion as h says NSO left it: first what NSO finished (on the
+// hub and on the plane), then each object left Terminating on the finalizers it keeps.
+func (l *prevLayer) halfDelete(ctx context.Context, p *PreviousProxy, h HalfDone) error {
+	keep, proxyLeft := h.Left["HTTPProxy"]
+	if !proxyLeft && !h.Orphaned {
+		for _, c := range p.upstreamChildren() {
+			childKeeps, left := h.Left[c.kind]
+			if !left {
+				if err := l.finalized(ctx, p, c); err != nil {
+					return err
+				}
+			}
+			if err := deleteKeeping(ctx, l.in.Plane, c.obj, childKeeps); err != nil {
+				return err
+			}
+		}
+	}
+	if !slices.Contains(keep, prevReplicatorFinalizer) {
+		// The replicator's part: the proxy's hub copy, then its anchor.
+		cp := prevUnstructured(prevProxyAPIVersion, "HTTPProxy", metav1.ObjectMeta{Namespace: l.hubNS, Name: p.Name}, nil)
+		if err := l.deleteHub(ctx, cp, l.anchorRef(p.Proxy.GetUID())); err != nil {
+			return err
+		}
+	}
+	return deleteKeeping(ctx, l.in.Plane, p.Proxy, keep)
+}
+
+// prevChild is one upstream object a proxy controls, with its kind.
+type prevChild struct {
+	kind string
+	obj  client.Object
+}
+
+// upstreamChildren are the upstream objects NSO wrote for p and finalizes: its Gateway,
+// HTTPRoute and backend EndpointSlices (not the tenant network's instance slice).
+func (p *PreviousProxy) upstreamChildren() []prevChild {
+	out := []prevChild{{"Gateway", p.Gateway}, {"HTTPRoute", p.HTTPRoute}}
+	for _, es := range p.EndpointSlices {
+		if _, tenant := es.Labels[PreviousTenantIDLabel]; !tenant {
+			out = append(out, prevChild{"EndpointSlice", es})
+		}
+	}
+	return out
+}
+
+// finalized does on the hub what NSO's finalizer of c does before removing itself: a
+// Gateway's anchor and hostname claim; a route's anchor and hub backend slices; a
+// backend slice's anchor. The hub's garbage collector takes what hangs on an anchor.
+func (l *prevLayer) finalized(ctx context.Context, p *PreviousProxy, c prevChild) error {
+	objs := []client.Object{l.anchorRef(c.obj.GetUID())}
+	switch c.kind {
+	case "Gateway":
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: l.in.ClaimsNamespace, Name: p.Hostname}})
+	case "HTTPRoute":
+		for ri, r := range p.HTTPRoute.Spec.Rules {
+			for bi := range r.BackendRefs {
+				objs = append(objs, &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: l.hubNS,
+					Name: fmt.Sprintf("route-%s-rule-%d-backendref-%d", p.HTTPRoute.UID, ri, bi)}})
+			}
+		}
+	}
+	return l.deleteHub(ctx, objs...)
+}
+
+// anchorRef is the anchor of the upstream object with uid, for a delete.
+func (l *prevLayer) anchorRef(uid types.UID) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: l.hubNS, Name: anchor.Name(uid)}}
+}
+
+// deleteHub deletes objs from the hub, in order; one already gone is no error.
+func (l *prevLayer) deleteHub(ctx context.Context, objs ...client.Object) error {
+	for _, o := range objs {
+		if err := l.in.Hub.Delete(ctx, o); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting hub %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// deleteKeeping deletes obj and leaves it Terminating on the finalizers keep, or gone
+// when keep is empty; obj is left as last read.
+func deleteKeeping(ctx context.Context, c client.Client, obj client.Object, keep []string) error {
+	if err := c.Delete(ctx, obj); err != nil {
+		return fmt.Errorf("deleting %T %s: %w", obj, obj.GetName(), err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		return fmt.Errorf("reading %T %s: %w", obj, obj.GetName(), err)
+	}
+	obj.SetFinalizers(keep)
+	if err := c.Update(ctx, obj); err != nil {
+		return fmt.Errorf("leaving %T %s on finalizers %v: %w", obj, obj.GetName(), keep, err)
+	}
+	return nil
+}
 
 // selfSigned is a certificate for dns signed by its own key: what the previous
 // manager's cert-manager left in a listener's Secret, for a fixture.

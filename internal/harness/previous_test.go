@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,6 +71,7 @@ func TestLayDownPrevious(t *testing.T) {
 	if leaving.GetDeletionTimestamp() == nil || len(leaving.GetFinalizers()) != 2 {
 		t.Errorf("leaving: deletionTimestamp %v, finalizers %v", leaving.GetDeletionTimestamp(), leaving.GetFinalizers())
 	}
+	expectHalfDone(t, ctx, cp.Client, st)
 	hp := st.Proxies["plain"].Proxy.DeepCopy()
 	if err := cp.Client.Get(ctx, client.ObjectKeyFromObject(hp), hp); err != nil {
 		t.Fatal(err)
@@ -97,5 +100,69 @@ func TestLayDownPrevious(t *testing.T) {
 	gw.Labels = map[string]string{"touched": "yes"}
 	if err := cp.Client.Update(ctx, gw); err == nil || !strings.Contains(err.Error(), "webhook") {
 		t.Errorf("updating a Gateway under the previous webhooks: %v, want a webhook failure", err)
+	}
+}
+
+// expectHalfDone checks each half-done deletion on the plane: the proxy Terminating on
+// exactly the finalizers it keeps, or gone; its children live while the proxy stays,
+// else Terminating on what they keep or gone.
+func expectHalfDone(t *testing.T, ctx context.Context, c client.Client, st *PreviousState) {
+	t.Helper()
+	if len(st.HalfDone) != len(PreviousHalfDone()) {
+		t.Fatalf("%d half-done deletions laid down, want %d", len(st.HalfDone), len(PreviousHalfDone()))
+	}
+	for _, h := range st.HalfDone {
+		p := st.Proxies[h.Proxy]
+		_, proxyLeft := h.Left["HTTPProxy"]
+		objs := append([]prevChild{{"HTTPProxy", p.Proxy}}, p.upstreamChildren()...)
+		for _, o := range objs {
+			cur := o.obj.DeepCopyObject().(client.Object)
+			err := c.Get(ctx, client.ObjectKeyFromObject(o.obj), cur)
+			keep, left := h.Left[o.kind]
+			switch {
+			case left && err != nil:
+				t.Errorf("%s: %s %s: %v, want it Terminating on %v", h, o.kind, o.obj.GetName(), err, keep)
+			case left && (cur.GetDeletionTimestamp() == nil || !slices.Equal(cur.GetFinalizers(), keep)):
+				t.Errorf("%s: %s %s deleting %v on %v, want Terminating on %v", h, o.kind, o.obj.GetName(), cur.GetDeletionTimestamp(), cur.GetFinalizers(), keep)
+			case !left && o.kind != "HTTPProxy" && (proxyLeft || h.Orphaned) && (err != nil || cur.GetDeletionTimestamp() != nil):
+				t.Errorf("%s: %s %s should be live while its proxy is Terminating: %v", h, o.kind, o.obj.GetName(), err)
+			case !left && (o.kind == "HTTPProxy" || !(proxyLeft || h.Orphaned)) && !apierrors.IsNotFound(err):
+				t.Errorf("%s: %s %s should be gone: %v", h, o.kind, o.obj.GetName(), err)
+			}
+		}
+	}
+}
+
+// TestPreviousHalfDoneCoversEveryFinalizerSubset: every non-empty subset of each kind's
+// finalizers is one half-done deletion of its own, and every proxy name is unique.
+func TestPreviousHalfDoneCoversEveryFinalizerSubset(t *testing.T) {
+	seen := map[string]bool{}
+	names := map[string]bool{}
+	for _, h := range PreviousHalfDone() {
+		if names[h.Proxy] || slices.Contains(PreviousProxyNames, h.Proxy) {
+			t.Errorf("proxy name %s used twice", h.Proxy)
+		}
+		names[h.Proxy] = true
+		if len(h.Left) == 1 {
+			for kind, keep := range h.Left {
+				seen[kind+" "+strings.Join(keep, ",")] = true
+			}
+		}
+	}
+	tests := []struct {
+		kind string
+		want []string
+	}{
+		{"HTTPProxy", []string{prevProxyFinalizer, prevReplicatorFinalizer, prevProxyFinalizer + "," + prevReplicatorFinalizer}},
+		{"Gateway", []string{prevGatewayFinalizer}},
+		{"HTTPRoute", []string{prevGCFinalizer}},
+		{"EndpointSlice", []string{prevGCFinalizer}},
+	}
+	for _, tt := range tests {
+		for _, keep := range tt.want {
+			if !seen[tt.kind+" "+keep] {
+				t.Errorf("no half-done deletion leaves a %s on %s alone", tt.kind, keep)
+			}
+		}
 	}
 }

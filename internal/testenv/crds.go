@@ -63,6 +63,23 @@ func ProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return append(own, gw...), nil
 }
 
+// PreviousProjectCRDs are the CRDs a project plane served under the previous manager, as
+// far as the cut-over tests need them: its HTTPProxy CRD (this repository's schema, a
+// superset of its, under its names: no short name, no category), its Connector CRD in
+// v1alpha1 of the same group (PreviousConnectorCRD), and the Gateway API.
+func PreviousProjectCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := ProjectCRDs()
+	if err != nil {
+		return nil, err
+	}
+	for _, crd := range crds {
+		if crd.Spec.Group == "networking.datumapis.com" {
+			crd.Spec.Names.ShortNames, crd.Spec.Names.Categories = nil, nil
+		}
+	}
+	return append(crds, PreviousConnectorCRD()), nil
+}
+
 // HubCRDs are the CRDs the hub serves: the Gateway API standard channel, cert-manager's
 // (the edge's cert-manager issues the hub's Certificates, and tests run the real
 // controller against the hub), external-dns's DNSEndpoint, and this repository's

@@ -15,6 +15,8 @@
 //   - clusters.go: Clusters and Admission (what the shard provides), liveClient; the
 //     reconcile runner admitAndRun, phases, admission refusals.
 //   - httpproxy_reconciler.go: proxy -> upstream Gateway, HTTPRoute and Services.
+//   - orphans.go: what a proxy gone without our finalizer still controls, deleted as a
+//     garbage collector would (a plane without one).
 //   - build_proxy.go: what a proxy produces, and the names it is given.
 //   - backend_policy.go: the backend hosts a tenant may not aim at.
 //   - gateway_reconciler.go: upstream Gateway -> downstream Gateway and Certificates.

@@ -96,10 +96,12 @@ func (r *HTTPProxyReconciler) load(ctx context.Context, req mcreconcile.Request)
 	}
 	proxy := &v1alpha.HTTPProxy{}
 	if err := cl.GetClient().Get(ctx, req.NamespacedName, proxy); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.Metrics.proxyGone(project, req.NamespacedName)
+		if !apierrors.IsNotFound(err) {
+			return nil, err
 		}
-		return nil, client.IgnoreNotFound(err)
+		// Gone: what it still controls goes too, on a plane with no garbage collector.
+		r.Metrics.proxyGone(project, req.NamespacedName)
+		return nil, collectOrphans(ctx, cl, req.NamespacedName)
 	}
 	return &proxyScope{
 		project: project,

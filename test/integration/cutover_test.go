@@ -35,17 +35,26 @@ const (
 
 // TestCutOverFromThePreviousManager lays down what the previous manager leaves for five
 // proxies (harness.LayDownPrevious: an endpoint, an https endpoint, a connector, an
-// instance, one being deleted; a stranded EndpointSlice anchor; its Fail-policy
-// webhooks, whose pods are gone), then follows the runbook: remove the webhooks, start
-// this manager with the previous class, controller name and issuer. Then: the endpoint
-// proxies are Programmed and served by the edge (Envoy Gateway's translator) on their
-// hostnames and canonical hostname; none of their hub objects is deleted or recreated;
-// the connector and instance proxies are Accepted=False/UnsupportedBackend and nothing
-// programmed for them is touched; the proxy being deleted is finalized on both sides
-// and the stranded anchor collected; and every proxy deleted afterwards leaves nothing
-// on either side and nothing Terminating.
+// instance, one being deleted; one more in each deletion it may leave half done; a
+// stranded EndpointSlice anchor; its Fail-policy webhooks, whose pods are gone), then
+// follows the runbook: remove the webhooks, start this manager with the previous
+// class, controller name and issuer. Then: the endpoint proxies are Programmed and
+// served by the edge (Envoy Gateway's translator) on their hostnames and canonical
+// hostname; none of their hub objects is deleted or recreated; the connector and
+// instance proxies are Accepted=False/UnsupportedBackend and nothing programmed for
+// them is touched; the proxy being deleted and every half-done deletion are finished
+// with nothing left on either side, and the stranded anchor collected; the audit logs
+// show no delete of a live proxy's object; and every proxy deleted afterwards leaves
+// nothing on either side and nothing Terminating. On a plane without a garbage
+// collector and on one with it.
 func TestCutOverFromThePreviousManager(t *testing.T) {
-	gt := newGatewayTest(t, planeA)
+	for _, pc := range cutOverPlanes {
+		t.Run(pc.name, func(t *testing.T) { cutOverFromThePreviousManager(t, pc.plane(t)) })
+	}
+}
+
+func cutOverFromThePreviousManager(t *testing.T, plane *harness.ControlPlane) {
+	gt := newGatewayTest(t, plane)
 	g, ctx := gt.g, gt.ctx
 	suffix := rand.String(6)
 	state, err := harness.LayDownPrevious(ctx, harness.PreviousInput{
@@ -105,13 +114,7 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	go func() { defer close(edgeDone); edge.Serve(edgeCtx, harness.Namespaces(hubNS), 250*time.Millisecond) }()
 	t.Cleanup(func() { stopEdge(); <-edgeDone })
 
-	m := gt.startManager("cutover", edgeReportsStatus, func(o *app.Options) {
-		o.Gateway.ControllerName = cutOverControllerName
-		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
-		o.Gateway.CertificateIssuer.Name = cutOverIssuer
-		o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain // the previous manager's gateway.targetDomain, mapped
-		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
-	})
+	m := gt.startManager("cutover", edgeReportsStatus, previousNames)
 
 	// 1. The endpoint proxies are programmed by this manager (its own Accepted message,
 	// its route naming its Services) and stay so.
@@ -154,32 +157,20 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 	}
 	g.Expect(upstreamSpecs(ctx, g, gt, left)).To(Equal(leftSpecs), "the unsupported proxies' upstream objects are untouched")
 
-	// 4. The proxy being deleted is finalized on both sides, and the stranded anchor
-	// (with its hub slice) is collected.
-	leaving := state.Proxies["leaving"]
+	// 4. The proxy being deleted and every deletion the previous manager left half done
+	// are finished on both sides, and the stranded anchor (with its hub slice) is
+	// collected.
+	g.Eventually(func(g Gomega) []string { return halfDoneLeft(ctx, g, gt, state.Proxies["leaving"]) }, gwProgrammedWithin, gwPoll).Should(BeEmpty())
+	expectHalfDoneFinished(t, gt, state)
 	g.Eventually(func(g Gomega) {
-		for _, obj := range upstreamObjects(leaving) {
-			g.Expect(gone(ctx, gt.plane.Client, obj)).To(BeTrue(), "upstream %T %s is gone", obj, obj.GetName())
-		}
-		for _, obj := range leaving.Hub {
-			g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "hub %T %s/%s is gone", obj, obj.GetNamespace(), obj.GetName())
-		}
 		g.Expect(gone(ctx, hub.Client, state.StrandedAnchor)).To(BeTrue(), "the stranded anchor is collected")
 		g.Expect(gone(ctx, hub.Client, state.StrandedSlice)).To(BeTrue(), "and its hub slice with it")
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 
-	// 5. No live hub object was deleted or recreated, and the audit log shows no delete
-	// of one by the manager.
+	// 5. No live hub object was deleted or recreated, and the audit logs show no delete
+	// of one by the manager, on the hub or the plane.
 	g.Expect(hubUIDs(state, append(slices.Clone(live), left...))).To(Equal(before), "every live proxy's hub objects keep their UIDs")
-	liveNames := map[string]bool{}
-	for _, name := range append(slices.Clone(live), left...) {
-		for _, obj := range state.HubObjectsOf(name) {
-			liveNames[obj.GetNamespace()+"/"+obj.GetName()] = true
-		}
-	}
-	for _, ev := range hubWritesBy(g, m.User, []string{"delete", "deletecollection"}, cutOverHubResources, "") {
-		g.Expect(liveNames[ev.ObjectRef.Namespace+"/"+ev.ObjectRef.Name]).To(BeFalse(), "the manager deleted a live hub object: %+v", ev.ObjectRef)
-	}
+	expectNoDeleteOfLive(g, m, gt, state, append(slices.Clone(live), left...))
 	for _, name := range live {
 		waitAcceptedByUs(gt, name)
 	}
@@ -214,6 +205,16 @@ func TestCutOverFromThePreviousManager(t *testing.T) {
 			g.Expect(c.Labels["meta.datumapis.com/upstream-namespace"]).NotTo(Equal(gt.ns.Name), "hostname claim %s is released", c.Name)
 		}
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
+}
+
+// previousNames configures a replica with the previous manager's names, as the runbook
+// passes them (steps 2 and 7), and a resync fast enough to collect within a test.
+func previousNames(o *app.Options) {
+	o.Gateway.ControllerName = cutOverControllerName
+	o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
+	o.Gateway.CertificateIssuer.Name = cutOverIssuer
+	o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain // the previous manager's gateway.targetDomain, mapped
+	o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
 }
 
 // rowsOf returns the check's rows about this test's objects: in its upstream or hub
@@ -251,55 +252,6 @@ func waitAcceptedByUs(gt *gatewayTest, name string) *v1alpha.HTTPProxy {
 		}
 	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 	return p
-}
-
-// TestCutOverFinishesHalfDoneDeletions: proxies whose deletion the previous manager
-// started and did not finish (only its proxy controller's finalizer left, only its
-// replicator's, on an endpoint and on a connector proxy) are finalized here with nothing
-// left on the plane, which runs no garbage collector, nor on the hub: their Gateway,
-// HTTPRoute and backend EndpointSlices, their anchors and every hub object on them.
-func TestCutOverFinishesHalfDoneDeletions(t *testing.T) {
-	gt := newGatewayTest(t, planeA)
-	g, ctx := gt.g, gt.ctx
-	state, err := harness.LayDownPrevious(ctx, harness.PreviousInput{
-		Hub: hub.Client, Plane: gt.plane.Client, Project: gt.project, Namespace: gt.ns, Suffix: rand.String(6),
-		GatewayClass: gt.class, ControllerName: cutOverControllerName, DownstreamClass: cutOverDownstreamClass,
-		Issuer: cutOverIssuer, ClaimsNamespace: gt.env.ClaimsNamespace(),
-	})
-	g.Expect(err).NotTo(HaveOccurred())
-	for _, w := range state.Webhooks {
-		g.Expect(gt.plane.Client.Delete(ctx, w)).To(Succeed())
-	}
-	half := map[string]string{
-		"plain":  harness.PreviousProxyFinalizer,      // the replicator's part done, not the proxy's
-		"secure": harness.PreviousReplicatorFinalizer, // the proxy's part done, not the replicator's
-		"tunnel": harness.PreviousProxyFinalizer,      // a connector proxy, never programmed here
-	}
-	for name, keep := range half {
-		g.Expect(harness.HalfDeleted(ctx, gt.plane.Client, state.Proxies[name].Proxy, keep)).To(Succeed())
-		g.Expect(state.Proxies[name].EndpointSlices).NotTo(BeEmpty(), "%s has the previous manager's backend slice", name)
-	}
-
-	gt.startManager("halfdone", func(o *app.Options) {
-		o.Gateway.ControllerName = cutOverControllerName
-		o.Gateway.DownstreamGatewayClassName = cutOverDownstreamClass
-		o.Gateway.CertificateIssuer.Name = cutOverIssuer
-		o.Gateway.Platform.TargetDomain = harness.PreviousTargetDomain // the previous manager's gateway.targetDomain, mapped
-		o.Resync.Period, o.Resync.InitialJitter, o.Resync.ConfirmAfter, o.Resync.MinAge = 2*time.Second, time.Millisecond, time.Second, time.Millisecond
-	})
-	g.Eventually(func(g Gomega) {
-		for name := range half {
-			for _, obj := range upstreamObjects(state.Proxies[name]) {
-				g.Expect(gone(ctx, gt.plane.Client, obj)).To(BeTrue(), "%s: upstream %T %s is gone", name, obj, obj.GetName())
-			}
-			for _, obj := range state.HubObjectsOf(name) {
-				if isTenantInstanceSlice(obj) {
-					continue
-				}
-				g.Expect(gone(ctx, hub.Client, obj)).To(BeTrue(), "%s: hub %T %s/%s is gone", name, obj, obj.GetNamespace(), obj.GetName())
-			}
-		}
-	}, gwProgrammedWithin, gwPoll).Should(Succeed())
 }
 
 // hubUIDs maps every hub object laid down for the named proxies to its UID now ("" for

@@ -84,6 +84,7 @@ func runSuite(m *testing.M) int {
 		return 1
 	}
 	defer planeC.Stop()
+	defer stopPlaneWithGC()
 	code = m.Run()
 	return code
 }
