@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"anchorage/internal/testenv"
 	"anchorage/pkg/gateway"
 )
 
@@ -22,17 +21,8 @@ import (
 // its HTTP-01 self-check against the harness's stand-in solver, and the Certificate
 // becomes Ready with a certificate for the name that Pebble's CA issued.
 func TestCertManagerOrdersFromPebble(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
+	ctx, cfg, c := testHub(t, 2*time.Minute)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-	defer cancel()
-	crds, err := testenv.HubCRDs()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg := testenv.StartAPIServer(t, crds...)
-	c, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
 	pebble := StartPebble(ctx, t)
 	cm := StartCertManager(ctx, t, cfg, CertManagerOptions{HTTP01Solver: StartHTTP01Solver(t, c)})
 	g.Expect(CreateACMEClusterIssuer(ctx, c, "pebble", pebble)).To(Succeed())
@@ -51,7 +41,7 @@ func TestCertManagerOrdersFromPebble(t *testing.T) {
 
 	waitCtx, cancelWait := context.WithTimeout(ctx, 60*time.Second)
 	defer cancelWait()
-	_, err = WaitForReady(waitCtx, c, gateway.CertificateGVK, client.ObjectKey{Namespace: "team", Name: "a"}, cm.Exited, pebble.Exited)
+	_, err := WaitForReady(waitCtx, c, gateway.CertificateGVK, client.ObjectKey{Namespace: "team", Name: "a"}, cm.Exited, pebble.Exited)
 	g.Expect(err).NotTo(HaveOccurred())
 
 	secret := &corev1.Secret{}

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"anchorage/internal/testenv"
 	"anchorage/pkg/gateway"
 )
 
@@ -22,17 +21,8 @@ import (
 // ClusterIssuer to Ready, and the Secret it writes holds a certificate for the name,
 // signed by that CA, with its key.
 func TestCertManagerIssuesFromACAClusterIssuer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
+	ctx, cfg, c := testHub(t, 90*time.Second)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	crds, err := testenv.HubCRDs()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg := testenv.StartAPIServer(t, crds...)
-	c, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
 	cm := StartCertManager(ctx, t, cfg, CertManagerOptions{})
 	ca, err := CreateCAClusterIssuer(ctx, c, "test-ca", cm.ClusterResourceNamespace)
 	g.Expect(err).NotTo(HaveOccurred())

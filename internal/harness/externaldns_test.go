@@ -13,26 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"anchorage/internal/testenv"
 )
 
 // TestExternalDNSWritesAndRemovesRecords: external-dns, run against an API server
 // serving the hub's CRDs, writes a DNSEndpoint's A and AAAA records to Knot DNS through
 // TSIG-signed dynamic updates, and removes them once the DNSEndpoint is deleted.
 func TestExternalDNSWritesAndRemovesRecords(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an API server")
-	}
+	ctx, cfg, c := testHub(t, 3*time.Minute)
 	g := NewWithT(t)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	crds, err := testenv.HubCRDs()
-	g.Expect(err).NotTo(HaveOccurred())
-	cfg := testenv.StartAPIServer(t, crds...)
-	c, err := client.New(cfg, client.Options{})
-	g.Expect(err).NotTo(HaveOccurred())
 	server := StartDNSServer(t, "platform.test.")
 	edns := StartExternalDNS(ctx, t, cfg, server, ExternalDNSOptions{})
 
